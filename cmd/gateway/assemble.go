@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tools/builtin"
+	"github.com/turnstile-gw/turnstile/tools/kb"
+	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/geminitext"
+	"github.com/turnstile-gw/turnstile/web"
+)
+
+// gateway is everything serve needs, and what it must close.
+type gateway struct {
+	edge     *server.Server
+	sessions *session.Manager
+	closers  []func()
+}
+
+func (g *gateway) close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+}
+
+// assemble builds the gateway from its configuration. brain replaces the
+// offline demo model's brain (tests pass a programmable one); nil means the
+// demo brain. On error, whatever it had started is closed.
+func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *slog.Logger,
+	brain fakegemini.Brain) (gw *gateway, err error) {
+	gw = &gateway{}
+	defer func() {
+		if err != nil {
+			gw.close()
+		}
+	}()
+	m := metrics.New(reg, metrics.Build{Version: version, Commit: commit})
+
+	rdb, err := redisClient(cfg, log, gw)
+	if err != nil {
+		return nil, err
+	}
+	store := session.NewRedisStore(rdb, session.RedisStoreOptions{
+		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
+	})
+
+	var kbFS fs.FS = kb.Sample
+	if cfg.KBDir != "" {
+		kbFS = os.DirFS(cfg.KBDir)
+	}
+	index, err := kb.Load(kbFS)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge base (TURNSTILE_KB_DIR=%q): %w", cfg.KBDir, err)
+	}
+	gw.closers = append(gw.closers, func() { _ = index.Close() })
+	log.Info("knowledge base loaded", "documents", index.Len(), "dir", orSample(cfg.KBDir))
+
+	registry, err := tools.Load(builtin.FS, builtin.Handlers(index))
+	if err != nil {
+		return nil, fmt.Errorf("tool registry: %w", err)
+	}
+	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
+
+	client, err := geminiClient(ctx, cfg, log, gw, brain)
+	if err != nil {
+		return nil, err
+	}
+	gw.sessions = session.NewManager(session.Config{
+		SystemPrompt:      cfg.SystemPrompt,
+		MaxToolIterations: cfg.MaxToolIterations,
+		MaxMessageBytes:   int64(cfg.MaxMessageBytes),
+		MaxTextChars:      cfg.MaxTextChars,
+		SendQueueBytes:    cfg.SendQueueBytes,
+		WriteTimeout:      cfg.WriteTimeout,
+		ModelTimeout:      cfg.ModelTimeout,
+		StoreTimeout:      2 * cfg.RedisTimeout,
+		HistoryMax:        cfg.HistoryMax,
+		ModelName:         cfg.TextModel,
+		Offline:           cfg.Offline(),
+	}, session.Deps{
+		Store:        store,
+		Model:        geminitext.New(client, cfg.TextModel),
+		Orchestrator: orchestrator.New(registry, m, log),
+		Registry:     registry,
+		Metrics:      m,
+		Log:          log,
+	})
+	log.Info("session init size", "mode", "text", "tokens_estimate", gw.sessions.InitTokens())
+
+	if cfg.DevMode() {
+		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET, every browser is the anonymous user; allowed on loopback only")
+	}
+	gw.edge = server.New(server.Config{AllowedOrigins: cfg.AllowedOrigins}, server.Deps{
+		Sessions: gw.sessions,
+		Auth:     server.NewAuthenticator([]byte(cfg.AuthSecret)),
+		Store:    store,
+		Gatherer: reg,
+		Web:      web.Handler(),
+		Log:      log,
+	})
+	return gw, nil
+}
+
+// redisClient connects to REDIS_URL, or starts the embedded miniredis.
+func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
+	url := string(cfg.RedisURL)
+	if url == "" {
+		mr, err := session.StartEmbedded()
+		if err != nil {
+			return nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		gw.closers = append(gw.closers, mr.Close)
+		url = "redis://" + mr.Addr()
+		log.Warn("no REDIS_URL: using an embedded in-process miniredis; session state lives only in this process "+
+			"and resume works only on this node", "addr", mr.Addr())
+	}
+	rdb, err := session.NewRedisClient(url, cfg.RedisTimeout)
+	if err != nil {
+		return nil, err
+	}
+	gw.closers = append(gw.closers, func() { _ = rdb.Close() })
+	return rdb, nil
+}
+
+// geminiClient builds the real genai client: against Google (or
+// GEMINI_BASE_URL) with a key, or against the in-process fake Gemini server
+// running the demo brain without one.
+func geminiClient(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, brain fakegemini.Brain) (*genai.Client, error) {
+	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
+	if cfg.Offline() {
+		if brain == nil {
+			brain = fakegemini.NewDemo()
+		}
+		fake := fakegemini.New(brain, log.With("component", "fakegemini"))
+		url, err := fake.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("start the offline demo model: %w", err)
+		}
+		gw.closers = append(gw.closers, func() { _ = fake.Close() })
+		key, base = "offline-demo", url
+		log.Warn("OFFLINE DEMO MODEL: no GEMINI_API_KEY, answers come from a rule-based fake Gemini server on "+
+			"loopback, not from Google; set GEMINI_API_KEY for the real model", "fake_url", url)
+	}
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: base},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gemini client: %w", err)
+	}
+	return client, nil
+}
+
+func orSample(dir string) string {
+	if dir == "" {
+		return "embedded sample"
+	}
+	return dir
+}

@@ -1,0 +1,535 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is the gateway's whole configuration, resolved from flags, environment and defaults.
+type Config struct {
+	Addr           string    // listen address, host:port
+	RedisURL       SecretURL // "" = embedded miniredis
+	GeminiAPIKey   Secret    // "" = offline demo model
+	GeminiBaseURL  SecretURL // "" = Google's endpoint
+	TextModel      string    // model for text turns
+	LiveModel      string    // model for voice (Gemini Live) sessions
+	AuthSecret     Secret    // HS256 secret for browser tokens; "" = dev mode
+	AllowedOrigins []string  // Origin patterns; empty = same host only
+	KBDir          string    // knowledge-base folder; "" = embedded sample
+	PolicyFile     string    // always "" today: a set policy file is refused
+
+	VoiceMaxRetrieval int // retrieval calls per voice turn
+	VoiceMaxCalls     int // tool calls per voice turn
+	TextMaxRetrieval  int // retrieval calls per text turn
+	TextMaxCalls      int // tool calls per text turn
+	MaxToolIterations int // model↔tool rounds per text turn
+
+	LogLevel        slog.Level
+	ShutdownTimeout time.Duration // drain budget after SIGTERM
+	SessionTTL      time.Duration // lifetime of an idle session's state in Redis
+	HistoryMax      int           // history entries kept per session
+	MaxMessageBytes int           // largest browser WebSocket message accepted
+	MaxTextChars    int           // longest user text message, in characters
+	SendQueueBytes  int           // per-connection outbound queue bound
+	WriteTimeout    time.Duration // per-write deadline towards the browser
+	RedisTimeout    time.Duration // deadline of one Redis call
+	ModelTimeout    time.Duration // deadline of one model call
+	SystemPrompt    string
+}
+
+// DevMode reports whether browser authentication is off (no auth secret): every user is anonymous.
+// LoadConfig only allows it on a loopback listen address.
+func (c Config) DevMode() bool { return c.AuthSecret == "" }
+
+// Offline reports whether the gateway runs the in-process demo model because no API key is set.
+func (c Config) Offline() bool { return c.GeminiAPIKey == "" }
+
+// LogValue renders the configuration for slog with secrets shown only as set/unset and passwords
+// in URLs masked, so the startup log can carry it whole.
+func (c Config) LogValue() slog.Value {
+	orEmbedded := func(s string) string {
+		if s == "" {
+			return "embedded"
+		}
+		return s
+	}
+	base := string(c.GeminiBaseURL)
+	if base == "" {
+		base = "google"
+	}
+	return slog.GroupValue(
+		slog.String("addr", c.Addr),
+		slog.String("redis", orEmbedded(redactURL(string(c.RedisURL)))),
+		slog.Any("gemini_api_key", c.GeminiAPIKey),
+		slog.String("gemini_base_url", redactURL(base)),
+		slog.String("text_model", c.TextModel),
+		slog.String("live_model", c.LiveModel),
+		slog.Any("auth_secret", c.AuthSecret),
+		slog.Bool("dev_mode", c.DevMode()),
+		slog.Bool("offline", c.Offline()),
+		slog.Any("allowed_origins", c.AllowedOrigins),
+		slog.String("kb_dir", orEmbedded(c.KBDir)),
+		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
+		slog.Int("voice_max_calls", c.VoiceMaxCalls),
+		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
+		slog.Int("text_max_calls", c.TextMaxCalls),
+		slog.Int("max_tool_iterations", c.MaxToolIterations),
+		slog.String("log_level", c.LogLevel.String()),
+		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+		slog.Duration("session_ttl", c.SessionTTL),
+		slog.Int("history_max", c.HistoryMax),
+		slog.Int("max_message_bytes", c.MaxMessageBytes),
+		slog.Int("max_text_chars", c.MaxTextChars),
+		slog.Int("send_queue_bytes", c.SendQueueBytes),
+		slog.Duration("write_timeout", c.WriteTimeout),
+		slog.Duration("redis_timeout", c.RedisTimeout),
+		slog.Duration("model_timeout", c.ModelTimeout),
+		slog.Int("system_prompt_chars", len([]rune(c.SystemPrompt))),
+	)
+}
+
+// Secret is a configuration value that must never be printed: fmt, slog and text marshalling all
+// render it as "set" or "unset". Convert it explicitly (string(s), []byte(s)) where it is used.
+type Secret string
+
+func (s Secret) state() string {
+	if s == "" {
+		return "unset"
+	}
+	return "set"
+}
+
+// Format implements fmt.Formatter for every verb, including %#v.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.state()) }
+
+// LogValue implements slog.LogValuer.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.state()) }
+
+// MarshalText keeps the secret out of JSON and other text encodings.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.state()), nil }
+
+// SecretURL is a URL that may carry a password (redis://user:pw@host): fmt, slog and text
+// marshalling mask the password. Convert it explicitly (string(u)) where it is used.
+type SecretURL string
+
+// Format implements fmt.Formatter for every verb, including %#v.
+func (u SecretURL) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redactURL(string(u))) }
+
+// LogValue implements slog.LogValuer.
+func (u SecretURL) LogValue() slog.Value { return slog.StringValue(redactURL(string(u))) }
+
+// MarshalText keeps the password out of JSON and other text encodings.
+func (u SecretURL) MarshalText() ([]byte, error) { return []byte(redactURL(string(u))), nil }
+
+// DefaultSystemPrompt is the base instruction when TURNSTILE_SYSTEM_PROMPT is not set.
+const DefaultSystemPrompt = "You are a friendly customer-support assistant. " +
+	"Before answering a question about the product, search the knowledge base with kb_search " +
+	"and read the relevant article with kb_get; answer only from what you find, and say plainly " +
+	"when the knowledge base does not cover the question instead of guessing. " +
+	"Keep answers brief: two or three sentences, or a short list. " +
+	"In a voice conversation speak naturally, without markdown, lists or links."
+
+// configSetting is one configuration entry: its environment variable (the flag name derives from it),
+// its default, and how a value is parsed and checked into the Config.
+type configSetting struct {
+	env    string
+	def    string // "" = unset
+	defDoc string // how the default is shown in -h, when def alone says too little
+	usage  string
+	secret bool                            // never echo the value
+	apply  func(c *Config, v string) error // v is the resolved value, possibly ""; errors must not repeat v
+}
+
+// flagName derives a setting's flag from its variable: TURNSTILE_MAX_CALLS → max-calls.
+func flagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "TURNSTILE_")), "_", "-")
+}
+
+func configSettings() []configSetting {
+	return []configSetting{
+		{env: "TURNSTILE_ADDR", def: "127.0.0.1:8080", usage: "listen address, host:port", apply: parseAddr},
+		{env: "REDIS_URL", defDoc: "unset: embedded miniredis, state lives in this process only",
+			usage: "redis:// or rediss:// URL of the Redis that holds session state", apply: parseRedisURL},
+		{env: "GEMINI_API_KEY", defDoc: "unset: offline demo model", secret: true,
+			usage: "key for the Gemini API (prefer the environment: flags show in ps)",
+			apply: func(c *Config, v string) error {
+				if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+					return errors.New("contains whitespace or control characters")
+				}
+				c.GeminiAPIKey = Secret(v)
+				return nil
+			}},
+		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
+			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
+		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "model for text turns",
+			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
+		{env: "TURNSTILE_LIVE_MODEL", def: "gemini-2.5-flash-native-audio-preview-12-2025",
+			usage: "model for voice sessions (Gemini Live)", apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
+		{env: "TURNSTILE_AUTH_SECRET", defDoc: "unset: dev mode, anonymous users, loopback address only", secret: true,
+			usage: "HS256 secret for browser tokens, at least 32 bytes (prefer the environment: flags show in ps)",
+			apply: func(c *Config, v string) error {
+				if v != "" && len(v) < minAuthSecret {
+					return fmt.Errorf("must be at least %d bytes", minAuthSecret)
+				}
+				c.AuthSecret = Secret(v)
+				return nil
+			}},
+		{env: "TURNSTILE_ALLOWED_ORIGINS", defDoc: "unset: same host only",
+			usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
+			apply: parseOrigins},
+		{env: "TURNSTILE_KB_DIR", defDoc: "unset: embedded sample", usage: "folder of Markdown knowledge-base documents",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				fi, err := os.Stat(v)
+				switch {
+				case err != nil:
+					return fmt.Errorf("cannot use folder: %w", err)
+				case !fi.IsDir():
+					return errors.New("is not a directory")
+				}
+				c.KBDir = v
+				return nil
+			}},
+		{env: "TURNSTILE_POLICY", defDoc: "unset", usage: "policy file overriding budgets and tool metadata (not supported yet)",
+			apply: func(_ *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				fi, err := os.Stat(v)
+				switch {
+				case err != nil:
+					return fmt.Errorf("cannot use policy file: %w", err)
+				case !fi.Mode().IsRegular():
+					return errors.New("is not a regular file")
+				}
+				// Refusing beats ignoring: an operator who sets a policy expects it to bind.
+				return errors.New("policy files are not supported yet; unset it to start with the built-in budgets")
+			}},
+		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", 2, "retrieval tool calls allowed per voice turn", 0, -1,
+			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
+		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", 3, "tool calls allowed per voice turn", 0, -1,
+			func(c *Config) *int { return &c.VoiceMaxCalls }),
+		intConfigSetting("TURNSTILE_TEXT_MAX_RETRIEVAL", 5, "retrieval tool calls allowed per text turn", 0, -1,
+			func(c *Config) *int { return &c.TextMaxRetrieval }),
+		intConfigSetting("TURNSTILE_TEXT_MAX_CALLS", 10, "tool calls allowed per text turn", 0, -1,
+			func(c *Config) *int { return &c.TextMaxCalls }),
+		intConfigSetting("TURNSTILE_MAX_TOOL_ITERATIONS", 20, "model↔tool rounds per text turn", 1, -1,
+			func(c *Config) *int { return &c.MaxToolIterations }),
+		{env: "TURNSTILE_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn or error",
+			apply: func(c *Config, v string) error {
+				switch strings.ToLower(v) {
+				case "debug", "info", "warn", "error":
+					return c.LogLevel.UnmarshalText([]byte(v))
+				}
+				return errors.New("must be debug, info, warn or error")
+			}},
+		durConfigSetting("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+		durConfigSetting("TURNSTILE_SESSION_TTL", "24h", "how long an idle session's state is kept in Redis", time.Second,
+			func(c *Config) *time.Duration { return &c.SessionTTL }),
+		intConfigSetting("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
+			func(c *Config) *int { return &c.HistoryMax }),
+		intConfigSetting("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
+			func(c *Config) *int { return &c.MaxMessageBytes }),
+		intConfigSetting("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
+			func(c *Config) *int { return &c.MaxTextChars }),
+		intConfigSetting("TURNSTILE_SEND_QUEUE_BYTES", 1<<20, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+			func(c *Config) *int { return &c.SendQueueBytes }),
+		durConfigSetting("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.WriteTimeout }),
+		durConfigSetting("TURNSTILE_REDIS_TIMEOUT", "500ms", "deadline of one Redis call", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.RedisTimeout }),
+		durConfigSetting("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.ModelTimeout }),
+		{env: "TURNSTILE_SYSTEM_PROMPT", def: DefaultSystemPrompt, defDoc: "a brief, knowledge-base-first support assistant",
+			usage: "base system instruction given to the model", apply: func(c *Config, v string) error {
+				c.SystemPrompt = v
+				return nil
+			}},
+	}
+}
+
+const minAuthSecret = 32
+
+// LoadConfig resolves the configuration from command-line flags (args, without the program name),
+// the environment (getenv; nil means an empty environment) and defaults, in that order of precedence.
+// An empty value means "the default". It reports every invalid setting at once; -h prints the usage
+// to stderr and returns flag.ErrHelp.
+func LoadConfig(args []string, getenv func(string) string) (Config, error) {
+	return loadConfig(args, getenv, os.Stderr)
+}
+
+func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	all := configSettings()
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { printConfigUsage(usageOut, all) }
+	flagVals := make(map[string]*string, len(all))
+	for _, s := range all {
+		flagVals[s.env] = fs.String(flagName(s.env), "", s.usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, err
+		}
+		return Config{}, fmt.Errorf("parse flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("parse flags: unexpected argument %q", fs.Arg(0))
+	}
+	fromFlag := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
+
+	var c Config
+	var errs []error
+	failed := map[string]bool{}
+	shown := map[string]string{} // how each setting is named in cross-setting errors
+	for _, s := range all {
+		v, label := getenv(s.env), s.env
+		if name := flagName(s.env); fromFlag[name] {
+			v, label = *flagVals[s.env], fmt.Sprintf("-%s (%s)", name, s.env)
+		}
+		if v == "" {
+			v = s.def
+		}
+		shown[s.env] = s.env
+		if !s.secret {
+			shown[s.env] = s.env + "=" + configDisplayValue(s.env, v)
+			label += "=" + configDisplayValue(s.env, v)
+		}
+		if err := s.apply(&c, v); err != nil {
+			failed[s.env] = true
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+		}
+	}
+	errs = append(errs, crossChecks(c, failed, shown)...)
+	if len(errs) > 0 {
+		// One problem per line; the caller adds its own heading.
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// crossChecks enforces rules between settings, skipping those whose inputs already failed.
+func crossChecks(c Config, failed map[string]bool, shown map[string]string) []error {
+	var errs []error
+	for _, g := range []struct {
+		retrieval, calls string
+		r, n             int
+	}{
+		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "TURNSTILE_VOICE_MAX_CALLS", c.VoiceMaxRetrieval, c.VoiceMaxCalls},
+		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "TURNSTILE_TEXT_MAX_CALLS", c.TextMaxRetrieval, c.TextMaxCalls},
+	} {
+		if !failed[g.retrieval] && !failed[g.calls] && g.r > g.n {
+			errs = append(errs, fmt.Errorf("%s: must not exceed %s (retrieval calls count toward the call budget)",
+				shown[g.retrieval], shown[g.calls]))
+		}
+	}
+	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && c.DevMode() && !isLoopbackAddr(c.Addr) {
+		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset (dev mode, anonymous users) and the address "+
+			"is not loopback; set TURNSTILE_AUTH_SECRET or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
+	}
+	return errs
+}
+
+// configDisplayValue is how a non-secret value appears in an error: URLs lose their passwords, and a long
+// value (the system prompt) is cut.
+func configDisplayValue(env, v string) string {
+	if env == "REDIS_URL" || env == "GEMINI_BASE_URL" {
+		return redactURL(v)
+	}
+	if r := []rune(v); len(r) > 80 {
+		return strconv.Quote(string(r[:80]) + "…")
+	}
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// redactURL masks the password of a URL; a value that does not parse is not shown at all, since
+// it may still hold credentials.
+func redactURL(v string) string {
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return "(unparseable URL, not shown)"
+	}
+	if _, has := u.User.Password(); !has {
+		return v
+	}
+	return u.Redacted()
+}
+
+func printConfigUsage(w io.Writer, all []configSetting) {
+	_, _ = fmt.Fprintf(w, "Usage: gateway [flags]\n\n"+
+		"Every setting is a flag or an environment variable; a flag beats the environment, which beats the default.\n"+
+		"Pass secrets through the environment: flags are visible to other users in ps.\n\n")
+	for _, s := range all {
+		def := s.def
+		if s.defDoc != "" {
+			def = s.defDoc
+		}
+		_, _ = fmt.Fprintf(w, "  -%s, %s (default: %s)\n        %s\n", flagName(s.env), s.env, def, s.usage)
+	}
+}
+
+func intConfigSetting(env string, def int, usage string, lo, hi int, field func(*Config) *int) configSetting {
+	bound := fmt.Sprintf("at least %d", lo)
+	if hi >= 0 {
+		bound = fmt.Sprintf("between %d and %d", lo, hi)
+	}
+	return configSetting{env: env, def: strconv.Itoa(def), usage: fmt.Sprintf("%s (%s)", usage, bound),
+		apply: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return errors.New("not a whole number")
+			case n < lo || (hi >= 0 && n > hi):
+				return fmt.Errorf("must be %s", bound)
+			}
+			*field(c) = n
+			return nil
+		}}
+}
+
+func durConfigSetting(env, def, usage string, lo time.Duration, field func(*Config) *time.Duration) configSetting {
+	bound := "must be greater than 0"
+	if lo > time.Nanosecond {
+		bound = "must be at least " + lo.String()
+	}
+	return configSetting{env: env, def: def, usage: usage + " (Go duration such as 500ms, 5s, 1m30s)",
+		apply: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return errors.New("not a duration (use a unit: 500ms, 5s, 1m30s)")
+			case d < lo:
+				return errors.New(bound)
+			}
+			*field(c) = d
+			return nil
+		}}
+}
+
+func parseModelName(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return errors.New("a model name has no spaces or control characters")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func parseAddr(c *Config, v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("must be host:port, e.g. 127.0.0.1:8080 or :8080")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return errors.New("port must be a number from 0 to 65535")
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return errors.New("host has spaces or control characters")
+	}
+	c.Addr = v
+	return nil
+}
+
+// isLoopbackAddr reports whether a valid host:port only listens on this machine. An empty host means
+// every interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func parseRedisURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	// url.Parse errors quote the whole URL, password included, so they are not passed on.
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return errors.New("must be a redis:// or rediss:// URL")
+	}
+	if _, err := redis.ParseURL(v); err != nil {
+		return fmt.Errorf("parse redis URL: %w", err)
+	}
+	c.RedisURL = SecretURL(v)
+	return nil
+}
+
+func parseBaseURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+	default:
+		return errors.New("must be an absolute http, https, ws or wss URL")
+	}
+	if u.Host == "" {
+		return errors.New("has no host")
+	}
+	c.GeminiBaseURL = SecretURL(v)
+	return nil
+}
+
+// parseOrigins accepts scheme://host[:port] entries; the host may start with "*." to match subdomains.
+func parseOrigins(c *Config, v string) error {
+	var out, bad []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+			strings.Contains(strings.TrimPrefix(u.Hostname(), "*."), "*") {
+			bad = append(bad, strconv.Quote(o))
+			continue
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: an origin is scheme://host[:port] with scheme http or https, "+
+			"optionally *.host for subdomains", strings.Join(bad, ", "))
+	}
+	c.AllowedOrigins = out
+	return nil
+}

@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env builds a getenv from pairs.
+func configEnv(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+const testAuthSecret = "0123456789abcdef0123456789abcdef-secret"
+
+func loadTestConfig(t *testing.T, args []string, kv map[string]string) (Config, error) {
+	t.Helper()
+	var out bytes.Buffer
+	return loadConfig(args, configEnv(kv), &out)
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadTestConfig(t, nil, nil)
+	if err != nil {
+		t.Fatalf("defaults must be valid: %v", err)
+	}
+	want := Config{
+		Addr: "127.0.0.1:8080", TextModel: "gemini-2.5-flash", LiveModel: "gemini-2.5-flash-native-audio-preview-12-2025",
+		VoiceMaxRetrieval: 2, VoiceMaxCalls: 3, TextMaxRetrieval: 5, TextMaxCalls: 10, MaxToolIterations: 20,
+		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
+		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second,
+		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
+	}
+	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
+		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
+	}
+	if !c.DevMode() || !c.Offline() {
+		t.Errorf("defaults: DevMode=%v Offline=%v, want both true", c.DevMode(), c.Offline())
+	}
+	if !strings.Contains(c.SystemPrompt, "kb_search") {
+		t.Errorf("default system prompt does not mention the knowledge-base tool: %q", c.SystemPrompt)
+	}
+}
+
+func TestLoadConfigFromEnvironment(t *testing.T) {
+	kb := t.TempDir()
+	c, err := loadTestConfig(t, nil, map[string]string{
+		"TURNSTILE_ADDR":                "0.0.0.0:9000",
+		"REDIS_URL":                     "redis://:pw@127.0.0.1:6379/2",
+		"GEMINI_API_KEY":                "key-123",
+		"GEMINI_BASE_URL":               "http://127.0.0.1:7000",
+		"TURNSTILE_TEXT_MODEL":          "text-m",
+		"TURNSTILE_LIVE_MODEL":          "live-m",
+		"TURNSTILE_AUTH_SECRET":         testAuthSecret,
+		"TURNSTILE_ALLOWED_ORIGINS":     " https://App.example.com , https://*.example.com:8443,, ",
+		"TURNSTILE_KB_DIR":              kb,
+		"TURNSTILE_VOICE_MAX_RETRIEVAL": "1",
+		"TURNSTILE_VOICE_MAX_CALLS":     "1",
+		"TURNSTILE_TEXT_MAX_RETRIEVAL":  "0",
+		"TURNSTILE_TEXT_MAX_CALLS":      "4",
+		"TURNSTILE_MAX_TOOL_ITERATIONS": "1",
+		"TURNSTILE_LOG_LEVEL":           "DEBUG",
+		"TURNSTILE_SHUTDOWN_TIMEOUT":    "2s",
+		"TURNSTILE_SESSION_TTL":         "1h",
+		"TURNSTILE_HISTORY_MAX":         "2",
+		"TURNSTILE_MAX_MESSAGE_BYTES":   "1024",
+		"TURNSTILE_MAX_TEXT_CHARS":      "1",
+		"TURNSTILE_SEND_QUEUE_BYTES":    "65536",
+		"TURNSTILE_WRITE_TIMEOUT":       "1s",
+		"TURNSTILE_REDIS_TIMEOUT":       "50ms",
+		"TURNSTILE_MODEL_TIMEOUT":       "3m",
+		"TURNSTILE_SYSTEM_PROMPT":       "Be terse.",
+	})
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	want := Config{
+		Addr: "0.0.0.0:9000", RedisURL: "redis://:pw@127.0.0.1:6379/2", GeminiAPIKey: "key-123",
+		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", AuthSecret: testAuthSecret,
+		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
+		VoiceMaxRetrieval: 1, VoiceMaxCalls: 1, TextMaxRetrieval: 0, TextMaxCalls: 4, MaxToolIterations: 1,
+		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
+		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
+		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
+	}
+	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
+		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" {
+		t.Errorf("from env\n got %+v\nwant %+v", c, want)
+	}
+	if c.DevMode() || c.Offline() {
+		t.Errorf("with secret and key: DevMode=%v Offline=%v, want both false", c.DevMode(), c.Offline())
+	}
+}
+
+func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
+	kv := map[string]string{"TURNSTILE_ADDR": "127.0.0.1:1111", "TURNSTILE_TEXT_MAX_CALLS": "7", "GEMINI_API_KEY": "from-env"}
+	cases := []struct {
+		name  string
+		args  []string
+		check func(Config) bool
+	}{
+		{"flag wins over env", []string{"-addr", "127.0.0.1:2222"}, func(c Config) bool { return c.Addr == "127.0.0.1:2222" }},
+		{"double-dash flag", []string{"--text-max-calls=9"}, func(c Config) bool { return c.TextMaxCalls == 9 }},
+		{"env wins over default", nil, func(c Config) bool { return c.Addr == "127.0.0.1:1111" && c.TextMaxCalls == 7 }},
+		{"default when neither", nil, func(c Config) bool { return c.VoiceMaxCalls == 3 }},
+		{"secret flag twin", []string{"-gemini-api-key", "from-flag"}, func(c Config) bool { return c.GeminiAPIKey == "from-flag" }},
+		{"empty flag restores default", []string{"-gemini-api-key="}, func(c Config) bool { return c.Offline() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadTestConfig(t, tc.args, kv)
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			if !tc.check(c) {
+				t.Errorf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+func TestEveryInvalidValueIsNamed(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ env, value, want string }{
+		{"TURNSTILE_ADDR", "8080", "TURNSTILE_ADDR=8080: must be host:port"},
+		{"TURNSTILE_ADDR", "127.0.0.1:99999", "TURNSTILE_ADDR=127.0.0.1:99999: port must be"},
+		{"REDIS_URL", "http://127.0.0.1:6379", "REDIS_URL=http://127.0.0.1:6379: must be a redis:// or rediss://"},
+		{"REDIS_URL", "redis://127.0.0.1:6379/notadb", "REDIS_URL=redis://127.0.0.1:6379/notadb: parse redis URL"},
+		{"GEMINI_BASE_URL", "ftp://x", "GEMINI_BASE_URL=ftp://x: must be an absolute http"},
+		{"GEMINI_BASE_URL", "/relative", "GEMINI_BASE_URL=/relative: must be an absolute"},
+		{"GEMINI_BASE_URL", "http://", "GEMINI_BASE_URL=http://: has no host"},
+		{"TURNSTILE_TEXT_MODEL", "gemini flash", `TURNSTILE_TEXT_MODEL="gemini flash": a model name`},
+		{"TURNSTILE_LIVE_MODEL", "a\tb", `TURNSTILE_LIVE_MODEL="a\tb": a model name`},
+		{"TURNSTILE_ALLOWED_ORIGINS", "https://ok.example.com,example.com", `TURNSTILE_ALLOWED_ORIGINS=https://ok.example.com,example.com: "example.com": an origin is`},
+		{"TURNSTILE_ALLOWED_ORIGINS", "https://a.example.com/path", `"https://a.example.com/path": an origin is`},
+		{"TURNSTILE_ALLOWED_ORIGINS", "https://a*.example.com", `"https://a*.example.com": an origin is`},
+		{"TURNSTILE_KB_DIR", "/does/not/exist", "TURNSTILE_KB_DIR=/does/not/exist: cannot use folder"},
+		{"TURNSTILE_KB_DIR", file, "TURNSTILE_KB_DIR=" + file + ": is not a directory"},
+		{"TURNSTILE_POLICY", "/does/not/exist.yaml", "TURNSTILE_POLICY=/does/not/exist.yaml: cannot use policy file"},
+		{"TURNSTILE_POLICY", file, "TURNSTILE_POLICY=" + file + ": policy files are not supported yet"},
+		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "-1", "TURNSTILE_VOICE_MAX_RETRIEVAL=-1: must be at least 0"},
+		{"TURNSTILE_VOICE_MAX_CALLS", "three", "TURNSTILE_VOICE_MAX_CALLS=three: not a whole number"},
+		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "1.5", "TURNSTILE_TEXT_MAX_RETRIEVAL=1.5: not a whole number"},
+		{"TURNSTILE_TEXT_MAX_CALLS", "-3", "TURNSTILE_TEXT_MAX_CALLS=-3: must be at least 0"},
+		{"TURNSTILE_MAX_TOOL_ITERATIONS", "0", "TURNSTILE_MAX_TOOL_ITERATIONS=0: must be at least 1"},
+		{"TURNSTILE_LOG_LEVEL", "verbose", "TURNSTILE_LOG_LEVEL=verbose: must be debug, info, warn or error"},
+		{"TURNSTILE_SHUTDOWN_TIMEOUT", "15", "TURNSTILE_SHUTDOWN_TIMEOUT=15: not a duration"},
+		{"TURNSTILE_SHUTDOWN_TIMEOUT", "0s", "TURNSTILE_SHUTDOWN_TIMEOUT=0s: must be greater than 0"},
+		{"TURNSTILE_SESSION_TTL", "500ms", "TURNSTILE_SESSION_TTL=500ms: must be at least 1s"},
+		{"TURNSTILE_HISTORY_MAX", "1", "TURNSTILE_HISTORY_MAX=1: must be at least 2"},
+		{"TURNSTILE_MAX_MESSAGE_BYTES", "1023", "TURNSTILE_MAX_MESSAGE_BYTES=1023: must be between 1024 and 16777216"},
+		{"TURNSTILE_MAX_MESSAGE_BYTES", "16777217", "TURNSTILE_MAX_MESSAGE_BYTES=16777217: must be between"},
+		{"TURNSTILE_MAX_TEXT_CHARS", "0", "TURNSTILE_MAX_TEXT_CHARS=0: must be at least 1"},
+		{"TURNSTILE_SEND_QUEUE_BYTES", "65535", "TURNSTILE_SEND_QUEUE_BYTES=65535: must be at least 65536"},
+		{"TURNSTILE_WRITE_TIMEOUT", "-5s", "TURNSTILE_WRITE_TIMEOUT=-5s: must be greater than 0"},
+		{"TURNSTILE_REDIS_TIMEOUT", "fast", "TURNSTILE_REDIS_TIMEOUT=fast: not a duration"},
+		{"TURNSTILE_MODEL_TIMEOUT", "0", "TURNSTILE_MODEL_TIMEOUT=0: must be greater than 0"},
+		{"TURNSTILE_AUTH_SECRET", "short", "TURNSTILE_AUTH_SECRET: must be at least 32 bytes"},
+		{"GEMINI_API_KEY", "key with space", "GEMINI_API_KEY: contains whitespace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			_, err := loadTestConfig(t, nil, map[string]string{tc.env: tc.value})
+			if err == nil {
+				t.Fatalf("%s=%q accepted", tc.env, tc.value)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error does not say %q:\n%v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestFlagErrorNamesFlagAndVariable(t *testing.T) {
+	_, err := loadTestConfig(t, []string{"-max-tool-iterations", "0"}, map[string]string{"TURNSTILE_MAX_TOOL_ITERATIONS": "5"})
+	want := "-max-tool-iterations (TURNSTILE_MAX_TOOL_ITERATIONS)=0: must be at least 1"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want error containing %q, got %v", want, err)
+	}
+}
+
+func TestRetrievalBudgetMayNotExceedCallBudget(t *testing.T) {
+	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_VOICE_MAX_RETRIEVAL": "4", "TURNSTILE_TEXT_MAX_CALLS": "4"})
+	for _, want := range []string{
+		"TURNSTILE_VOICE_MAX_RETRIEVAL=4: must not exceed TURNSTILE_VOICE_MAX_CALLS=3",
+		"TURNSTILE_TEXT_MAX_RETRIEVAL=5: must not exceed TURNSTILE_TEXT_MAX_CALLS=4",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want error containing %q, got %v", want, err)
+		}
+	}
+}
+
+func TestAllProblemsReportedAtOnce(t *testing.T) {
+	_, err := loadTestConfig(t, nil, map[string]string{
+		"TURNSTILE_ADDR":              "nope",
+		"TURNSTILE_LOG_LEVEL":         "loud",
+		"TURNSTILE_HISTORY_MAX":       "0",
+		"TURNSTILE_SEND_QUEUE_BYTES":  "1",
+		"TURNSTILE_VOICE_MAX_CALLS":   "x",
+		"TURNSTILE_MAX_MESSAGE_BYTES": "1",
+	})
+	if err == nil {
+		t.Fatal("invalid configuration accepted")
+	}
+	for _, name := range []string{"TURNSTILE_ADDR=nope", "TURNSTILE_LOG_LEVEL=loud", "TURNSTILE_HISTORY_MAX=0",
+		"TURNSTILE_SEND_QUEUE_BYTES=1", "TURNSTILE_VOICE_MAX_CALLS=x", "TURNSTILE_MAX_MESSAGE_BYTES=1"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error misses %s:\n%v", name, err)
+		}
+	}
+	// VOICE_MAX_CALLS failed to parse, so the retrieval≤calls rule must not add a confusing second error.
+	if strings.Contains(err.Error(), "must not exceed") {
+		t.Errorf("cross-check ran on an unparsed value:\n%v", err)
+	}
+	if n := len(strings.Split(strings.TrimSpace(err.Error()), "\n")); n != 6 {
+		t.Errorf("want 6 problem lines, got %d lines:\n%v", n, err)
+	}
+}
+
+func TestSecretsNeverShown(t *testing.T) {
+	const key, shortSecret = "AIzaSy-very-secret key", "hunter2-short-secret"
+	_, err := loadTestConfig(t, []string{"-auth-secret", shortSecret}, map[string]string{
+		"GEMINI_API_KEY": key,
+		"REDIS_URL":      "redis://:redispw@127.0.0.1:6379/x",
+	})
+	if err == nil {
+		t.Fatal("invalid secrets accepted")
+	}
+	for _, secret := range []string{key, shortSecret, "redispw"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error text reveals %q:\n%v", secret, err)
+		}
+	}
+	for _, name := range []string{"GEMINI_API_KEY", "TURNSTILE_AUTH_SECRET", "REDIS_URL"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+	// An unparseable URL may carry a password in any position; it is not echoed at all.
+	_, err = loadTestConfig(t, nil, map[string]string{"REDIS_URL": "redis://:bad pw@127.0.0.1"})
+	if err == nil || strings.Contains(err.Error(), "bad pw") || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Errorf("unparseable REDIS_URL: %v", err)
+	}
+
+	c, err := loadTestConfig(t, nil, map[string]string{
+		"GEMINI_API_KEY": "AIzaSy-valid-key", "TURNSTILE_AUTH_SECRET": testAuthSecret,
+		"REDIS_URL": "redis://user:redispw@127.0.0.1:6379/0",
+	})
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", c)
+	var texts = []string{buf.String(), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c),
+		fmt.Sprintf("%s %q %x", c.AuthSecret, c.GeminiAPIKey, c.AuthSecret)}
+	js, _ := json.Marshal(c)
+	texts = append(texts, string(js))
+	for _, text := range texts {
+		for _, secret := range []string{"AIzaSy-valid-key", testAuthSecret, "redispw"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("output reveals %q: %s", secret, text)
+			}
+		}
+	}
+	var rec struct{ Config map[string]any }
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("log line: %v", err)
+	}
+	for k, want := range map[string]any{"gemini_api_key": "set", "auth_secret": "set", "addr": "127.0.0.1:8080",
+		"dev_mode": false, "offline": false, "kb_dir": "embedded", "text_max_calls": 10.0,
+		"redis": "redis://user:xxxxx@127.0.0.1:6379/0", "gemini_base_url": "google"} {
+		if rec.Config[k] != want {
+			t.Errorf("logged %s = %v, want %v (log: %s)", k, rec.Config[k], want, buf.String())
+		}
+	}
+}
+
+func TestDevModeRefusedOffLoopback(t *testing.T) {
+	cases := []struct {
+		addr   string
+		secret string
+		ok     bool
+	}{
+		{"0.0.0.0:8080", "", false},
+		{":8080", "", false},
+		{"[::]:8080", "", false},
+		{"192.168.1.10:8080", "", false},
+		{"gateway.internal:8080", "", false},
+		{"0.0.0.0:8080", testAuthSecret, true},
+		{"127.0.0.1:8080", "", true},
+		{"127.9.9.9:0", "", true},
+		{"[::1]:8080", "", true},
+		{"LocalHost:8080", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.addr+"/secret="+fmt.Sprint(tc.secret != ""), func(t *testing.T) {
+			_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": tc.addr, "TURNSTILE_AUTH_SECRET": tc.secret})
+			if tc.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "TURNSTILE_AUTH_SECRET is unset") ||
+				!strings.Contains(err.Error(), "not loopback")) {
+				t.Fatalf("want dev-mode refusal, got %v", err)
+			}
+		})
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	var out bytes.Buffer
+	_, err := loadConfig([]string{"-h"}, nil, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: got %v, want flag.ErrHelp", err)
+	}
+	for _, s := range configSettings() {
+		line := fmt.Sprintf("-%s, %s (default: ", flagName(s.env), s.env)
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("usage lacks %q", line)
+		}
+	}
+	for _, want := range []string{"(default: 127.0.0.1:8080)", "(default: 20)", "unset: dev mode", "flag beats the environment"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestFlagNamesDeriveFromVariables(t *testing.T) {
+	for env, want := range map[string]string{
+		"TURNSTILE_ADDR": "addr", "GEMINI_API_KEY": "gemini-api-key", "REDIS_URL": "redis-url",
+		"TURNSTILE_MAX_TOOL_ITERATIONS": "max-tool-iterations",
+	} {
+		if got := flagName(env); got != want {
+			t.Errorf("flagName(%s) = %s, want %s", env, got, want)
+		}
+	}
+	for _, s := range configSettings() {
+		if _, err := loadTestConfig(t, []string{"-" + flagName(s.env) + "=" + s.def}, nil); err != nil {
+			t.Errorf("flag twin of %s with its default: %v", s.env, err)
+		}
+	}
+}
+
+func TestBadArgumentsRefused(t *testing.T) {
+	for _, args := range [][]string{{"-no-such-flag"}, {"serve"}} {
+		if _, err := loadTestConfig(t, args, nil); err == nil || errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%v: got %v, want an error", args, err)
+		}
+	}
+}

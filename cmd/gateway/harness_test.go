@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+)
+
+func TestMain(m *testing.M) {
+	// genai (through opencensus) and bleve start workers when their packages
+	// load; they are not ours and live as long as the process.
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}
+
+// testGateway is a whole gateway, wired exactly as the binary wires it, on
+// an httptest server, with the offline fake model driven by brain.
+type testGateway struct {
+	t   *testing.T
+	url string
+	reg *prometheus.Registry
+	gw  *gateway
+	cfg Config
+}
+
+func defaultTestConfig(t *testing.T) Config {
+	t.Helper()
+	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", "")
+	cfg, err := LoadConfig(nil, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ShutdownTimeout = 2 * time.Second
+	return cfg
+}
+
+func startGateway(t *testing.T, cfg Config, brain fakegemini.Brain) *testGateway {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	gw, err := assemble(context.Background(), cfg, reg, log, brain)
+	if err != nil {
+		t.Fatalf("assemble: %v", err)
+	}
+	srv := httptest.NewServer(gw.edge.Handler())
+	tg := &testGateway{t: t, url: srv.URL, reg: reg, gw: gw, cfg: cfg}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		gw.sessions.Drain(ctx)
+		srv.Close()
+		gw.close()
+	})
+	return tg
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// wsClient is a browser stand-in speaking protocol v1.
+type wsClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+type event map[string]any
+
+func (e event) typ() string { s, _ := e["type"].(string); return s }
+func (e event) str(k string) string {
+	s, _ := e[k].(string)
+	return s
+}
+
+func (g *testGateway) dial(query string, header http.Header) *wsClient {
+	g.t.Helper()
+	c, err := g.tryDial(query, header)
+	if err != nil {
+		g.t.Fatalf("dial: %v", err)
+	}
+	return c
+}
+
+func (g *testGateway) tryDial(query string, header http.Header) (*wsClient, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(g.url, "http") + "/v1/ws" + query
+	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{Subprotocols: []string{"turnstile.v1"}, HTTPHeader: header})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(1 << 20)
+	cl := &wsClient{t: g.t, c: c}
+	g.t.Cleanup(func() { _ = c.CloseNow() })
+	return cl, nil
+}
+
+func (c *wsClient) send(v any) {
+	c.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.sendRaw(b)
+}
+
+func (c *wsClient) sendRaw(b []byte) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.c.Write(ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// next reads one event, failing the test after 10 s.
+func (c *wsClient) next() event {
+	c.t.Helper()
+	ev, err := c.read()
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return ev
+}
+
+func (c *wsClient) read() (event, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, b, err := c.c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ev event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		c.t.Fatalf("gateway sent invalid JSON %q: %v", b, err)
+	}
+	return ev, nil
+}
+
+// until reads events up to and including the first of type typ.
+func (c *wsClient) until(typ string) []event {
+	c.t.Helper()
+	var evs []event
+	for {
+		ev := c.next()
+		evs = append(evs, ev)
+		if ev.typ() == typ {
+			return evs
+		}
+	}
+}
+
+// start sends session.start and returns session.ready.
+func (c *wsClient) start(msg map[string]any) event {
+	c.t.Helper()
+	if msg == nil {
+		msg = map[string]any{}
+	}
+	msg["type"] = "session.start"
+	c.send(msg)
+	ev := c.next()
+	if ev.typ() != "session.ready" {
+		c.t.Fatalf("first event = %v, want session.ready", ev)
+	}
+	return ev
+}
+
+// ask sends a user message and returns the turn's events up to turn.done.
+func (c *wsClient) ask(text string) []event {
+	c.t.Helper()
+	c.send(map[string]any{"type": "text", "text": text})
+	return c.until("turn.done")
+}
+
+// expectClose reads until the connection closes and returns its code.
+func (c *wsClient) expectClose() websocket.StatusCode {
+	c.t.Helper()
+	for {
+		if _, err := c.read(); err != nil {
+			return websocket.CloseStatus(err)
+		}
+	}
+}
+
+func ofType(evs []event, typ string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.typ() == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func last(evs []event) event { return evs[len(evs)-1] }
+
+// waitFor polls cond until it holds or 5 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

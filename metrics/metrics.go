@@ -1,0 +1,135 @@
+// Package metrics holds Turnstile's Prometheus collectors, registered on an
+// injected registry (no globals), with bounded label values only.
+package metrics
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Build identifies the running binary for turnstile_build_info.
+type Build struct {
+	Version string
+	Commit  string
+}
+
+// Metrics is the set of collectors the gateway updates. All methods are safe
+// for concurrent use. A nil *Metrics is not allowed; use New with a fresh
+// registry in tests.
+type Metrics struct {
+	SessionsActive    *prometheus.GaugeVec     // mode
+	SessionsStarted   *prometheus.CounterVec   // kind: new|resumed
+	ResumeRefused     prometheus.Counter       //
+	SessionDuration   prometheus.Histogram     //
+	Turns             *prometheus.CounterVec   // mode, reason
+	TurnDuration      *prometheus.HistogramVec // mode
+	TurnsPerSession   prometheus.Histogram     //
+	ToolCalls         *prometheus.CounterVec   // tool, outcome
+	ToolDuration      *prometheus.HistogramVec // tool
+	ToolResultBytes   *prometheus.HistogramVec // tool
+	ModelRequests     *prometheus.CounterVec   // kind, outcome
+	ModelFirstToken   *prometheus.HistogramVec // kind
+	BrowserMessages   *prometheus.CounterVec   // type
+	BrowserDisconnect *prometheus.CounterVec   // reason
+	RedisDuration     *prometheus.HistogramVec // op
+	RedisErrors       *prometheus.CounterVec   // op
+	InitTokens        *prometheus.GaugeVec     // mode
+}
+
+// New registers Turnstile's collectors, the Go and process collectors, and
+// turnstile_build_info on reg.
+func New(reg prometheus.Registerer, b Build) *Metrics {
+	f := factory{reg}
+	m := &Metrics{
+		SessionsActive: f.gaugeVec("turnstile_sessions_active",
+			"Sessions with a live browser connection, by mode.", "mode"),
+		SessionsStarted: f.counterVec("turnstile_sessions_started_total",
+			"Sessions started on this node, new or resumed.", "kind"),
+		ResumeRefused: f.counter("turnstile_resume_refused_total",
+			"Resume attempts refused (unknown, expired, wrong token or other user)."),
+		SessionDuration: f.histogram("turnstile_session_duration_seconds",
+			"Lifetime of one browser connection's session.",
+			prometheus.ExponentialBuckets(1, 4, 10)),
+		Turns: f.counterVec("turnstile_turns_total",
+			"Turns ended, by mode and turn.done reason.", "mode", "reason"),
+		TurnDuration: f.histogramVec("turnstile_turn_duration_seconds",
+			"Time from a user input to the end of its turn.",
+			prometheus.ExponentialBuckets(0.05, 2, 12), "mode"),
+		TurnsPerSession: f.histogram("turnstile_turns_per_session",
+			"Turns taken by one browser connection.",
+			prometheus.ExponentialBuckets(1, 2, 10)),
+		ToolCalls: f.counterVec("turnstile_tool_calls_total",
+			"Tool calls by tool and outcome (ok or the lower-case error type).", "tool", "outcome"),
+		ToolDuration: f.histogramVec("turnstile_tool_duration_seconds",
+			"Tool handler latency.",
+			prometheus.ExponentialBuckets(0.001, 2.5, 12), "tool"),
+		ToolResultBytes: f.histogramVec("turnstile_tool_result_bytes",
+			"Size of tool results sent to the model, after shaping.",
+			prometheus.ExponentialBuckets(64, 4, 8), "tool"),
+		ModelRequests: f.counterVec("turnstile_model_requests_total",
+			"Calls to the upstream model, by kind and outcome.", "kind", "outcome"),
+		ModelFirstToken: f.histogramVec("turnstile_model_first_chunk_seconds",
+			"Time from a model request to its first streamed chunk.",
+			prometheus.ExponentialBuckets(0.01, 2, 12), "kind"),
+		BrowserMessages: f.counterVec("turnstile_browser_messages_total",
+			"Messages received from browsers, by protocol type (invalid ones as \"invalid\").", "type"),
+		BrowserDisconnect: f.counterVec("turnstile_browser_disconnects_total",
+			"Browser connections ended, by reason.", "reason"),
+		RedisDuration: f.histogramVec("turnstile_redis_duration_seconds",
+			"Latency of session-store operations.",
+			prometheus.ExponentialBuckets(0.0002, 2.5, 10), "op"),
+		RedisErrors: f.counterVec("turnstile_redis_errors_total",
+			"Session-store operations that failed.", "op"),
+		InitTokens: f.gaugeVec("turnstile_session_init_tokens_estimate",
+			"Estimated tokens of the system instruction plus tool declarations (chars/4), by mode.", "mode"),
+	}
+	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
+		"version", "commit", "goversion")
+	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveRedis records one session-store operation; it has the shape the
+// store's Observe hook wants.
+func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
+	m.RedisDuration.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil {
+		m.RedisErrors.WithLabelValues(op).Inc()
+	}
+}
+
+type factory struct{ reg prometheus.Registerer }
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}

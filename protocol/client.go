@@ -1,0 +1,148 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ClientMessage is one decoded and validated browser message. Only the
+// fields of its Type are set.
+type ClientMessage struct {
+	Type    string
+	Mode    string  // session.start
+	Resume  *Resume // session.start
+	Text    string  // text
+	Token   string  // confirm
+	Approve bool    // confirm
+}
+
+// Resume asks for an existing session back.
+type Resume struct {
+	SessionID   string `json:"sessionId"`
+	ResumeToken string `json:"resumeToken"`
+}
+
+// DecodeError is a message the gateway refuses; Code is an error-event code.
+type DecodeError struct {
+	Code    string
+	Message string
+}
+
+func (e *DecodeError) Error() string { return e.Code + ": " + e.Message }
+
+// Limits bound what a client may send.
+type Limits struct {
+	MaxTextChars int // 0 means the default (8000)
+}
+
+type wireClient struct {
+	Type    *string `json:"type"`
+	Mode    string  `json:"mode"`
+	Resume  *Resume `json:"resume"`
+	Text    *string `json:"text"`
+	Token   string  `json:"token"`
+	Approve *bool   `json:"approve"`
+}
+
+// Decode parses one text frame. It never panics; a refused frame yields a
+// *DecodeError whose Message never echoes what the client sent.
+func Decode(data []byte, lim Limits) (ClientMessage, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return ClientMessage{}, &DecodeError{CodeBadJSON, "a message must be a JSON object"}
+	}
+	var w wireClient
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		return ClientMessage{}, &DecodeError{CodeBadJSON, "the message is not valid JSON or a field has the wrong type"}
+	}
+	if w.Type == nil || *w.Type == "" {
+		return ClientMessage{}, &DecodeError{CodeBadMessage, "the message has no \"type\""}
+	}
+	m := ClientMessage{Type: *w.Type}
+	switch m.Type {
+	case TypeSessionStart:
+		switch w.Mode {
+		case "", ModeText, ModeVoice:
+			m.Mode = w.Mode
+		default:
+			return m, &DecodeError{CodeBadMessage, "mode must be \"text\" or \"voice\""}
+		}
+		if m.Mode == "" {
+			m.Mode = ModeText
+		}
+		if w.Resume != nil {
+			if !validID(w.Resume.SessionID, maxSessionIDLen) || !validID(w.Resume.ResumeToken, maxResumeTokenLen) {
+				return m, &DecodeError{CodeBadMessage, "resume needs a well-formed sessionId and resumeToken"}
+			}
+			r := *w.Resume
+			m.Resume = &r
+		}
+	case TypeText:
+		if w.Text == nil {
+			return m, &DecodeError{CodeBadMessage, "text needs a \"text\" field"}
+		}
+		if err := validText(*w.Text, lim.maxText()); err != nil {
+			return m, err
+		}
+		m.Text = *w.Text
+	case TypeConfirm:
+		if w.Approve == nil || !validID(w.Token, maxResumeTokenLen) {
+			return m, &DecodeError{CodeBadMessage, "confirm needs a token and approve"}
+		}
+		m.Token, m.Approve = w.Token, *w.Approve
+	case TypeTurnCancel, TypePing, TypeAudioEnd, TypeVoiceStart, TypeVoiceStop:
+	default:
+		return ClientMessage{}, &DecodeError{CodeUnknownType, "unknown message type"}
+	}
+	return m, nil
+}
+
+func (l Limits) maxText() int {
+	if l.MaxTextChars <= 0 {
+		return defaultMaxTextCharacter
+	}
+	return l.MaxTextChars
+}
+
+// validID accepts the URL-safe base64 alphabet plus '_' and '-' only.
+func validID(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validText(s string, max int) error {
+	if !utf8.ValidString(s) {
+		return &DecodeError{CodeBadMessage, "text is not valid UTF-8"}
+	}
+	n, blank := 0, true
+	for _, r := range s {
+		n++
+		if r == '\n' || r == '\t' || r == '\r' {
+			continue
+		}
+		if unicode.IsControl(r) {
+			return &DecodeError{CodeBadMessage, "text contains control characters"}
+		}
+		if !unicode.IsSpace(r) {
+			blank = false
+		}
+	}
+	if blank {
+		return &DecodeError{CodeBadMessage, "text is empty"}
+	}
+	if n > max {
+		return &DecodeError{CodeBadMessage, fmt.Sprintf("text is longer than %d characters", max)}
+	}
+	return nil
+}

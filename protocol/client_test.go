@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestDecodeAcceptsValidMessages(t *testing.T) {
+	cases := []struct {
+		in   string
+		want ClientMessage
+	}{
+		{`{"type":"session.start"}`, ClientMessage{Type: TypeSessionStart, Mode: ModeText}},
+		{`{"type":"session.start","mode":"voice"}`, ClientMessage{Type: TypeSessionStart, Mode: ModeVoice}},
+		{`{"type":"text","text":"hello\nthere"}`, ClientMessage{Type: TypeText, Text: "hello\nthere"}},
+		{`{"type":"ping"}`, ClientMessage{Type: TypePing}},
+		{`{"type":"turn.cancel"}`, ClientMessage{Type: TypeTurnCancel}},
+		{`{"type":"confirm","token":"abc","approve":false}`, ClientMessage{Type: TypeConfirm, Token: "abc"}},
+		{`  {"type":"ping","extra":1}  `, ClientMessage{Type: TypePing}},
+	}
+	for _, c := range cases {
+		got, err := Decode([]byte(c.in), Limits{})
+		if err != nil {
+			t.Errorf("Decode(%s): %v", c.in, err)
+			continue
+		}
+		if got.Type != c.want.Type || got.Mode != c.want.Mode || got.Text != c.want.Text || got.Token != c.want.Token {
+			t.Errorf("Decode(%s) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestDecodeResume(t *testing.T) {
+	m, err := Decode([]byte(`{"type":"session.start","resume":{"sessionId":"s_abc","resumeToken":"tok-_1"}}`), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Resume == nil || m.Resume.SessionID != "s_abc" || m.Resume.ResumeToken != "tok-_1" {
+		t.Fatalf("resume = %+v", m.Resume)
+	}
+}
+
+func TestDecodeRefusesBadInputWithCode(t *testing.T) {
+	long := strings.Repeat("a", 11)
+	cases := []struct{ in, code string }{
+		{``, CodeBadJSON},
+		{`not json`, CodeBadJSON},
+		{`[1,2]`, CodeBadJSON},
+		{`{"type":`, CodeBadJSON},
+		{`{"type":5}`, CodeBadJSON},
+		{`{}`, CodeBadMessage},
+		{`{"type":""}`, CodeBadMessage},
+		{`{"type":"launch.missiles"}`, CodeUnknownType},
+		{`{"type":"text"}`, CodeBadMessage},
+		{`{"type":"text","text":"   "}`, CodeBadMessage},
+		{`{"type":"text","text":"a\u0000b"}`, CodeBadMessage},
+		{`{"type":"text","text":"a\u001bb"}`, CodeBadMessage},
+		{`{"type":"text","text":"` + long + `"}`, CodeBadMessage},
+		{`{"type":"session.start","mode":"video"}`, CodeBadMessage},
+		{`{"type":"session.start","resume":{"sessionId":"../etc","resumeToken":"x"}}`, CodeBadMessage},
+		{`{"type":"session.start","resume":{"sessionId":"s_1"}}`, CodeBadMessage},
+		{`{"type":"confirm","token":"abc"}`, CodeBadMessage},
+	}
+	for _, c := range cases {
+		_, err := Decode([]byte(c.in), Limits{MaxTextChars: 10})
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			t.Errorf("Decode(%q) error = %v, want a DecodeError", c.in, err)
+			continue
+		}
+		if de.Code != c.code {
+			t.Errorf("Decode(%q) code = %s, want %s", c.in, de.Code, c.code)
+		}
+	}
+}
+
+func TestDecodeErrorNeverEchoesInput(t *testing.T) {
+	secret := "SECRET-PAYLOAD-1234"
+	for _, in := range []string{
+		`{"type":"` + secret + `"}`,
+		`{"type":"text","text":"` + secret + "\u0007" + `"}`,
+		`{"type":"session.start","mode":"` + secret + `"}`,
+	} {
+		_, err := Decode([]byte(in), Limits{})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("Decode(%q) error %v echoes the input", in, err)
+		}
+	}
+}
+
+func TestCloseReasonFitsFrame(t *testing.T) {
+	r := CloseReason(strings.Repeat("é", 100))
+	if len(r) > MaxCloseReasonBytes || !utf8.ValidString(r) {
+		t.Fatalf("reason of %d bytes, valid=%v", len(r), utf8.ValidString(r))
+	}
+	if CloseReason("short") != "short" {
+		t.Fatal("short reason changed")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"type":"session.start","resume":{"sessionId":"a","resumeToken":"b"}}`,
+		`{"type":"text","text":"hi"}`, `{"type":"confirm","token":"t","approve":true}`, `[`, `{"type":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(data, Limits{MaxTextChars: 100})
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) || de.Code == "" {
+				t.Fatalf("error without code: %v", err)
+			}
+			return
+		}
+		if m.Type == TypeText && (utf8.RuneCountInString(m.Text) > 100 || strings.TrimSpace(m.Text) == "") {
+			t.Fatalf("accepted bad text %q", m.Text)
+		}
+		if m.Type == TypeSessionStart && m.Mode != ModeText && m.Mode != ModeVoice {
+			t.Fatalf("accepted mode %q", m.Mode)
+		}
+	})
+}

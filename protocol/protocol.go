@@ -1,0 +1,82 @@
+// Package protocol is the browser protocol v1 codec: the message types the
+// browser and the gateway exchange over /v1/ws, the validation of what the
+// browser sends, and the close codes. Both the edge (server) and the session
+// use it, so it sits below both.
+package protocol
+
+// Subprotocol is the WebSocket subprotocol the gateway selects.
+const Subprotocol = "turnstile.v1"
+
+// Client → server message types.
+const (
+	TypeSessionStart = "session.start"
+	TypeText         = "text"
+	TypeTurnCancel   = "turn.cancel"
+	TypePing         = "ping"
+	TypeAudioEnd     = "audio.end"
+	TypeVoiceStart   = "voice.start"
+	TypeVoiceStop    = "voice.stop"
+	TypeConfirm      = "confirm"
+)
+
+// Server → client message types.
+const (
+	TypeSessionReady = "session.ready"
+	TypeTurnStart    = "turn.start"
+	TypeTextDelta    = "text.delta"
+	TypeTextDone     = "text.done"
+	TypeToolCall     = "tool.call"
+	TypeToolResult   = "tool.result"
+	TypeTurnDone     = "turn.done"
+	TypeError        = "error"
+	TypePong         = "pong"
+)
+
+// Modes.
+const (
+	ModeText  = "text"
+	ModeVoice = "voice"
+)
+
+// turn.done reasons.
+const (
+	ReasonEndTurn       = "end_turn"
+	ReasonMaxIterations = "max_iterations"
+	ReasonInterrupted   = "interrupted"
+	ReasonError         = "error"
+)
+
+// Error codes of the error event.
+const (
+	CodeBadJSON          = "bad_json"
+	CodeUnknownType      = "unknown_type"
+	CodeBadMessage       = "bad_message"
+	CodeUnsupported      = "unsupported"
+	CodeTurnInProgress   = "turn_in_progress"
+	CodeModelError       = "model_error"
+	CodeModelTruncated   = "model_truncated"
+	CodeModelUnavailable = "model_unavailable"
+	CodeTurnCancelled    = "turn_cancelled"
+	CodeResumeRefused    = "resume_refused"
+	CodeStoreUnavailable = "store_unavailable"
+	CodeInternal         = "internal"
+	CodeDraining         = "draining"
+)
+
+// Close codes: 4000–4099 terminal, 4100–4199 reconnect and resume.
+const (
+	CloseUnauthenticated    = 4001
+	CloseProtocolViolation  = 4002
+	CloseBlocked            = 4003
+	CloseResumeRefused      = 4004
+	CloseTakenOver          = 4005
+	ClosePolicy             = 4008
+	CloseDraining           = 4100
+	CloseTooSlow            = 4101
+	CloseUpstreamLost       = 4102
+	CloseStoreUnavailable   = 4103
+	MaxCloseReasonBytes     = 123
+	maxSessionIDLen         = 64
+	maxResumeTokenLen       = 128
+	defaultMaxTextCharacter = 8000
+)

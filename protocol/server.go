@@ -1,0 +1,111 @@
+package protocol
+
+import "encoding/json"
+
+// ModelInfo says which model serves the session.
+type ModelInfo struct {
+	Name    string `json:"name"`
+	Offline bool   `json:"offline"`
+}
+
+// HistoryItem is one text entry of the conversation shown on resume.
+type HistoryItem struct {
+	Role string `json:"role"` // "user" or "model"
+	Text string `json:"text"`
+	Turn int    `json:"turn"`
+}
+
+// SessionReady answers session.start.
+type SessionReady struct {
+	Type            string        `json:"type"`
+	SessionID       string        `json:"sessionId"`
+	ResumeToken     string        `json:"resumeToken"`
+	Mode            string        `json:"mode"`
+	Resumed         bool          `json:"resumed"`
+	RegistryVersion string        `json:"registryVersion"`
+	Turn            int           `json:"turn"`
+	Model           ModelInfo     `json:"model"`
+	Notice          string        `json:"notice,omitempty"`
+	History         []HistoryItem `json:"history,omitempty"`
+}
+
+// TurnText is turn.start, text.delta and text.done.
+type TurnText struct {
+	Type string `json:"type"`
+	Turn int    `json:"turn"`
+	Text string `json:"text"`
+}
+
+// ToolCall announces a call entering the pipeline.
+type ToolCall struct {
+	Type string         `json:"type"`
+	Turn int            `json:"turn"`
+	ID   string         `json:"id"`
+	Name string         `json:"name"`
+	Args map[string]any `json:"args"`
+}
+
+// ToolError is the browser's view of a failed call.
+type ToolError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// ToolResult reports a call's outcome.
+type ToolResult struct {
+	Type       string     `json:"type"`
+	Turn       int        `json:"turn"`
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	OK         bool       `json:"ok"`
+	Error      *ToolError `json:"error,omitempty"`
+	DurationMs int64      `json:"durationMs"`
+}
+
+// TurnDone ends a turn.
+type TurnDone struct {
+	Type   string `json:"type"`
+	Turn   int    `json:"turn"`
+	Reason string `json:"reason"`
+}
+
+// Error reports a problem; the session may go on.
+type Error struct {
+	Type      string `json:"type"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+	Turn      int    `json:"turn,omitempty"`
+}
+
+// Pong answers ping.
+type Pong struct {
+	Type string `json:"type"`
+}
+
+// NewTurnText builds turn.start, text.delta or text.done.
+func NewTurnText(typ string, turn int, text string) TurnText {
+	return TurnText{Type: typ, Turn: turn, Text: text}
+}
+
+// NewError builds an error event.
+func NewError(code, msg string, retryable bool, turn int) Error {
+	return Error{Type: TypeError, Code: code, Message: msg, Retryable: retryable, Turn: turn}
+}
+
+// Encode marshals a server event. The event types above cannot fail to
+// marshal except through tool arguments, which are JSON-decoded maps.
+func Encode(v any) ([]byte, error) { return json.Marshal(v) }
+
+// CloseReason trims a close reason to the 123 bytes a close frame allows,
+// without splitting a UTF-8 sequence.
+func CloseReason(s string) string {
+	if len(s) <= MaxCloseReasonBytes {
+		return s
+	}
+	cut := MaxCloseReasonBytes
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut]
+}

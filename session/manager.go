@@ -1,0 +1,195 @@
+// Package session holds the session and turn model: one live session per
+// browser connection, its goroutines (reader, writer, and the running
+// turn), its byte-bounded send queue, and the Redis store that lets any
+// gateway node resume it.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// Config bounds what a session may do. Zero values get the defaults noted.
+type Config struct {
+	SystemPrompt      string
+	MaxToolIterations int           // model↔tool rounds per text turn; default 20
+	MaxMessageBytes   int64         // largest browser frame; default 64 KiB
+	MaxTextChars      int           // longest user text; default 8000
+	SendQueueBytes    int           // send queue bound; default 1 MiB
+	WriteTimeout      time.Duration // one browser write; default 5 s
+	ModelTimeout      time.Duration // one model call; default 60 s
+	StoreTimeout      time.Duration // one store call; default 1 s
+	HandshakeTimeout  time.Duration // time to send session.start; default 10 s
+	HistoryMax        int           // entries kept; default 200
+	ModelName         string
+	Offline           bool // the model is the offline demo model
+}
+
+func (c *Config) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxToolIterations, 20)
+	def(&c.MaxTextChars, 8000)
+	def(&c.SendQueueBytes, 1<<20)
+	def(&c.HistoryMax, 200)
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 64 << 10
+	}
+	defDur(&c.WriteTimeout, 5*time.Second)
+	defDur(&c.ModelTimeout, 60*time.Second)
+	defDur(&c.StoreTimeout, time.Second)
+	defDur(&c.HandshakeTimeout, 10*time.Second)
+}
+
+// Deps are the parts a session talks to.
+type Deps struct {
+	Store        Store
+	Model        transport.TextModel
+	Orchestrator *orchestrator.Orchestrator
+	Registry     *tools.Registry
+	Metrics      *metrics.Metrics
+	Log          *slog.Logger
+}
+
+// Manager runs sessions and knows which are live on this node, so that a
+// resume elsewhere on the node takes the session over and a drain reaches
+// every connection.
+type Manager struct {
+	cfg Config
+	Deps
+
+	system      string
+	decls       []transport.ToolDecl
+	initTokens  int
+	mu          sync.Mutex
+	live        map[string]*conn // by session id
+	all         map[*conn]struct{}
+	draining    bool
+	wg          sync.WaitGroup
+	offlineNote string
+}
+
+// NewManager prepares a manager; it starts nothing.
+func NewManager(cfg Config, d Deps) *Manager {
+	cfg.defaults()
+	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{}}
+	m.system, m.decls = systemAndTools(cfg.SystemPrompt, d.Registry.ForMode(protocol.ModeText))
+	m.initTokens = estimateTokens(m.system, m.decls)
+	d.Metrics.InitTokens.WithLabelValues(protocol.ModeText).Set(float64(m.initTokens))
+	if cfg.Offline {
+		m.offlineNote = "offline demo model: answers come from a rule-based fake that reads the knowledge base, not from Gemini"
+	}
+	return m
+}
+
+// InitTokens is the estimated size, in tokens, of what every text session
+// sends before the conversation (system instruction plus tool declarations).
+func (m *Manager) InitTokens() int { return m.initTokens }
+
+// Active returns the number of live connections on this node.
+func (m *Manager) Active() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.all)
+}
+
+// Serve runs one accepted WebSocket until it ends. user is the
+// authenticated user. Serve closes ws.
+func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, user string) {
+	m.mu.Lock()
+	if m.draining {
+		m.mu.Unlock()
+		m.Metrics.BrowserDisconnect.WithLabelValues("draining").Inc()
+		_ = ws.Close(protocol.CloseDraining, "server draining: reconnect and resume")
+		return
+	}
+	c := newConn(m, ws, user)
+	m.all[c] = struct{}{}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	defer m.wg.Done()
+	defer func() {
+		m.mu.Lock()
+		delete(m.all, c)
+		if m.live[c.rec.ID] == c {
+			delete(m.live, c.rec.ID)
+		}
+		m.mu.Unlock()
+	}()
+	c.run(ctx)
+}
+
+// claim makes c the live connection of its session. An older connection of
+// the same session on this node is closed (4005) and waited for, so that its
+// last writes land before c reads the session; claim reports whether there
+// was one.
+func (m *Manager) claim(ctx context.Context, id string, c *conn) bool {
+	m.mu.Lock()
+	old := m.live[id]
+	m.live[id] = c
+	m.mu.Unlock()
+	if old == nil || old == c {
+		return false
+	}
+	old.close(protocol.CloseTakenOver, "session resumed by another connection", "taken_over")
+	select {
+	case <-old.done:
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
+	return true
+}
+
+// Drain lets running turns finish, then closes every connection with 4100
+// (reconnect and resume), and waits for them until ctx ends. New
+// connections are refused from the first moment.
+func (m *Manager) Drain(ctx context.Context) {
+	m.mu.Lock()
+	m.draining = true
+	conns := make([]*conn, 0, len(m.all))
+	for c := range m.all {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		go c.drain(ctx)
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		m.mu.Lock()
+		for c := range m.all {
+			c.cancel()
+		}
+		m.mu.Unlock()
+		<-done
+	}
+}
+
+func newSessionID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "s_" + base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,51 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// systemAndTools builds the system instruction (the base prompt followed by
+// each declared tool's guide) and the declarations for one mode. The base
+// prompt itself is never altered.
+func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl) {
+	var b strings.Builder
+	b.WriteString(base)
+	decls := make([]transport.ToolDecl, 0, len(ts))
+	if len(ts) > 0 {
+		b.WriteString("\n\n# Tools\n")
+	}
+	for _, t := range ts {
+		decls = append(decls, transport.ToolDecl{Name: t.Name, Description: t.Description, Parameters: parameters(t)})
+		b.WriteString("\n## ")
+		b.WriteString(t.Name)
+		b.WriteString("\n")
+		b.WriteString(strings.TrimSpace(t.Guide))
+		b.WriteString("\n")
+	}
+	return b.String(), decls
+}
+
+// estimateTokens is the session-init estimate: characters of the system
+// instruction and the JSON of the declarations, divided by four.
+func estimateTokens(system string, decls []transport.ToolDecl) int {
+	n := len(system)
+	if b, err := json.Marshal(decls); err == nil {
+		n += len(b)
+	}
+	return n / 4
+}
+
+// parameters is the tool's argument schema as a map, without the "$schema"
+// key that providers do not accept.
+func parameters(t *tools.Tool) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal(t.Parameters, &m); err != nil || m == nil {
+		return map[string]any{"type": "object"}
+	}
+	delete(m, "$schema")
+	return m
+}

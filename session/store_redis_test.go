@@ -1,0 +1,496 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// backend is one Redis the suite runs against.
+type backend struct {
+	client redis.UniversalClient
+	mr     *miniredis.Miniredis // nil for a real redis-server
+}
+
+func newBackend(t *testing.T, addr string, mr *miniredis.Miniredis) *backend {
+	t.Helper()
+	c, err := NewRedisClient("redis://"+addr, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &backend{client: c, mr: mr}
+}
+
+func startMiniredis(t *testing.T) *backend {
+	mr, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mr.Close)
+	return newBackend(t, mr.Addr(), mr)
+}
+
+func startRedisServer(t *testing.T) *backend {
+	return newBackend(t, redistest.Start(t), nil)
+}
+
+func (b *backend) store(o RedisStoreOptions) *RedisStore { return NewRedisStore(b.client, o) }
+
+// allContents returns every key and every field, member and value stored.
+func (b *backend) allContents(t *testing.T) (keys, values []string) {
+	t.Helper()
+	ctx := context.Background()
+	iter := b.client.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		keys = append(keys, k)
+		switch typ := b.client.Type(ctx, k).Val(); typ {
+		case "hash":
+			for f, v := range b.client.HGetAll(ctx, k).Val() {
+				values = append(values, f, v)
+			}
+		case "list":
+			values = append(values, b.client.LRange(ctx, k, 0, -1).Val()...)
+		case "string":
+			values = append(values, b.client.Get(ctx, k).Val())
+		default:
+			t.Fatalf("key %s has unexpected type %q", k, typ)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return keys, values
+}
+
+var suite = []struct {
+	name string
+	run  func(t *testing.T, b *backend)
+}{
+	{"CreateThenResumeReturnsRecordAndHistoryInOrder", testRoundTrip},
+	{"ResumeRefusesWrongTokenOtherUserUnknownID", testResumeRefusals},
+	{"TokenIsNotStoredInPlaintext", testTokenNotStored},
+	{"EveryKeyHasTTLRefreshedByWrites", testTTLRefresh},
+	{"ExpiredSessionIsRefused", testExpiry},
+	{"HistoryIsTrimmedToHistoryMax", testHistoryTrim},
+	{"SyncRewritesHistoryAndKeepsToken", testSync},
+	{"CreateRefusesExistingID", testCreateCollision},
+	{"ObserveSeesEveryOp", testObserve},
+}
+
+func TestRedisStore(t *testing.T) {
+	backends := []struct {
+		name  string
+		start func(t *testing.T) *backend
+	}{
+		{"miniredis", startMiniredis},
+		{"redis-server", startRedisServer},
+	}
+	for _, bk := range backends {
+		t.Run(bk.name, func(t *testing.T) {
+			b := bk.start(t)
+			for _, c := range suite {
+				t.Run(c.name, func(t *testing.T) {
+					if err := b.client.FlushAll(context.Background()).Err(); err != nil {
+						t.Fatal(err)
+					}
+					c.run(t, b)
+				})
+			}
+		})
+	}
+}
+
+func sampleRecord(id string) Record {
+	return Record{
+		ID:              id,
+		UserID:          "alice",
+		Mode:            "text",
+		Turn:            0,
+		RegistryVersion: "reg-v3",
+		CreatedAt:       time.Date(2025, 3, 1, 10, 30, 0, 123456789, time.FixedZone("CET", 3600)),
+	}
+}
+
+func sampleEntries() []transport.Entry {
+	return []transport.Entry{
+		{Role: transport.RoleUser, Text: "what is the weather in Lyon?"},
+		{Role: transport.RoleModel, Calls: []transport.FunctionCall{
+			{ID: "c1", Name: "weather", Args: map[string]any{"city": "Lyon", "days": float64(2)}},
+		}},
+		{Role: transport.RoleTool, Results: []transport.FunctionResult{
+			{ID: "c1", Name: "weather", Response: map[string]any{"output": "sunny"}},
+		}},
+		{Role: transport.RoleModel, Text: "Sunny in Lyon."},
+	}
+}
+
+func textEntries(texts ...string) []transport.Entry {
+	out := make([]transport.Entry, len(texts))
+	for i, s := range texts {
+		out[i] = transport.Entry{Role: transport.RoleUser, Text: s}
+	}
+	return out
+}
+
+func mustCreate(t *testing.T, s *RedisStore, rec Record) string {
+	t.Helper()
+	tok, err := s.Create(context.Background(), rec)
+	if err != nil {
+		t.Fatalf("create %s: %v", rec.ID, err)
+	}
+	return tok
+}
+
+func mustResume(t *testing.T, s *RedisStore, id, tok, user string) (Record, []transport.Entry) {
+	t.Helper()
+	rec, hist, err := s.Resume(context.Background(), id, tok, user)
+	if err != nil {
+		t.Fatalf("resume %s: %v", id, err)
+	}
+	return rec, hist
+}
+
+func assertRecord(t *testing.T, got, want Record) {
+	t.Helper()
+	if !got.CreatedAt.Equal(want.CreatedAt) {
+		t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
+	}
+	got.CreatedAt, want.CreatedAt = time.Time{}, time.Time{}
+	if got != want {
+		t.Errorf("record = %+v, want %+v", got, want)
+	}
+}
+
+func testRoundTrip(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	rec := sampleRecord("s-roundtrip")
+	tok := mustCreate(t, s, rec)
+	if raw, err := base64.RawURLEncoding.DecodeString(tok); err != nil || len(raw) != 32 {
+		t.Fatalf("token %q is not 32 bytes of raw URL base64 (err %v)", tok, err)
+	}
+
+	rec0, hist0 := mustResume(t, s, rec.ID, tok, rec.UserID)
+	assertRecord(t, rec0, rec)
+	if len(hist0) != 0 {
+		t.Fatalf("new session has history %v", hist0)
+	}
+
+	entries := sampleEntries()
+	rec.Turn = 1
+	if err := s.Append(ctx, rec, entries[:2]...); err != nil {
+		t.Fatal(err)
+	}
+	rec.Turn, rec.Mode = 2, "voice"
+	if err := s.Append(ctx, rec, entries[2:]...); err != nil {
+		t.Fatal(err)
+	}
+
+	got, hist := mustResume(t, s, rec.ID, tok, rec.UserID)
+	assertRecord(t, got, rec)
+	if !reflect.DeepEqual(hist, entries) {
+		t.Fatalf("history =\n%+v\nwant\n%+v", hist, entries)
+	}
+}
+
+func testResumeRefusals(t *testing.T, b *backend) {
+	s := b.store(RedisStoreOptions{})
+	rec := sampleRecord("s-refusals")
+	tok := mustCreate(t, s, rec)
+	other := sampleRecord("s-other")
+	otherTok := mustCreate(t, s, other)
+
+	cases := []struct {
+		name, id, token, user string
+	}{
+		{"wrong token", rec.ID, "AAAA" + tok[4:], rec.UserID},
+		{"empty token", rec.ID, "", rec.UserID},
+		{"token of another session", rec.ID, otherTok, rec.UserID},
+		{"other user", rec.ID, tok, "mallory"},
+		{"empty user", rec.ID, tok, ""},
+		{"unknown id", "s-nobody", tok, rec.UserID},
+		{"id breaking the hash tag", "s-refusals}x", tok, rec.UserID},
+	}
+	var msgs []string
+	for _, c := range cases {
+		got, hist, err := s.Resume(context.Background(), c.id, c.token, c.user)
+		if !errors.Is(err, ErrResumeRefused) {
+			t.Errorf("%s: err = %v, want ErrResumeRefused", c.name, err)
+			continue
+		}
+		if got != (Record{}) || hist != nil {
+			t.Errorf("%s: refused resume leaked %+v %v", c.name, got, hist)
+		}
+		if strings.Contains(err.Error(), tok) || (c.token != "" && strings.Contains(err.Error(), c.token)) {
+			t.Errorf("%s: error %q contains a token", c.name, err)
+		}
+		if c.id == rec.ID {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	// The client must not learn which check failed.
+	for _, m := range msgs {
+		if m != msgs[0] {
+			t.Errorf("refusals differ: %q vs %q", m, msgs[0])
+		}
+	}
+	// The refusals did not break the session.
+	mustResume(t, s, rec.ID, tok, rec.UserID)
+}
+
+func testTokenNotStored(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	rec := sampleRecord("s-secret")
+	tok := mustCreate(t, s, rec)
+	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(ctx, rec, sampleEntries()); err != nil {
+		t.Fatal(err)
+	}
+	mustResume(t, s, rec.ID, tok, rec.UserID)
+
+	keys, values := b.allContents(t)
+	if len(keys) == 0 {
+		t.Fatal("nothing stored")
+	}
+	sum := sha256.Sum256([]byte(tok))
+	digest := hex.EncodeToString(sum[:])
+	raw, _ := base64.RawURLEncoding.DecodeString(tok)
+	sawDigest := false
+	for _, v := range slices.Concat(keys, values) {
+		if strings.Contains(v, tok) || strings.Contains(v, string(raw)) || strings.Contains(v, hex.EncodeToString(raw)) {
+			t.Errorf("the resume token is readable in Redis: %q", v)
+		}
+		sawDigest = sawDigest || v == digest
+	}
+	if !sawDigest {
+		t.Errorf("the token's SHA-256 digest is not stored; contents: %q", values)
+	}
+}
+
+func testTTLRefresh(t *testing.T, b *backend) {
+	ctx := context.Background()
+	const ttl = time.Hour
+	s := b.store(RedisStoreOptions{TTL: ttl})
+	rec := sampleRecord("s-ttl")
+	tok := mustCreate(t, s, rec)
+	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
+		t.Fatal(err)
+	}
+
+	checkTTLs := func(when string, min time.Duration) {
+		t.Helper()
+		keys, _ := b.allContents(t)
+		if len(keys) != 2 {
+			t.Fatalf("%s: keys = %v, want meta and history", when, keys)
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, "turnstile:{"+rec.ID+"}:") {
+				t.Errorf("key %q does not carry the session's hash tag", k)
+			}
+			d := b.client.PTTL(ctx, k).Val()
+			if d < min || d > ttl {
+				t.Errorf("%s: TTL of %s = %v, want in [%v, %v]", when, k, d, min, ttl)
+			}
+		}
+	}
+	checkTTLs("after create and append", ttl-time.Minute)
+
+	refreshers := []struct {
+		op string
+		do func() error
+	}{
+		{"append", func() error { return s.Append(ctx, rec, textEntries("again")...) }},
+		{"sync", func() error { return s.Sync(ctx, rec, sampleEntries()) }},
+		{"resume", func() error { _, _, err := s.Resume(ctx, rec.ID, tok, rec.UserID); return err }},
+	}
+	for _, r := range refreshers {
+		for _, k := range []string{metaKey(rec.ID), historyKey(rec.ID)} {
+			if err := b.client.PExpire(ctx, k, 5*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.do(); err != nil {
+			t.Fatalf("%s: %v", r.op, err)
+		}
+		checkTTLs("after "+r.op, ttl-time.Minute)
+	}
+}
+
+func testExpiry(t *testing.T, b *backend) {
+	const ttl = time.Second
+	s := b.store(RedisStoreOptions{TTL: ttl})
+	rec := sampleRecord("s-expiry")
+	tok := mustCreate(t, s, rec)
+	if err := s.Append(context.Background(), rec, sampleEntries()...); err != nil {
+		t.Fatal(err)
+	}
+	mustResume(t, s, rec.ID, tok, rec.UserID)
+
+	if b.mr != nil {
+		b.mr.FastForward(ttl + time.Millisecond)
+	}
+	// A real server expires keys on its own clock: poll, without Resume,
+	// which would refresh the TTL.
+	deadline := time.Now().Add(5 * time.Second)
+	for b.client.Exists(context.Background(), metaKey(rec.ID), historyKey(rec.ID)).Val() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("session keys still there 5s after their TTL")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, err := s.Resume(context.Background(), rec.ID, tok, rec.UserID); !errors.Is(err, ErrResumeRefused) {
+		t.Fatalf("resume after expiry: err = %v, want ErrResumeRefused", err)
+	}
+	if keys, _ := b.allContents(t); len(keys) != 0 {
+		t.Errorf("keys left after expiry: %v", keys)
+	}
+}
+
+func testHistoryTrim(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{HistoryMax: 5})
+	rec := sampleRecord("s-trim")
+	tok := mustCreate(t, s, rec)
+	if err := s.Append(ctx, rec, textEntries("1", "2", "3")...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, rec, textEntries("4", "5", "6", "7")...); err != nil {
+		t.Fatal(err)
+	}
+	_, hist := mustResume(t, s, rec.ID, tok, rec.UserID)
+	if want := textEntries("3", "4", "5", "6", "7"); !reflect.DeepEqual(hist, want) {
+		t.Fatalf("after append: history = %v, want %v", hist, want)
+	}
+
+	if err := s.Sync(ctx, rec, textEntries("a", "b", "c", "d", "e", "f", "g")); err != nil {
+		t.Fatal(err)
+	}
+	_, hist = mustResume(t, s, rec.ID, tok, rec.UserID)
+	if want := textEntries("c", "d", "e", "f", "g"); !reflect.DeepEqual(hist, want) {
+		t.Fatalf("after sync: history = %v, want %v", hist, want)
+	}
+}
+
+func testSync(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	rec := sampleRecord("s-sync")
+	tok := mustCreate(t, s, rec)
+	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
+		t.Fatal(err)
+	}
+
+	rec.Turn, rec.Mode = 7, "voice"
+	want := textEntries("kept in memory while Redis was away", "and this")
+	if err := s.Sync(ctx, rec, want); err != nil {
+		t.Fatal(err)
+	}
+	got, hist := mustResume(t, s, rec.ID, tok, rec.UserID)
+	assertRecord(t, got, rec)
+	if !reflect.DeepEqual(hist, want) {
+		t.Fatalf("history = %v, want %v", hist, want)
+	}
+
+	if err := s.Sync(ctx, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, hist := mustResume(t, s, rec.ID, tok, rec.UserID); len(hist) != 0 {
+		t.Fatalf("sync with empty history left %v", hist)
+	}
+}
+
+func testCreateCollision(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	rec := sampleRecord("s-taken")
+	tok := mustCreate(t, s, rec)
+	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
+		t.Fatal(err)
+	}
+
+	intruder := sampleRecord(rec.ID)
+	intruder.UserID = "mallory"
+	tok2, err := s.Create(ctx, intruder)
+	if err == nil || tok2 != "" {
+		t.Fatalf("second create of %s = %q, %v; want an error", rec.ID, tok2, err)
+	}
+	if !strings.Contains(err.Error(), rec.ID) {
+		t.Errorf("error %q does not name the session", err)
+	}
+	got, hist := mustResume(t, s, rec.ID, tok, rec.UserID)
+	assertRecord(t, got, rec)
+	if !reflect.DeepEqual(hist, sampleEntries()) {
+		t.Errorf("history changed by the refused create: %v", hist)
+	}
+}
+
+func testObserve(t *testing.T, b *backend) {
+	ctx := context.Background()
+	type obs struct {
+		op  string
+		d   time.Duration
+		err error
+	}
+	var (
+		mu   sync.Mutex
+		seen []obs
+	)
+	s := b.store(RedisStoreOptions{Observe: func(op string, d time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, obs{op, d, err})
+	}})
+	rec := sampleRecord("s-observe")
+	tok := mustCreate(t, s, rec)
+	mustResume(t, s, rec.ID, tok, rec.UserID)
+	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(ctx, rec, sampleEntries()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, _, refused := s.Resume(ctx, rec.ID, tok, "mallory")
+
+	mu.Lock()
+	defer mu.Unlock()
+	var ops []string
+	for _, o := range seen {
+		ops = append(ops, o.op)
+		if o.d <= 0 || o.d > 3*time.Second {
+			t.Errorf("%s: implausible duration %v", o.op, o.d)
+		}
+	}
+	if want := []string{"create", "resume", "append", "sync", "ping", "resume"}; !slices.Equal(ops, want) {
+		t.Fatalf("observed ops %v, want %v", ops, want)
+	}
+	for _, o := range seen[:5] {
+		if o.err != nil {
+			t.Errorf("%s observed error %v", o.op, o.err)
+		}
+	}
+	if last := seen[5]; !errors.Is(last.err, ErrResumeRefused) || last.err != refused {
+		t.Errorf("refused resume observed %v, returned %v", last.err, refused)
+	}
+}

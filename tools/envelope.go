@@ -1,0 +1,90 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/turnstile-gw/turnstile/intents"
+)
+
+// ErrorType is the closed set of error types a tool call can end with.
+type ErrorType string
+
+const (
+	// Registry errors.
+	ErrValidation ErrorType = "VALIDATION"
+	ErrNotFound   ErrorType = "NOT_FOUND"
+	ErrInternal   ErrorType = "INTERNAL"
+	// Orchestrator errors.
+	ErrModeRestricted       ErrorType = "MODE_RESTRICTED"
+	ErrBudgetExceeded       ErrorType = "BUDGET_EXCEEDED"
+	ErrConfirmationRequired ErrorType = "CONFIRMATION_REQUIRED"
+	ErrLoopDetected         ErrorType = "LOOP_DETECTED"
+	ErrTimeout              ErrorType = "TIMEOUT"
+	// Handler errors.
+	ErrSessionInactive ErrorType = "SESSION_INACTIVE"
+	ErrTransient       ErrorType = "TRANSIENT"
+	ErrPermanent       ErrorType = "PERMANENT"
+	ErrConflict        ErrorType = "CONFLICT"
+	ErrAuth            ErrorType = "AUTH"
+	ErrRateLimit       ErrorType = "RATE_LIMIT"
+)
+
+// Error is the error half of the envelope.
+type Error struct {
+	Type      ErrorType `json:"type"`
+	Message   string    `json:"message"`
+	Retryable bool      `json:"retryable"`
+	// PartialSideEffects is false for errors raised before the handler ran
+	// and true when nobody can say (panics, timeouts, unknown failures).
+	PartialSideEffects bool `json:"partialSideEffects"`
+}
+
+// Meta carries facts about the call that are not part of its answer.
+type Meta struct {
+	DurationMs int64 `json:"durationMs,omitempty"`
+	Truncated  bool  `json:"truncated,omitempty"`
+}
+
+// Envelope is what every tool call ends with:
+// {ok:true,data,intents,meta} or {ok:false,error,meta}.
+type Envelope struct {
+	OK      bool             `json:"ok"`
+	Data    any              `json:"data,omitempty"`
+	Intents []intents.Intent `json:"intents,omitempty"`
+	Error   *Error           `json:"error,omitempty"`
+	Meta    Meta             `json:"meta"`
+}
+
+// OK builds a successful envelope.
+func OK(data any, in ...intents.Intent) Envelope {
+	return Envelope{OK: true, Data: data, Intents: in}
+}
+
+// Fail builds a failed envelope. partial says whether side effects may have
+// happened.
+func Fail(t ErrorType, msg string, retryable, partial bool) Envelope {
+	return Envelope{Error: &Error{Type: t, Message: msg, Retryable: retryable, PartialSideEffects: partial}}
+}
+
+// Call is what a handler gets: the validated arguments and who is calling.
+type Call struct {
+	ID        string
+	SessionID string
+	UserID    string
+	Mode      string // "text" or "voice"
+	Args      json.RawMessage
+}
+
+// Handler runs one tool. It must honour ctx (the hard timeout and
+// cancellations arrive through it) and must not touch sessions: it returns
+// data and intents only.
+type Handler interface {
+	Handle(ctx context.Context, call Call) Envelope
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, call Call) Envelope
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, call Call) Envelope { return f(ctx, call) }

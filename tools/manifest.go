@@ -1,0 +1,218 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Files of a tool folder.
+const (
+	SchemaFile = "schema.json"
+	GuideFile  = "guide.md"
+)
+
+// Category says what kind of work a tool does. The orchestrator's per-turn
+// gates count retrieval calls separately from the total.
+type Category string
+
+const (
+	CategoryRetrieval Category = "retrieval"
+	CategoryAction    Category = "action"
+	CategoryUtility   Category = "utility"
+)
+
+// Session modes a tool can be declared in.
+const (
+	ModeText  = "text"
+	ModeVoice = "voice"
+)
+
+// Redact holds the allow-lists of argument and result keys that may be shown
+// to the browser and written to logs. Every other key is redacted; an empty
+// list shows nothing.
+type Redact struct {
+	Args   []string `json:"args"`
+	Result []string `json:"result"`
+}
+
+// Manifest is a tool's schema.json plus what is derived from its guide.md.
+type Manifest struct {
+	Name                 string   `json:"name"`
+	Category             Category `json:"category"`
+	Modes                []string `json:"modes"`
+	RequiresConfirmation bool     `json:"requiresConfirmation,omitempty"`
+	Terminal             bool     `json:"terminal,omitempty"`
+	// SoftLatencyMs and TimeoutMs are 0 when the manifest leaves them out;
+	// Tool.SoftLatency and Tool.Timeout apply the defaults.
+	SoftLatencyMs int    `json:"softLatencyMs,omitempty"`
+	TimeoutMs     int    `json:"timeoutMs,omitempty"`
+	Redact        Redact `json:"redact"`
+	// Parameters is the canonical JSON Schema (draft 2020-12) of the
+	// arguments, exactly as written in schema.json.
+	Parameters json.RawMessage `json:"parameters"`
+	// Description is the guide's summary: its first non-empty line that is
+	// not a heading.
+	Description string `json:"description,omitempty"`
+	// Guide is the whole guide.md, for the system instruction.
+	Guide string `json:"guide,omitempty"`
+}
+
+//go:embed manifest.schema.json
+var manifestSchemaJSON []byte
+
+// manifestChecker validates schema.json files against manifest.schema.json.
+type manifestChecker struct {
+	schema *jsonschema.Schema
+}
+
+func newManifestChecker() (*manifestChecker, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(manifestSchemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("manifest schema: decode: %w", err)
+	}
+	sch, err := compileSchema("urn:turnstile:tool-manifest", doc)
+	if err != nil {
+		return nil, fmt.Errorf("manifest schema: compile: %w", err)
+	}
+	return &manifestChecker{schema: sch}, nil
+}
+
+// compileSchema compiles doc as a draft 2020-12 schema. The compiler
+// meta-validates it; external references are refused so that loading a
+// manifest never reads files or the network.
+func compileSchema(url string, doc any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// parsedManifest is a manifest with its compiled argument schema.
+type parsedManifest struct {
+	Manifest
+	args       *jsonschema.Schema
+	properties []string // top-level argument names, sorted
+}
+
+// parse checks one schema.json for the tool folder name. It returns every
+// problem it finds, each a plain message for the caller to attribute.
+func (mc *manifestChecker) parse(folder string, raw []byte) (*parsedManifest, []error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, []error{fmt.Errorf("invalid JSON: %w", err)}
+	}
+	if err := mc.schema.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, []error{fmt.Errorf("validate manifest: %w", err)}
+		}
+		var errs []error
+		for _, leaf := range leafCauses(ve) {
+			errs = append(errs, fmt.Errorf("manifest schema violation %s", leaf.Error()))
+		}
+		return nil, errs
+	}
+
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, []error{fmt.Errorf("decode manifest: %w", err)}
+	}
+	var errs []error
+	if m.Name != folder {
+		errs = append(errs, fmt.Errorf("name %q does not match its folder %q", m.Name, folder))
+	}
+	params := doc.(map[string]any)["parameters"]
+	args, err := compileSchema("tool://"+folder+"/parameters.json", params)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("parameters are not a valid JSON Schema (draft 2020-12): %w", metaError(err)))
+	}
+	var props []string
+	if p, ok := params.(map[string]any)["properties"].(map[string]any); ok {
+		for k := range p {
+			props = append(props, k)
+		}
+		sort.Strings(props)
+	}
+	for _, k := range m.Redact.Args {
+		if !slices.Contains(props, k) {
+			errs = append(errs, fmt.Errorf("redact.args lists %q, which is not a parameter", k))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return &parsedManifest{Manifest: m, args: args, properties: props}, nil
+}
+
+// metaError shortens a meta-validation failure to its leaf messages; other
+// compile errors (bad regexp, refused $ref, …) pass through.
+func metaError(err error) error {
+	var sve *jsonschema.SchemaValidationError
+	if !errors.As(err, &sve) {
+		return err
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(sve.Err, &ve) {
+		return err
+	}
+	var msgs []string
+	for _, leaf := range leafCauses(ve) {
+		msgs = append(msgs, leaf.Error())
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// leafCauses flattens a validation error tree to the errors that say what is
+// actually wrong.
+func leafCauses(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leafCauses(c)...)
+	}
+	return out
+}
+
+// guideSummary returns the first non-empty line of a Markdown guide that is
+// not a heading (ATX "# x" or setext "x" underlined with = or -).
+func guideSummary(guide []byte) string {
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(guide))
+	sc.Buffer(make([]byte, 0, 4096), len(guide)+1)
+	for sc.Scan() {
+		lines = append(lines, strings.TrimSpace(sc.Text()))
+	}
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i+1 < len(lines) && isSetextUnderline(lines[i+1]) {
+			i++
+			continue
+		}
+		if isSetextUnderline(line) {
+			continue
+		}
+		return line
+	}
+	return ""
+}
+
+func isSetextUnderline(line string) bool {
+	return line != "" && (strings.Trim(line, "=") == "" || strings.Trim(line, "-") == "")
+}

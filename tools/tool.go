@@ -1,0 +1,58 @@
+package tools
+
+import (
+	"slices"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Defaults for manifests that leave the latency budgets out.
+const (
+	DefaultTimeout              = 10 * time.Second
+	DefaultRetrievalSoftLatency = 2 * time.Second
+)
+
+// Tool is one registered tool: its manifest, its handler, and the compiled
+// argument schema. A Tool is immutable and safe for concurrent use.
+type Tool struct {
+	Manifest
+	Handler Handler
+
+	args       *jsonschema.Schema
+	properties []string // top-level argument names, sorted
+	rawSchema  []byte   // schema.json as read, for the version hash
+	rawGuide   []byte   // guide.md as read, for the version hash
+}
+
+// Timeout is the hard limit for one call: timeoutMs, or DefaultTimeout.
+func (t *Tool) Timeout() time.Duration {
+	if t.TimeoutMs > 0 {
+		return time.Duration(t.TimeoutMs) * time.Millisecond
+	}
+	return DefaultTimeout
+}
+
+// SoftLatency is the latency above which a call is reported as slow (it is
+// never cut short): softLatencyMs, or DefaultRetrievalSoftLatency for
+// retrieval tools, or 0 (no soft budget) otherwise.
+func (t *Tool) SoftLatency() time.Duration {
+	switch {
+	case t.SoftLatencyMs > 0:
+		return time.Duration(t.SoftLatencyMs) * time.Millisecond
+	case t.Category == CategoryRetrieval:
+		return DefaultRetrievalSoftLatency
+	default:
+		return 0
+	}
+}
+
+// AllowedIn reports whether the tool is declared in the given session mode.
+func (t *Tool) AllowedIn(mode string) bool {
+	return slices.Contains(t.Modes, mode)
+}
+
+// ArgNames returns the tool's top-level argument names, sorted.
+func (t *Tool) ArgNames() []string {
+	return slices.Clone(t.properties)
+}

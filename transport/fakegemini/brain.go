@@ -1,0 +1,155 @@
+package fakegemini
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// Brain decides what the fake model answers. Respond is called once per
+// generateContent or streamGenerateContent request, possibly from several
+// goroutines at once; ctx ends when the client goes away or the server closes.
+type Brain interface {
+	Respond(ctx context.Context, req *Request) Reply
+}
+
+// Request is one decoded model call as the client sent it.
+type Request struct {
+	// Model is the model id from the URL, without the "models/" prefix.
+	Model string
+	// Stream is true for streamGenerateContent, false for generateContent.
+	Stream            bool
+	Contents          []*genai.Content
+	SystemInstruction *genai.Content
+	Tools             []*genai.Tool
+	ToolConfig        *genai.ToolConfig
+	GenerationConfig  *genai.GenerationConfig
+	// Header is a copy of the HTTP request headers (x-goog-api-key included).
+	Header http.Header
+}
+
+// Reply is what the fake model does with one request. A Status of 400 or
+// more answers before any chunk with Error as the body (or a generic error
+// for that status when Error is nil). Otherwise the Chunks are streamed in
+// order; then MidStreamError, if set, is sent as a raw error line and the
+// stream ends. A stream whose last chunk carries no FinishReason models a
+// truncated answer. Hang keeps the stream open after the chunks until the
+// client leaves or the server closes.
+type Reply struct {
+	Status         int
+	Error          *APIError
+	Chunks         []Chunk
+	MidStreamError *APIError
+	Hang           bool
+}
+
+// Chunk is one streamed response. Delay is waited before it is sent.
+type Chunk struct {
+	Text         string
+	Calls        []Call
+	FinishReason string
+	Delay        time.Duration
+}
+
+// Call is a function call the model makes. ID is sent only when non-empty:
+// the real Gemini REST API usually sends no id.
+type Call struct {
+	ID   string
+	Name string
+	Args map[string]any
+}
+
+// APIError is the body of a Gemini API error:
+// {"error":{"code":..,"message":..,"status":..}}.
+type APIError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+}
+
+// TextReply answers text split into about pieces chunks (at word boundaries
+// where possible), with finishReason STOP on the last one.
+func TextReply(text string, pieces int) Reply {
+	parts := splitText(text, pieces)
+	chunks := make([]Chunk, len(parts))
+	for i, p := range parts {
+		chunks[i] = Chunk{Text: p}
+	}
+	chunks[len(chunks)-1].FinishReason = "STOP"
+	return Reply{Chunks: chunks}
+}
+
+// CallReply answers one chunk holding the given function calls, with
+// finishReason STOP, as the real API does.
+func CallReply(calls ...Call) Reply {
+	return Reply{Chunks: []Chunk{{Calls: calls, FinishReason: "STOP"}}}
+}
+
+// ErrorReply answers an HTTP error before any chunk, e.g.
+// ErrorReply(429, "RESOURCE_EXHAUSTED", "quota exceeded").
+func ErrorReply(code int, status, msg string) Reply {
+	return Reply{Status: code, Error: &APIError{Code: code, Message: msg, Status: status}}
+}
+
+// splitText cuts text into at most pieces non-empty parts whose
+// concatenation is text. It always returns at least one part.
+func splitText(text string, pieces int) []string {
+	runes := []rune(text)
+	if pieces <= 1 || len(runes) <= 1 {
+		return []string{text}
+	}
+	pieces = min(pieces, len(runes))
+	var out []string
+	start := 0
+	for i := 1; i < pieces; i++ {
+		cut := len(runes) * i / pieces
+		// Prefer to cut just after a space, looking back a few runes.
+		for j := cut; j > start+1 && j > cut-12; j-- {
+			if runes[j-1] == ' ' {
+				cut = j
+				break
+			}
+		}
+		if cut <= start {
+			continue
+		}
+		out = append(out, string(runes[start:cut]))
+		start = cut
+	}
+	out = append(out, string(runes[start:]))
+	return out
+}
+
+// statusName gives the canonical Google status for an HTTP code, used when a
+// Reply sets Status without Error.
+func statusName(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusConflict:
+		return "ABORTED"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case 499:
+		return "CANCELLED"
+	case http.StatusNotImplemented:
+		return "UNIMPLEMENTED"
+	case http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	case http.StatusGatewayTimeout:
+		return "DEADLINE_EXCEEDED"
+	}
+	if code >= 500 {
+		return "INTERNAL"
+	}
+	return strings.ToUpper(strings.ReplaceAll(http.StatusText(code), " ", "_"))
+}

@@ -1,0 +1,195 @@
+package fakegemini
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxBodyBytes caps a request body; the real API refuses large inline
+// payloads too.
+const maxBodyBytes = 32 << 20
+
+// handleModels serves POST /{version}/models/{model}:{method}.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	version := r.PathValue("version")
+	model, method, _ := strings.Cut(r.PathValue("rest"), ":")
+	switch version {
+	case "v1", "v1beta", "v1alpha":
+	default:
+		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("API version %q is not served", version))
+		return
+	}
+	var stream bool
+	switch method {
+	case "streamGenerateContent":
+		stream = true
+	case "generateContent":
+	default:
+		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("method %q is not found for models/%s", method, model))
+		return
+	}
+	if r.Header.Get("x-goog-api-key") == "" && r.URL.Query().Get("key") == "" {
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED",
+			"Method doesn't allow unregistered callers (callers without established identity). Please use API key or other form of API consumer identity to call this API.")
+		return
+	}
+	if model == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "model name is empty")
+		return
+	}
+	if stream && r.URL.Query().Get("alt") != "sse" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "the fake Gemini server streams only with alt=sse")
+		return
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("read request body: %v", err))
+		return
+	}
+	var wr wireRequest
+	if err := json.Unmarshal(body, &wr); err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("Invalid JSON payload received. %v", err))
+		return
+	}
+	if len(wr.Contents) == 0 {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified")
+		return
+	}
+	req := &Request{
+		Model:             model,
+		Stream:            stream,
+		Contents:          wr.Contents,
+		SystemInstruction: wr.SystemInstruction,
+		Tools:             wr.Tools,
+		ToolConfig:        wr.ToolConfig,
+		GenerationConfig:  wr.GenerationConfig,
+		Header:            r.Header.Clone(),
+	}
+	log := s.log.With("model", model, "method", method)
+
+	ctx := r.Context()
+	reply := s.brain.Respond(ctx, req)
+	if reply.Status >= 400 {
+		log.Info("fake gemini: error reply", "status", reply.Status)
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.WriteHeader(reply.Status)
+		_, _ = w.Write(errorBody(reply.Status, reply.Error))
+		return
+	}
+	rb := newResponseBuilder(req, body)
+	if stream {
+		err = s.stream(ctx, w, rb, reply)
+	} else {
+		err = s.unary(ctx, w, rb, reply)
+	}
+	switch {
+	case err == nil:
+		log.Debug("fake gemini: reply sent", "chunks", len(reply.Chunks))
+	case ctx.Err() != nil:
+		log.Debug("fake gemini: reply abandoned", "reason", context.Cause(ctx))
+	default:
+		log.Warn("fake gemini: reply failed", "err", err)
+	}
+}
+
+// stream writes reply as server-sent events the genai client parses: one
+// compact "data: {...}" line and a blank line per chunk, flushed each time.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rb *responseBuilder, reply Reply) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return fmt.Errorf("stream: flush headers: %w", err)
+	}
+	for i, c := range reply.Chunks {
+		if err := wait(ctx, c.Delay); err != nil {
+			return fmt.Errorf("stream: chunk %d: %w", i, err)
+		}
+		data, err := rb.build(c)
+		if err != nil {
+			return fmt.Errorf("stream: chunk %d: %w", i, err)
+		}
+		if err := writeEvent(w, rc, append([]byte("data: "), data...)); err != nil {
+			return fmt.Errorf("stream: chunk %d: %w", i, err)
+		}
+	}
+	if reply.MidStreamError != nil {
+		// The SDK reads a token without the "data:" prefix as a structured
+		// error; with the prefix it would decode as an empty response.
+		if err := writeEvent(w, rc, errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
+			return fmt.Errorf("stream: error line: %w", err)
+		}
+		return nil
+	}
+	if reply.Hang {
+		<-ctx.Done()
+		return fmt.Errorf("stream: hang: %w", ctx.Err())
+	}
+	return nil
+}
+
+// unary answers generateContent: the whole reply merged into one body.
+func (s *Server) unary(ctx context.Context, w http.ResponseWriter, rb *responseBuilder, reply Reply) error {
+	var delay time.Duration
+	for _, c := range reply.Chunks {
+		delay += c.Delay
+	}
+	if err := wait(ctx, delay); err != nil {
+		return fmt.Errorf("unary: %w", err)
+	}
+	if reply.MidStreamError != nil {
+		code := reply.MidStreamError.Code
+		if code < 400 {
+			code = http.StatusInternalServerError
+		}
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.WriteHeader(code)
+		_, err := w.Write(errorBody(code, reply.MidStreamError))
+		return err
+	}
+	if reply.Hang {
+		<-ctx.Done()
+		return fmt.Errorf("unary: hang: %w", ctx.Err())
+	}
+	data, err := rb.build(merge(reply.Chunks))
+	if err != nil {
+		return fmt.Errorf("unary: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("unary: write: %w", err)
+	}
+	return nil
+}
+
+func writeEvent(w io.Writer, rc *http.ResponseController, line []byte) error {
+	if _, err := w.Write(append(line, '\n', '\n')); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if err := rc.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+// wait sleeps for d unless ctx ends first.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

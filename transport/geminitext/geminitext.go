@@ -1,0 +1,162 @@
+// Package geminitext adapts Gemini's streaming text API
+// (Models.GenerateContentStream of google.golang.org/genai) to the
+// provider-neutral transport.TextModel.
+package geminitext
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// Model streams answers from one Gemini text model.
+type Model struct {
+	client *genai.Client
+	name   string
+}
+
+// New returns a text model backed by client. name is the model id, e.g.
+// "gemini-2.5-flash".
+func New(client *genai.Client, name string) *Model {
+	return &Model{client: client, name: name}
+}
+
+// Name is the model id.
+func (m *Model) Name() string { return m.name }
+
+// Stream implements transport.TextModel. Errors are *transport.ModelError,
+// transport.ErrTruncated, or the context's error.
+func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
+	return func(yield func(transport.Chunk, error) bool) {
+		cfg := &genai.GenerateContentConfig{}
+		if req.System != "" {
+			cfg.SystemInstruction = &genai.Content{Parts: []*genai.Part{{Text: req.System}}}
+		}
+		if len(req.Tools) > 0 {
+			decls := make([]*genai.FunctionDeclaration, 0, len(req.Tools))
+			for _, t := range req.Tools {
+				decls = append(decls, &genai.FunctionDeclaration{
+					Name: t.Name, Description: t.Description, ParametersJsonSchema: t.Parameters,
+				})
+			}
+			cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
+		}
+		finished := false
+		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(req.History), cfg) {
+			if err != nil {
+				yield(transport.Chunk{}, classify(ctx, err))
+				return
+			}
+			chunk, err := fromResponse(resp)
+			if err != nil {
+				yield(transport.Chunk{}, err)
+				return
+			}
+			if chunk.FinishReason != "" {
+				finished = true
+			}
+			if !yield(chunk, nil) || finished {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			yield(transport.Chunk{}, ctx.Err())
+			return
+		}
+		if !finished {
+			yield(transport.Chunk{}, transport.ErrTruncated)
+		}
+	}
+}
+
+func fromResponse(resp *genai.GenerateContentResponse) (transport.Chunk, error) {
+	var c transport.Chunk
+	if len(resp.Candidates) == 0 {
+		if resp.PromptFeedback != nil && resp.PromptFeedback.BlockReason != "" {
+			return c, &transport.ModelError{Status: 400, Code: "BLOCKED",
+				Message: "the model refused the prompt: " + string(resp.PromptFeedback.BlockReason)}
+		}
+		return c, nil
+	}
+	cand := resp.Candidates[0]
+	if cand.Content != nil {
+		for _, p := range cand.Content.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				c.Calls = append(c.Calls, transport.FunctionCall{
+					ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.Args,
+				})
+			case p.Text != "" && !p.Thought:
+				c.Text += p.Text
+			}
+		}
+	}
+	c.FinishReason = string(cand.FinishReason)
+	return c, nil
+}
+
+func classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var api genai.APIError
+	if errors.As(err, &api) {
+		return &transport.ModelError{Status: api.Code, Code: api.Status, Message: api.Message,
+			Retryable: transport.RetryableStatus(api.Code)}
+	}
+	return &transport.ModelError{Code: "UNAVAILABLE", Message: err.Error(), Retryable: true}
+}
+
+// Contents converts neutral history to Gemini contents: tool results travel
+// as user-role functionResponse parts, and consecutive entries of the same
+// role merge into one content (a failed turn leaves two user entries in a
+// row, which the API would otherwise refuse).
+func Contents(history []transport.Entry) []*genai.Content {
+	synthetic := map[string]bool{}
+	var out []*genai.Content
+	add := func(role string, parts ...*genai.Part) {
+		if len(parts) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			return
+		}
+		out = append(out, &genai.Content{Role: role, Parts: parts})
+	}
+	for _, e := range history {
+		switch e.Role {
+		case transport.RoleUser:
+			add(genai.RoleUser, &genai.Part{Text: e.Text})
+		case transport.RoleModel:
+			var parts []*genai.Part
+			if e.Text != "" {
+				parts = append(parts, &genai.Part{Text: e.Text})
+			}
+			for _, c := range e.Calls {
+				id := c.ID
+				if c.Synthetic {
+					synthetic[c.ID] = true
+					id = ""
+				}
+				parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: c.Name, Args: c.Args}})
+			}
+			add(genai.RoleModel, parts...)
+		case transport.RoleTool:
+			parts := make([]*genai.Part, 0, len(e.Results))
+			for _, r := range e.Results {
+				id := r.ID
+				if synthetic[r.ID] {
+					id = ""
+				}
+				parts = append(parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: r.Name, Response: r.Response}})
+			}
+			add(genai.RoleUser, parts...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+// Package transport holds the upstream model adapters (Gemini text streaming
+// now, Gemini Live later) behind provider-neutral types, and the fake Gemini
+// server that speaks the real wire protocol on loopback.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// Role says who produced an entry of the conversation.
+type Role string
+
+const (
+	RoleUser  Role = "user"
+	RoleModel Role = "model"
+	// RoleTool carries function results back to the model.
+	RoleTool Role = "tool"
+)
+
+// Entry is one provider-neutral conversation entry. Exactly one of Text,
+// Calls or Results is meaningful for a given Role: user entries carry Text,
+// model entries carry Text and/or Calls, tool entries carry Results.
+type Entry struct {
+	Role    Role             `json:"role"`
+	Text    string           `json:"text,omitempty"`
+	Calls   []FunctionCall   `json:"calls,omitempty"`
+	Results []FunctionResult `json:"results,omitempty"`
+}
+
+// FunctionCall is a tool call requested by the model. ID is stable within a
+// turn; adapters invent one when the provider does not send it.
+type FunctionCall struct {
+	ID   string         `json:"id"`
+	Name string         `json:"name"`
+	Args map[string]any `json:"args,omitempty"`
+	// Synthetic marks an ID the gateway invented because the provider sent
+	// none; adapters do not send such IDs back to the provider.
+	Synthetic bool `json:"synthetic,omitempty"`
+}
+
+// FunctionResult answers one FunctionCall (same ID and Name). Response is
+// what the model sees, conventionally {"output": ...} or {"error": ...}.
+type FunctionResult struct {
+	ID       string         `json:"id"`
+	Name     string         `json:"name"`
+	Response map[string]any `json:"response"`
+}
+
+// ToolDecl declares one tool to the model. Parameters is a JSON Schema
+// (draft 2020-12) object for the tool's arguments.
+type ToolDecl struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+}
+
+// TextRequest is one call to a streaming text model.
+type TextRequest struct {
+	System  string
+	History []Entry
+	Tools   []ToolDecl
+}
+
+// Chunk is one streamed piece of a model answer. Text is a delta. Calls are
+// complete function calls. FinishReason is set on the last chunk of a stream
+// that ended properly (e.g. "STOP").
+type Chunk struct {
+	Text         string
+	Calls        []FunctionCall
+	FinishReason string
+}
+
+// TextModel streams one model answer. The sequence ends after the chunk that
+// carries a FinishReason, or with exactly one error.
+type TextModel interface {
+	Stream(ctx context.Context, req TextRequest) iter.Seq2[Chunk, error]
+}
+
+// ErrTruncated means the stream ended without a finish reason: the answer is
+// incomplete and must not be taken as final.
+var ErrTruncated = errors.New("model stream ended without a finish reason")
+
+// ModelError is an error answered by the model provider (an HTTP status or a
+// structured error inside the stream).
+type ModelError struct {
+	Status    int    // HTTP-like status code, 0 when unknown
+	Code      string // provider status, e.g. RESOURCE_EXHAUSTED
+	Message   string
+	Retryable bool
+}
+
+func (e *ModelError) Error() string {
+	return fmt.Sprintf("model error %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// RetryableStatus reports whether an HTTP status from a model provider is
+// worth retrying later (rate limits, overload, server faults, timeouts).
+func RetryableStatus(status int) bool {
+	switch status {
+	case 408, 429, 500, 502, 503, 504:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,192 @@
+package web
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// These tests keep the page and docs/protocol.md from drifting apart: the
+// page may send only documented client messages, and it must handle every
+// documented server message.
+
+type jsFile struct{ name, body string }
+
+func jsFiles(t *testing.T) []jsFile {
+	t.Helper()
+	var out []jsFile
+	err := fs.WalkDir(static, "static", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(name) != ".js" {
+			return err
+		}
+		b, err := fs.ReadFile(static, name)
+		out = append(out, jsFile{path.Base(name), string(b)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatal("no JavaScript shipped")
+	}
+	return out
+}
+
+func protocolDoc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatalf("read protocol doc: %v", err)
+	}
+	return string(b)
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// tableRows returns the cells of the table rows in the section under heading,
+// up to the next heading of any level.
+func tableRows(t *testing.T, doc, heading string) [][]string {
+	t.Helper()
+	lines := strings.Split(doc, "\n")
+	start := slices.Index(lines, heading)
+	if start < 0 {
+		t.Fatalf("protocol doc has no %q section", heading)
+	}
+	var rows [][]string
+	for _, line := range lines[start+1:] {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		if !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if strings.HasPrefix(cells[0], "---") || cells[0] == "type" || cells[0] == "code" {
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("protocol doc section %q has no table rows", heading)
+	}
+	return rows
+}
+
+// messageTypes lists the backticked names in the first column of a section's table.
+func messageTypes(t *testing.T, doc, heading string) []string {
+	t.Helper()
+	var types []string
+	for _, row := range tableRows(t, doc, heading) {
+		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
+			types = append(types, m[1])
+		}
+	}
+	return types
+}
+
+var (
+	sendCall    = regexp.MustCompile(`\.send\(`)
+	sendLiteral = regexp.MustCompile(`\.send\(\s*"([^"]+)"`)
+	typeSwitch  = regexp.MustCompile(`switch\s*\(\s*msg\.type\s*\)\s*\{`)
+	caseLabel   = regexp.MustCompile(`case\s+"([^"]+)"\s*:`)
+)
+
+func sentTypes(t *testing.T) []string {
+	t.Helper()
+	var sent []string
+	raw := 0
+	for _, js := range jsFiles(t) {
+		raw += len(sendCall.FindAllString(js.body, -1))
+		for _, m := range sendLiteral.FindAllStringSubmatch(js.body, -1) {
+			sent = append(sent, m[1])
+			raw--
+		}
+	}
+	// The one call without a literal is the socket write inside
+	// Connection.send; any other would send a type this test cannot see.
+	if raw != 1 {
+		t.Errorf("found %d .send( calls whose first argument is not a message type literal, want 1 (Connection.send's socket write)", raw)
+	}
+	return sent
+}
+
+func handledTypes(t *testing.T) []string {
+	t.Helper()
+	var handled []string
+	for _, js := range jsFiles(t) {
+		for _, loc := range typeSwitch.FindAllStringIndex(js.body, -1) {
+			depth, end := 0, len(js.body)
+			for i := loc[1] - 1; i < len(js.body); i++ {
+				if js.body[i] == '{' {
+					depth++
+				} else if js.body[i] == '}' {
+					depth--
+					if depth == 0 {
+						end = i
+						break
+					}
+				}
+			}
+			for _, m := range caseLabel.FindAllStringSubmatch(js.body[loc[1]:end], -1) {
+				handled = append(handled, m[1])
+			}
+		}
+	}
+	return handled
+}
+
+func TestClientSendsOnlyDocumentedMessages(t *testing.T) {
+	documented := messageTypes(t, protocolDoc(t), "## Client → server")
+	sent := sentTypes(t)
+	for _, typ := range sent {
+		if !slices.Contains(documented, typ) {
+			t.Errorf("the page sends %q, which docs/protocol.md does not list as a client message (%v)", typ, documented)
+		}
+	}
+	for _, typ := range []string{"session.start", "text", "turn.cancel", "ping"} {
+		if !slices.Contains(sent, typ) {
+			t.Errorf("the page never sends %q", typ)
+		}
+	}
+}
+
+func TestClientHandlesEveryDocumentedServerMessage(t *testing.T) {
+	documented := messageTypes(t, protocolDoc(t), "## Server → client")
+	handled := handledTypes(t)
+	if len(handled) == 0 {
+		t.Fatal("no `switch (msg.type)` dispatch found in the page's JavaScript")
+	}
+	for _, typ := range documented {
+		if !slices.Contains(handled, typ) {
+			t.Errorf("docs/protocol.md lists server message %q, which the page does not handle", typ)
+		}
+	}
+	for _, typ := range handled {
+		if !slices.Contains(documented, typ) {
+			t.Errorf("the page handles %q, which docs/protocol.md does not list as a server message", typ)
+		}
+	}
+}
+
+func TestClientUsesTheDocumentedEndpoint(t *testing.T) {
+	doc := protocolDoc(t)
+	for _, want := range []string{`"turnstile.v1"`, "/v1/ws", `"access_token"`} {
+		if !strings.Contains(doc, strings.Trim(want, `"`)) {
+			t.Errorf("docs/protocol.md no longer mentions %s", want)
+		}
+		found := false
+		for _, js := range jsFiles(t) {
+			found = found || strings.Contains(js.body, want)
+		}
+		if !found {
+			t.Errorf("the page's JavaScript does not use %s", want)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+// The chat page: wires the connection (protocol.js) to the transcript
+// (ui.js) and the composer.
+
+import { Connection, describeClose, gatewayURL } from "./protocol.js";
+import { Banner, StatusIndicator, Transcript } from "./ui.js";
+
+const $ = (id) => document.getElementById(id);
+
+const form = $("composer");
+const input = $("message");
+const sendButton = $("send");
+const stopButton = $("stop");
+const modelName = $("model-name");
+const transcript = new Transcript($("transcript"), $("scroller"));
+const status = new StatusIndicator($("status"), $("status-text"));
+const modelBanner = new Banner($("model-banner"));
+const connBanner = new Banner($("conn-banner"));
+
+const state = {
+  connected: false,
+  sessionId: null, // the session on screen
+  wantNew: false, // the user asked for a new conversation
+  resumeRefused: false, // the gateway refused to resume; a new session follows
+  pendingText: null, // sent, not yet accepted by turn.start
+  activeTurn: null, // the running turn's number
+  lastTurn: 0, // the highest turn seen
+  cancelRequested: false,
+};
+
+const conn = new Connection({
+  url: gatewayURL(window.location),
+  storage: window.sessionStorage,
+  onMessage: handleServerMessage,
+  onStatus: handleStatus,
+});
+
+function handleServerMessage(msg) {
+  switch (msg.type) {
+    case "session.ready":
+      onSessionReady(msg);
+      break;
+    case "turn.start":
+      onTurnStart(msg);
+      break;
+    case "text.delta":
+      if (isTurn(msg.turn)) transcript.turn(msg.turn).appendAnswer(String(msg.text ?? ""));
+      break;
+    case "text.done":
+      if (isTurn(msg.turn)) transcript.turn(msg.turn).setAnswer(String(msg.text ?? ""));
+      break;
+    case "tool.call":
+      if (isTurn(msg.turn)) transcript.turn(msg.turn).toolCall(String(msg.id), String(msg.name ?? "tool"), msg.args);
+      break;
+    case "tool.result":
+      if (isTurn(msg.turn)) {
+        transcript.turn(msg.turn).toolResult(String(msg.id), String(msg.name ?? "tool"), msg.ok === true, msg.error, msg.durationMs);
+      }
+      break;
+    case "turn.done":
+      onTurnDone(msg);
+      break;
+    case "error":
+      onError(msg);
+      break;
+    case "pong":
+      break; // the connection counts every frame as a sign of life
+    default:
+      console.debug("turnstile: ignoring message type", msg.type);
+  }
+}
+
+function isTurn(n) {
+  return Number.isInteger(n) && n > 0;
+}
+
+function onSessionReady(msg) {
+  const model = msg.model ?? {};
+  modelName.textContent = typeof model.name === "string" ? model.name : "";
+  if (model.offline === true) {
+    modelBanner.show(
+      "Demo mode",
+      typeof msg.notice === "string" && msg.notice ? msg.notice : "Answers come from a rule-based demo, not from a real model.",
+    );
+  } else {
+    modelBanner.hide();
+  }
+
+  if (msg.sessionId !== state.sessionId) {
+    const lost = state.resumeRefused || (state.sessionId !== null && !state.wantNew);
+    transcript.reset();
+    state.lastTurn = 0;
+    if (lost) transcript.note("The previous conversation could not be resumed (it may have expired), so this is a new one.", "warn");
+  }
+  state.sessionId = msg.sessionId;
+  state.wantNew = false;
+  state.resumeRefused = false;
+  if (msg.resumed === true) transcript.restore(msg.history);
+
+  // A turn that was running when the link dropped was cancelled; a text
+  // sent but never accepted goes back into the composer.
+  const history = Array.isArray(msg.history) ? msg.history : [];
+  if (state.pendingText !== null) {
+    const accepted = msg.resumed === true && history.some(
+      (e) => e?.role === "user" && e.text === state.pendingText && e.turn > state.lastTurn,
+    );
+    if (!accepted) giveBack(state.pendingText);
+  }
+  state.lastTurn = Math.max(state.lastTurn, Number.isInteger(msg.turn) ? msg.turn : 0);
+  state.pendingText = null;
+  state.activeTurn = null;
+  state.cancelRequested = false;
+  render();
+}
+
+function onTurnStart(msg) {
+  if (!isTurn(msg.turn)) return;
+  const view = transcript.turn(msg.turn);
+  view.setUser(String(msg.text ?? ""));
+  view.start();
+  state.pendingText = null;
+  state.activeTurn = msg.turn;
+  state.lastTurn = Math.max(state.lastTurn, msg.turn);
+  state.cancelRequested = false;
+  render();
+}
+
+const REASON_TEXT = {
+  max_iterations: "Stopped: the model kept calling tools without reaching an answer.",
+  interrupted: "Interrupted.",
+};
+
+function onTurnDone(msg) {
+  if (isTurn(msg.turn)) {
+    const view = transcript.turn(msg.turn);
+    const text = REASON_TEXT[msg.reason];
+    // An interruption the user asked for was already noted by its error event.
+    if (text && !(msg.reason === "interrupted" && view.node.querySelector(".note.cancelled"))) view.note(text, "info");
+    view.finish();
+  }
+  if (state.activeTurn === null || msg.turn === state.activeTurn) {
+    state.activeTurn = null;
+    state.cancelRequested = false;
+  }
+  render();
+}
+
+function onError(msg) {
+  const code = String(msg.code ?? "error");
+  const message = String(msg.message ?? "Something went wrong.");
+  const retryable = msg.retryable === true;
+
+  if (code === "resume_refused") {
+    state.resumeRefused = true; // noted when the new session is ready
+    return;
+  }
+  // Events of a turn carry its number, so an error without one while a text
+  // awaits turn.start refuses that text: hand it back for editing.
+  if (code === "turn_in_progress" || (state.pendingText !== null && !isTurn(msg.turn) && code !== "turn_cancelled")) {
+    giveBack(state.pendingText);
+    state.pendingText = null;
+    const text = code === "turn_in_progress" ? "Wait for the current answer to finish, then send again." : message;
+    transcript.note(text, retryable ? "warn" : "error", code);
+    render();
+    return;
+  }
+  if (code === "turn_cancelled") {
+    const text = state.cancelRequested ? "Stopped." : `Interrupted: ${message}`;
+    if (isTurn(msg.turn)) transcript.turn(msg.turn).note(text, "info cancelled");
+    else transcript.note(text, "info cancelled");
+    return;
+  }
+  const kind = retryable ? "warn" : "error";
+  const text = retryable ? `${message} (temporary: you can try again)` : message;
+  if (!isTurn(msg.turn)) {
+    transcript.note(text, kind, code);
+    return;
+  }
+  const view = transcript.turn(msg.turn);
+  const retry = retryable && view.userText ? { label: "Retry", run: (button) => retryTurn(view.userText, button) } : null;
+  view.note(text, kind, code, retry);
+}
+
+function retryTurn(text, button) {
+  if (sendText(text)) button.disabled = true;
+}
+
+function handleStatus(s) {
+  state.connected = s.state === "connected";
+  switch (s.state) {
+    case "connecting":
+      status.set("connecting", "Connecting…");
+      break;
+    case "connected":
+      status.set("connected", "Connected");
+      connBanner.hide();
+      break;
+    case "reconnecting":
+      status.set("reconnecting", "Reconnecting…");
+      if (!s.everConnected && s.attempt >= 3) {
+        connBanner.show(
+          "Cannot reach the gateway.",
+          "It may be down, or it refused the access token in the page address. Still trying…",
+        );
+      }
+      break;
+    case "stopped":
+      status.set("stopped", "Disconnected");
+      connBanner.show(describeClose(s.code), s.reason ? `Gateway said: “${s.reason}” (code ${s.code})` : `Code ${s.code}`, {
+        label: "Reconnect",
+        run: () => conn.connect(),
+      });
+      break;
+  }
+  render();
+}
+
+function render() {
+  const busy = state.pendingText !== null || state.activeTurn !== null;
+  sendButton.disabled = !state.connected || busy;
+  stopButton.disabled = !state.connected || state.activeTurn === null || state.cancelRequested;
+  form.setAttribute("aria-busy", String(busy));
+}
+
+// Control characters other than newline and tab are refused by the gateway.
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+
+function sendText(raw) {
+  const text = raw.replace(CONTROL, "").trim();
+  if (!text || !state.connected || state.pendingText !== null || state.activeTurn !== null) return false;
+  if (!conn.send("text", { text })) return false;
+  state.pendingText = text;
+  render();
+  return true;
+}
+
+function giveBack(text) {
+  if (text && !input.value.trim()) {
+    input.value = text;
+    autosize();
+  }
+}
+
+function stopTurn() {
+  if (state.activeTurn === null || state.cancelRequested) return;
+  if (conn.send("turn.cancel")) {
+    state.cancelRequested = true;
+    render();
+  }
+}
+
+const MAX_INPUT_PX = 200;
+
+// Grows the composer with its text up to MAX_INPUT_PX, then scrolls.
+function autosize() {
+  input.style.height = "auto";
+  const borders = input.offsetHeight - input.clientHeight;
+  const wanted = input.scrollHeight + borders;
+  input.style.height = `${Math.min(wanted, MAX_INPUT_PX)}px`;
+  input.style.overflowY = wanted > MAX_INPUT_PX ? "auto" : "hidden";
+}
+
+form.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  if (sendText(input.value)) {
+    input.value = "";
+    autosize();
+  }
+  input.focus();
+});
+
+input.addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    form.requestSubmit();
+  } else if (ev.key === "Escape") {
+    stopTurn();
+  }
+});
+input.addEventListener("input", autosize);
+stopButton.addEventListener("click", stopTurn);
+
+$("new-chat").addEventListener("click", () => {
+  state.wantNew = true;
+  state.sessionId = null;
+  state.pendingText = null;
+  state.activeTurn = null;
+  transcript.reset();
+  conn.newSession();
+  input.focus();
+});
+
+window.addEventListener("online", () => conn.retryNow());
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") conn.retryNow();
+});
+
+autosize();
+render();
+conn.connect();
