@@ -60,18 +60,27 @@ func (c *conn) run(parent context.Context) {
 	defer c.cancel()
 	c.ws.SetReadLimit(c.m.cfg.MaxMessageBytes)
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); c.writer() }()
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); c.writer() }()
 
 	started := time.Now()
 	ok := c.handshake()
 	if ok {
 		c.readLoop()
 	}
+	select {
+	case <-c.closing:
+		// Let the writer flush what explains the close, and send the close
+		// frame, before everything stops.
+		select {
+		case <-writerDone:
+		case <-time.After(2 * c.m.cfg.WriteTimeout):
+		}
+	default:
+	}
 	c.cancel()
 	c.turnWG.Wait()
-	wg.Wait()
+	<-writerDone
 	_ = c.ws.CloseNow()
 
 	c.mu.Lock()
@@ -113,8 +122,6 @@ func (c *conn) handshake() bool {
 }
 
 func (c *conn) start(msg protocol.ClientMessage) bool {
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-	defer cancel()
 	ready := protocol.SessionReady{
 		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
 		RegistryVersion: c.m.Registry.Version(),
@@ -122,11 +129,11 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		Notice:          c.m.offlineNote,
 	}
 	if msg.Resume != nil {
-		rec, hist, err := c.m.Store.Resume(ctx, msg.Resume.SessionID, msg.Resume.ResumeToken, c.user)
+		rec, hist, err := c.resume(msg.Resume)
 		if err == nil && c.m.claim(c.ctx, rec.ID, c) {
-			// Another connection held the session on this node; now that it
-			// has ended, read what it wrote last.
-			rec, hist, err = c.m.Store.Resume(ctx, msg.Resume.SessionID, msg.Resume.ResumeToken, c.user)
+			// Another connection held the session on this node; now that its
+			// turn has ended, read what it wrote last.
+			rec, hist, err = c.resume(msg.Resume)
 		}
 		if errors.Is(err, ErrResumeRefused) {
 			c.m.Metrics.ResumeRefused.Inc()
@@ -151,7 +158,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	} else {
 		rec := Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
 			RegistryVersion: ready.RegistryVersion, CreatedAt: time.Now()}
+		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 		token, err := c.m.Store.Create(ctx, rec)
+		cancel()
 		if err != nil {
 			return c.storeDown(err)
 		}
@@ -170,6 +179,12 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", c.rec.Turn,
 		"init_tokens_estimate", c.m.initTokens)
 	return true
+}
+
+func (c *conn) resume(r *protocol.Resume) (Record, []transport.Entry, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	return c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.user)
 }
 
 func (c *conn) storeDown(err error) bool {
@@ -323,6 +338,24 @@ func (c *conn) flush() bool {
 		}
 	}
 	return true
+}
+
+// takeOver closes the connection because another one resumed its session,
+// and returns when its running turn, if any, has ended and been written.
+func (c *conn) takeOver(ctx context.Context) {
+	c.close(protocol.CloseTakenOver, "session resumed by another connection", "taken_over")
+	c.turnMu.Lock()
+	cancel, done := c.turnCancel, c.turnDone
+	c.turnMu.Unlock()
+	if done == nil {
+		return
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
 }
 
 // drain waits for the running turn (or ctx), then closes with 4100.

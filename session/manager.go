@@ -140,9 +140,9 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, user string) {
 }
 
 // claim makes c the live connection of its session. An older connection of
-// the same session on this node is closed (4005) and waited for, so that its
-// last writes land before c reads the session; claim reports whether there
-// was one.
+// the same session on this node is closed (4005) and its running turn
+// waited for, so that its last writes land before c reads the session;
+// claim reports whether there was one.
 func (m *Manager) claim(ctx context.Context, id string, c *conn) bool {
 	m.mu.Lock()
 	old := m.live[id]
@@ -151,12 +151,7 @@ func (m *Manager) claim(ctx context.Context, id string, c *conn) bool {
 	if old == nil || old == c {
 		return false
 	}
-	old.close(protocol.CloseTakenOver, "session resumed by another connection", "taken_over")
-	select {
-	case <-old.done:
-	case <-ctx.Done():
-	case <-time.After(2 * time.Second):
-	}
+	old.takeOver(ctx)
 	return true
 }
 

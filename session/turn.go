@@ -27,6 +27,11 @@ func (c *conn) startTurn(text string) {
 	}
 	c.turnMu.Lock()
 	defer c.turnMu.Unlock()
+	select {
+	case <-c.closing:
+		return // the connection is closing: take no new turn
+	default:
+	}
 	if c.turnDone != nil {
 		c.send(protocol.NewError(protocol.CodeTurnInProgress,
 			"a turn is running; wait for turn.done or send turn.cancel", true, 0))

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+)
+
+func TestBadInputGetsAnErrorAndTheSessionGoesOn(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply("still here", 1))))
+	c := g.dial("", nil)
+	c.start(nil)
+	for _, tc := range []struct{ raw, code string }{
+		{`{not json`, "bad_json"},
+		{`"just a string"`, "bad_json"},
+		{`{"type":"teleport"}`, "unknown_type"},
+		{`{"type":"text"}`, "bad_message"},
+		{`{"type":"text","text":"\u0007bell"}`, "bad_message"},
+		{`{"type":"voice.start"}`, "unsupported"},
+	} {
+		c.sendRaw([]byte(tc.raw))
+		ev := c.next()
+		if ev.typ() != "error" || ev.str("code") != tc.code || ev["retryable"] != false {
+			t.Fatalf("%s → %v, want error %s", tc.raw, ev, tc.code)
+		}
+	}
+	c.send(map[string]any{"type": "ping"})
+	if ev := c.next(); ev.typ() != "pong" {
+		t.Fatalf("ping → %v", ev)
+	}
+	if evs := c.ask("hello?"); last(evs).str("reason") != "end_turn" {
+		t.Fatalf("session did not go on: %v", evs)
+	}
+}
+
+func TestFirstMessageMustBeSessionStart(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), fakegemini.NewScript())
+	for _, first := range []string{`{"type":"text","text":"hi"}`, `{oops`, `{"type":"ping"}`} {
+		c := g.dial("", nil)
+		c.sendRaw([]byte(first))
+		if code := c.expectClose(); code != 4002 {
+			t.Fatalf("first message %s → close %d, want 4002", first, code)
+		}
+	}
+	// A second session.start is a protocol violation too.
+	c := g.dial("", nil)
+	c.start(nil)
+	c.send(map[string]any{"type": "session.start"})
+	if code := c.expectClose(); code != 4002 {
+		t.Fatalf("second session.start → close %d, want 4002", code)
+	}
+}
+
+func TestOversizedFrameClosesWith1009AndTheGatewayIsUnharmed(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.MaxMessageBytes = 4096
+	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply("ok", 1))))
+	c := g.dial("", nil)
+	c.start(nil)
+	c.send(map[string]any{"type": "text", "text": strings.Repeat("x", 5000)})
+	if code := c.expectClose(); code != websocket.StatusMessageTooBig {
+		t.Fatalf("close code %d, want 1009", code)
+	}
+	c2 := g.dial("", nil)
+	c2.start(nil)
+	if evs := c2.ask("small"); last(evs).str("reason") != "end_turn" {
+		t.Fatalf("gateway harmed: %v", evs)
+	}
+}
+
+func TestResumeRefusedForWrongTokenUnknownSessionOrOtherUser(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	g := startGateway(t, cfg, fakegemini.NewScript())
+	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
+
+	c := g.dial("", alice)
+	ready := c.start(nil)
+	id, tok := ready.str("sessionId"), ready.str("resumeToken")
+
+	for name, tc := range map[string]struct {
+		header    http.Header
+		id, token string
+	}{
+		"wrong token":     {alice, id, strings.Repeat("A", len(tok))},
+		"unknown session": {alice, "s_doesnotexist12345678", tok},
+		"other user":      {bob, id, tok},
+	} {
+		c := g.dial("", tc.header)
+		c.send(map[string]any{"type": "session.start", "resume": map[string]any{"sessionId": tc.id, "resumeToken": tc.token}})
+		ev := c.next()
+		if ev.str("code") != "resume_refused" || ev["retryable"] != false {
+			t.Fatalf("%s: %v, want resume_refused", name, ev)
+		}
+		if code := c.expectClose(); code != 4004 {
+			t.Fatalf("%s: close %d, want 4004", name, code)
+		}
+	}
+	// None of the refused attempts disturbed the owner's connection.
+	c.send(map[string]any{"type": "ping"})
+	if ev := c.next(); ev.typ() != "pong" {
+		t.Fatalf("owner's connection after refused resumes: %v", ev)
+	}
+}
+
+func TestTokensAreCheckedBeforeTheUpgrade(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	g := startGateway(t, cfg, fakegemini.NewScript())
+	forged, err := server.MintToken([]byte(strings.Repeat("x", 32)), "mallory", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]http.Header{
+		"missing": nil,
+		"forged":  {"Authorization": {"Bearer " + forged}},
+	} {
+		req, _ := http.NewRequest("GET", g.url+"/v1/ws", nil)
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s token: HTTP %d %s, want 401", name, resp.StatusCode, body)
+		}
+	}
+	tok, _ := server.MintToken([]byte(cfg.AuthSecret), "carol", time.Hour)
+	c := g.dial("?access_token="+tok, nil)
+	c.start(nil)
+}
+
+func TestReconnectOnSameNodeTakesTheSessionOver(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), fakegemini.NewScript())
+	c1 := g.dial("", nil)
+	ready := c1.start(nil)
+	c2 := g.dial("", nil)
+	again := c2.start(map[string]any{"resume": map[string]any{
+		"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}})
+	if again["resumed"] != true || again.str("sessionId") != ready.str("sessionId") {
+		t.Fatalf("resume: %v", again)
+	}
+	if code := c1.expectClose(); code != 4005 {
+		t.Fatalf("old connection closed with %d, want 4005", code)
+	}
+}
+
+func TestSlowBrowserIsDisconnectedAsTooSlow(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.SendQueueBytes = 64 << 10
+	cfg.WriteTimeout = 200 * time.Millisecond
+	// 8 MB of answer in 1 KB deltas: more than the socket buffers hold.
+	long := strings.Repeat("lorem ipsum ", 700_000)
+	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply(long, 8000))))
+	c := g.dial("", nil)
+	c.start(nil)
+	c.send(map[string]any{"type": "text", "text": "tell me everything"}) // and never read again
+	waitFor(t, "the slow connection to be dropped", func() bool {
+		return g.gw.sessions.Active() == 0
+	})
+	slow := testutil.ToFloat64(g.gw.sessions.Metrics.BrowserDisconnect.WithLabelValues("too_slow")) +
+		testutil.ToFloat64(g.gw.sessions.Metrics.BrowserDisconnect.WithLabelValues("write_failed"))
+	if slow != 1 {
+		t.Fatalf("disconnect not counted as too_slow or write_failed")
+	}
+}
+
+func TestDrainClosesConnectionsWithReconnectCode(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), fakegemini.NewScript())
+	c := g.dial("", nil)
+	c.start(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	go g.gw.sessions.Drain(ctx)
+	if code := c.expectClose(); code != 4100 {
+		t.Fatalf("drain closed with %d, want 4100", code)
+	}
+	// New connections are refused while draining.
+	c2 := g.dial("", nil)
+	if code := c2.expectClose(); code != 4100 {
+		t.Fatalf("connection during drain closed with %d, want 4100", code)
+	}
+}
+
+func TestHealthReadyAndMetricsEndpoints(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), nil)
+	c := g.dial("", nil)
+	c.start(nil)
+	c.ask("what is your shipping time?")
+	for path, want := range map[string][]string{
+		"/healthz": {`"ok"`},
+		"/readyz":  {`"ready":true`},
+		"/metrics": {"turnstile_build_info{", `turnstile_tool_calls_total{outcome="ok",tool="kb_search"} 1`,
+			`turnstile_sessions_active{mode="text"} 1`, `turnstile_turns_total{mode="text",reason="end_turn"} 1`,
+			"go_goroutines", "process_resident_memory_bytes", "turnstile_redis_duration_seconds_bucket"},
+		"/": {"<!doctype html>"},
+	} {
+		resp, err := http.Get(g.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: HTTP %d", path, resp.StatusCode)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				t.Fatalf("%s does not contain %q", path, w)
+			}
+		}
+	}
+}
+
+func bearer(t *testing.T, cfg Config, user string) http.Header {
+	t.Helper()
+	tok, err := server.MintToken([]byte(cfg.AuthSecret), user, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return http.Header{"Authorization": {"Bearer " + tok}}
+}

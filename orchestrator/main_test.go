@@ -1,0 +1,259 @@
+package orchestrator_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/tools"
+)
+
+// Execute runs every handler on its own goroutine; none may outlive a test.
+// The ignored workers are process-lifetime goroutines started by linked
+// dependencies' init functions.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+// handlerSlow is how long the slow handlers would take if nobody stopped
+// them; every assertion about promptness is far below it.
+const handlerSlow = 5 * time.Second
+
+// toolSpec is one test tool: its manifest fields and its handler.
+type toolSpec struct {
+	modes     string // JSON array body, e.g. `"text","voice"`
+	timeoutMs int
+	params    string // JSON object body of "properties"
+	required  string // JSON array body
+	redact    string // JSON array body of redact.args
+	handler   tools.HandlerFunc
+}
+
+func (s toolSpec) schema(name string) string {
+	timeout := ""
+	if s.timeoutMs > 0 {
+		timeout = fmt.Sprintf(`"timeoutMs": %d,`, s.timeoutMs)
+	}
+	return fmt.Sprintf(`{
+  "name": %q,
+  "category": "utility",
+  "modes": [%s],
+  %s
+  "redact": {"args": [%s], "result": []},
+  "parameters": {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {%s},
+    "required": [%s],
+    "additionalProperties": false
+  }
+}`, name, s.modes, timeout, s.redact, s.params, s.required)
+}
+
+// fixture is an orchestrator over a fresh registry of test tools, with its
+// own Prometheus registry and log buffer.
+type fixture struct {
+	orch *orchestrator.Orchestrator
+	reg  *prometheus.Registry
+	m    *metrics.Metrics
+	log  *syncBuffer
+
+	// slowCtxErr receives the context error the "slow" handler saw.
+	slowCtxErr chan error
+	// stubbornDone is closed when the "stubborn" handler returns.
+	stubbornDone chan struct{}
+	// blockerStarted is closed when the "blocker" handler starts;
+	// blockerRelease lets it return.
+	blockerStarted chan struct{}
+	blockerRelease chan struct{}
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	f := &fixture{
+		reg:            prometheus.NewRegistry(),
+		log:            &syncBuffer{},
+		slowCtxErr:     make(chan error, 1),
+		stubbornDone:   make(chan struct{}),
+		blockerStarted: make(chan struct{}),
+		blockerRelease: make(chan struct{}),
+	}
+	var blockerOnce, stubbornOnce sync.Once
+	both := `"text","voice"`
+	specs := map[string]toolSpec{
+		"echo": {modes: both, params: `"text": {"type": "string", "minLength": 1}, "secret": {"type": "string"}`,
+			required: `"text"`, redact: `"text"`,
+			handler: func(_ context.Context, c tools.Call) tools.Envelope {
+				var args struct{ Text string }
+				if err := json.Unmarshal(c.Args, &args); err != nil {
+					return tools.Fail(tools.ErrPermanent, err.Error(), false, false)
+				}
+				return tools.OK(map[string]any{"echo": args.Text, "mode": c.Mode, "session": c.SessionID})
+			}},
+		"noop": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope { return tools.OK(nil) }},
+		"boom": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			panic("handler exploded")
+		}},
+		"slow": {modes: both, timeoutMs: 50, handler: func(ctx context.Context, _ tools.Call) tools.Envelope {
+			select {
+			case <-ctx.Done():
+				f.slowCtxErr <- ctx.Err()
+				time.Sleep(100 * time.Millisecond) // unwinding takes a moment
+				return tools.Fail(tools.ErrTransient, "gave up", true, false)
+			case <-time.After(handlerSlow):
+				f.slowCtxErr <- nil
+				return tools.OK("too late")
+			}
+		}},
+		// quitter gives up the instant its context ends, as the built-in
+		// kb handlers do.
+		"quitter": {modes: both, timeoutMs: 20, handler: func(ctx context.Context, _ tools.Call) tools.Envelope {
+			<-ctx.Done()
+			return tools.Fail(tools.ErrTransient, "the call was cancelled before it finished", true, false)
+		}},
+		"stubborn": {modes: both, timeoutMs: 50, handler: func(context.Context, tools.Call) tools.Envelope {
+			defer stubbornOnce.Do(func() { close(f.stubbornDone) })
+			time.Sleep(300 * time.Millisecond) // ignores ctx on purpose
+			return tools.OK("finished anyway")
+		}},
+		"blocker": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			blockerOnce.Do(func() { close(f.blockerStarted) })
+			<-f.blockerRelease // ignores ctx on purpose
+			return tools.OK("released")
+		}},
+		"voice_only": {modes: `"voice"`, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.OK("spoken")
+		}},
+		"ok_with_error": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.Envelope{OK: true, Data: "x", Error: &tools.Error{Type: tools.ErrPermanent, Message: "both"}}
+		}},
+		"fail_without_error": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.Envelope{OK: false, Data: "x"}
+		}},
+		"fail_untyped": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.Envelope{Error: &tools.Error{Message: "no type given"}}
+		}},
+		"bad_intent": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.OK("done", intents.Intent{Type: "SELF_DESTRUCT"})
+		}},
+		"empty_pending": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.OK("done", intents.Intent{Type: intents.SetPendingMessage})
+		}},
+		"good_intent": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.OK("bye", intents.Intent{Type: intents.EndVoiceSession, Reason: "user said bye"})
+		}},
+		"rate_limited": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.Fail(tools.ErrRateLimit, "the backend asks to slow down", true, false)
+		}},
+	}
+	fsys := fstest.MapFS{}
+	handlers := map[string]tools.Handler{}
+	for name, s := range specs {
+		fsys[name+"/schema.json"] = &fstest.MapFile{Data: []byte(s.schema(name))}
+		fsys[name+"/guide.md"] = &fstest.MapFile{Data: []byte("# " + name + "\n\nA test tool.\n")}
+		handlers[name] = s.handler
+	}
+	toolReg, err := tools.Load(fsys, handlers)
+	if err != nil {
+		t.Fatalf("load test registry: %v", err)
+	}
+	f.m = metrics.New(f.reg, metrics.Build{Version: "test"})
+	log := slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.orch = orchestrator.New(toolReg, f.m, log)
+	t.Cleanup(func() {
+		// Let handlers that ignore ctx finish, so no goroutine outlives the test.
+		select {
+		case <-f.blockerRelease:
+		default:
+			close(f.blockerRelease)
+		}
+	})
+	return f
+}
+
+func (f *fixture) exec(ctx context.Context, name string, args map[string]any) orchestrator.Outcome {
+	return f.orch.Execute(ctx, orchestrator.Call{ID: "call-1", Name: name, Args: args,
+		SessionID: "sess-1", UserID: "user-1", Mode: tools.ModeText, Turn: 1})
+}
+
+// histogram returns the sample count and sum of a histogram series with
+// label tool=tool, or zeros when there is none.
+func (f *fixture) histogram(t *testing.T, name, tool string) (uint64, float64) {
+	t.Helper()
+	for _, m := range f.series(t, name) {
+		if label(m, "tool") == tool {
+			return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
+// series returns every series of the named metric family.
+func (f *fixture) series(t *testing.T, name string) []*dto.Metric {
+	t.Helper()
+	families, err := f.reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, fam := range families {
+		if fam.GetName() == name {
+			return fam.GetMetric()
+		}
+	}
+	return nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// errorOf returns the {"error": {...}} object of a model response.
+func errorOf(t *testing.T, out orchestrator.Outcome) map[string]any {
+	t.Helper()
+	e, ok := out.Response["error"].(map[string]any)
+	if !ok || len(out.Response) != 1 {
+		t.Fatalf("response = %#v, want exactly {\"error\": {...}}", out.Response)
+	}
+	return e
+}
+
+// syncBuffer is a log sink safe for the handler goroutines that log into it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Contains(sub string) bool { return strings.Contains(s.String(), sub) }
