@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -69,7 +70,8 @@ func (s toolSpec) schema(name string) string {
 // fixture is an orchestrator over a fresh registry of test tools, with its
 // own Prometheus registry and log buffer.
 type fixture struct {
-	orch *orchestrator.Orchestrator
+	orch  *orchestrator.Orchestrator
+	tools *tools.Registry
 	reg  *prometheus.Registry
 	m    *metrics.Metrics
 	log  *syncBuffer
@@ -82,6 +84,8 @@ type fixture struct {
 	// blockerRelease lets it return.
 	blockerStarted chan struct{}
 	blockerRelease chan struct{}
+	// echoRuns counts how often the "echo" handler ran.
+	echoRuns atomic.Int64
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -100,6 +104,7 @@ func newFixture(t testing.TB) *fixture {
 		"echo": {modes: both, params: `"text": {"type": "string", "minLength": 1}, "secret": {"type": "string"}`,
 			required: `"text"`, redact: `"text"`,
 			handler: func(_ context.Context, c tools.Call) tools.Envelope {
+				f.echoRuns.Add(1)
 				var args struct{ Text string }
 				if err := json.Unmarshal(c.Args, &args); err != nil {
 					return tools.Fail(tools.ErrPermanent, err.Error(), false, false)
@@ -175,6 +180,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	f.m = metrics.New(f.reg, metrics.Build{Version: "test"})
 	log := slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.tools = toolReg
 	f.orch = orchestrator.New(toolReg, f.m, log)
 	t.Cleanup(func() {
 		// Let handlers that ignore ctx finish, so no goroutine outlives the test.

@@ -122,3 +122,13 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkDecodeText(b *testing.B) {
+	msg := []byte(`{"type":"text","text":"How long does shipping take to Canada, and can I track my order?"}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Decode(msg, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -142,7 +143,8 @@ func geminiClient(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway
 	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
 	if cfg.Offline() {
 		if brain == nil {
-			brain = fakegemini.NewDemo()
+			// A short pause between chunks so that answers visibly stream.
+			brain = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
 		}
 		fake := fakegemini.New(brain, log.With("component", "fakegemini"))
 		url, err := fake.Start("127.0.0.1:0")

@@ -233,3 +233,14 @@ func bearer(t *testing.T, cfg Config, user string) http.Header {
 	}
 	return http.Header{"Authorization": {"Bearer " + tok}}
 }
+
+func TestForeignOriginIsRefusedBeforeTheUpgrade(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.AllowedOrigins = []string{"https://app.example.com"}
+	g := startGateway(t, cfg, fakegemini.NewScript())
+	if _, err := g.tryDial("", http.Header{"Origin": {"https://evil.example.net"}}); err == nil {
+		t.Fatal("a foreign Origin was accepted")
+	}
+	c := g.dial("", http.Header{"Origin": {"https://app.example.com"}})
+	c.start(nil)
+}

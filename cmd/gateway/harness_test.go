@@ -29,14 +29,14 @@ func TestMain(m *testing.M) {
 // testGateway is a whole gateway, wired exactly as the binary wires it, on
 // an httptest server, with the offline fake model driven by brain.
 type testGateway struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	reg *prometheus.Registry
 	gw  *gateway
 	cfg Config
 }
 
-func defaultTestConfig(t *testing.T) Config {
+func defaultTestConfig(t testing.TB) Config {
 	t.Helper()
 	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
 	t.Setenv("GOOGLE_GEMINI_BASE_URL", "")
@@ -48,7 +48,7 @@ func defaultTestConfig(t *testing.T) Config {
 	return cfg
 }
 
-func startGateway(t *testing.T, cfg Config, brain fakegemini.Brain) *testGateway {
+func startGateway(t testing.TB, cfg Config, brain fakegemini.Brain) *testGateway {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -71,7 +71,7 @@ func startGateway(t *testing.T, cfg Config, brain fakegemini.Brain) *testGateway
 	return tg
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
@@ -80,7 +80,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // wsClient is a browser stand-in speaking protocol v1.
 type wsClient struct {
-	t *testing.T
+	t testing.TB
 	c *websocket.Conn
 }
 
@@ -215,7 +215,7 @@ func ofType(evs []event, typ string) []event {
 func last(evs []event) event { return evs[len(evs)-1] }
 
 // waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {

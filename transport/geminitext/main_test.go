@@ -1,0 +1,106 @@
+package geminitext_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/geminitext"
+)
+
+// Streams run over real HTTP connections; none may outlive a test. The
+// ignored workers are process-lifetime goroutines started by linked
+// dependencies' init functions (opencensus under genai).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+const testModel = "gemini-2.5-flash"
+
+// startFake runs a fake Gemini server for brain on loopback until the test
+// ends and returns it with its base URL.
+func startFake(t *testing.T, brain fakegemini.Brain) (*fakegemini.Server, string) {
+	t.Helper()
+	s := fakegemini.New(brain, nil)
+	base, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("start fake gemini: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close fake gemini: %v", err)
+		}
+	})
+	return s, base
+}
+
+// newModel returns the adapter over a real genai client aimed at base, on
+// its own transport so that the test can drop its idle connections.
+func newModel(t *testing.T, base string) *geminitext.Model {
+	t.Helper()
+	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL",
+		"GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
+		t.Setenv(v, "")
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		Backend:     genai.BackendGeminiAPI,
+		APIKey:      "test-key",
+		HTTPClient:  &http.Client{Transport: tr},
+		HTTPOptions: genai.HTTPOptions{BaseURL: base},
+	})
+	if err != nil {
+		t.Fatalf("new genai client: %v", err)
+	}
+	return geminitext.New(c, testModel)
+}
+
+// collect drains a stream. It fails the test if anything follows an error,
+// which the TextModel contract forbids.
+func collect(t *testing.T, ctx context.Context, m transport.TextModel, req transport.TextRequest) ([]transport.Chunk, error) {
+	t.Helper()
+	var chunks []transport.Chunk
+	var streamErr error
+	for c, err := range m.Stream(ctx, req) {
+		if streamErr != nil {
+			t.Fatalf("stream yielded (%+v, %v) after its error %v", c, err, streamErr)
+		}
+		if err != nil {
+			streamErr = err
+			continue
+		}
+		chunks = append(chunks, c)
+	}
+	return chunks, streamErr
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// hello is the smallest request the API accepts.
+var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
