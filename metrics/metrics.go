@@ -37,6 +37,19 @@ type Metrics struct {
 	RedisDuration     *prometheus.HistogramVec // op
 	RedisErrors       *prometheus.CounterVec   // op
 	InitTokens        *prometheus.GaugeVec     // mode
+
+	GateRefusals        *prometheus.CounterVec   // gate: retrieval|total, mode
+	LoopDetections      *prometheus.CounterVec   // rule: repeated_call|empty_results
+	IntentsApplied      *prometheus.CounterVec   // type
+	Confirmations       *prometheus.CounterVec   // outcome: requested|approved|denied|expired|consumed|invalid
+	SoftLatencyExceeded *prometheus.CounterVec   // tool, mode
+	ToolResultTokens    *prometheus.HistogramVec // tool
+	ToolCallsPerTurn    *prometheus.HistogramVec // mode
+	UpstreamEvents      *prometheus.CounterVec   // kind: live|text, event: connect|resume|close|error, code
+
+	// Summary is the JSON human view served at /metrics/summary; it is not
+	// registered with Prometheus.
+	Summary *Summary
 }
 
 // New registers Turnstile's collectors, the Go and process collectors, and
@@ -85,6 +98,28 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Session-store operations that failed.", "op"),
 		InitTokens: f.gaugeVec("turnstile_session_init_tokens_estimate",
 			"Estimated tokens of the system instruction plus tool declarations (chars/4), by mode.", "mode"),
+
+		GateRefusals: f.counterVec("turnstile_gate_refusals_total",
+			"Tool calls refused by a per-turn budget gate (retrieval or total), by mode.", "gate", "mode"),
+		LoopDetections: f.counterVec("turnstile_loop_detections_total",
+			"Tool-call loops detected, by rule (repeated_call, empty_results).", "rule"),
+		IntentsApplied: f.counterVec("turnstile_intents_applied_total",
+			"UI intents applied and sent to the browser, by intent type.", "type"),
+		Confirmations: f.counterVec("turnstile_confirmations_total",
+			"Confirmation lifecycle events (requested, approved, denied, expired, consumed, invalid).", "outcome"),
+		SoftLatencyExceeded: f.counterVec("turnstile_tool_soft_latency_exceeded_total",
+			"Tool calls that answered after their soft latency budget, by tool and mode.", "tool", "mode"),
+		ToolResultTokens: f.histogramVec("turnstile_tool_result_tokens",
+			"Estimated tokens (bytes/4) of tool results sent to the model, after shaping.",
+			prometheus.ExponentialBuckets(16, 4, 8), "tool"),
+		ToolCallsPerTurn: f.histogramVec("turnstile_tool_calls_per_turn",
+			"Tool calls made during one turn, by mode.",
+			[]float64{0, 1, 2, 3, 4, 6, 8, 12, 16, 24}, "mode"),
+		UpstreamEvents: f.counterVec("turnstile_upstream_events_total",
+			"Upstream model connection events by kind (live, text), event (connect, resume, close, error) and close code (or \"none\").",
+			"kind", "event", "code"),
+
+		Summary: NewSummary(DefaultSummaryWindow),
 	}
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
 		"version", "commit", "goversion")

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 // them; every assertion about promptness is far below it.
 const handlerSlow = 5 * time.Second
 
+// stubbornFor is how long the "stubborn" handler ignores its context.
+const stubbornFor = 600 * time.Millisecond
+
 // toolSpec is one test tool: its manifest fields and its handler.
 type toolSpec struct {
 	modes     string // JSON array body, e.g. `"text","voice"`
@@ -72,9 +75,9 @@ func (s toolSpec) schema(name string) string {
 type fixture struct {
 	orch  *orchestrator.Orchestrator
 	tools *tools.Registry
-	reg  *prometheus.Registry
-	m    *metrics.Metrics
-	log  *syncBuffer
+	reg   *prometheus.Registry
+	m     *metrics.Metrics
+	log   *syncBuffer
 
 	// slowCtxErr receives the context error the "slow" handler saw.
 	slowCtxErr chan error
@@ -134,7 +137,7 @@ func newFixture(t testing.TB) *fixture {
 		}},
 		"stubborn": {modes: both, timeoutMs: 50, handler: func(context.Context, tools.Call) tools.Envelope {
 			defer stubbornOnce.Do(func() { close(f.stubbornDone) })
-			time.Sleep(300 * time.Millisecond) // ignores ctx on purpose
+			time.Sleep(stubbornFor) // ignores ctx on purpose
 			return tools.OK("finished anyway")
 		}},
 		"blocker": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {

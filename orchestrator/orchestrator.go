@@ -119,6 +119,9 @@ func (o *Orchestrator) run(ctx context.Context, c Call, label *string) tools.Env
 // overruns is answered TIMEOUT at once; its context is cancelled and its
 // late result dropped.
 func (o *Orchestrator) execute(ctx context.Context, t *tools.Tool, call tools.Call) tools.Envelope {
+	if ctx.Err() != nil {
+		return tools.Fail(tools.ErrTransient, "the call was cancelled before it started", true, false)
+	}
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout())
 	defer cancel()
 	done := make(chan tools.Envelope, 1)

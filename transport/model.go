@@ -31,7 +31,8 @@ type Entry struct {
 }
 
 // FunctionCall is a tool call requested by the model. ID is stable within a
-// turn; adapters invent one when the provider does not send it.
+// turn; when the provider sends none, the session invents one and marks it
+// Synthetic.
 type FunctionCall struct {
 	ID   string         `json:"id"`
 	Name string         `json:"name"`

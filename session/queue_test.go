@@ -1,0 +1,150 @@
+package session
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func frames(q [][]byte) []string {
+	out := make([]string, len(q))
+	for i, f := range q {
+		out[i] = string(f)
+	}
+	return out
+}
+
+func TestQueueRefusesPushPastBoundAndKeepsEarlierFrames(t *testing.T) {
+	q := newQueue(10)
+	for _, f := range []string{"aaaa", "bbbb"} {
+		if !q.push([]byte(f)) {
+			t.Fatalf("push %q refused under the bound", f)
+		}
+	}
+	if q.push([]byte("cccc")) {
+		t.Fatal("push to 12 bytes of a 10-byte queue accepted")
+	}
+	if !q.push([]byte("dd")) {
+		t.Fatal("push to exactly the bound refused")
+	}
+	if got, want := frames(q.take()), []string{"aaaa", "bbbb", "dd"}; !slices.Equal(got, want) {
+		t.Errorf("take = %q, want %q (the refused frame left out, the others intact)", got, want)
+	}
+}
+
+func TestQueueRefusesFrameLargerThanBoundWhenEmpty(t *testing.T) {
+	q := newQueue(8)
+	if q.push(make([]byte, 9)) {
+		t.Fatal("a 9-byte frame was accepted by an empty 8-byte queue")
+	}
+	if got := q.take(); len(got) != 0 {
+		t.Errorf("take = %q, want nothing", frames(got))
+	}
+}
+
+func TestQueueTakeEmptiesAndFreesTheBound(t *testing.T) {
+	q := newQueue(6)
+	q.push([]byte("abc"))
+	q.push([]byte("def"))
+	if got := frames(q.take()); !slices.Equal(got, []string{"abc", "def"}) {
+		t.Fatalf("take = %q", got)
+	}
+	if got := q.take(); len(got) != 0 {
+		t.Errorf("second take = %q, want nothing", frames(got))
+	}
+	if !q.push([]byte("ghijkl")) {
+		t.Error("a full-bound push after take was refused: take did not free the bytes")
+	}
+}
+
+func TestQueueDropDiscardsAndFreesTheBound(t *testing.T) {
+	q := newQueue(4)
+	q.push([]byte("abcd"))
+	q.drop()
+	if got := q.take(); len(got) != 0 {
+		t.Errorf("take after drop = %q, want nothing", frames(got))
+	}
+	if !q.push([]byte("efgh")) {
+		t.Error("push after drop refused")
+	}
+}
+
+func TestQueuePushNotifiesOnceForManyFrames(t *testing.T) {
+	q := newQueue(100)
+	select {
+	case <-q.notify:
+		t.Fatal("an empty queue notified")
+	default:
+	}
+	q.push([]byte("a"))
+	q.push([]byte("b"))
+	select {
+	case <-q.notify:
+	default:
+		t.Fatal("push did not notify")
+	}
+	select {
+	case <-q.notify:
+		t.Fatal("two pushes before a take notified twice, want one coalesced wake-up")
+	default:
+	}
+}
+
+// Several producers push while one writer takes: nothing is lost and each
+// producer's frames arrive in the order it pushed them.
+func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
+	const producers, perProducer = 6, 500
+	q := newQueue(1 << 20)
+
+	got := make(chan []string, 1)
+	go func() {
+		var all []string
+		deadline := time.After(10 * time.Second)
+		for len(all) < producers*perProducer {
+			select {
+			case <-q.notify:
+				all = append(all, frames(q.take())...)
+			case <-deadline:
+				got <- all
+				return
+			}
+		}
+		got <- all
+	}()
+
+	var wg sync.WaitGroup
+	refused := make(chan string, producers*perProducer)
+	for p := range producers {
+		wg.Go(func() {
+			for i := range perProducer {
+				f := fmt.Sprintf("%d:%d", p, i)
+				if !q.push([]byte(f)) {
+					refused <- f
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(refused)
+	for f := range refused {
+		t.Errorf("push %s refused under the bound", f)
+	}
+
+	all := <-got
+	if len(all) != producers*perProducer {
+		t.Fatalf("taker got %d frames, want %d", len(all), producers*perProducer)
+	}
+	next := make([]int, producers)
+	for _, f := range all {
+		var p, i int
+		if _, err := fmt.Sscanf(f, "%d:%d", &p, &i); err != nil {
+			t.Fatalf("frame %q: %v", f, err)
+		}
+		if i != next[p] {
+			t.Fatalf("producer %d: got frame %d, want %d (lost or reordered)", p, i, next[p])
+		}
+		next[p]++
+	}
+}
