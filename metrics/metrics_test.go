@@ -27,6 +27,16 @@ func TestMetricNamesPassLint(t *testing.T) {
 	m.BrowserDisconnect.WithLabelValues("client_closed").Inc()
 	m.InitTokens.WithLabelValues("text").Set(100)
 	m.ObserveRedis("append", time.Millisecond, errors.New("down"))
+	m.GateRefusals.WithLabelValues("retrieval", "voice").Inc()
+	m.LoopDetections.WithLabelValues("repeated_call").Inc()
+	m.IntentsApplied.WithLabelValues("navigate").Inc()
+	m.Confirmations.WithLabelValues("requested").Inc()
+	m.SoftLatencyExceeded.WithLabelValues("kb_search", "voice").Inc()
+	m.ToolResultTokens.WithLabelValues("kb_search").Observe(25)
+	m.ToolCallsPerTurn.WithLabelValues("text").Observe(2)
+	m.UpstreamEvents.WithLabelValues("live", "close", "1011").Inc()
+	m.ObserveToolCall("kb_get", "ok", 3*time.Millisecond, 400)
+	m.SetInitTokens("voice", 900)
 
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -34,6 +44,16 @@ func TestMetricNamesPassLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("metric %s: %s", p.Metric, p.Text)
+	}
+	for _, name := range []string{
+		"turnstile_gate_refusals_total", "turnstile_loop_detections_total",
+		"turnstile_intents_applied_total", "turnstile_confirmations_total",
+		"turnstile_tool_soft_latency_exceeded_total", "turnstile_tool_result_tokens",
+		"turnstile_tool_calls_per_turn", "turnstile_upstream_events_total",
+	} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
+			t.Errorf("%s: %d series, %v; want some", name, n, err)
+		}
 	}
 }
 

@@ -1,16 +1,15 @@
 // Package orchestrator runs every tool call the model makes through the
-// gateway's pipeline: lookup, mode restriction, argument validation,
-// execution with a hard timeout and panic recovery, envelope validation, and
-// metrics. Every call gets exactly one answer for the model, refused or not.
+// gateway's pipeline (DESIGN §6), in this order: lookup, mode restriction,
+// per-turn gates, loop detection, confirmation, argument validation,
+// execution with a hard timeout and panic recovery, envelope validation,
+// result shaping, metrics and the call ledger, and intent collection. Every
+// call gets exactly one answer for the model, refused or not, and a call
+// that was cancelled or seen twice is never answered.
 package orchestrator
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -21,17 +20,91 @@ import (
 // that a model inventing names cannot grow label cardinality.
 const unknownTool = "unknown"
 
-// Orchestrator executes tool calls against a registry.
-type Orchestrator struct {
-	reg *tools.Registry
-	m   *metrics.Metrics
-	log *slog.Logger
+// DefaultMaxResultBytes bounds the JSON of one result sent to the model.
+const DefaultMaxResultBytes = 64 << 10
+
+// Budget is the per-turn gate of one mode.
+type Budget struct {
+	MaxRetrieval int // retrieval-category calls per turn
+	MaxCalls     int // calls of any category per turn
 }
 
-// New returns an orchestrator over reg.
-func New(reg *tools.Registry, m *metrics.Metrics, log *slog.Logger) *Orchestrator {
-	return &Orchestrator{reg: reg, m: m, log: log}
+// Config is the orchestrator's policy. Zero values get the defaults noted.
+type Config struct {
+	Text  Budget // default 5 retrieval / 10 total
+	Voice Budget // default 2 retrieval / 3 total
+	// SoftLatencyText and SoftLatencyVoice are the soft budgets of retrieval
+	// tools whose manifest sets none; defaults 2 s and 800 ms.
+	SoftLatencyText  time.Duration
+	SoftLatencyVoice time.Duration
+	MaxResultBytes   int // default 64 KiB
+	// LoopTurns is how many turns of loop-detection history a session keeps;
+	// default 5.
+	LoopTurns int
+	// StoreTimeout bounds one ledger or confirmation round trip; default 1 s.
+	StoreTimeout time.Duration
+	// ConfirmTTL is how long a confirmation waits for the user, and how long
+	// an approval waits for the model's repeated call; default 2 min.
+	ConfirmTTL time.Duration
 }
+
+func (c *Config) defaults() {
+	if c.Text == (Budget{}) {
+		c.Text = Budget{MaxRetrieval: 5, MaxCalls: 10}
+	}
+	if c.Voice == (Budget{}) {
+		c.Voice = Budget{MaxRetrieval: 2, MaxCalls: 3}
+	}
+	if c.SoftLatencyText <= 0 {
+		c.SoftLatencyText = 2 * time.Second
+	}
+	if c.SoftLatencyVoice <= 0 {
+		c.SoftLatencyVoice = 800 * time.Millisecond
+	}
+	if c.MaxResultBytes <= 0 {
+		c.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if c.LoopTurns <= 0 {
+		c.LoopTurns = 5
+	}
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = time.Second
+	}
+	if c.ConfirmTTL <= 0 {
+		c.ConfirmTTL = 2 * time.Minute
+	}
+}
+
+// Deps are what the orchestrator talks to. Ledger and Confirms may be nil:
+// then calls are not recorded, and tools that require confirmation are
+// always refused.
+type Deps struct {
+	Registry *tools.Registry
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	Ledger   LedgerStore
+	Confirms ConfirmStore
+}
+
+// Orchestrator executes tool calls against a registry under a policy.
+type Orchestrator struct {
+	cfg Config
+	Deps
+}
+
+// New returns an orchestrator with the default policy and no stores.
+func New(reg *tools.Registry, m *metrics.Metrics, log *slog.Logger) *Orchestrator {
+	return NewWith(Config{}, Deps{Registry: reg, Metrics: m, Log: log})
+}
+
+// NewWith returns an orchestrator with the given policy and stores.
+func NewWith(cfg Config, d Deps) *Orchestrator {
+	cfg.defaults()
+	return &Orchestrator{cfg: cfg, Deps: d}
+}
+
+// Config returns the effective policy.
+func (o *Orchestrator) Config() Config { return o.cfg }
 
 // Call is one tool call in a session's turn.
 type Call struct {
@@ -51,121 +124,30 @@ type Outcome struct {
 	// Response is what the model is sent: {"output": data} or
 	// {"error": {type, message, retryable}}.
 	Response map[string]any
+	// Refused is true when the pipeline answered without running the tool.
+	Refused bool
 }
 
 // RedactedArgs returns the arguments as the browser and logs may see them:
 // only the keys the tool's allow-list names keep their values. Arguments of
 // unknown tools are all redacted.
 func (o *Orchestrator) RedactedArgs(name string, args map[string]any) map[string]any {
-	if t, ok := o.reg.Lookup(name); ok {
+	if t, ok := o.Registry.Lookup(name); ok {
 		return t.RedactArgs(args)
 	}
 	out := make(map[string]any, len(args))
 	for k := range args {
-		out[k] = "[redacted]"
+		out[k] = tools.Redacted
 	}
 	return out
 }
 
-// Execute runs one call through the pipeline. It never panics and always
-// returns an answer for the model.
+// Execute runs one call as a turn of its own (fresh gates and loop state).
+// Sessions use NewTurn so that gates and loop detection span the turn.
 func (o *Orchestrator) Execute(ctx context.Context, c Call) Outcome {
-	start := time.Now()
-	label := c.Name
-	env := o.run(ctx, c, &label)
-	d := time.Since(start)
-	env.Meta.DurationMs = d.Milliseconds()
-	out := Outcome{Envelope: env, Duration: d, Response: modelResponse(env)}
-
-	outcome := "ok"
-	if !env.OK {
-		outcome = string(env.Error.Type)
-	}
-	o.m.ToolCalls.WithLabelValues(label, strings.ToLower(outcome)).Inc()
-	o.m.ToolDuration.WithLabelValues(label).Observe(d.Seconds())
-	if b, err := json.Marshal(out.Response); err == nil {
-		o.m.ToolResultBytes.WithLabelValues(label).Observe(float64(len(b)))
-	}
-	log := o.log.With("session", c.SessionID, "turn", c.Turn, "tool", label, "call", c.ID)
-	if env.OK {
-		log.Debug("tool call done", "duration_ms", d.Milliseconds())
-	} else {
-		log.Info("tool call failed", "error_type", env.Error.Type, "duration_ms", d.Milliseconds())
-	}
-	return out
-}
-
-func (o *Orchestrator) run(ctx context.Context, c Call, label *string) tools.Envelope {
-	t, ok := o.reg.Lookup(c.Name)
-	if !ok {
-		*label = unknownTool
-		return tools.Fail(tools.ErrNotFound, "there is no tool with that name; use one of the declared tools", false, false)
-	}
-	if !t.AllowedIn(c.Mode) {
-		return tools.Fail(tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", t.Name, c.Mode), false, false)
-	}
-	raw, err := json.Marshal(nonNil(c.Args))
-	if err != nil {
-		return tools.Fail(tools.ErrValidation, "arguments are not JSON-encodable", false, false)
-	}
-	if err := t.ValidateArgs(raw); err != nil {
-		return tools.Fail(tools.ErrValidation, err.Error(), false, false)
-	}
-	env := o.execute(ctx, t, tools.Call{ID: c.ID, SessionID: c.SessionID, UserID: c.UserID, Mode: c.Mode, Args: raw})
-	return checkEnvelope(env)
-}
-
-// execute runs the handler with the tool's hard timeout. A handler that
-// overruns is answered TIMEOUT at once; its context is cancelled and its
-// late result dropped.
-func (o *Orchestrator) execute(ctx context.Context, t *tools.Tool, call tools.Call) tools.Envelope {
-	if ctx.Err() != nil {
-		return tools.Fail(tools.ErrTransient, "the call was cancelled before it started", true, false)
-	}
-	ctx, cancel := context.WithTimeout(ctx, t.Timeout())
-	defer cancel()
-	done := make(chan tools.Envelope, 1)
-	start := time.Now()
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				o.log.Error("tool handler panicked", "tool", t.Name, "call", call.ID, "panic", fmt.Sprint(r),
-					"stack", string(debug.Stack()))
-				done <- tools.Fail(tools.ErrInternal, "the tool failed unexpectedly", false, true)
-			}
-		}()
-		done <- t.Handler.Handle(ctx, call)
-	}()
-	select {
-	case env := <-done:
-		if soft := t.SoftLatency(); soft > 0 && time.Since(start) > soft {
-			o.log.Warn("tool call over its soft latency budget", "tool", t.Name, "call", call.ID,
-				"duration_ms", time.Since(start).Milliseconds(), "budget_ms", soft.Milliseconds())
-		}
-		return env
-	case <-ctx.Done():
-		if ctx.Err() == context.DeadlineExceeded {
-			return tools.Fail(tools.ErrTimeout, fmt.Sprintf("%s did not answer within %s", t.Name, t.Timeout()), true, true)
-		}
-		return tools.Fail(tools.ErrTransient, "the call was cancelled", true, true)
-	}
-}
-
-// checkEnvelope turns a malformed envelope into an INTERNAL error rather
-// than passing nonsense to the model.
-func checkEnvelope(env tools.Envelope) tools.Envelope {
-	switch {
-	case env.OK && env.Error != nil, !env.OK && env.Error == nil:
-		return tools.Fail(tools.ErrInternal, "the tool returned a malformed result", false, true)
-	case !env.OK && env.Error.Type == "":
-		env.Error.Type = tools.ErrInternal
-	}
-	for _, in := range env.Intents {
-		if err := in.Validate(); err != nil {
-			return tools.Fail(tools.ErrInternal, "the tool returned an invalid intent", false, true)
-		}
-	}
-	return env
+	t := o.NewTurn(Session{ID: c.SessionID, UserID: c.UserID, Mode: c.Mode}, c.Turn, nil)
+	res := t.Handle(ctx, []Call{c}, nil)
+	return res[0].Outcome
 }
 
 func modelResponse(env tools.Envelope) map[string]any {
@@ -179,11 +161,4 @@ func modelResponse(env tools.Envelope) map[string]any {
 	return map[string]any{"error": map[string]any{
 		"type": string(env.Error.Type), "message": env.Error.Message, "retryable": env.Error.Retryable,
 	}}
-}
-
-func nonNil(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
 }

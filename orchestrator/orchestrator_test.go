@@ -318,9 +318,15 @@ func TestHandlerGetsTheCallAndValidatedArgs(t *testing.T) {
 	f := newFixture(t)
 	out := f.orch.Execute(t.Context(), orchestrator.Call{ID: "c9", Name: "echo", Args: map[string]any{"text": "x"},
 		SessionID: "sess-42", Mode: tools.ModeVoice})
-	want := map[string]any{"echo": "x", "mode": "voice", "session": "sess-42"}
-	if !reflect.DeepEqual(out.Response["output"], want) {
-		t.Errorf("output = %#v, want %#v", out.Response["output"], want)
+	// Audio models get compact plain text rather than JSON (DESIGN §6 step 9).
+	want := "echo: x. mode: voice. session: sess-42."
+	if out.Response["output"] != want {
+		t.Errorf("voice output = %#v, want %#v", out.Response["output"], want)
+	}
+	out = f.orch.Execute(t.Context(), orchestrator.Call{ID: "c10", Name: "echo", Args: map[string]any{"text": "x"},
+		SessionID: "sess-42", Mode: tools.ModeText})
+	if w := map[string]any{"echo": "x", "mode": "text", "session": "sess-42"}; !reflect.DeepEqual(out.Response["output"], w) {
+		t.Errorf("text output = %#v, want %#v", out.Response["output"], w)
 	}
 }
 

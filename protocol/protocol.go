@@ -30,6 +30,10 @@ const (
 	TypeTurnDone     = "turn.done"
 	TypeError        = "error"
 	TypePong         = "pong"
+	TypeConfirmReq   = "confirm.request"
+	TypeConfirmDone  = "confirm.done"
+	TypeMode         = "mode"
+	TypeBlocked      = "blocked"
 )
 
 // Modes.
@@ -44,6 +48,8 @@ const (
 	ReasonMaxIterations = "max_iterations"
 	ReasonInterrupted   = "interrupted"
 	ReasonError         = "error"
+	ReasonTerminalTool  = "terminal_tool"
+	ReasonFinish        = "finish"
 )
 
 // Error codes of the error event.
@@ -61,6 +67,9 @@ const (
 	CodeStoreUnavailable = "store_unavailable"
 	CodeInternal         = "internal"
 	CodeDraining         = "draining"
+	CodeBlocked          = "blocked"
+	CodeConfirmUnknown   = "confirmation_unknown"
+	CodeConfirmExpired   = "confirmation_expired"
 )
 
 // Close codes: 4000–4099 terminal, 4100–4199 reconnect and resume.

@@ -13,6 +13,7 @@ type HistoryItem struct {
 	Role string `json:"role"` // "user" or "model"
 	Text string `json:"text"`
 	Turn int    `json:"turn"`
+	Kind string `json:"kind,omitempty"` // as turn.start's kind
 }
 
 // SessionReady answers session.start.
@@ -27,13 +28,49 @@ type SessionReady struct {
 	Model           ModelInfo     `json:"model"`
 	Notice          string        `json:"notice,omitempty"`
 	History         []HistoryItem `json:"history,omitempty"`
+	// PendingConfirmations are confirm.request events still unanswered.
+	PendingConfirmations []ConfirmRequest `json:"pendingConfirmations,omitempty"`
 }
 
-// TurnText is turn.start, text.delta and text.done.
+// ConfirmRequest asks the user to approve a call.
+type ConfirmRequest struct {
+	Type      string         `json:"type"`
+	Turn      int            `json:"turn"`
+	Token     string         `json:"token"`
+	Tool      string         `json:"tool"`
+	Args      map[string]any `json:"args"`
+	ExpiresAt string         `json:"expiresAt"` // RFC 3339
+}
+
+// ConfirmDone closes a confirmation: approved, denied or expired.
+type ConfirmDone struct {
+	Type    string `json:"type"`
+	Token   string `json:"token"`
+	Tool    string `json:"tool"`
+	Outcome string `json:"outcome"`
+}
+
+// Mode reports a mode change.
+type Mode struct {
+	Type   string `json:"type"`
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
+}
+
+// Blocked tells the user that input is refused until Until (RFC 3339).
+type Blocked struct {
+	Type   string `json:"type"`
+	Until  string `json:"until"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TurnText is turn.start, text.delta and text.done. Kind is set on
+// turn.start only: "confirmation" for a turn started by a confirm answer.
 type TurnText struct {
 	Type string `json:"type"`
 	Turn int    `json:"turn"`
 	Text string `json:"text"`
+	Kind string `json:"kind,omitempty"`
 }
 
 // ToolCall announces a call entering the pipeline.
@@ -58,6 +95,7 @@ type ToolResult struct {
 	ID         string     `json:"id"`
 	Name       string     `json:"name"`
 	OK         bool       `json:"ok"`
+	Refused    bool       `json:"refused"`
 	Error      *ToolError `json:"error,omitempty"`
 	DurationMs int64      `json:"durationMs"`
 }

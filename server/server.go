@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session"
 )
@@ -40,6 +41,7 @@ type Deps struct {
 	Auth     *Authenticator
 	Store    Pinger
 	Gatherer prometheus.Gatherer
+	Summary  *metrics.Summary // for /metrics/summary; nil: not served
 	Web      http.Handler
 	Log      *slog.Logger
 }
@@ -61,6 +63,9 @@ func New(cfg Config, d Deps) *Server {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
+	if d.Summary != nil {
+		s.mux.Handle("GET /metrics/summary", SummaryHandler(d.Summary))
+	}
 	s.mux.HandleFunc("GET /v1/ws", s.ws)
 	if d.Web != nil {
 		s.mux.Handle("GET /", d.Web)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -33,12 +34,15 @@ type conn struct {
 	closeNow    bool // drop the queue instead of flushing it
 	closing     chan struct{}
 
-	mu      sync.Mutex // guards the fields below
-	rec     Record
-	history []transport.Entry
-	dirty   bool // the store missed a write; Sync at the next one
-	turns   int
-	reason  string // disconnect reason for metrics
+	loops *loopdetect.Detector // the session's loop history (last turns)
+
+	mu           sync.Mutex // guards the fields below
+	rec          Record
+	history      []transport.Entry
+	dirty        bool // the store missed a write; Sync at the next one
+	turns        int
+	reason       string    // disconnect reason for metrics
+	blockedUntil time.Time // input refused until then (ignore_user)
 
 	turnMu     sync.Mutex // guards the running turn; taken before mu
 	turnCancel context.CancelFunc
@@ -50,6 +54,7 @@ func newConn(m *Manager, ws *websocket.Conn, user string) *conn {
 	return &conn{
 		m: m, ws: ws, user: user, q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done: make(chan struct{}), closing: make(chan struct{}),
+		loops: loopdetect.New(m.Orchestrator.Config().LoopTurns),
 	}
 }
 
@@ -122,6 +127,9 @@ func (c *conn) handshake() bool {
 }
 
 func (c *conn) start(msg protocol.ClientMessage) bool {
+	if ok, alive := c.checkBlock(); !alive {
+		return ok
+	}
 	ready := protocol.SessionReady{
 		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
 		RegistryVersion: c.m.Registry.Version(),
@@ -150,6 +158,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.rec.Mode = protocol.ModeText
 		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
 		ready.Turn, ready.History = rec.Turn, historyItems(c.history)
+		ready.PendingConfirmations = c.pendingConfirmations()
 		if rec.RegistryVersion != ready.RegistryVersion {
 			c.log.Warn("resumed session started on another tool registry version; serving the current one",
 				"session", rec.ID, "pinned", rec.RegistryVersion, "current", ready.RegistryVersion)
@@ -202,7 +211,7 @@ func historyItems(h []transport.Entry) []protocol.HistoryItem {
 		switch {
 		case e.Role == transport.RoleUser:
 			turn++
-			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: turn})
+			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: turn, Kind: e.Kind})
 		case e.Role == transport.RoleModel && e.Text != "" && len(e.Calls) == 0:
 			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: turn})
 		}
@@ -238,7 +247,9 @@ func (c *conn) readLoop() {
 			c.close(protocol.CloseProtocolViolation, "session.start sent twice", "protocol_violation")
 			return
 		case protocol.TypeText:
-			c.startTurn(msg.Text)
+			c.startTurn(msg.Text, "")
+		case protocol.TypeConfirm:
+			c.answerConfirm(msg.Token, msg.Approve)
 		case protocol.TypeTurnCancel:
 			c.cancelTurn()
 		case protocol.TypePing:

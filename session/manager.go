@@ -35,6 +35,14 @@ type Config struct {
 	HistoryMax        int           // entries kept; default 200
 	ModelName         string
 	Offline           bool // the model is the offline demo model
+	// RestrictOutput makes the model answer through tools (finish or a
+	// terminal tool): a text answer without a tool call is refused, and
+	// RestrictionMessage is added to that turn's system instruction before
+	// the model is asked again, at most RestrictionMaxInjections times per
+	// turn (0: no limit but the iteration limit).
+	RestrictOutput           bool
+	RestrictionMessage       string
+	RestrictionMaxInjections int
 }
 
 func (c *Config) defaults() {
@@ -52,6 +60,9 @@ func (c *Config) defaults() {
 	def(&c.MaxTextChars, 8000)
 	def(&c.SendQueueBytes, 1<<20)
 	def(&c.HistoryMax, 200)
+	if c.RestrictionMessage == "" {
+		c.RestrictionMessage = "Do not answer in plain text. Use your tools, and give your final answer by calling finish with it as the note."
+	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 64 << 10
 	}
@@ -95,7 +106,8 @@ func NewManager(cfg Config, d Deps) *Manager {
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{}}
 	m.system, m.decls = systemAndTools(cfg.SystemPrompt, d.Registry.ForMode(protocol.ModeText))
 	m.initTokens = estimateTokens(m.system, m.decls)
-	d.Metrics.InitTokens.WithLabelValues(protocol.ModeText).Set(float64(m.initTokens))
+	d.Metrics.SetInitTokens(protocol.ModeText, m.initTokens)
+	d.Metrics.Summary.SetLoopState(m.loopState)
 	if cfg.Offline {
 		m.offlineNote = "offline demo model: answers come from a rule-based fake that reads the knowledge base, not from Gemini"
 	}
@@ -187,4 +199,46 @@ func newSessionID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return "s_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// blockLocal tells every live connection of user on this node about a
+// block; connections on other nodes learn it at their next turn.
+func (m *Manager) blockLocal(user string, b Block) {
+	m.mu.Lock()
+	var conns []*conn
+	for c := range m.all {
+		if c.user == user {
+			conns = append(conns, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.setBlocked(b)
+	}
+}
+
+// loopStateMax bounds how many sessions the loop-detection view lists.
+const loopStateMax = 50
+
+// loopState is the loop-detection view of /metrics/summary: per live
+// session (at most loopStateMax), the counts its last turns hold. It shows
+// counts only, never arguments.
+func (m *Manager) loopState() any {
+	m.mu.Lock()
+	conns := make([]*conn, 0, len(m.live))
+	for _, c := range m.live {
+		if len(conns) == loopStateMax {
+			break
+		}
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	out := make(map[string]any, len(conns))
+	for _, c := range conns {
+		c.mu.Lock()
+		id := c.rec.ID
+		c.mu.Unlock()
+		out[id] = c.loops.Snapshot()
+	}
+	return map[string]any{"sessions": out, "liveSessions": m.Active()}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -17,6 +18,16 @@ func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl
 	decls := make([]transport.ToolDecl, 0, len(ts))
 	if len(ts) > 0 {
 		b.WriteString("\n\n# Tools\n")
+	}
+	var terminal []string
+	for _, t := range ts {
+		if t.Terminal || t.Name == orchestrator.FinishTool {
+			terminal = append(terminal, t.Name)
+		}
+	}
+	if len(terminal) > 0 {
+		b.WriteString("\nTerminal tools: " + strings.Join(terminal, ", ") + ". When one of them succeeds, its " +
+			"output is shown to the user as your final answer and the turn ends; add nothing after it.\n")
 	}
 	for _, t := range ts {
 		decls = append(decls, transport.ToolDecl{Name: t.Name, Description: t.Description, Parameters: parameters(t)})

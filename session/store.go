@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -18,6 +19,9 @@ type Record struct {
 	Turn            int    // number of the last turn started
 	RegistryVersion string // tool registry version pinned at creation
 	CreatedAt       time.Time
+	// PendingMessage is a SET_PENDING_MESSAGE intent's message, delivered to
+	// the model at the next turn.
+	PendingMessage string
 }
 
 // ErrResumeRefused is returned by Store.Resume for an unknown or expired
@@ -40,6 +44,15 @@ type Store interface {
 	// Sync rewrites the record and the whole history, for catching Redis up
 	// after writes failed. The resume token digest is kept.
 	Sync(ctx context.Context, rec Record, history []transport.Entry) error
+	// BeginTurn is Append of a turn's user entry that also reads the user's
+	// block, in one round trip.
+	BeginTurn(ctx context.Context, rec Record, user transport.Entry) (Block, error)
+	// BlockUser blocks a user everywhere until b.Until; BlockOf reads it.
+	BlockUser(ctx context.Context, user string, b Block) error
+	BlockOf(ctx context.Context, user string) (Block, error)
+	// The orchestrator's confirmations and call ledger.
+	orchestrator.ConfirmStore
+	orchestrator.LedgerStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 }

@@ -59,6 +59,7 @@ const (
 	fieldCreatedAt       = "createdAt"
 	fieldUpdatedAt       = "updatedAt"
 	fieldTokenHash       = "tokenHash"
+	fieldPendingMessage  = "pendingMessage"
 )
 
 // maxIDLen bounds session ids; longer ones are never created by us.
@@ -209,10 +210,7 @@ func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transpor
 				p.RPush(ctx, hk, encoded...)
 				p.LTrim(ctx, hk, int64(-s.historyMax), -1)
 			}
-			p.HSet(ctx, mk,
-				fieldTurn, strconv.Itoa(rec.Turn),
-				fieldMode, rec.Mode,
-				fieldUpdatedAt, formatTime(time.Now()))
+			p.HSet(ctx, mk, turnFields(rec)...)
 			p.PExpire(ctx, mk, s.ttl)
 			p.PExpire(ctx, hk, s.ttl)
 			return nil
@@ -289,7 +287,14 @@ func recordFields(rec Record, now time.Time) []any {
 		fieldRegistryVersion, rec.RegistryVersion,
 		fieldCreatedAt, formatTime(createdAt),
 		fieldUpdatedAt, formatTime(now),
+		fieldPendingMessage, rec.PendingMessage,
 	}
+}
+
+// turnFields are the meta fields a turn changes.
+func turnFields(rec Record) []any {
+	return []any{fieldTurn, strconv.Itoa(rec.Turn), fieldMode, rec.Mode,
+		fieldPendingMessage, rec.PendingMessage, fieldUpdatedAt, formatTime(time.Now())}
 }
 
 func parseRecord(id string, m map[string]string) (Record, error) {
@@ -308,6 +313,7 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 		Turn:            turn,
 		RegistryVersion: m[fieldRegistryVersion],
 		CreatedAt:       created,
+		PendingMessage:  m[fieldPendingMessage],
 	}, nil
 }
 

@@ -24,8 +24,11 @@ const (
 // Calls or Results is meaningful for a given Role: user entries carry Text,
 // model entries carry Text and/or Calls, tool entries carry Results.
 type Entry struct {
-	Role    Role             `json:"role"`
-	Text    string           `json:"text,omitempty"`
+	Role Role   `json:"role"`
+	Text string `json:"text,omitempty"`
+	// Kind marks a user entry the gateway wrote for the user, e.g.
+	// "confirmation" for the answer to a confirm.request.
+	Kind    string           `json:"kind,omitempty"`
 	Calls   []FunctionCall   `json:"calls,omitempty"`
 	Results []FunctionResult `json:"results,omitempty"`
 }

@@ -150,7 +150,7 @@ func TestClientSendsOnlyDocumentedMessages(t *testing.T) {
 			t.Errorf("the page sends %q, which docs/protocol.md does not list as a client message (%v)", typ, documented)
 		}
 	}
-	for _, typ := range []string{"session.start", "text", "turn.cancel", "ping"} {
+	for _, typ := range []string{"session.start", "text", "turn.cancel", "confirm", "ping"} {
 		if !slices.Contains(sent, typ) {
 			t.Errorf("the page never sends %q", typ)
 		}

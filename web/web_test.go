@@ -90,6 +90,11 @@ func TestFilesAreServedWithTheirContentTypes(t *testing.T) {
 		{"/app.js", "text/javascript; charset=utf-8"},
 		{"/protocol.js", "text/javascript; charset=utf-8"},
 		{"/ui.js", "text/javascript; charset=utf-8"},
+		{"/dom.js", "text/javascript; charset=utf-8"},
+		{"/format.js", "text/javascript; charset=utf-8"},
+		{"/timeline.js", "text/javascript; charset=utf-8"},
+		{"/confirm.js", "text/javascript; charset=utf-8"},
+		{"/dialog.js", "text/javascript; charset=utf-8"},
 		{"/style.css", "text/css; charset=utf-8"},
 		{"/favicon.svg", "image/svg+xml"},
 	}

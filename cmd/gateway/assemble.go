@@ -73,6 +73,9 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("tool registry: %w", err)
 	}
+	if registry, err = registry.WithPolicy(cfg.Policy); err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", cfg.PolicyFile, err)
+	}
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
 
 	client, err := geminiClient(ctx, cfg, log, gw, brain)
@@ -91,13 +94,22 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		HistoryMax:        cfg.HistoryMax,
 		ModelName:         cfg.TextModel,
 		Offline:           cfg.Offline(),
+
+		RestrictOutput:           cfg.RestrictOutput,
+		RestrictionMessage:       cfg.RestrictionMessage,
+		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
 	}, session.Deps{
-		Store:        store,
-		Model:        geminitext.New(client, cfg.TextModel),
-		Orchestrator: orchestrator.New(registry, m, log),
-		Registry:     registry,
-		Metrics:      m,
-		Log:          log,
+		Store: store,
+		Model: geminitext.New(client, cfg.TextModel),
+		Orchestrator: orchestrator.NewWith(orchestrator.Config{
+			Text:         budget(cfg, "text", cfg.TextMaxRetrieval, cfg.TextMaxCalls),
+			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
+			StoreTimeout: 2 * cfg.RedisTimeout,
+			ConfirmTTL:   cfg.ConfirmTTL,
+		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: store, Confirms: store}),
+		Registry: registry,
+		Metrics:  m,
+		Log:      log,
 	})
 	log.Info("session init size", "mode", "text", "tokens_estimate", gw.sessions.InitTokens())
 
@@ -109,6 +121,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Auth:     server.NewAuthenticator([]byte(cfg.AuthSecret)),
 		Store:    store,
 		Gatherer: reg,
+		Summary:  m.Summary,
 		Web:      web.Handler(),
 		Log:      log,
 	})
@@ -170,4 +183,12 @@ func orSample(dir string) string {
 		return "embedded sample"
 	}
 	return dir
+}
+
+// budget is a mode's per-turn gate: the policy file's, else the settings'.
+func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Budget {
+	if b, ok := cfg.Policy.Budget(mode); ok {
+		return orchestrator.Budget{MaxRetrieval: b.MaxRetrieval, MaxCalls: b.MaxCalls}
+	}
+	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
 }

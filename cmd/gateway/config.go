@@ -15,20 +15,23 @@ import (
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/tools"
 )
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
-	Addr           string    // listen address, host:port
-	RedisURL       SecretURL // "" = embedded miniredis
-	GeminiAPIKey   Secret    // "" = offline demo model
-	GeminiBaseURL  SecretURL // "" = Google's endpoint
-	TextModel      string    // model for text turns
-	LiveModel      string    // model for voice (Gemini Live) sessions
-	AuthSecret     Secret    // HS256 secret for browser tokens; "" = dev mode
-	AllowedOrigins []string  // Origin patterns; empty = same host only
-	KBDir          string    // knowledge-base folder; "" = embedded sample
-	PolicyFile     string    // always "" today: a set policy file is refused
+	Addr           string        // listen address, host:port
+	RedisURL       SecretURL     // "" = embedded miniredis
+	GeminiAPIKey   Secret        // "" = offline demo model
+	GeminiBaseURL  SecretURL     // "" = Google's endpoint
+	TextModel      string        // model for text turns
+	LiveModel      string        // model for voice (Gemini Live) sessions
+	AuthSecret     Secret        // HS256 secret for browser tokens; "" = dev mode
+	AllowedOrigins []string      // Origin patterns; empty = same host only
+	KBDir          string        // knowledge-base folder; "" = embedded sample
+	PolicyFile     string        // TURNSTILE_POLICY; "" = none
+	Policy         *tools.Policy // the loaded PolicyFile; nil = none
 
 	VoiceMaxRetrieval int // retrieval calls per voice turn
 	VoiceMaxCalls     int // tool calls per voice turn
@@ -47,6 +50,11 @@ type Config struct {
 	RedisTimeout    time.Duration // deadline of one Redis call
 	ModelTimeout    time.Duration // deadline of one model call
 	SystemPrompt    string
+
+	ConfirmTTL               time.Duration // life of a confirmation and of an approval
+	RestrictOutput           bool          // the model must answer through tools
+	RestrictionMessage       string        // "" = the session's default message
+	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
 }
 
 // DevMode reports whether browser authentication is off (no auth secret): every user is anonymous.
@@ -204,21 +212,9 @@ func configSettings() []configSetting {
 				c.KBDir = v
 				return nil
 			}},
-		{env: "TURNSTILE_POLICY", defDoc: "unset", usage: "policy file overriding budgets and tool metadata (not supported yet)",
-			apply: func(_ *Config, v string) error {
-				if v == "" {
-					return nil
-				}
-				fi, err := os.Stat(v)
-				switch {
-				case err != nil:
-					return fmt.Errorf("cannot use policy file: %w", err)
-				case !fi.Mode().IsRegular():
-					return errors.New("is not a regular file")
-				}
-				// Refusing beats ignoring: an operator who sets a policy expects it to bind.
-				return errors.New("policy files are not supported yet; unset it to start with the built-in budgets")
-			}},
+		{env: "TURNSTILE_POLICY", defDoc: "unset: budgets from the settings below, tool metadata from the manifests",
+			usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
+			apply: parsePolicy},
 		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", 2, "retrieval tool calls allowed per voice turn", 0, -1,
 			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
 		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", 3, "tool calls allowed per voice turn", 0, -1,
@@ -260,6 +256,24 @@ func configSettings() []configSetting {
 				c.SystemPrompt = v
 				return nil
 			}},
+		durConfigSetting("TURNSTILE_CONFIRM_TTL", "2m", "how long a confirmation waits for the user, and an approval for the model's repeated call", time.Second,
+			func(c *Config) *time.Duration { return &c.ConfirmTTL }),
+		{env: "TURNSTILE_RESTRICT_OUTPUT", def: "false", usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
+			apply: func(c *Config, v string) error {
+				b, err := strconv.ParseBool(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("must be true or false")
+				}
+				c.RestrictOutput = b
+				return nil
+			}},
+		{env: "TURNSTILE_RESTRICTION_MESSAGE", defDoc: "ask the model to use its tools and answer through finish",
+			usage: "the instruction injected when restricted output refuses a plain-text answer", apply: func(c *Config, v string) error {
+				c.RestrictionMessage = v
+				return nil
+			}},
+		intConfigSetting("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
+			func(c *Config) *int { return &c.RestrictionMaxInjections }),
 	}
 }
 
@@ -429,6 +443,28 @@ func durConfigSetting(env, def, usage string, lo time.Duration, field func(*Conf
 			*field(c) = d
 			return nil
 		}}
+}
+
+// parsePolicy loads and validates the policy file. Its errors name the file,
+// line and key; tool names are checked against the registry when the
+// gateway assembles it.
+func parsePolicy(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use policy file: %w", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	p, err := tools.LoadPolicy(v)
+	if err != nil {
+		return err
+	}
+	c.PolicyFile, c.Policy = v, p
+	return nil
 }
 
 func parseModelName(field func(*Config) *string) func(*Config, string) error {

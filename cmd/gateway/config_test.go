@@ -37,7 +37,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		VoiceMaxRetrieval: 2, VoiceMaxCalls: 3, TextMaxRetrieval: 5, TextMaxCalls: 10, MaxToolIterations: 20,
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second,
-		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
+		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
@@ -89,7 +89,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		VoiceMaxRetrieval: 1, VoiceMaxCalls: 1, TextMaxRetrieval: 0, TextMaxCalls: 4, MaxToolIterations: 1,
 		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
-		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
+		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" {
@@ -148,7 +148,8 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_KB_DIR", "/does/not/exist", "TURNSTILE_KB_DIR=/does/not/exist: cannot use folder"},
 		{"TURNSTILE_KB_DIR", file, "TURNSTILE_KB_DIR=" + file + ": is not a directory"},
 		{"TURNSTILE_POLICY", "/does/not/exist.yaml", "TURNSTILE_POLICY=/does/not/exist.yaml: cannot use policy file"},
-		{"TURNSTILE_POLICY", file, "TURNSTILE_POLICY=" + file + ": policy files are not supported yet"},
+		{"TURNSTILE_POLICY", file, "TURNSTILE_POLICY=" + file + ": " + file + ": unknown format: the file name must end in .yaml, .yml or .json"},
+		{"TURNSTILE_POLICY", filepath.Dir(file), "TURNSTILE_POLICY=" + filepath.Dir(file) + ": is not a regular file"},
 		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "-1", "TURNSTILE_VOICE_MAX_RETRIEVAL=-1: must be at least 0"},
 		{"TURNSTILE_VOICE_MAX_CALLS", "three", "TURNSTILE_VOICE_MAX_CALLS=three: not a whole number"},
 		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "1.5", "TURNSTILE_TEXT_MAX_RETRIEVAL=1.5: not a whole number"},
@@ -357,6 +358,62 @@ func TestBadArgumentsRefused(t *testing.T) {
 	for _, args := range [][]string{{"-no-such-flag"}, {"serve"}} {
 		if _, err := loadTestConfig(t, args, nil); err == nil || errors.Is(err, flag.ErrHelp) {
 			t.Errorf("%v: got %v, want an error", args, err)
+		}
+	}
+}
+
+func TestLoadConfigLoadsPolicyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	policy := "budgets:\n  voice: {maxRetrieval: 1, maxCalls: 2}\ntools:\n  kb_get: {timeoutMs: 1500}\n"
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		args []string
+		env  map[string]string
+	}{
+		"environment": {nil, map[string]string{"TURNSTILE_POLICY": path}},
+		"flag":        {[]string{"-policy", path}, map[string]string{"TURNSTILE_POLICY": "/elsewhere.yaml"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := loadTestConfig(t, c.args, c.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.PolicyFile != path || cfg.Policy == nil {
+				t.Fatalf("PolicyFile = %q, Policy = %v", cfg.PolicyFile, cfg.Policy)
+			}
+			if b, ok := cfg.Policy.Budget("voice"); !ok || b.MaxRetrieval != 1 || b.MaxCalls != 2 {
+				t.Errorf("voice budget = %+v, %v", b, ok)
+			}
+			if o := cfg.Policy.Tools["kb_get"]; o.TimeoutMs == nil || *o.TimeoutMs != 1500 {
+				t.Errorf("kb_get override = %+v", o)
+			}
+		})
+	}
+	cfg, err := loadTestConfig(t, nil, nil)
+	if err != nil || cfg.Policy != nil || cfg.PolicyFile != "" {
+		t.Errorf("without TURNSTILE_POLICY: Policy = %v, PolicyFile = %q, err = %v", cfg.Policy, cfg.PolicyFile, err)
+	}
+}
+
+func TestLoadConfigNamesEveryPolicyProblem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.json")
+	policy := "{\"budgets\": {\"text\": {\"maxRetrieval\": 6, \"maxCalls\": 5}},\n \"tools\": {\"kb_get\": {\"modes\": [\"fax\"]}}}"
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_POLICY": path, "TURNSTILE_MAX_TOOL_ITERATIONS": "0"})
+	if err == nil {
+		t.Fatal("an invalid policy was accepted")
+	}
+	for _, want := range []string{
+		"TURNSTILE_POLICY=" + path + ": " + path + ":1: budgets.text: maxRetrieval (6) must not exceed maxCalls (5)",
+		path + ":2: tools.kb_get.modes[0]: unknown mode",
+		"TURNSTILE_MAX_TOOL_ITERATIONS=0: must be at least 1",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}
 }

@@ -13,12 +13,14 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestMain(m *testing.M) {
+	redis.SetLogger(redisLogger{slog.New(slog.NewTextHandler(io.Discard, nil))})
 	// genai (through opencensus) and bleve start workers when their packages
 	// load; they are not ours and live as long as the process.
 	goleak.VerifyTestMain(m,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
 
 // Set at build time with -ldflags "-X main.version=… -X main.commit=…".
@@ -33,6 +34,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if len(args) > 0 && args[0] == "token" {
 		return tokenCommand(args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "tools" {
+		return toolsCommand(args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := loadConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -42,6 +46,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// go-redis logs each failed dial on its own; route it through slog at
+	// debug level (failures surface as store errors, counted and logged).
+	redis.SetLogger(redisLogger{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {
@@ -90,4 +97,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	<-serveErr
 	log.Info("gateway stopped")
 	return nil
+}
+
+// redisLogger adapts slog to go-redis's internal logger.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug("redis client: " + fmt.Sprintf(format, v...))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/turnstile-gw/turnstile/tools/kb"
 )
 
-//go:embed kb_search kb_get
+//go:embed kb_search kb_get ignore_user start_voice_session end_voice_session finish
 var manifests embed.FS
 
 // FS holds one folder per built-in tool, ready for tools.Load.
@@ -21,8 +21,12 @@ var FS fs.FS = manifests
 // serving the knowledge-base tools from x.
 func Handlers(x *kb.Index) map[string]tools.Handler {
 	return map[string]tools.Handler{
-		"kb_search": kbSearch{index: x},
-		"kb_get":    kbGet{index: x},
+		"kb_search":           kbSearch{index: x},
+		"kb_get":              kbGet{index: x},
+		"ignore_user":         ignoreUser{},
+		"start_voice_session": startVoice{},
+		"end_voice_session":   endVoice{},
+		"finish":              finish{},
 	}
 }
 

@@ -1,8 +1,10 @@
 // The chat page: wires the connection (protocol.js) to the transcript
-// (ui.js) and the composer.
+// (ui.js), the confirmations (approvals.js) and the composer.
 
+import { Approvals } from "./approvals.js";
+import { parseTime } from "./format.js";
 import { Connection, describeClose, gatewayURL } from "./protocol.js";
-import { Banner, StatusIndicator, Transcript } from "./ui.js";
+import { Banner, BlockBanner, StatusIndicator, Transcript, clockTime } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -11,10 +13,13 @@ const input = $("message");
 const sendButton = $("send");
 const stopButton = $("stop");
 const modelName = $("model-name");
+const modeBadge = $("mode");
 const transcript = new Transcript($("transcript"), $("scroller"));
 const status = new StatusIndicator($("status"), $("status-text"));
 const modelBanner = new Banner($("model-banner"));
 const connBanner = new Banner($("conn-banner"));
+const blockBanner = new BlockBanner($("block-banner"), () => render());
+const INPUT_PLACEHOLDER = input.placeholder;
 
 const state = {
   connected: false,
@@ -33,6 +38,7 @@ const conn = new Connection({
   onMessage: handleServerMessage,
   onStatus: handleStatus,
 });
+const approvals = new Approvals({ conn, transcript, dialogRoot: $("confirm"), fallbackFocus: input });
 
 function handleServerMessage(msg) {
   switch (msg.type) {
@@ -53,8 +59,25 @@ function handleServerMessage(msg) {
       break;
     case "tool.result":
       if (isTurn(msg.turn)) {
-        transcript.turn(msg.turn).toolResult(String(msg.id), String(msg.name ?? "tool"), msg.ok === true, msg.error, msg.durationMs);
+        transcript.turn(msg.turn).toolResult(String(msg.id), String(msg.name ?? "tool"), {
+          ok: msg.ok === true,
+          refused: msg.refused === true,
+          error: msg.error,
+          durationMs: msg.durationMs,
+        });
       }
+      break;
+    case "confirm.request":
+      approvals.request(msg);
+      break;
+    case "confirm.done":
+      approvals.done(msg);
+      break;
+    case "mode":
+      onMode(msg);
+      break;
+    case "blocked":
+      onBlocked(msg);
       break;
     case "turn.done":
       onTurnDone(msg);
@@ -85,6 +108,7 @@ function onSessionReady(msg) {
     modelBanner.hide();
   }
 
+  setMode(msg.mode);
   if (msg.sessionId !== state.sessionId) {
     const lost = state.resumeRefused || (state.sessionId !== null && !state.wantNew);
     transcript.reset();
@@ -109,21 +133,32 @@ function onSessionReady(msg) {
   state.pendingText = null;
   state.activeTurn = null;
   state.cancelRequested = false;
+  approvals.sessionReady(msg);
   render();
 }
 
 function onTurnStart(msg) {
   if (!isTurn(msg.turn)) return;
   const view = transcript.turn(msg.turn);
-  view.setUser(String(msg.text ?? ""));
+  if (msg.kind === "confirmation") {
+    // The gateway started this turn to tell the model the user's answer;
+    // its text is addressed to the model, so show what the user did. A text
+    // the user sent meanwhile still waits for its own turn.start.
+    const answer = approvals.takeAnswer();
+    view.setSystem(answer ? `You ${answer.outcome === "approved" ? "approved" : "declined"} ${answer.tool}.` : String(msg.text ?? ""));
+  } else {
+    view.setUser(String(msg.text ?? ""));
+    state.pendingText = null;
+  }
   view.start();
-  state.pendingText = null;
   state.activeTurn = msg.turn;
   state.lastTurn = Math.max(state.lastTurn, msg.turn);
   state.cancelRequested = false;
   render();
 }
 
+// turn.done reasons without a note: end_turn, terminal_tool and finish all
+// end with the final answer, which text.done has already shown.
 const REASON_TEXT = {
   max_iterations: "Stopped: the model kept calling tools without reaching an answer.",
   interrupted: "Interrupted.",
@@ -151,6 +186,10 @@ function onError(msg) {
 
   if (code === "resume_refused") {
     state.resumeRefused = true; // noted when the new session is ready
+    return;
+  }
+  if (code === "confirmation_unknown" || code === "confirmation_expired") {
+    approvals.refused(code, message);
     return;
   }
   // Events of a turn carry its number, so an error without one while a text
@@ -186,6 +225,7 @@ function retryTurn(text, button) {
 
 function handleStatus(s) {
   state.connected = s.state === "connected";
+  if (!state.connected) approvals.disconnected();
   switch (s.state) {
     case "connecting":
       status.set("connecting", "Connecting…");
@@ -203,22 +243,51 @@ function handleStatus(s) {
         );
       }
       break;
-    case "stopped":
-      status.set("stopped", "Disconnected");
-      connBanner.show(describeClose(s.code), s.reason ? `Gateway said: “${s.reason}” (code ${s.code})` : `Code ${s.code}`, {
-        label: "Reconnect",
-        run: () => conn.connect(),
-      });
+    case "stopped": {
+      status.set("stopped", s.code === 4003 ? "Blocked" : "Disconnected");
+      let detail = s.reason ? `Gateway said: “${s.reason}” (code ${s.code})` : `Code ${s.code}`;
+      if (s.code === 4003 && blockBanner.until > Date.now()) detail = `You can reconnect after ${clockTime(blockBanner.until)}.`;
+      connBanner.show(describeClose(s.code), detail, { label: "Reconnect", run: () => conn.connect() });
       break;
+    }
   }
   render();
 }
 
 function render() {
   const busy = state.pendingText !== null || state.activeTurn !== null;
-  sendButton.disabled = !state.connected || busy;
+  const blocked = blockBanner.active;
+  sendButton.disabled = !state.connected || busy || blocked;
   stopButton.disabled = !state.connected || state.activeTurn === null || state.cancelRequested;
   form.setAttribute("aria-busy", String(busy));
+  if (input.disabled !== blocked) {
+    input.disabled = blocked;
+    input.placeholder = blocked ? `You can write again after ${clockTime(blockBanner.until)}.` : INPUT_PLACEHOLDER;
+  }
+}
+
+function setMode(mode) {
+  const known = mode === "text" || mode === "voice";
+  modeBadge.hidden = !known;
+  modeBadge.dataset.mode = known ? mode : "";
+  modeBadge.textContent = mode === "voice" ? "Voice mode" : known ? "Text mode" : "";
+}
+
+function onMode(msg) {
+  const mode = String(msg.mode ?? "");
+  setMode(mode);
+  const reason = typeof msg.reason === "string" && msg.reason ? ` (${msg.reason})` : "";
+  const extra = mode === "voice" ? " Voice is not available in this page yet." : "";
+  transcript.note(`The session switched to ${mode} mode${reason}.${extra}`, "info");
+}
+
+function onBlocked(msg) {
+  const until = parseTime(msg.until);
+  if (!Number.isFinite(until) || until <= Date.now()) return;
+  const reason = typeof msg.reason === "string" ? msg.reason : "";
+  blockBanner.show(until, reason);
+  transcript.note(`The assistant paused this chat: you can write again after ${clockTime(until)}.`, "warn", "blocked");
+  render();
 }
 
 // Control characters other than newline and tab are refused by the gateway.
@@ -226,7 +295,7 @@ const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 
 function sendText(raw) {
   const text = raw.replace(CONTROL, "").trim();
-  if (!text || !state.connected || state.pendingText !== null || state.activeTurn !== null) return false;
+  if (!text || !state.connected || state.pendingText !== null || state.activeTurn !== null || blockBanner.active) return false;
   if (!conn.send("text", { text })) return false;
   state.pendingText = text;
   render();
@@ -284,6 +353,7 @@ $("new-chat").addEventListener("click", () => {
   state.sessionId = null;
   state.pendingText = null;
   state.activeTurn = null;
+  approvals.clear();
   transcript.reset();
   conn.newSession();
   input.focus();

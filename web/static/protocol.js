@@ -51,6 +51,7 @@ const CLOSE_TEXT = {
   1009: "A message was too large for the gateway.",
   4001: "Your access token is no longer valid. Reload the page with a fresh one.",
   4002: "The gateway refused a message from this page (protocol violation).",
+  4003: "You are blocked from this chat for now.",
   4005: "This conversation was opened in another tab or window.",
 };
 

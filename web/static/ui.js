@@ -2,17 +2,9 @@
 // model or the gateway goes into the page through textContent (or a DOM
 // property), never as HTML.
 
-/** Creates an element with a class and, optionally, text. */
-export function el(tag, className = "", text = "") {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text) node.textContent = text;
-  return node;
-}
-
-function srOnly(text) {
-  return el("span", "sr-only", text);
-}
+import { el, srOnly } from "./dom.js";
+import { formatRemaining } from "./format.js";
+import { ToolTimeline } from "./timeline.js";
 
 /** The transcript: one list item per turn, in turn order. */
 export class Transcript {
@@ -37,6 +29,11 @@ export class Transcript {
     return view;
   }
 
+  /** The view of turn `n` when it is on screen, else undefined. */
+  find(n) {
+    return this.#turns.get(n);
+  }
+
   /** Removes everything. */
   reset() {
     this.#turns.clear();
@@ -50,7 +47,7 @@ export class Transcript {
 
   /**
    * Brings the screen in line with a resumed session's history: turns that
-   * finished on screen stay as they are (with their tool chips); a turn that
+   * finished on screen stay as they are (with their tool timelines); a turn that
    * was still running when the link dropped was cancelled by the gateway, so
    * it is redrawn from the history and marked as interrupted; turns missing
    * from the screen are drawn from the history.
@@ -111,14 +108,15 @@ function noteNode(text, kind, detail) {
   return note;
 }
 
-/** One turn: the user's message, tool chips, the answer and notes. */
+/** One turn: the user's message (or a system line for a turn the gateway
+ * started), the tool timeline, the answer and notes. */
 export class TurnView {
   node;
   finished = false;
   userText = "";
   #user = null;
-  #tools = null;
-  #chips = new Map(); // call id → chip
+  #system = null;
+  #tools = null; // ToolTimeline
   #answer = null;
   #answerText = null;
   #notes;
@@ -144,6 +142,18 @@ export class TurnView {
     });
   }
 
+  /** Shows a turn the gateway started (e.g. after the user answered a
+   * confirmation) as a small system line instead of a user message. */
+  setSystem(text) {
+    this.#follow(() => {
+      if (this.#system === null) {
+        this.#system = el("p", "system-line");
+        this.node.prepend(this.#system);
+      }
+      this.#system.textContent = text;
+    });
+  }
+
   /** Marks the turn as running: screen readers wait for it to settle. */
   start() {
     this.finished = false;
@@ -166,31 +176,18 @@ export class TurnView {
   }
 
   toolCall(id, name, args) {
-    this.#follow(() => {
-      const chip = this.#chip(id, name);
-      chip.className = "chip running";
-      chip.querySelector(".chip-status").textContent = "running…";
-      if (args !== undefined) chip.title = `${name} ${JSON.stringify(args)}`;
-    });
+    this.#follow(() => this.#timeline().call(id, name, args));
   }
 
-  toolResult(id, name, ok, error, durationMs) {
-    this.#follow(() => this.#settleChip(this.#chip(id, name), ok, error, durationMs));
+  /** `outcome` is {ok, refused, error, durationMs} from tool.result. */
+  toolResult(id, name, outcome) {
+    this.#follow(() => this.#timeline().result(id, name, outcome));
   }
 
-  #settleChip(chip, ok, error, durationMs) {
-    const ms = Number.isFinite(durationMs) ? `${Math.round(durationMs)} ms` : "";
-    const status = chip.querySelector(".chip-status");
-    if (ok) {
-      chip.className = "chip ok";
-      status.textContent = ms ? `done in ${ms}` : "done";
-    } else {
-      chip.className = "chip failed";
-      const type = String(error?.type ?? "ERROR");
-      const message = String(error?.message ?? "");
-      status.textContent = message ? `${type}: ${message}` : type;
-      if (ms) chip.title = `${chip.title ? chip.title + "\n" : ""}after ${ms}`;
-    }
+  /** Marks this turn's call of `tool` that waited for approval with the
+   * user's answer (confirm.done `outcome`). */
+  confirmOutcome(tool, outcome) {
+    this.#tools?.confirmOutcome(tool, outcome);
   }
 
   /** Shows a note in the turn; `action` is an optional {label, run} button. */
@@ -224,20 +221,12 @@ export class TurnView {
     return this.#answerText;
   }
 
-  #chip(id, name) {
-    let chip = this.#chips.get(id);
-    if (chip === undefined) {
-      if (this.#tools === null) {
-        this.#tools = el("ul", "tools");
-        this.#tools.setAttribute("aria-label", "Tool calls");
-        this.node.insertBefore(this.#tools, this.#answer ?? this.#notes);
-      }
-      chip = el("li", "chip");
-      chip.append(el("span", "chip-name", String(name)), srOnly(": "), el("span", "chip-status"));
-      this.#tools.append(chip);
-      this.#chips.set(id, chip);
+  #timeline() {
+    if (this.#tools === null) {
+      this.#tools = new ToolTimeline();
+      this.node.insertBefore(this.#tools.node, this.#answer ?? this.#notes);
     }
-    return chip;
+    return this.#tools;
   }
 }
 
@@ -283,4 +272,75 @@ export class Banner {
     this.#node.hidden = true;
     this.#node.replaceChildren();
   }
+}
+
+/** The banner shown while the user is blocked (`blocked` event): when,
+ * why, and a live countdown. It hides itself when the time is up and then
+ * runs onEnd(). */
+export class BlockBanner {
+  #node;
+  #onEnd;
+  #countdown = null;
+  #until = 0;
+  #timer = null;
+
+  constructor(node, onEnd) {
+    this.#node = node;
+    this.#onEnd = onEnd;
+  }
+
+  /** True while a block is in force. */
+  get active() {
+    return this.#timer !== null;
+  }
+
+  /** The end of the block in ms since the epoch (0 when none is known). */
+  get until() {
+    return this.#until;
+  }
+
+  /** Shows a block until `until` (ms since the epoch); `headline` replaces
+   * the default first sentence. */
+  show(until, reason = "", headline = "You are blocked from sending messages.") {
+    this.#until = until;
+    const body = el("div", "banner-body");
+    const detail = el("span", "banner-detail", `Until ${clockTime(until)}`);
+    if (reason) detail.append(` · Reason: ${reason}`);
+    this.#countdown = el("span", "countdown");
+    this.#countdown.setAttribute("role", "timer");
+    detail.append(" · Input returns in ", this.#countdown);
+    body.append(el("strong", "banner-text", headline), detail);
+    this.#node.replaceChildren(body);
+    this.#node.hidden = false;
+    clearInterval(this.#timer);
+    this.#timer = setInterval(() => this.#tick(), 500);
+    this.#tick();
+  }
+
+  hide() {
+    clearInterval(this.#timer);
+    this.#timer = null;
+    this.#countdown = null;
+    this.#node.hidden = true;
+    this.#node.replaceChildren();
+  }
+
+  #tick() {
+    const left = this.#until - Date.now();
+    if (left <= 0) {
+      this.hide();
+      this.#onEnd();
+      return;
+    }
+    this.#countdown.textContent = formatRemaining(left);
+  }
+}
+
+/** A time of day, with the date when it is not today. */
+export function clockTime(ms) {
+  const at = new Date(ms);
+  const today = new Date().toDateString() === at.toDateString();
+  return today
+    ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
 }

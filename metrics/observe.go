@@ -1,0 +1,26 @@
+package metrics
+
+import "time"
+
+// ObserveToolCall records one finished tool call in Prometheus
+// (ToolCalls, ToolDuration, ToolResultBytes, ToolResultTokens) and in the
+// Summary. tool must be a bounded label (a registered name or "unknown");
+// outcome is "ok" or the lower-case error type. A negative resultBytes means
+// the result size is unknown: only the count and latency are recorded.
+func (m *Metrics) ObserveToolCall(tool, outcome string, d time.Duration, resultBytes int) {
+	m.ToolCalls.WithLabelValues(tool, outcome).Inc()
+	m.ToolDuration.WithLabelValues(tool).Observe(d.Seconds())
+	if resultBytes >= 0 {
+		m.ToolResultBytes.WithLabelValues(tool).Observe(float64(resultBytes))
+		m.ToolResultTokens.WithLabelValues(tool).Observe(float64(resultBytes / 4))
+	}
+	m.Summary.ObserveTool(tool, d, resultBytes, outcome)
+}
+
+// SetInitTokens records a mode's session init size estimate (system
+// instruction plus tool declarations, chars/4) in the InitTokens gauge and
+// as the Summary's context tokens for that mode.
+func (m *Metrics) SetInitTokens(mode string, tokens int) {
+	m.InitTokens.WithLabelValues(mode).Set(float64(tokens))
+	m.Summary.SetContextTokens(mode, tokens)
+}

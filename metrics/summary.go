@@ -1,0 +1,235 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultSummaryWindow is how many recent results per tool the summary keeps.
+const DefaultSummaryWindow = 1000
+
+// maxSummaryTools bounds the number of tools the summary tracks, whatever
+// names callers pass; further names are folded into OverflowTool.
+const maxSummaryTools = 256
+
+// OverflowTool is the summary entry that collects tools beyond the first
+// maxSummaryTools distinct names.
+const OverflowTool = "_overflow"
+
+// Summary is a human-readable companion to the Prometheus collectors: per
+// tool, exact percentiles over the last window results (where Prometheus only
+// has buckets), plus context token estimates and the loop-detection state.
+//
+// Memory is bounded by window × tools (two int64 rings per tool, allocated at
+// the tool's first call). All methods are safe for concurrent use.
+type Summary struct {
+	window int
+
+	mu        sync.Mutex
+	tools     map[string]*toolStats
+	context   map[string]int
+	loopState func() any
+}
+
+type toolStats struct {
+	calls    uint64
+	outcomes map[string]uint64
+	bytes    ring // result sizes, bytes
+	latency  ring // durations, nanoseconds
+}
+
+// NewSummary returns an empty summary keeping the last window results per
+// tool; window <= 0 means DefaultSummaryWindow.
+func NewSummary(window int) *Summary {
+	if window <= 0 {
+		window = DefaultSummaryWindow
+	}
+	return &Summary{window: window, tools: map[string]*toolStats{}, context: map[string]int{}}
+}
+
+// ObserveTool records one finished tool call. outcome is "ok" or the
+// lower-case error type. A negative resultBytes means the size is unknown:
+// the call and its latency are recorded, its size is not.
+func (s *Summary) ObserveTool(tool string, d time.Duration, resultBytes int, outcome string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts, ok := s.tools[tool]
+	if !ok {
+		if len(s.tools) >= maxSummaryTools {
+			tool = OverflowTool
+			ts = s.tools[tool]
+		}
+		if ts == nil {
+			ts = &toolStats{
+				outcomes: map[string]uint64{},
+				bytes:    newRing(s.window),
+				latency:  newRing(s.window),
+			}
+			s.tools[tool] = ts
+		}
+	}
+	ts.calls++
+	ts.outcomes[outcome]++
+	ts.latency.add(int64(d))
+	if resultBytes >= 0 {
+		ts.bytes.add(int64(resultBytes))
+	}
+}
+
+// SetContextTokens records the current context size estimate (chars/4) for
+// a mode ("text", "voice").
+func (s *Summary) SetContextTokens(mode string, tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.context[mode] = tokens
+}
+
+// SetLoopState installs the provider of the loop-detection state. It is
+// called on every Snapshot, outside the summary's lock, so it may take its
+// own locks; its value must be JSON-encodable. nil removes it.
+func (s *Summary) SetLoopState(provider func() any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loopState = provider
+}
+
+// SummaryView is the JSON document served at /metrics/summary.
+type SummaryView struct {
+	GeneratedAt   time.Time           `json:"generated_at"`
+	Window        int                 `json:"window"`
+	Tools         map[string]ToolView `json:"tools"`
+	ContextTokens map[string]int      `json:"context_tokens"`
+	LoopState     any                 `json:"loop_state"`
+}
+
+// ToolView is one tool's line in the summary. Calls and Outcomes count every
+// call since start; the percentiles cover the last Window results only.
+type ToolView struct {
+	Calls    uint64            `json:"calls"`
+	Outcomes map[string]uint64 `json:"outcomes"`
+	// SizeSamples is how many results the size and token figures cover
+	// (those with a known size); LatencySamples how many calls the latency
+	// figures cover. Both are at most Window.
+	SizeSamples    int         `json:"size_samples"`
+	ResultBytes    Percentiles `json:"result_bytes"`
+	ResultTokens   TokenStats  `json:"result_tokens"`
+	LatencySamples int         `json:"latency_samples"`
+	LatencyMs      Percentiles `json:"latency_ms"`
+}
+
+// Percentiles are nearest-rank percentiles: for p and n sorted values, the
+// value at rank ceil(p/100 × n), so every figure is an observed value. They
+// are 0 when there is no value.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// TokenStats estimates tokens as bytes/4 per result.
+type TokenStats struct {
+	Avg float64 `json:"avg"`
+	P95 int64   `json:"p95"`
+}
+
+// Snapshot computes the view. It copies the rings under the lock and sorts
+// the copies outside it, so observers wait for copies, not for sorting.
+func (s *Summary) Snapshot() SummaryView {
+	type copied struct {
+		calls    uint64
+		outcomes map[string]uint64
+		bytes    []int64
+		latency  []int64
+	}
+	s.mu.Lock()
+	raw := make(map[string]copied, len(s.tools))
+	for name, ts := range s.tools {
+		raw[name] = copied{
+			calls:    ts.calls,
+			outcomes: maps.Clone(ts.outcomes),
+			bytes:    ts.bytes.values(),
+			latency:  ts.latency.values(),
+		}
+	}
+	context := maps.Clone(s.context)
+	provider := s.loopState
+	s.mu.Unlock()
+
+	v := SummaryView{
+		GeneratedAt:   time.Now().UTC(),
+		Window:        s.window,
+		Tools:         make(map[string]ToolView, len(raw)),
+		ContextTokens: context,
+	}
+	for name, c := range raw {
+		slices.Sort(c.bytes)
+		slices.Sort(c.latency)
+		tokens := make([]int64, len(c.bytes))
+		var sum int64
+		for i, b := range c.bytes {
+			tokens[i] = b / 4 // still sorted: division by 4 keeps the order
+			sum += tokens[i]
+		}
+		tv := ToolView{
+			Calls:          c.calls,
+			Outcomes:       c.outcomes,
+			SizeSamples:    len(c.bytes),
+			LatencySamples: len(c.latency),
+			ResultBytes: Percentiles{
+				P50: float64(nearestRank(c.bytes, 50)),
+				P95: float64(nearestRank(c.bytes, 95)),
+				P99: float64(nearestRank(c.bytes, 99)),
+			},
+			ResultTokens: TokenStats{P95: nearestRank(tokens, 95)},
+			LatencyMs: Percentiles{
+				P50: nsToMs(nearestRank(c.latency, 50)),
+				P95: nsToMs(nearestRank(c.latency, 95)),
+				P99: nsToMs(nearestRank(c.latency, 99)),
+			},
+		}
+		if len(tokens) > 0 {
+			tv.ResultTokens.Avg = float64(sum) / float64(len(tokens))
+		}
+		v.Tools[name] = tv
+	}
+	if provider != nil {
+		v.LoopState = provider()
+	}
+	return v
+}
+
+// nearestRank returns the p-th percentile (0 < p <= 100) of sorted by the
+// nearest-rank method, or 0 for an empty slice.
+func nearestRank(sorted []int64, p int) int64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := (p*n + 99) / 100 // ceil(p×n/100) in integers
+	rank = min(max(rank, 1), n)
+	return sorted[rank-1]
+}
+
+func nsToMs(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
+
+// ring keeps the last cap(buf) values.
+type ring struct {
+	buf  []int64
+	next int // where the next value goes once buf is full
+}
+
+func newRing(window int) ring { return ring{buf: make([]int64, 0, window)} }
+
+func (r *ring) add(v int64) {
+	if len(r.buf) < cap(r.buf) {
+		r.buf = append(r.buf, v)
+		return
+	}
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % len(r.buf)
+}
+
+// values returns a copy in no particular order.
+func (r *ring) values() []int64 { return slices.Clone(r.buf) }

@@ -1,0 +1,51 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"time"
+)
+
+// Confirmation is a call waiting for the user's approval. It is bound to
+// the session, the user, the tool and the exact (canonical) arguments.
+type Confirmation struct {
+	Token      string         `json:"token"`
+	SessionID  string         `json:"sessionId"`
+	UserID     string         `json:"userId"`
+	Tool       string         `json:"tool"`
+	ArgsDigest string         `json:"argsDigest"`
+	Args       map[string]any `json:"args"` // redacted, for display only
+	Turn       int            `json:"turn"`
+	ExpiresAt  time.Time      `json:"expiresAt"`
+}
+
+// Errors of ConfirmStore.Resolve. Callers answer the browser with them and
+// never run the call.
+var (
+	ErrConfirmUnknown = errors.New("no such confirmation")
+	ErrConfirmExpired = errors.New("confirmation expired")
+)
+
+// ConfirmStore keeps confirmations and approvals durably (they survive a
+// reconnect), each operation one round trip.
+type ConfirmStore interface {
+	// ConsumeOrRequest consumes an approval matching c's session, user,
+	// tool and argument digest and reports true (an approval is used at
+	// most once); otherwise it stores c as pending and reports false.
+	ConsumeOrRequest(ctx context.Context, c Confirmation) (approved bool, err error)
+	// Resolve answers a pending confirmation of this session and user. An
+	// approval is stored for the same tool and arguments, valid until ttl
+	// from now. Unknown, reused, or foreign tokens give ErrConfirmUnknown;
+	// late answers ErrConfirmExpired.
+	Resolve(ctx context.Context, sessionID, userID, token string, approve bool, ttl time.Duration) (Confirmation, error)
+	// Pending lists the session's confirmations still waiting for an answer.
+	Pending(ctx context.Context, sessionID string) ([]Confirmation, error)
+}
+
+func newConfirmToken() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return "c_" + base64.RawURLEncoding.EncodeToString(b)
+}

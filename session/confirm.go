@@ -1,0 +1,95 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// answerConfirm takes the user's answer to a confirm.request. The answer is
+// bound to this session and user (the store checks both), used once, and
+// the model learns it in a turn of its own (or at the next turn when one is
+// running) so that it can call the tool again.
+func (c *conn) answerConfirm(token string, approve bool) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	c.mu.Lock()
+	sid := c.rec.ID
+	c.mu.Unlock()
+	conf, err := c.m.Store.Resolve(ctx, sid, c.user, token, approve, c.m.Orchestrator.Config().ConfirmTTL)
+	switch {
+	case errors.Is(err, orchestrator.ErrConfirmUnknown):
+		c.m.Metrics.Confirmations.WithLabelValues("invalid").Inc()
+		c.send(protocol.NewError(protocol.CodeConfirmUnknown,
+			"no such confirmation: it was already answered, or belongs to another session", false, 0))
+		return
+	case errors.Is(err, orchestrator.ErrConfirmExpired):
+		c.m.Metrics.Confirmations.WithLabelValues("expired").Inc()
+		c.send(protocol.NewError(protocol.CodeConfirmExpired,
+			"this confirmation expired; the call was not made", false, 0))
+		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: "expired"})
+		return
+	case err != nil:
+		c.log.Warn("confirmation store unavailable", "err", err)
+		c.send(protocol.NewError(protocol.CodeStoreUnavailable,
+			"your answer could not be recorded; try again shortly", true, 0))
+		return
+	}
+	outcome, note := "denied", fmt.Sprintf("[The user declined your pending call to %s. Do not call it again "+
+		"with those arguments; tell the user it was not done.]", conf.Tool)
+	if approve {
+		outcome, note = "approved", fmt.Sprintf("[The user approved your pending call to %s. Call %s again now "+
+			"with exactly the same arguments.]", conf.Tool, conf.Tool)
+	}
+	c.m.Metrics.Confirmations.WithLabelValues(outcome).Inc()
+	c.log.Info("confirmation answered", "tool", conf.Tool, "outcome", outcome)
+	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: outcome})
+
+	c.turnMu.Lock()
+	running := c.turnDone != nil
+	c.turnMu.Unlock()
+	if running {
+		// Deliver with the next turn instead of interrupting this one.
+		c.mu.Lock()
+		c.rec.PendingMessage = note
+		c.mu.Unlock()
+		return
+	}
+	c.startTurn(note, "confirmation")
+}
+
+func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	pending, err := c.m.Store.Pending(ctx, c.rec.ID)
+	if err != nil {
+		c.log.Warn("could not read pending confirmations", "err", err)
+		return nil
+	}
+	out := make([]protocol.ConfirmRequest, 0, len(pending))
+	for _, p := range pending {
+		out = append(out, confirmRequest(p))
+	}
+	return out
+}
+
+// checkBlock refuses a blocked user's new connection with 4003. It reports
+// (handshake result, go on).
+func (c *conn) checkBlock() (bool, bool) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	b, err := c.m.Store.BlockOf(ctx, c.user)
+	if err != nil {
+		return c.storeDown(err), false
+	}
+	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(time.Now()) {
+		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
+		c.close(protocol.CloseBlocked, "blocked until "+until, "blocked")
+		return false, false
+	}
+	return true, true
+}

@@ -1,0 +1,37 @@
+package session
+
+import (
+	"time"
+
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// turnEvents shows one turn's calls to the browser as they move through the
+// orchestrator's pipeline.
+type turnEvents struct {
+	c    *conn
+	turn int
+}
+
+func (e turnEvents) CallReceived(call orchestrator.Call, redacted map[string]any) {
+	e.c.send(protocol.ToolCall{Type: protocol.TypeToolCall, Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
+}
+
+func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome) {
+	ev := protocol.ToolResult{Type: protocol.TypeToolResult, Turn: e.turn, ID: call.ID, Name: call.Name,
+		OK: o.Envelope.OK, Refused: o.Refused, DurationMs: o.Duration.Milliseconds()}
+	if err := o.Envelope.Error; err != nil {
+		ev.Error = &protocol.ToolError{Type: string(err.Type), Message: err.Message}
+	}
+	e.c.send(ev)
+}
+
+func (e turnEvents) ConfirmRequested(conf orchestrator.Confirmation) {
+	e.c.send(confirmRequest(conf))
+}
+
+func confirmRequest(conf orchestrator.Confirmation) protocol.ConfirmRequest {
+	return protocol.ConfirmRequest{Type: protocol.TypeConfirmReq, Turn: conf.Turn, Token: conf.Token,
+		Tool: conf.Tool, Args: conf.Args, ExpiresAt: conf.ExpiresAt.UTC().Format(time.RFC3339)}
+}

@@ -1,0 +1,270 @@
+package session
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// The orchestrator's ledger and confirmations, and user blocks, kept in the
+// same Redis as the sessions. Ledger and confirmation keys share the
+// session's hash tag; a block is keyed by the user.
+
+var (
+	_ orchestrator.LedgerStore  = (*RedisStore)(nil)
+	_ orchestrator.ConfirmStore = (*RedisStore)(nil)
+)
+
+// ledgerMax bounds the ledger list of one session.
+const ledgerMax = 1000
+
+// confirmGrace keeps an expired confirmation readable for a while, so that
+// a late answer is told "expired" rather than "unknown".
+const confirmGrace = 10 * time.Minute
+
+//go:embed redis_confirm.lua
+var confirmLua string
+
+var confirmScript = redis.NewScript(confirmLua)
+
+func ledgerKey(id string) string   { return "turnstile:{" + id + "}:ledger" }
+func confirmsKey(id string) string { return "turnstile:{" + id + "}:confirms" }
+func confirmKey(id, token string) string {
+	return "turnstile:{" + id + "}:confirm:" + token
+}
+func approvalKey(id, tool, digest string) string {
+	return "turnstile:{" + id + "}:approved:" + tool + ":" + digest
+}
+func blockKey(user string) string { return "turnstile:user:{" + user + "}:block" }
+
+// ledgerEntry is one ledger list element.
+type ledgerEntry struct {
+	Turn int `json:"turn"`
+	orchestrator.CallRecord
+	At time.Time `json:"at"`
+}
+
+// RecordCall appends a call record to the session's ledger (the newest
+// ledgerMax kept), one round trip.
+func (s *RedisStore) RecordCall(ctx context.Context, sessionID string, turn int, rec orchestrator.CallRecord) error {
+	return s.call(ctx, "ledger", func(ctx context.Context) error {
+		b, err := json.Marshal(ledgerEntry{Turn: turn, CallRecord: rec, At: time.Now().UTC()})
+		if err != nil {
+			return fmt.Errorf("session %s: ledger: %w", sessionID, err)
+		}
+		k := ledgerKey(sessionID)
+		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, k, b)
+			p.LTrim(ctx, k, -ledgerMax, -1)
+			p.PExpire(ctx, k, s.ttl)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("session %s: ledger: %w", sessionID, err)
+		}
+		return nil
+	})
+}
+
+// Ledger returns the session's call records, oldest first (for tests and
+// operators).
+func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrator.CallRecord, error) {
+	var out []orchestrator.CallRecord
+	err := s.call(ctx, "ledger", func(ctx context.Context) error {
+		vals, err := s.c.LRange(ctx, ledgerKey(sessionID), 0, -1).Result()
+		if err != nil {
+			return fmt.Errorf("session %s: ledger: %w", sessionID, err)
+		}
+		for _, v := range vals {
+			var e ledgerEntry
+			if err := json.Unmarshal([]byte(v), &e); err != nil {
+				return fmt.Errorf("session %s: ledger: %w", sessionID, err)
+			}
+			out = append(out, e.CallRecord)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ConsumeOrRequest implements orchestrator.ConfirmStore in one round trip.
+func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, error) {
+	var approved bool
+	err := s.call(ctx, "confirm", func(ctx context.Context) error {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
+		}
+		ttl := time.Until(c.ExpiresAt) + confirmGrace
+		n, err := confirmScript.Run(ctx, s.c,
+			[]string{approvalKey(c.SessionID, c.Tool, c.ArgsDigest), confirmKey(c.SessionID, c.Token), confirmsKey(c.SessionID)},
+			c.UserID, b, ttl.Milliseconds(), c.Token).Int()
+		if err != nil {
+			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
+		}
+		approved = n == 1
+		return nil
+	})
+	return approved, err
+}
+
+// Resolve implements orchestrator.ConfirmStore. The pending confirmation is
+// taken with GETDEL, so that an answer is used once even when two arrive
+// at the same time; an approval key for the exact call is then stored.
+func (s *RedisStore) Resolve(ctx context.Context, sessionID, userID, token string, approve bool, ttl time.Duration) (orchestrator.Confirmation, error) {
+	var c orchestrator.Confirmation
+	err := s.call(ctx, "confirm", func(ctx context.Context) error {
+		raw, err := s.c.GetDel(ctx, confirmKey(sessionID, token)).Result()
+		if errors.Is(err, redis.Nil) {
+			return orchestrator.ErrConfirmUnknown
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
+		}
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
+		}
+		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.SRem(ctx, confirmsKey(sessionID), token)
+			if approve && c.UserID == userID && time.Now().Before(c.ExpiresAt) {
+				p.Set(ctx, approvalKey(sessionID, c.Tool, c.ArgsDigest), userID, ttl)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
+		}
+		switch {
+		case c.UserID != userID || c.SessionID != sessionID:
+			return orchestrator.ErrConfirmUnknown
+		case !time.Now().Before(c.ExpiresAt):
+			return orchestrator.ErrConfirmExpired
+		}
+		return nil
+	})
+	return c, err
+}
+
+// Pending implements orchestrator.ConfirmStore: confirmations of the
+// session that are not answered and not expired.
+func (s *RedisStore) Pending(ctx context.Context, sessionID string) ([]orchestrator.Confirmation, error) {
+	var out []orchestrator.Confirmation
+	err := s.call(ctx, "confirm", func(ctx context.Context) error {
+		tokens, err := s.c.SMembers(ctx, confirmsKey(sessionID)).Result()
+		if err != nil || len(tokens) == 0 {
+			return err
+		}
+		keys := make([]string, len(tokens))
+		for i, t := range tokens {
+			keys[i] = confirmKey(sessionID, t)
+		}
+		vals, err := s.c.MGet(ctx, keys...).Result()
+		if err != nil {
+			return fmt.Errorf("session %s: pending confirmations: %w", sessionID, err)
+		}
+		now := time.Now()
+		for _, v := range vals {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			var c orchestrator.Confirmation
+			if json.Unmarshal([]byte(str), &c) == nil && now.Before(c.ExpiresAt) {
+				out = append(out, c)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Block is a user's block (ignore_user).
+type Block struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// BlockUser blocks a user on every session and node until b.Until. A block
+// never shortens an existing longer one.
+func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error {
+	return s.call(ctx, "block", func(ctx context.Context) error {
+		cur, err := s.blockOf(ctx, user)
+		if err != nil {
+			return err
+		}
+		if cur.Until.After(b.Until) {
+			return nil
+		}
+		raw, _ := json.Marshal(b)
+		if err := s.c.Set(ctx, blockKey(user), raw, time.Until(b.Until)).Err(); err != nil {
+			return fmt.Errorf("user block: %w", err)
+		}
+		return nil
+	})
+}
+
+// BlockOf returns the user's block; a zero Until means not blocked.
+func (s *RedisStore) BlockOf(ctx context.Context, user string) (Block, error) {
+	var b Block
+	err := s.call(ctx, "block", func(ctx context.Context) error {
+		var err error
+		b, err = s.blockOf(ctx, user)
+		return err
+	})
+	return b, err
+}
+
+func (s *RedisStore) blockOf(ctx context.Context, user string) (Block, error) {
+	raw, err := s.c.Get(ctx, blockKey(user)).Result()
+	if errors.Is(err, redis.Nil) {
+		return Block{}, nil
+	}
+	if err != nil {
+		return Block{}, fmt.Errorf("user block: %w", err)
+	}
+	var b Block
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		return Block{}, fmt.Errorf("user block: %w", err)
+	}
+	return b, nil
+}
+
+// BeginTurn is Append for a turn's first write, which also reads the user's
+// block in the same round trip (a pipeline: the block key lives on another
+// hash tag), so that a block set on another node stops the next turn.
+func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry) (Block, error) {
+	var b Block
+	err := s.call(ctx, "append", func(ctx context.Context) error {
+		encoded, err := encodeHistory([]transport.Entry{user})
+		if err != nil {
+			return fmt.Errorf("session %s: append: %w", rec.ID, err)
+		}
+		mk, hk := metaKey(rec.ID), historyKey(rec.ID)
+		var blk *redis.StringCmd
+		_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, hk, encoded...)
+			p.LTrim(ctx, hk, int64(-s.historyMax), -1)
+			p.HSet(ctx, mk, turnFields(rec)...)
+			p.PExpire(ctx, mk, s.ttl)
+			p.PExpire(ctx, hk, s.ttl)
+			blk = p.Get(ctx, blockKey(rec.UserID))
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("session %s: append: %w", rec.ID, err)
+		}
+		if raw, err := blk.Result(); err == nil {
+			_ = json.Unmarshal([]byte(raw), &b)
+		}
+		return nil
+	})
+	return b, err
+}

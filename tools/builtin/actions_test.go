@@ -1,0 +1,56 @@
+package builtin_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/tools"
+)
+
+func TestActionToolsReturnIntentsNotSideEffects(t *testing.T) {
+	reg := registry(t)
+	cases := []struct {
+		tool, args string
+		want       intents.Intent
+	}{
+		{"ignore_user", `{"duration_seconds": 600, "reason": "abuse"}`,
+			intents.Intent{Type: intents.BlockUser, Duration: 10 * time.Minute, Reason: "abuse"}},
+		{"start_voice_session", `{}`, intents.Intent{Type: intents.StartVoiceSession}},
+		{"end_voice_session", `{"reason": "goodbye"}`, intents.Intent{Type: intents.EndVoiceSession, Reason: "goodbye"}},
+	}
+	for _, c := range cases {
+		env, _ := call(t, reg, context.Background(), c.tool, c.args)
+		if !env.OK || len(env.Intents) != 1 || env.Intents[0] != c.want {
+			t.Errorf("%s: %+v, want intent %+v", c.tool, env, c.want)
+		}
+		if err := env.Intents[0].Validate(); err != nil {
+			t.Errorf("%s: invalid intent: %v", c.tool, err)
+		}
+	}
+}
+
+func TestIgnoreUserBoundsItsDuration(t *testing.T) {
+	reg := registry(t)
+	tool, _ := reg.Lookup("ignore_user")
+	for _, bad := range []string{`{"duration_seconds": 5, "reason": "x"}`, `{"duration_seconds": 999999, "reason": "x"}`,
+		`{"duration_seconds": 600}`, `{"duration_seconds": 600, "reason": ""}`} {
+		if err := tool.ValidateArgs([]byte(bad)); err == nil {
+			t.Errorf("ignore_user accepted %s", bad)
+		}
+	}
+}
+
+func TestFinishMessageIsTheNoteOrFinished(t *testing.T) {
+	reg := registry(t)
+	for args, want := range map[string]string{`{"note": "All done: order 42 shipped."}`: "All done: order 42 shipped.", `{}`: "Finished"} {
+		env, _ := call(t, reg, context.Background(), "finish", args)
+		if data, _ := env.Data.(map[string]any); !env.OK || data["message"] != want {
+			t.Errorf("finish(%s) = %+v, want message %q", args, env, want)
+		}
+	}
+	if tool, _ := reg.Lookup("finish"); tool.Category != tools.CategoryUtility {
+		t.Errorf("finish category %s", tool.Category)
+	}
+}

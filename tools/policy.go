@@ -1,0 +1,327 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Policy is an operator's policy file (TURNSTILE_POLICY): per-turn budgets
+// by session mode and overrides of tools' orchestration metadata. It is
+// immutable once loaded.
+//
+// Precedence: for tool metadata, the policy beats the tool's schema.json;
+// for budgets, the policy beats TURNSTILE_*_MAX_* (environment or flags),
+// which beat the built-in defaults. A mode the policy leaves out keeps the
+// lower layers' budget.
+type Policy struct {
+	// File is the path the policy was loaded from; errors name it.
+	File    string
+	Budgets map[string]Budget       // by mode: "text", "voice"
+	Tools   map[string]ToolOverride // by tool name
+
+	lines map[string]int // key path → line in File, for errors found later
+}
+
+// Budget is the per-turn gate of one session mode.
+type Budget struct {
+	MaxRetrieval int `json:"maxRetrieval"` // retrieval calls per turn
+	MaxCalls     int `json:"maxCalls"`     // calls of any kind per turn, retrieval included
+}
+
+// ToolOverride replaces a tool's manifest metadata; a nil field keeps the
+// manifest's value.
+type ToolOverride struct {
+	Modes                []string  `json:"modes,omitempty"`
+	RequiresConfirmation *bool     `json:"requiresConfirmation,omitempty"`
+	Terminal             *bool     `json:"terminal,omitempty"`
+	SoftLatencyMs        *int      `json:"softLatencyMs,omitempty"`
+	TimeoutMs            *int      `json:"timeoutMs,omitempty"`
+	Category             *Category `json:"category,omitempty"`
+}
+
+// PolicyError is one problem of a policy file, naming the file, the line
+// when known (0 otherwise) and the key path (e.g. "tools.kb_search.modes").
+type PolicyError struct {
+	File string
+	Line int
+	Key  string
+	Err  error
+}
+
+func (e *PolicyError) Error() string {
+	where := e.File
+	if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %v", where, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", where, e.Key, e.Err)
+}
+
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// maxPolicyBytes bounds what LoadPolicy reads; a real policy is a few KiB.
+const maxPolicyBytes = 1 << 20
+
+// Limits shared with manifest.schema.json.
+const (
+	minLatencyMs = 1
+	maxLatencyMs = 600000
+)
+
+// Budget returns the policy's budget for a mode, if it sets one.
+func (p *Policy) Budget(mode string) (Budget, bool) {
+	if p == nil {
+		return Budget{}, false
+	}
+	b, ok := p.Budgets[mode]
+	return b, ok
+}
+
+// LoadPolicy reads and validates a policy file: YAML for .yaml and .yml,
+// JSON for .json (any other extension is refused). Unknown keys, duplicate
+// keys, unknown modes or categories, wrong types, out-of-range numbers and
+// maxRetrieval above maxCalls are errors; all of them are reported at once,
+// joined, each a *PolicyError. Tool names are checked later, against a
+// registry, by Registry.WithPolicy.
+func LoadPolicy(path string) (*Policy, error) {
+	p, errs := readPolicy(path)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// readPolicy returns the policy as far as it is valid (nil when the file
+// cannot be read or parsed) and every problem found.
+func readPolicy(path string) (*Policy, []error) {
+	fail := func(err error) (*Policy, []error) {
+		return nil, []error{&PolicyError{File: path, Err: err}}
+	}
+	var decode func([]byte) (*pnode, error)
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		decode = decodeYAMLPolicy
+	case ".json":
+		decode = decodeJSONPolicy
+	default:
+		return fail(errors.New("unknown format: the file name must end in .yaml, .yml or .json"))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(fmt.Errorf("read: %w", err))
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicyBytes+1))
+	if err != nil {
+		return fail(fmt.Errorf("read: %w", err))
+	}
+	if len(data) > maxPolicyBytes {
+		return fail(fmt.Errorf("larger than %d bytes", maxPolicyBytes))
+	}
+	root, err := decode(data)
+	if err != nil {
+		return fail(fmt.Errorf("parse: %w", err))
+	}
+	if root == nil || root.kind == pNull {
+		return fail(errors.New("the policy is empty; set budgets or tools (or unset TURNSTILE_POLICY)"))
+	}
+	pc := &policyChecker{p: &Policy{File: path, lines: map[string]int{}}}
+	pc.document(root)
+	return pc.p, pc.errs
+}
+
+// policyChecker walks a decoded policy, filling p and collecting errors.
+type policyChecker struct {
+	p    *Policy
+	errs []error
+}
+
+func (pc *policyChecker) fail(n *pnode, key, format string, args ...any) {
+	pc.errs = append(pc.errs, &PolicyError{File: pc.p.File, Line: n.line, Key: key, Err: fmt.Errorf(format, args...)})
+}
+
+// mapping checks that n is a mapping with only allowed keys and calls each
+// for every allowed key, in document order.
+func (pc *policyChecker) mapping(n *pnode, key string, allowed []string, each func(k string, v *pnode)) {
+	if n.kind != pMap {
+		pc.fail(n, key, "must be a mapping, not %s", n.kind)
+		return
+	}
+	for i, k := range n.keys {
+		full := joinKey(key, k)
+		if allowed != nil && !slices.Contains(allowed, k) {
+			pc.fail(n.vals[i], full, "unknown key (allowed: %s)", strings.Join(allowed, ", "))
+			continue
+		}
+		each(k, n.vals[i])
+	}
+}
+
+func joinKey(parent, k string) string {
+	if parent == "" {
+		return k
+	}
+	return parent + "." + k
+}
+
+func (pc *policyChecker) document(root *pnode) {
+	pc.mapping(root, "", []string{"budgets", "tools"}, func(k string, v *pnode) {
+		if k == "budgets" {
+			pc.budgets(v)
+		} else {
+			pc.tools(v)
+		}
+	})
+}
+
+var policyModes = []string{ModeText, ModeVoice}
+
+func (pc *policyChecker) budgets(n *pnode) {
+	pc.p.Budgets = map[string]Budget{}
+	pc.mapping(n, "budgets", nil, func(mode string, v *pnode) {
+		key := "budgets." + mode
+		if !slices.Contains(policyModes, mode) {
+			pc.fail(v, key, "unknown mode (use text or voice)")
+			return
+		}
+		var b Budget
+		present, bad := map[string]bool{}, false
+		pc.mapping(v, key, []string{"maxRetrieval", "maxCalls"}, func(field string, fv *pnode) {
+			present[field] = true
+			n, ok := pc.integer(fv, key+"."+field, 0, -1)
+			if !ok {
+				bad = true
+			} else if field == "maxRetrieval" {
+				b.MaxRetrieval = n
+			} else {
+				b.MaxCalls = n
+			}
+		})
+		if v.kind != pMap {
+			return
+		}
+		for _, field := range []string{"maxRetrieval", "maxCalls"} {
+			if !present[field] {
+				pc.fail(v, key, "missing %s (a budget sets both maxRetrieval and maxCalls)", field)
+				bad = true
+			}
+		}
+		switch {
+		case bad:
+		case b.MaxRetrieval > b.MaxCalls:
+			pc.fail(v, key, "maxRetrieval (%d) must not exceed maxCalls (%d): retrieval calls count toward the call budget",
+				b.MaxRetrieval, b.MaxCalls)
+		default:
+			pc.p.Budgets[mode] = b
+		}
+	})
+}
+
+// overrideKeys are the manifest fields a policy may override.
+var overrideKeys = []string{"modes", "requiresConfirmation", "terminal", "softLatencyMs", "timeoutMs", "category"}
+
+func (pc *policyChecker) tools(n *pnode) {
+	pc.p.Tools = map[string]ToolOverride{}
+	pc.mapping(n, "tools", nil, func(name string, v *pnode) {
+		key := "tools." + name
+		pc.p.lines[key] = v.line
+		var o ToolOverride
+		bad := false
+		pc.mapping(v, key, overrideKeys, func(field string, fv *pnode) {
+			fkey := key + "." + field
+			switch field {
+			case "modes":
+				modes, ok := pc.modes(fv, fkey)
+				o.Modes, bad = modes, bad || !ok
+			case "requiresConfirmation", "terminal":
+				if fv.kind != pBool {
+					pc.fail(fv, fkey, "must be true or false, not %s", fv.kind)
+					bad = true
+					return
+				}
+				b := fv.bool
+				if field == "terminal" {
+					o.Terminal = &b
+				} else {
+					o.RequiresConfirmation = &b
+				}
+			case "softLatencyMs", "timeoutMs":
+				ms, ok := pc.integer(fv, fkey, minLatencyMs, maxLatencyMs)
+				if !ok {
+					bad = true
+				} else if field == "timeoutMs" {
+					o.TimeoutMs = &ms
+				} else {
+					o.SoftLatencyMs = &ms
+				}
+			case "category":
+				c := Category(fv.text)
+				if fv.kind != pString || !validCategory(c) {
+					pc.fail(fv, fkey, "must be retrieval, action or utility")
+					bad = true
+					return
+				}
+				o.Category = &c
+			}
+		})
+		if !bad && v.kind == pMap {
+			pc.p.Tools[name] = o
+		}
+	})
+}
+
+func (pc *policyChecker) modes(n *pnode, key string) ([]string, bool) {
+	if n.kind != pList || len(n.items) == 0 {
+		pc.fail(n, key, "must be a non-empty list of modes (text, voice)")
+		return nil, false
+	}
+	var out []string
+	for i, item := range n.items {
+		ikey := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case item.kind != pString || !slices.Contains(policyModes, item.text):
+			pc.fail(item, ikey, "unknown mode (use text or voice)")
+			return nil, false
+		case slices.Contains(out, item.text):
+			pc.fail(item, ikey, "%s is listed twice", item.text)
+			return nil, false
+		}
+		out = append(out, item.text)
+	}
+	return out, true
+}
+
+// integer checks a whole number in [lo, hi] (hi < 0: no upper bound).
+func (pc *policyChecker) integer(n *pnode, key string, lo, hi int) (int, bool) {
+	if n.kind != pInt {
+		pc.fail(n, key, "must be a whole number, not %s", n.kind)
+		return 0, false
+	}
+	switch {
+	case n.num < 0 && lo >= 0:
+		pc.fail(n, key, "must not be negative")
+	case n.num < int64(lo):
+		pc.fail(n, key, "must be at least %d", lo)
+	case hi >= 0 && n.num > int64(hi):
+		pc.fail(n, key, "must be at most %d", hi)
+	case n.num > int64(maxBudget):
+		pc.fail(n, key, "must be at most %d", maxBudget)
+	default:
+		return int(n.num), true
+	}
+	return 0, false
+}
+
+// maxBudget keeps every number a policy sets well inside int on any platform.
+const maxBudget = 1 << 30
+
+func validCategory(c Category) bool {
+	return c == CategoryRetrieval || c == CategoryAction || c == CategoryUtility
+}
