@@ -18,12 +18,15 @@ type HistoryItem struct {
 
 // SessionReady answers session.start.
 type SessionReady struct {
-	Type            string        `json:"type"`
-	SessionID       string        `json:"sessionId"`
-	ResumeToken     string        `json:"resumeToken"`
-	Mode            string        `json:"mode"`
-	Resumed         bool          `json:"resumed"`
-	RegistryVersion string        `json:"registryVersion"`
+	Type            string `json:"type"`
+	SessionID       string `json:"sessionId"`
+	ResumeToken     string `json:"resumeToken"`
+	Mode            string `json:"mode"`
+	Resumed         bool   `json:"resumed"`
+	RegistryVersion string `json:"registryVersion"`
+	// RegistryChanged is true on a resume served by another tool registry
+	// version than the one the session started with.
+	RegistryChanged bool          `json:"registryChanged,omitempty"`
 	Turn            int           `json:"turn"`
 	Model           ModelInfo     `json:"model"`
 	Notice          string        `json:"notice,omitempty"`

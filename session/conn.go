@@ -160,8 +160,11 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.Turn, ready.History = rec.Turn, historyItems(c.history)
 		ready.PendingConfirmations = c.pendingConfirmations()
 		if rec.RegistryVersion != ready.RegistryVersion {
-			c.log.Warn("resumed session started on another tool registry version; serving the current one",
-				"session", rec.ID, "pinned", rec.RegistryVersion, "current", ready.RegistryVersion)
+			c.log.Warn("resumed session moves to another tool registry version",
+				"session", rec.ID, "was", rec.RegistryVersion, "now", ready.RegistryVersion)
+			ready.RegistryChanged = true
+			c.rec.RegistryVersion = ready.RegistryVersion
+			c.dirty = true // the next write rewrites the record with the new version
 		}
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
 	} else {
