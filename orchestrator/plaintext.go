@@ -28,7 +28,8 @@ const plainTruncated = " … (truncated)"
 // words: an array sentinel as "and K more not shown", a _truncated_json
 // wrapper as "partial result: " and its text without JSON punctuation.
 // The result is at most PlainTextMaxBytes bytes; longer text is cut on a
-// word boundary and ends with "… (truncated)".
+// word boundary and ends with "… (truncated)". String values have their
+// whitespace collapsed and bare Markdown heading and bullet markers dropped.
 func PlainText(data any) string {
 	if data == nil {
 		return "ok" // what the model is told for a result with no data
@@ -109,7 +110,7 @@ func (w *plainWriter) value(v any, depth int) {
 	case json.Number:
 		w.write(string(v))
 	case string:
-		if s := collapseSpace(v); s != "" {
+		if s := spokenText(v); s != "" {
 			w.write(s)
 		} else {
 			w.write("none")
@@ -141,12 +142,14 @@ func (w *plainWriter) array(arr []any, depth int) {
 		if w.full() {
 			return
 		}
-		if i > 0 {
-			if composite {
-				w.write("; ")
-			} else {
-				w.write(", ")
-			}
+		switch {
+		case i == 0:
+		case composite && w.endsSentence():
+			w.write(" ")
+		case composite:
+			w.write("; ")
+		default:
+			w.write(", ")
 		}
 		if isSentinel(e) {
 			w.write("and " + sentinelOmitted(e) + " more not shown")
@@ -250,6 +253,20 @@ func stripJSONPunctuation(s string) string {
 	s = strings.NewReplacer(`\"`, "'", `\n`, " ", `\t`, " ", `"`, "", "{", " ", "}", " ", "[", " ", "]", " ",
 		",", ", ", ":", ": ").Replace(s)
 	return strings.ReplaceAll(collapseSpace(s), " ,", ",")
+}
+
+// spokenText is a string value with its whitespace collapsed and bare
+// Markdown heading and bullet markers ("#", "##", "*") dropped, since a
+// voice would read them out.
+func spokenText(s string) string {
+	words := strings.Fields(s)
+	kept := words[:0]
+	for _, w := range words {
+		if strings.Trim(w, "#") != "" && w != "*" {
+			kept = append(kept, w)
+		}
+	}
+	return strings.Join(kept, " ")
 }
 
 func collapseSpace(s string) string {

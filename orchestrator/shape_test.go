@@ -221,7 +221,7 @@ func TestShapeUnencodableValueBecomesAnExplanation(t *testing.T) {
 
 func TestShapeRandomValuesNeverExceedBudget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 3000 {
+	for i := range 1000 {
 		v := randomValue(rng, 0)
 		budget := rng.IntN(3000)
 		if i%10 == 0 {

@@ -159,11 +159,14 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 			a.digest = tools.ArgsDigest(canon)
 		}
 	}
-	if rule, loop := t.loops.Check(t.n, tool.Name, a.digest); loop {
-		t.o.Metrics.LoopDetections.WithLabelValues(string(rule)).Inc()
-		return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name), false)
+	// (Arguments that cannot be canonicalised have no digest; validation
+	// refuses them below, and they must not all count as one repeated call.)
+	if a.digest != "" {
+		if rule, loop := t.loops.CheckAndRecord(t.n, tool.Name, a.digest); loop {
+			t.o.Metrics.LoopDetections.WithLabelValues(string(rule)).Inc()
+			return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name), false)
+		}
 	}
-	t.loops.RecordCall(t.n, tool.Name, a.digest)
 	// A turn has at most one terminal answer.
 	if a.terminal && !t.reserveTerminal() {
 		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn", false)
