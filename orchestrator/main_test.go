@@ -41,6 +41,8 @@ const stubbornFor = 600 * time.Millisecond
 
 // toolSpec is one test tool: its manifest fields and its handler.
 type toolSpec struct {
+	category  string // retrieval|action|utility; default utility
+	extra     string // more manifest members, each followed by a comma
 	modes     string // JSON array body, e.g. `"text","voice"`
 	timeoutMs int
 	params    string // JSON object body of "properties"
@@ -50,13 +52,17 @@ type toolSpec struct {
 }
 
 func (s toolSpec) schema(name string) string {
-	timeout := ""
+	timeout := s.extra
 	if s.timeoutMs > 0 {
-		timeout = fmt.Sprintf(`"timeoutMs": %d,`, s.timeoutMs)
+		timeout += fmt.Sprintf(`"timeoutMs": %d,`, s.timeoutMs)
+	}
+	category := s.category
+	if category == "" {
+		category = "utility"
 	}
 	return fmt.Sprintf(`{
   "name": %q,
-  "category": "utility",
+  "category": %q,
   "modes": [%s],
   %s
   "redact": {"args": [%s], "result": []},
@@ -67,7 +73,7 @@ func (s toolSpec) schema(name string) string {
     "required": [%s],
     "additionalProperties": false
   }
-}`, name, s.modes, timeout, s.redact, s.params, s.required)
+}`, name, category, s.modes, timeout, s.redact, s.params, s.required)
 }
 
 // fixture is an orchestrator over a fresh registry of test tools, with its
@@ -89,7 +95,13 @@ type fixture struct {
 	blockerRelease chan struct{}
 	// echoRuns counts how often the "echo" handler ran.
 	echoRuns atomic.Int64
+	// ran counts how often each tool's handler ran, by tool name; the map
+	// is written only while the fixture is built.
+	ran map[string]*atomic.Int64
 }
+
+// runs is how often the named tool's handler ran.
+func (f *fixture) runs(name string) int64 { return f.ran[name].Load() }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
@@ -170,13 +182,18 @@ func newFixture(t testing.TB) *fixture {
 			return tools.Fail(tools.ErrRateLimit, "the backend asks to slow down", true, false)
 		}},
 	}
+	for name, s := range policyTools() {
+		specs[name] = s
+	}
 	fsys := fstest.MapFS{}
 	handlers := map[string]tools.Handler{}
+	f.ran = map[string]*atomic.Int64{}
 	for name, s := range specs {
 		fsys[name+"/schema.json"] = &fstest.MapFile{Data: []byte(s.schema(name))}
 		fsys[name+"/guide.md"] = &fstest.MapFile{Data: []byte("# " + name + "\n\nA test tool.\n")}
-		handlers[name] = s.handler
+		handlers[name] = counted(s.handler, f.ran, name)
 	}
+	addBuiltinFinish(t, fsys, handlers, f.ran)
 	toolReg, err := tools.Load(fsys, handlers)
 	if err != nil {
 		t.Fatalf("load test registry: %v", err)

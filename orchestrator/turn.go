@@ -50,6 +50,7 @@ type Result struct {
 type End struct {
 	Reason string // EndTerminalTool or EndFinish
 	Text   string
+	CallID string // the call that ended the turn
 }
 
 // Turn is the orchestrator's state for one turn of one session: its gates,
@@ -245,7 +246,8 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	conf := Confirmation{
 		Token: newConfirmToken(), SessionID: t.s.ID, UserID: t.s.UserID, Tool: c.Name,
 		ArgsDigest: a.digest, Args: t.o.RedactedArgs(c.Name, c.Args), Turn: t.n,
-		ExpiresAt: time.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second),
+		// Whole seconds, rounded up: the user never gets less than the TTL.
+		ExpiresAt: time.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
 	approved, err := t.o.Confirms.ConsumeOrRequest(sctx, conf)
@@ -292,7 +294,7 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	}
 	if env.OK {
 		t.loops.RecordResult(t.n, a.tool.Name, loopdetect.IsEmptyResult(env.Data))
-		t.collect(a, env)
+		t.collect(c.ID, a, env)
 	} else {
 		t.releaseTerminal(a)
 	}
@@ -313,7 +315,7 @@ func (t *Turn) softLatency(tool *tools.Tool) time.Duration {
 }
 
 // collect keeps a successful call's intents and terminal answer (step 11).
-func (t *Turn) collect(a admission, env tools.Envelope) {
+func (t *Turn) collect(id string, a admission, env tools.Envelope) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.intents = append(t.intents, env.Intents...)
@@ -322,7 +324,7 @@ func (t *Turn) collect(a admission, env tools.Envelope) {
 		if a.tool.Name == FinishTool {
 			reason = EndFinish
 		}
-		t.end = &End{Reason: reason, Text: terminalText(env.Data)}
+		t.end = &End{Reason: reason, Text: terminalText(env.Data), CallID: id}
 	}
 }
 

@@ -150,3 +150,9 @@ func CloseReason(s string) string {
 	}
 	return s[:cut]
 }
+
+// Interrupted is audio.interrupted: the browser drops queued playback.
+type Interrupted struct {
+	Type string `json:"type"`
+	Turn int    `json:"turn"`
+}

@@ -22,10 +22,16 @@ func (c *conn) applyIntents(turn int, ins []intents.Intent) {
 			c.rec.PendingMessage = in.Message
 			c.mu.Unlock()
 		case intents.StartVoiceSession:
-			// Voice is not built yet: the session stays in text and says so.
-			applied = false
-			c.send(protocol.NewError(protocol.CodeUnsupported,
-				"voice is not available yet; the conversation stays in text", false, turn))
+			if c.m.Live == nil {
+				applied = false
+				c.send(protocol.NewError(protocol.CodeUnsupported,
+					"voice is not available on this gateway; the conversation stays in text", false, turn))
+				break
+			}
+			// The switch happens when this turn ends.
+			c.mu.Lock()
+			c.voiceAfterTurn = true
+			c.mu.Unlock()
 		case intents.EndVoiceSession, intents.SuppressAudio, intents.SuppressTranscript:
 			// Voice-only: a text turn has no audio or transcript to act on.
 			applied = false

@@ -43,6 +43,12 @@ type conn struct {
 	turns        int
 	reason       string    // disconnect reason for metrics
 	blockedUntil time.Time // input refused until then (ignore_user)
+	// voiceAfterTurn: START_VOICE_SESSION was applied; switch when the
+	// text turn ends.
+	voiceAfterTurn bool
+
+	voice   *voice // non-nil while the session is in voice mode (guarded by mu)
+	voiceWG sync.WaitGroup
 
 	turnMu     sync.Mutex // guards the running turn; taken before mu
 	turnCancel context.CancelFunc
@@ -84,6 +90,7 @@ func (c *conn) run(parent context.Context) {
 	default:
 	}
 	c.cancel()
+	c.stopVoice()
 	c.turnWG.Wait()
 	<-writerDone
 	_ = c.ws.CloseNow()
@@ -130,6 +137,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	if ok, alive := c.checkBlock(); !alive {
 		return ok
 	}
+	wantVoice := false
 	ready := protocol.SessionReady{
 		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
 		RegistryVersion: c.m.Registry.Version(),
@@ -155,7 +163,8 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			return c.storeDown(err)
 		}
 		c.rec, c.history = rec, trimHistory(hist, c.m.cfg.HistoryMax)
-		c.rec.Mode = protocol.ModeText
+		wantVoice = rec.Mode == protocol.ModeVoice
+		c.rec.Mode = protocol.ModeText // until the upstream is up again
 		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
 		ready.Turn, ready.History = rec.Turn, historyItems(c.history)
 		ready.PendingConfirmations = c.pendingConfirmations()
@@ -182,14 +191,16 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.m.Metrics.SessionsStarted.WithLabelValues("new").Inc()
 	}
 	c.log = c.log.With("session", c.rec.ID)
-	if msg.Mode == protocol.ModeVoice {
-		c.send(protocol.NewError(protocol.CodeUnsupported,
-			"voice mode is not available yet; the session runs in text mode", false, 0))
-	}
 	c.send(ready)
 	c.m.Metrics.SessionsActive.WithLabelValues(c.rec.Mode).Inc()
 	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", c.rec.Turn,
 		"init_tokens_estimate", c.m.initTokens)
+	switch {
+	case wantVoice:
+		c.startVoice("resume", c.rec.ResumeHandle)
+	case msg.Mode == protocol.ModeVoice:
+		c.startVoice("session.start", "")
+	}
 	return true
 }
 
@@ -232,7 +243,7 @@ func (c *conn) readLoop() {
 		}
 		if typ == websocket.MessageBinary {
 			c.m.Metrics.BrowserMessages.WithLabelValues("audio").Inc()
-			c.send(protocol.NewError(protocol.CodeUnsupported, "audio is not available yet", false, 0))
+			c.micAudio(data)
 			continue
 		}
 		msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
@@ -250,7 +261,21 @@ func (c *conn) readLoop() {
 			c.close(protocol.CloseProtocolViolation, "session.start sent twice", "protocol_violation")
 			return
 		case protocol.TypeText:
-			c.startTurn(msg.Text, "")
+			if v := c.voiceSession(); v != nil {
+				v.text(msg.Text)
+			} else {
+				c.startTurn(msg.Text, "")
+			}
+		case protocol.TypeVoiceStart:
+			c.startVoice("client", "")
+		case protocol.TypeVoiceStop:
+			if v := c.voiceSession(); v != nil {
+				v.beginEnding("client")
+			}
+		case protocol.TypeAudioEnd:
+			if v := c.voiceSession(); v != nil {
+				_ = v.upstream().SendAudioEnd()
+			}
 		case protocol.TypeConfirm:
 			c.answerConfirm(msg.Token, msg.Approve)
 		case protocol.TypeTurnCancel:
@@ -293,11 +318,30 @@ func (c *conn) send(v any) {
 		return
 	}
 	if !c.q.push(b) {
-		c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes)
-		c.mu.Lock()
-		c.closeNow = true
-		c.mu.Unlock()
-		c.close(protocol.CloseTooSlow, "too slow: reconnect and resume", "too_slow")
+		c.tooSlow()
+	}
+}
+
+func (c *conn) tooSlow() {
+	c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes)
+	c.mu.Lock()
+	c.closeNow = true
+	c.mu.Unlock()
+	c.close(protocol.CloseTooSlow, "too slow: reconnect and resume", "too_slow")
+}
+
+// micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz).
+func (c *conn) micAudio(pcm []byte) {
+	v := c.voiceSession()
+	switch {
+	case v == nil:
+		c.send(protocol.NewError(protocol.CodeBadMessage, "audio is only accepted in voice mode", false, 0))
+	case len(pcm)%2 != 0:
+		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
+	default:
+		if _, blocked := c.blocked(); !blocked {
+			v.micAudio(pcm)
+		}
 	}
 }
 
@@ -343,8 +387,12 @@ func (c *conn) writer() {
 
 func (c *conn) flush() bool {
 	for _, f := range c.q.take() {
+		typ := websocket.MessageText
+		if f.binary {
+			typ = websocket.MessageBinary
+		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.WriteTimeout)
-		err := c.ws.Write(ctx, websocket.MessageText, f)
+		err := c.ws.Write(ctx, typ, f.data)
 		cancel()
 		if err != nil {
 			c.setReason("write_failed")

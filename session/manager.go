@@ -31,10 +31,12 @@ type Config struct {
 	WriteTimeout      time.Duration // one browser write; default 5 s
 	ModelTimeout      time.Duration // one model call; default 60 s
 	StoreTimeout      time.Duration // one store call; default 1 s
-	HandshakeTimeout  time.Duration // time to send session.start; default 10 s
-	HistoryMax        int           // entries kept; default 200
-	ModelName         string
-	Offline           bool // the model is the offline demo model
+	// LiveConnectTimeout bounds opening a voice upstream; default 10 s.
+	LiveConnectTimeout time.Duration
+	HandshakeTimeout   time.Duration // time to send session.start; default 10 s
+	HistoryMax         int           // entries kept; default 200
+	ModelName          string
+	Offline            bool // the model is the offline demo model
 	// RestrictOutput makes the model answer through tools (finish or a
 	// terminal tool): a text answer without a tool call is refused, and
 	// RestrictionMessage is added to that turn's system instruction before
@@ -70,12 +72,14 @@ func (c *Config) defaults() {
 	defDur(&c.ModelTimeout, 60*time.Second)
 	defDur(&c.StoreTimeout, time.Second)
 	defDur(&c.HandshakeTimeout, 10*time.Second)
+	defDur(&c.LiveConnectTimeout, 10*time.Second)
 }
 
 // Deps are the parts a session talks to.
 type Deps struct {
 	Store        Store
 	Model        transport.TextModel
+	Live         transport.LiveModel // nil: voice is not available
 	Orchestrator *orchestrator.Orchestrator
 	Registry     *tools.Registry
 	Metrics      *metrics.Metrics
@@ -91,6 +95,8 @@ type Manager struct {
 
 	system      string
 	decls       []transport.ToolDecl
+	voiceSystem string
+	voiceDecls  []transport.ToolDecl
 	initTokens  int
 	mu          sync.Mutex
 	live        map[string]*conn // by session id
@@ -105,6 +111,8 @@ func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{}}
 	m.system, m.decls = systemAndTools(cfg.SystemPrompt, d.Registry.ForMode(protocol.ModeText))
+	m.voiceSystem, m.voiceDecls = systemAndTools(cfg.SystemPrompt+"\n\n"+voicePrompt, d.Registry.ForMode(protocol.ModeVoice))
+	d.Metrics.SetInitTokens(protocol.ModeVoice, estimateTokens(m.voiceSystem, m.voiceDecls))
 	m.initTokens = estimateTokens(m.system, m.decls)
 	d.Metrics.SetInitTokens(protocol.ModeText, m.initTokens)
 	d.Metrics.Summary.SetLoopState(m.loopState)
@@ -194,6 +202,10 @@ func (m *Manager) Drain(ctx context.Context) {
 		<-done
 	}
 }
+
+// voicePrompt is added to the base prompt for audio models.
+const voicePrompt = "You are speaking with the user by voice. Answer in short spoken sentences, without " +
+	"lists, markup or symbols, and never read tool output or identifiers aloud verbatim."
 
 func newSessionID() string {
 	b := make([]byte, 16)

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-func frames(q [][]byte) []string {
+func frames(q []frame) []string {
 	out := make([]string, len(q))
 	for i, f := range q {
-		out[i] = string(f)
+		out[i] = string(f.data)
 	}
 	return out
 }
@@ -146,5 +146,27 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 			t.Fatalf("producer %d: got frame %d, want %d (lost or reordered)", p, i, next[p])
 		}
 		next[p]++
+	}
+}
+
+func TestQueueDropAudioKeepsEventsAndFreesTheirBytes(t *testing.T) {
+	q := newQueue(100)
+	q.push([]byte("ev1"))
+	q.pushAudio(make([]byte, 40))
+	q.push([]byte("ev2"))
+	q.pushAudio(make([]byte, 40))
+	if q.pushAudio(make([]byte, 40)) {
+		t.Fatal("push past the bound accepted")
+	}
+	if n := q.audioBytes(); n != 80 {
+		t.Fatalf("audio bytes = %d, want 80", n)
+	}
+	q.dropAudio()
+	if !q.pushAudio(make([]byte, 90)) {
+		t.Fatal("dropping audio did not free its bytes")
+	}
+	got := q.take()
+	if len(got) != 3 || string(got[0].data) != "ev1" || string(got[1].data) != "ev2" || !got[2].binary {
+		t.Fatalf("after dropAudio: %v", frames(got))
 	}
 }

@@ -22,6 +22,9 @@ type Record struct {
 	// PendingMessage is a SET_PENDING_MESSAGE intent's message, delivered to
 	// the model at the next turn.
 	PendingMessage string
+	// ResumeHandle is the newest resumable handle of the session's voice
+	// upstream, so that any node can resume it.
+	ResumeHandle string
 }
 
 // ErrResumeRefused is returned by Store.Resume for an unknown or expired

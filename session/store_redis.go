@@ -60,6 +60,7 @@ const (
 	fieldUpdatedAt       = "updatedAt"
 	fieldTokenHash       = "tokenHash"
 	fieldPendingMessage  = "pendingMessage"
+	fieldResumeHandle    = "resumeHandle"
 )
 
 // maxIDLen bounds session ids; longer ones are never created by us.
@@ -288,13 +289,15 @@ func recordFields(rec Record, now time.Time) []any {
 		fieldCreatedAt, formatTime(createdAt),
 		fieldUpdatedAt, formatTime(now),
 		fieldPendingMessage, rec.PendingMessage,
+		fieldResumeHandle, rec.ResumeHandle,
 	}
 }
 
 // turnFields are the meta fields a turn changes.
 func turnFields(rec Record) []any {
 	return []any{fieldTurn, strconv.Itoa(rec.Turn), fieldMode, rec.Mode,
-		fieldPendingMessage, rec.PendingMessage, fieldUpdatedAt, formatTime(time.Now())}
+		fieldPendingMessage, rec.PendingMessage, fieldResumeHandle, rec.ResumeHandle,
+		fieldUpdatedAt, formatTime(time.Now())}
 }
 
 func parseRecord(id string, m map[string]string) (Record, error) {
@@ -314,6 +317,7 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 		RegistryVersion: m[fieldRegistryVersion],
 		CreatedAt:       created,
 		PendingMessage:  m[fieldPendingMessage],
+		ResumeHandle:    m[fieldResumeHandle],
 	}, nil
 }
 

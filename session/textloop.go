@@ -23,11 +23,18 @@ func (c *conn) runTextTurn(ctx context.Context, turn int, note string) {
 	reason := c.textLoop(ctx, turn, note, ot)
 	ot.CancelAll() // nothing of this turn may run on
 	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
-	c.endTurn(turn, reason)
 	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason).Inc()
 	c.m.Metrics.TurnDuration.WithLabelValues(protocol.ModeText).Observe(time.Since(start).Seconds())
+	c.endTurn(turn, reason)
 	c.log.Info("turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls(),
 		"duration_ms", time.Since(start).Milliseconds())
+	c.mu.Lock()
+	toVoice := c.voiceAfterTurn
+	c.voiceAfterTurn = false
+	c.mu.Unlock()
+	if toVoice && ctx.Err() == nil {
+		c.startVoice("start_voice_session", "")
+	}
 }
 
 func (c *conn) textLoop(ctx context.Context, turn int, note string, ot *orchestrator.Turn) string {

@@ -50,7 +50,17 @@ func (c *conn) startTurn(text, kind string) {
 	c.mu.Unlock()
 
 	if b := c.persistBegin(user); time.Now().Before(b.Until) {
-		// Blocked on another node since this connection last looked.
+		// Blocked on another node since this connection last looked: the
+		// refused input must not stay in the history (rare, so the undo
+		// rewrites the session rather than costing every turn a round trip).
+		c.mu.Lock()
+		c.rec.Turn--
+		c.turns--
+		c.history = c.history[:len(c.history)-1]
+		c.rec.PendingMessage = note
+		c.dirty = true
+		c.mu.Unlock()
+		c.persist()
 		c.setBlocked(b)
 		c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+b.Until.Format(time.RFC3339), false, 0))
 		return

@@ -1,6 +1,8 @@
 // Command fakegemini serves the offline demo model over the real Gemini API
 // wire protocol on loopback, for pointing a genai client (or the gateway's
-// GEMINI_BASE_URL) at it without a Google account.
+// GEMINI_BASE_URL) at it without a Google account: the REST/SSE text model
+// at http://ADDR/ and the Live (BidiGenerateContent WebSocket) voice model
+// at ws://ADDR/.
 package main
 
 import (
@@ -36,12 +38,13 @@ func run(args []string) error {
 	defer stop()
 
 	srv := fakegemini.New(&fakegemini.DemoBrain{Pace: *pace}, log)
+	srv.SetLiveBrain(fakegemini.NewLiveDemo())
 	base, err := srv.Start(*addr)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	log.Info("fake Gemini API serving the offline demo model: use it as the base URL with any API key",
-		"base_url", base, "env", "GEMINI_BASE_URL="+base)
+		"base_url", base, "live_base_url", fakegemini.LiveBaseURL(base), "env", "GEMINI_BASE_URL="+base)
 
 	<-ctx.Done()
 	log.Info("shutting down")

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -226,4 +230,101 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Helpers of the pipeline tests (policy, confirm and block tests).
+
+// withPolicy loads a policy file written from yaml into cfg, as
+// TURNSTILE_POLICY would.
+func withPolicy(t *testing.T, cfg Config, yaml string) Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tools.LoadPolicy(path)
+	if err != nil {
+		t.Fatalf("load policy: %v", err)
+	}
+	cfg.Policy, cfg.PolicyFile = p, path
+	return cfg
+}
+
+// errorType is a tool.result's error type, "" when it has none.
+func errorType(ev event) string {
+	e, _ := ev["error"].(map[string]any)
+	s, _ := e["type"].(string)
+	return s
+}
+
+// refusedWith reports whether a tool.result says the gateway refused the
+// call with the error type want, without running it.
+func refusedWith(ev event, want string) bool {
+	return ev["ok"] == false && ev["refused"] == true && errorType(ev) == want
+}
+
+// resultsByID indexes a turn's tool.result events by call id: refused calls
+// are reported as soon as they are refused, so their order may differ from
+// the calls' order.
+func resultsByID(evs []event) map[string]event {
+	out := map[string]event{}
+	for _, r := range ofType(evs, "tool.result") {
+		out[r.str("id")] = r
+	}
+	return out
+}
+
+// lastResponses are the function responses the model received in a
+// request: the parts of its last content.
+func lastResponses(t *testing.T, req *fakegemini.Request) []*genai.FunctionResponse {
+	t.Helper()
+	var out []*genai.FunctionResponse
+	for _, p := range req.Contents[len(req.Contents)-1].Parts {
+		if p.FunctionResponse != nil {
+			out = append(out, p.FunctionResponse)
+		}
+	}
+	return out
+}
+
+// responseError is the error type and message of a function response, ""
+// when the call succeeded.
+func responseError(r *genai.FunctionResponse) (typ, msg string) {
+	e, _ := r.Response["error"].(map[string]any)
+	typ, _ = e["type"].(string)
+	msg, _ = e["message"].(string)
+	return typ, msg
+}
+
+func searchCall(query string) fakegemini.Call {
+	return fakegemini.Call{Name: "kb_search", Args: map[string]any{"query": query}}
+}
+
+func getCall(id string) fakegemini.Call {
+	return fakegemini.Call{Name: "kb_get", Args: map[string]any{"id": id}}
+}
+
+func callStep(cs ...fakegemini.Call) func(*fakegemini.Request) fakegemini.Reply {
+	return fakegemini.Fixed(fakegemini.CallReply(cs...))
+}
+
+func textStep(text string) func(*fakegemini.Request) fakegemini.Reply {
+	return fakegemini.Fixed(fakegemini.TextReply(text, 1))
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func systemText(req *fakegemini.Request) string {
+	var b strings.Builder
+	for _, p := range req.SystemInstruction.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }

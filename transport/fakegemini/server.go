@@ -32,6 +32,7 @@ type Server struct {
 	served   chan struct{} // closed when the Serve goroutine returns
 	handlers sync.WaitGroup
 	inFlight atomic.Int64
+	live     liveHub
 }
 
 // New returns a server whose model answers come from brain. A nil log
@@ -43,6 +44,7 @@ func New(brain Brain, log *slog.Logger) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{brain: brain, log: log, mux: http.NewServeMux(), ctx: ctx, cancel: cancel}
 	s.mux.HandleFunc("POST /{version}/models/{rest}", s.handleModels)
+	s.mux.HandleFunc("GET /ws/{rpc}", s.handleLive)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("%s %s is not served by the fake Gemini API", r.Method, r.URL.Path))
 	})

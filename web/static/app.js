@@ -1,10 +1,13 @@
 // The chat page: wires the connection (protocol.js) to the transcript
-// (ui.js), the confirmations (approvals.js) and the composer.
+// (ui.js, transcripts.js), the confirmations (approvals.js), voice
+// (voiceui.js) and the composer.
 
 import { Approvals } from "./approvals.js";
 import { parseTime } from "./format.js";
 import { Connection, describeClose, gatewayURL } from "./protocol.js";
+import { TurnTexts } from "./transcripts.js";
 import { Banner, BlockBanner, StatusIndicator, Transcript, clockTime } from "./ui.js";
+import { VoicePanel } from "./voiceui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -19,7 +22,9 @@ const status = new StatusIndicator($("status"), $("status-text"));
 const modelBanner = new Banner($("model-banner"));
 const connBanner = new Banner($("conn-banner"));
 const blockBanner = new BlockBanner($("block-banner"), () => render());
+const texts = new TurnTexts();
 const INPUT_PLACEHOLDER = input.placeholder;
+const VOICE_PLACEHOLDER = "Speak, or type a message…";
 
 const state = {
   connected: false,
@@ -29,6 +34,7 @@ const state = {
   pendingText: null, // sent, not yet accepted by turn.start
   activeTurn: null, // the running turn's number
   lastTurn: 0, // the highest turn seen
+  readyTurn: 0, // the turn counter at session.ready: older turns are settled
   cancelRequested: false,
 };
 
@@ -37,10 +43,21 @@ const conn = new Connection({
   storage: window.sessionStorage,
   onMessage: handleServerMessage,
   onStatus: handleStatus,
+  onAudio: (buffer) => voice.audio(buffer),
 });
+const voice = new VoicePanel({
+  conn,
+  micButton: $("mic"),
+  modeButton: $("voice-mode"),
+  speaker: $("speaker"),
+  note: (text, kind) => transcript.note(text, kind),
+  onChange: () => render(),
+});
+const counters = { messages: {}, transcriptsInput: 0, transcriptsOutput: 0 };
 const approvals = new Approvals({ conn, transcript, dialogRoot: $("confirm"), fallbackFocus: input });
 
 function handleServerMessage(msg) {
+  counters.messages[msg.type] = (counters.messages[msg.type] ?? 0) + 1;
   switch (msg.type) {
     case "session.ready":
       onSessionReady(msg);
@@ -49,10 +66,25 @@ function handleServerMessage(msg) {
       onTurnStart(msg);
       break;
     case "text.delta":
-      if (isTurn(msg.turn)) transcript.turn(msg.turn).appendAnswer(String(msg.text ?? ""));
+      if (isTurn(msg.turn)) {
+        texts.delta(msg.turn, msg.text);
+        showAnswer(msg.turn);
+      }
       break;
     case "text.done":
-      if (isTurn(msg.turn)) transcript.turn(msg.turn).setAnswer(String(msg.text ?? ""));
+      if (isTurn(msg.turn)) {
+        texts.done(msg.turn, msg.text);
+        showAnswer(msg.turn);
+      }
+      break;
+    case "transcript.input":
+      onTranscript(msg, "input");
+      break;
+    case "transcript.output":
+      onTranscript(msg, "output");
+      break;
+    case "audio.interrupted":
+      voice.interrupted();
       break;
     case "tool.call":
       if (isTurn(msg.turn)) transcript.turn(msg.turn).toolCall(String(msg.id), String(msg.name ?? "tool"), msg.args);
@@ -109,6 +141,7 @@ function onSessionReady(msg) {
   }
 
   setMode(msg.mode);
+  texts.clear();
   if (msg.sessionId !== state.sessionId) {
     const lost = state.resumeRefused || (state.sessionId !== null && !state.wantNew);
     transcript.reset();
@@ -130,10 +163,13 @@ function onSessionReady(msg) {
     if (!accepted) giveBack(state.pendingText);
   }
   state.lastTurn = Math.max(state.lastTurn, Number.isInteger(msg.turn) ? msg.turn : 0);
+  state.readyTurn = Number.isInteger(msg.turn) ? msg.turn : 0;
   state.pendingText = null;
   state.activeTurn = null;
   state.cancelRequested = false;
   approvals.sessionReady(msg);
+  voice.sessionReady(msg.mode);
+  if (msg.mode === "voice" && msg.resumed !== true) transcript.note("Voice mode: press the microphone to talk.", "info");
   render();
 }
 
@@ -147,7 +183,10 @@ function onTurnStart(msg) {
     const answer = approvals.takeAnswer();
     view.setSystem(answer ? `You ${answer.outcome === "approved" ? "approved" : "declined"} ${answer.tool}.` : String(msg.text ?? ""));
   } else {
-    view.setUser(String(msg.text ?? ""));
+    // In voice, the words may come later as transcript.input pieces.
+    texts.start(msg.turn, msg.text);
+    const said = texts.user(msg.turn);
+    if (said) view.setUser(said);
     state.pendingText = null;
   }
   view.start();
@@ -163,6 +202,31 @@ const REASON_TEXT = {
   max_iterations: "Stopped: the model kept calling tools without reaching an answer.",
   interrupted: "Interrupted.",
 };
+
+// A piece of a voice turn's transcription. Pieces are assembled per turn
+// (transcripts.js), so they may arrive before turn.start, after the model's
+// answer, or after turn.done.
+function onTranscript(msg, which) {
+  if (!isTurn(msg.turn) || msg.turn <= state.readyTurn) return;
+  const view = transcript.turn(msg.turn);
+  view.markSpoken();
+  state.lastTurn = Math.max(state.lastTurn, msg.turn);
+  if (which === "input") {
+    counters.transcriptsInput++;
+    texts.input(msg.turn, msg.text);
+    const said = texts.user(msg.turn);
+    if (said) view.setUser(said);
+  } else {
+    counters.transcriptsOutput++;
+    texts.output(msg.turn, msg.text);
+    showAnswer(msg.turn);
+  }
+}
+
+function showAnswer(turn) {
+  const { text, final } = texts.model(turn);
+  if (text || final) transcript.turn(turn).showAnswer(text, final);
+}
 
 function onTurnDone(msg) {
   if (isTurn(msg.turn)) {
@@ -184,6 +248,7 @@ function onError(msg) {
   const message = String(msg.message ?? "Something went wrong.");
   const retryable = msg.retryable === true;
 
+  if (voice.error(code, message)) return;
   if (code === "resume_refused") {
     state.resumeRefused = true; // noted when the new session is ready
     return;
@@ -226,6 +291,7 @@ function retryTurn(text, button) {
 function handleStatus(s) {
   state.connected = s.state === "connected";
   if (!state.connected) approvals.disconnected();
+  voice.connection(s.state);
   switch (s.state) {
     case "connecting":
       status.set("connecting", "Connecting…");
@@ -260,10 +326,11 @@ function render() {
   sendButton.disabled = !state.connected || busy || blocked;
   stopButton.disabled = !state.connected || state.activeTurn === null || state.cancelRequested;
   form.setAttribute("aria-busy", String(busy));
-  if (input.disabled !== blocked) {
-    input.disabled = blocked;
-    input.placeholder = blocked ? `You can write again after ${clockTime(blockBanner.until)}.` : INPUT_PLACEHOLDER;
-  }
+  input.disabled = blocked;
+  input.placeholder = blocked
+    ? `You can write again after ${clockTime(blockBanner.until)}.`
+    : voice.mode === "voice" ? VOICE_PLACEHOLDER : INPUT_PLACEHOLDER;
+  voice.blocked = blocked;
 }
 
 function setMode(mode) {
@@ -273,12 +340,28 @@ function setMode(mode) {
   modeBadge.textContent = mode === "voice" ? "Voice mode" : known ? "Text mode" : "";
 }
 
+const MODE_TEXT = {
+  voice: {
+    client: "Voice mode: press the microphone to talk.",
+    start_voice_session: "The assistant switched to voice mode: press the microphone to talk.",
+    "session.start": "Voice mode: press the microphone to talk.",
+  },
+  text: {
+    client: "Back to text mode.",
+    end_voice_session: "The assistant ended the voice conversation: back to text mode.",
+    upstream_lost: "The voice connection was lost: back to text mode. Your conversation is kept.",
+  },
+};
+
 function onMode(msg) {
   const mode = String(msg.mode ?? "");
+  const reason = String(msg.reason ?? "");
   setMode(mode);
-  const reason = typeof msg.reason === "string" && msg.reason ? ` (${msg.reason})` : "";
-  const extra = mode === "voice" ? " Voice is not available in this page yet." : "";
-  transcript.note(`The session switched to ${mode} mode${reason}.${extra}`, "info");
+  voice.modeChanged(mode);
+  let text = MODE_TEXT[mode]?.[reason] ?? `The session switched to ${mode} mode${reason ? ` (${reason})` : ""}.`;
+  if (mode === "voice" && voice.micOn) text = "Voice mode: listening.";
+  transcript.note(text, reason === "upstream_lost" ? "warn" : "info");
+  render();
 }
 
 function onBlocked(msg) {
@@ -312,6 +395,7 @@ function giveBack(text) {
 function stopTurn() {
   if (state.activeTurn === null || state.cancelRequested) return;
   if (conn.send("turn.cancel")) {
+    voice.silence();
     state.cancelRequested = true;
     render();
   }
@@ -354,6 +438,8 @@ $("new-chat").addEventListener("click", () => {
   state.pendingText = null;
   state.activeTurn = null;
   approvals.clear();
+  voice.reset();
+  texts.clear();
   transcript.reset();
   conn.newSession();
   input.focus();
@@ -363,6 +449,20 @@ window.addEventListener("online", () => conn.retryNow());
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") conn.retryNow();
 });
+
+// ?debug=1 exposes live counters for browser tests and people debugging
+// audio: window.__turnstile.
+if (new URLSearchParams(window.location.search).get("debug") === "1") {
+  const view = voice.debugView();
+  Object.defineProperties(view, {
+    messages: { get: () => ({ ...counters.messages }), enumerable: true },
+    transcriptsInput: { get: () => counters.transcriptsInput, enumerable: true },
+    transcriptsOutput: { get: () => counters.transcriptsOutput, enumerable: true },
+    connected: { get: () => state.connected, enumerable: true },
+    turnText: { value: (n) => ({ user: texts.user(n), model: texts.model(n).text }) },
+  });
+  window.__turnstile = view;
+}
 
 autosize();
 render();

@@ -8,6 +8,10 @@ export const PING_INTERVAL_MS = 20_000;
 const STORAGE_KEY = "turnstile.session";
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 10_000;
+// Microphone audio is dropped rather than queued behind this much unsent
+// data (about 8 s of 16 kHz PCM16): a stalled link must not grow memory,
+// and speech that late is no use to anyone.
+const AUDIO_BACKLOG_BYTES = 256 * 1024;
 // A ping unanswered (no frame at all) for this long means a dead link that
 // the browser has not noticed yet (a sleeping laptop, a dropped NAT entry).
 const PONG_TIMEOUT_MS = 10_000;
@@ -64,7 +68,8 @@ export function describeClose(code) {
  * One logical connection to the gateway across any number of WebSockets.
  *
  * onMessage(msg) gets every server message (parsed JSON objects with a
- * string `type`). onStatus(status) gets { state, ... } where state is
+ * string `type`); onAudio(buffer) every binary frame (the model's speech,
+ * an ArrayBuffer of PCM16 24 kHz) in order with them. onStatus(status) gets { state, ... } where state is
  * "connecting", "connected" (after session.ready), "reconnecting"
  * ({ delayMs, attempt, everConnected }) or "stopped" ({ code, reason }).
  */
@@ -73,6 +78,7 @@ export class Connection {
   #storage;
   #onMessage;
   #onStatus;
+  #onAudio;
   #ws = null;
   #ready = false;
   #stopped = true;
@@ -84,11 +90,12 @@ export class Connection {
   #lastFrameAt = 0;
   #lastPingAt = 0;
 
-  constructor({ url, storage, onMessage, onStatus }) {
+  constructor({ url, storage, onMessage, onStatus, onAudio = () => {} }) {
     this.#url = url;
     this.#storage = storage;
     this.#onMessage = onMessage;
     this.#onStatus = onStatus;
+    this.#onAudio = onAudio;
   }
 
   /** True between session.ready and the socket's close. */
@@ -129,6 +136,20 @@ export class Connection {
     return true;
   }
 
+  /**
+   * Sends microphone audio (an ArrayBuffer of PCM16 16 kHz, an even number
+   * of bytes) as one binary frame. Returns false when nothing was sent: no
+   * session yet, or too much unsent data already waiting.
+   */
+  sendAudio(buffer) {
+    const ws = this.#ws;
+    if (ws === null || ws.readyState !== WebSocket.OPEN || !this.#ready) return false;
+    if (buffer.byteLength === 0 || buffer.byteLength % 2 !== 0) return false;
+    if (ws.bufferedAmount > AUDIO_BACKLOG_BYTES) return false;
+    ws.send(buffer);
+    return true;
+  }
+
   #open() {
     this.#abandon();
     this.#clearTimers();
@@ -142,6 +163,7 @@ export class Connection {
       return;
     }
     this.#ws = ws;
+    ws.binaryType = "arraybuffer";
     ws.onopen = () => {
       if (ws !== this.#ws) return;
       this.#lastFrameAt = Date.now();
@@ -158,7 +180,10 @@ export class Connection {
   #receive(ws, ev) {
     if (ws !== this.#ws) return;
     this.#lastFrameAt = Date.now();
-    if (typeof ev.data !== "string") return; // binary frames are voice audio: not built yet
+    if (typeof ev.data !== "string") {
+      if (this.#ready && ev.data instanceof ArrayBuffer) this.#onAudio(ev.data);
+      return;
+    }
     let msg;
     try {
       msg = JSON.parse(ev.data);

@@ -175,6 +175,24 @@ export class TurnView {
     });
   }
 
+  /** Shows the answer assembled so far (transcripts.js): `final` when it
+   * is the turn's full final answer. */
+  showAnswer(text, final) {
+    if (final) {
+      this.setAnswer(text);
+      return;
+    }
+    this.#follow(() => {
+      this.#answerNode().textContent = text;
+      this.#answer.classList.toggle("streaming", !this.finished);
+    });
+  }
+
+  /** Marks the turn as spoken (its texts are transcriptions). */
+  markSpoken() {
+    this.node.classList.add("spoken");
+  }
+
   toolCall(id, name, args) {
     this.#follow(() => this.#timeline().call(id, name, args));
   }

@@ -1,0 +1,490 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// voice is a connection's realtime side while its session is in voice
+// mode: the upstream Live session, the current voice turn, and the state
+// that lets the upstream be replaced without the browser noticing.
+//
+// Goroutines: the pump (run) is the only reader of upstream events; tool
+// calls run in goroutines of their own (toolWG); the adapter has its own
+// single sender. The reader goroutine of the connection forwards the
+// microphone through micAudio.
+type voice struct {
+	c      *conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has returned
+	toolWG sync.WaitGroup
+	once   sync.Once // teardown
+
+	mu        sync.Mutex
+	up        transport.LiveSession
+	handle    string // newest resumable handle
+	turn      int    // current turn number, 0 between turns
+	ot        *orchestrator.Turn
+	inText    strings.Builder // this turn's input transcript (and typed text)
+	outText   strings.Builder // this turn's output transcript
+	failed    bool            // the turn was cut by an upstream failure
+	interrupt bool            // the turn was interrupted by the user
+	// Per-turn intents, enforced by the gateway.
+	suppressAudio, suppressTranscript bool
+	// Ending: the current answer drains, barge-in is locked out, then the
+	// upstream closes and the session returns to text.
+	ending    bool
+	endReason string
+	// Swapping: the upstream is being replaced; microphone audio is kept
+	// (bounded) until the new one is up.
+	swapping  bool
+	wantSwap  bool // goAway seen: swap at the next resumable handle
+	buffered  [][]byte
+	bufBytes  int
+	closed    bool
+	dropped   int // microphone bytes dropped (backpressure or buffer full)
+	terminal  string
+	lastAudio time.Time
+}
+
+// micBufferMax bounds the microphone audio kept while the upstream is
+// replaced: 10 s of 16 kHz PCM16.
+const micBufferMax = 10 * 16000 * 2
+
+// startVoice opens the upstream and moves the session to voice. handle
+// resumes an earlier upstream session; when that fails the gateway opens a
+// new one seeded with the history.
+func (c *conn) startVoice(reason, handle string) bool {
+	if c.m.Live == nil {
+		c.send(protocol.NewError(protocol.CodeUnsupported, "voice is not configured on this gateway", false, 0))
+		return false
+	}
+	c.mu.Lock()
+	if c.voice != nil {
+		c.mu.Unlock()
+		return true
+	}
+	c.mu.Unlock()
+	up, err := c.connectLive(handle)
+	if err != nil && handle != "" {
+		c.log.Warn("voice: could not resume the upstream session; starting a new one", "err", err)
+		up, err = c.connectLive("")
+		handle = ""
+	}
+	if err != nil {
+		c.log.Error("voice: upstream unavailable", "err", err)
+		c.m.Metrics.UpstreamEvents.WithLabelValues("live", "error", closeCode(err)).Inc()
+		c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
+			"voice is unavailable right now; the conversation stays in text", true, 0))
+		return false
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	v := &voice{c: c, ctx: ctx, cancel: cancel, done: make(chan struct{}), up: up, handle: handle}
+	c.mu.Lock()
+	old := c.rec.Mode
+	c.voice = v
+	c.rec.Mode = protocol.ModeVoice
+	c.mu.Unlock()
+	c.m.Metrics.SessionsActive.WithLabelValues(old).Dec()
+	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeVoice).Inc()
+	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: protocol.ModeVoice, Reason: reason})
+	c.log.Info("voice started", "reason", reason, "resumed_upstream", handle != "")
+	c.persist()
+	c.voiceWG.Add(1)
+	go func() {
+		defer c.voiceWG.Done()
+		v.run()
+	}()
+	return true
+}
+
+func (c *conn) connectLive(handle string) (transport.LiveSession, error) {
+	c.mu.Lock()
+	hist := append([]transport.Entry(nil), c.history...)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.LiveConnectTimeout)
+	defer cancel()
+	up, err := c.m.Live.Connect(ctx, transport.LiveConfig{System: c.m.voiceSystem, Tools: c.m.voiceDecls,
+		History: hist, ResumeHandle: handle})
+	event := "connect"
+	if handle != "" {
+		event = "resume"
+	}
+	if err == nil {
+		c.m.Metrics.UpstreamEvents.WithLabelValues("live", event, "none").Inc()
+	}
+	return up, err
+}
+
+// stopVoice ends voice at once (the connection is going away) and waits
+// for its goroutines.
+func (c *conn) stopVoice() {
+	c.mu.Lock()
+	v := c.voice
+	c.mu.Unlock()
+	if v != nil {
+		v.shutdown()
+	}
+	c.voiceWG.Wait()
+}
+
+func (c *conn) voiceSession() *voice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.voice
+}
+
+// run reads upstream events until the voice side ends, replacing the
+// upstream when it goes away.
+func (v *voice) run() {
+	defer close(v.done)
+	for {
+		up := v.upstream()
+		swap := v.pump(up)
+		if v.ctx.Err() != nil || v.isClosed() {
+			return
+		}
+		var why error
+		if swap {
+			why = nil // goAway: a planned replacement
+		} else {
+			why = up.Err()
+			if why == nil {
+				why = errors.New("upstream ended")
+			}
+			v.c.m.Metrics.UpstreamEvents.WithLabelValues("live", "close", closeCode(why)).Inc()
+			v.c.log.Warn("voice: upstream closed unexpectedly", "err", why)
+			v.failTurn(why)
+		}
+		if !v.replace() {
+			v.lost(why)
+			return
+		}
+	}
+}
+
+// pump handles one upstream's events; it returns true when it stopped to
+// replace the upstream after a goAway.
+func (v *voice) pump(up transport.LiveSession) bool {
+	for ev := range up.Events() {
+		if v.onEvent(ev) {
+			return true
+		}
+	}
+	return false
+}
+
+// onEvent acts on one event; it reports true when the upstream should be
+// replaced now.
+func (v *voice) onEvent(ev transport.LiveEvent) bool {
+	c := v.c
+	switch ev.Kind {
+	case transport.LiveAudio:
+		turn := v.ensureTurn()
+		v.mu.Lock()
+		suppress := v.suppressAudio
+		v.lastAudio = time.Now()
+		v.mu.Unlock()
+		if !suppress && len(ev.Audio) > 0 && !c.q.pushAudio(ev.Audio) {
+			c.tooSlow()
+		}
+		_ = turn
+	case transport.LiveInputTranscript:
+		turn := v.ensureTurn()
+		v.mu.Lock()
+		v.inText.WriteString(ev.Text)
+		v.mu.Unlock()
+		c.send(protocol.NewTurnText(protocol.TypeTranscriptIn, turn, ev.Text))
+	case transport.LiveOutputTranscript, transport.LiveText:
+		turn := v.ensureTurn()
+		v.mu.Lock()
+		v.outText.WriteString(ev.Text)
+		suppress := v.suppressTranscript
+		v.mu.Unlock()
+		if !suppress {
+			c.send(protocol.NewTurnText(protocol.TypeTranscriptOut, turn, ev.Text))
+		}
+	case transport.LiveInterrupted:
+		v.interrupted()
+	case transport.LiveTurnComplete:
+		v.endTurn()
+	case transport.LiveToolCall:
+		v.toolCalls(ev.Calls)
+	case transport.LiveToolCancel:
+		v.mu.Lock()
+		ot := v.ot
+		v.mu.Unlock()
+		if ot != nil {
+			ot.Cancel(ev.IDs...)
+		}
+		c.log.Info("voice: upstream cancelled tool calls", "calls", ev.IDs)
+	case transport.LiveGoAway:
+		c.m.Metrics.UpstreamEvents.WithLabelValues("live", "goaway", "none").Inc()
+		c.log.Info("voice: upstream going away; will resume on a new connection", "time_left", ev.TimeLeft)
+		v.mu.Lock()
+		v.wantSwap = true
+		ready := v.handle != "" && v.turn == 0
+		v.mu.Unlock()
+		return ready
+	case transport.LiveResumption:
+		v.mu.Lock()
+		if ev.Resumable && ev.Handle != "" {
+			v.handle = ev.Handle
+		}
+		ready := v.wantSwap && ev.Resumable && v.handle != "" && v.turn == 0
+		v.mu.Unlock()
+		return ready
+	case transport.LiveGenerationComplete:
+	}
+	return false
+}
+
+// ensureTurn starts a voice turn at its first event.
+func (v *voice) ensureTurn() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.turn != 0 {
+		return v.turn
+	}
+	c := v.c
+	c.mu.Lock()
+	c.rec.Turn++
+	c.turns++
+	v.turn = c.rec.Turn
+	note := c.rec.PendingMessage
+	c.rec.PendingMessage = ""
+	c.mu.Unlock()
+	v.ot = c.m.Orchestrator.NewTurn(orchestrator.Session{ID: c.rec.ID, UserID: c.user, Mode: protocol.ModeVoice}, v.turn, c.loops)
+	v.inText.Reset()
+	v.outText.Reset()
+	v.failed, v.interrupt, v.suppressAudio, v.suppressTranscript, v.terminal = false, false, false, false, ""
+	c.send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: v.turn})
+	if note != "" {
+		// SET_PENDING_MESSAGE: the model gets it with this turn.
+		_ = v.up.SendContext(note)
+	}
+	return v.turn
+}
+
+// interrupted handles a barge-in: queued audio towards the browser is
+// dropped, the browser flushes its playback, and the turn's tool calls are
+// cancelled. While the session is ending, barge-in is locked out.
+func (v *voice) interrupted() {
+	v.mu.Lock()
+	if v.ending || v.turn == 0 {
+		v.mu.Unlock()
+		return
+	}
+	v.interrupt = true
+	turn, ot := v.turn, v.ot
+	v.mu.Unlock()
+	v.c.q.dropAudio()
+	v.c.send(protocol.Interrupted{Type: protocol.TypeAudioInterrupted, Turn: turn})
+	ot.CancelAll()
+	v.c.log.Info("voice: barge-in", "turn", turn)
+}
+
+// endTurn closes the current voice turn at the upstream's turnComplete:
+// the transcripts join the history, and turn.done goes out.
+func (v *voice) endTurn() {
+	v.mu.Lock()
+	if v.turn == 0 {
+		v.mu.Unlock()
+		return
+	}
+	turn, ot := v.turn, v.ot
+	in, out := strings.TrimSpace(v.inText.String()), strings.TrimSpace(v.outText.String())
+	reason := protocol.ReasonEndTurn
+	switch {
+	case v.interrupt:
+		reason = protocol.ReasonInterrupted
+	case v.terminal != "":
+		reason = v.terminal
+	}
+	v.turn, v.ot = 0, nil
+	ending := v.ending
+	v.mu.Unlock()
+
+	ot.CancelAll()
+	var entries []transport.Entry
+	if in != "" {
+		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: in})
+	}
+	if out != "" {
+		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out})
+	}
+	v.c.commitVoice(entries, v.currentHandle())
+	v.c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason})
+	v.c.m.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason).Inc()
+	v.c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(ot.Calls()))
+	v.c.log.Info("voice turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls())
+	if ending {
+		go v.finishEnding()
+	}
+}
+
+// failTurn ends a turn cut by an upstream failure, with an honest error.
+func (v *voice) failTurn(why error) {
+	v.mu.Lock()
+	turn := v.turn
+	v.mu.Unlock()
+	msg := "the voice connection to the model was lost"
+	var ce *transport.CloseError
+	if errors.As(why, &ce) {
+		msg += " (" + strconv.Itoa(ce.Code) + " " + ce.Reason + ")"
+	}
+	v.c.send(protocol.NewError(protocol.CodeUpstreamClosed, protocol.CloseReason(msg)+"; reconnecting", true, turn))
+	if turn != 0 {
+		v.mu.Lock()
+		v.failed = true
+		v.interrupt = false
+		v.mu.Unlock()
+		v.mu.Lock()
+		ot := v.ot
+		v.turn, v.ot = 0, nil
+		v.mu.Unlock()
+		ot.CancelAll()
+		v.c.q.dropAudio()
+		v.c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: protocol.ReasonError})
+		v.c.m.Metrics.Turns.WithLabelValues(protocol.ModeVoice, protocol.ReasonError).Inc()
+	}
+}
+
+// replace swaps the upstream for a resumed one (or a new one seeded with
+// the history when there is no resumable handle): the old socket is closed
+// first, microphone audio meanwhile is buffered, and the browser notices
+// nothing.
+func (v *voice) replace() bool {
+	v.mu.Lock()
+	v.swapping, v.wantSwap = true, false
+	old, handle := v.up, v.handle
+	v.mu.Unlock()
+	_ = old.Close()
+	delay := 100 * time.Millisecond
+	for attempt := 0; attempt < 3; attempt++ {
+		if v.ctx.Err() != nil {
+			return false
+		}
+		up, err := v.c.connectLive(handle)
+		if err != nil && handle != "" {
+			v.c.log.Warn("voice: resume failed; opening a new upstream with the history", "err", err)
+			handle = ""
+			up, err = v.c.connectLive("")
+		}
+		if err == nil {
+			v.mu.Lock()
+			v.up, v.swapping = up, false
+			if handle == "" {
+				v.handle = ""
+			}
+			buf := v.buffered
+			v.buffered, v.bufBytes = nil, 0
+			closed := v.closed
+			v.mu.Unlock()
+			if closed {
+				_ = up.Close()
+				return false
+			}
+			for _, b := range buf {
+				v.forward(up, b)
+			}
+			v.c.log.Info("voice: upstream replaced", "resumed", handle != "", "buffered_bytes", len(buf))
+			return true
+		}
+		v.c.log.Warn("voice: upstream reconnect failed", "attempt", attempt+1, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-v.ctx.Done():
+			return false
+		}
+		delay *= 2
+	}
+	return false
+}
+
+// lost gives up on the upstream: the browser is told, and closed with 4102
+// so that it reconnects and resumes (the gateway then opens a new upstream).
+func (v *voice) lost(why error) {
+	v.c.log.Error("voice: upstream lost", "err", why)
+	v.c.m.Metrics.UpstreamEvents.WithLabelValues("live", "error", closeCode(why)).Inc()
+	v.c.send(protocol.NewError(protocol.CodeUpstreamLost, "the voice connection to the model could not be restored", true, 0))
+	v.c.close(protocol.CloseUpstreamLost, "upstream lost: reconnect and resume", "upstream_lost")
+}
+
+// micAudio forwards browser audio upstream, buffers it while the upstream
+// is replaced, and drops it while the session ends (barge-in lockout).
+func (v *voice) micAudio(pcm []byte) {
+	v.mu.Lock()
+	switch {
+	case v.ending || v.closed:
+		v.mu.Unlock()
+		return
+	case v.swapping:
+		for v.bufBytes+len(pcm) > micBufferMax && len(v.buffered) > 0 {
+			v.bufBytes -= len(v.buffered[0])
+			v.dropped += len(v.buffered[0])
+			v.buffered = v.buffered[1:]
+		}
+		v.buffered = append(v.buffered, pcm)
+		v.bufBytes += len(pcm)
+		v.mu.Unlock()
+		return
+	}
+	up := v.up
+	v.mu.Unlock()
+	v.forward(up, pcm)
+}
+
+func (v *voice) forward(up transport.LiveSession, pcm []byte) {
+	if err := up.SendAudio(pcm); err != nil {
+		v.mu.Lock()
+		v.dropped += len(pcm)
+		n := v.dropped
+		v.mu.Unlock()
+		if n == len(pcm) || n%(1<<20) < len(pcm) {
+			v.c.log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes_total", n)
+		}
+	}
+}
+
+func (v *voice) upstream() transport.LiveSession {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.up
+}
+
+func (v *voice) currentHandle() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.handle
+}
+
+func (v *voice) isClosed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.closed
+}
+
+// shutdown closes the upstream and waits for the voice goroutines.
+func (v *voice) shutdown() {
+	v.teardown()
+	<-v.done
+	v.toolWG.Wait()
+}
+
+func closeCode(err error) string {
+	var ce *transport.CloseError
+	if errors.As(err, &ce) {
+		return strconv.Itoa(ce.Code)
+	}
+	return "none"
+}

@@ -1,0 +1,88 @@
+package geminilive_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
+)
+
+func TestEveryServerMessageBecomesItsEvent(t *testing.T) {
+	f := startFake(t)
+	s := connect(t, newModel(t, f.addr, geminilive.Options{}), transport.LiveConfig{})
+	fs := f.session(t)
+	fs.SetState("conversation so far")
+
+	pcm := []byte{0x01, 0x00, 0xff, 0x7f, 0x00, 0x80, 0x10, 0x20}
+	var handle string
+	steps := []struct {
+		emit func() error
+		want transport.LiveEvent // Handle is checked separately
+	}{
+		{func() error { return fs.SendInputTranscript(" What's the weather") },
+			transport.LiveEvent{Kind: transport.LiveInputTranscript, Text: " What's the weather"}},
+		{func() error { return fs.SendAudio(pcm) },
+			transport.LiveEvent{Kind: transport.LiveAudio, Audio: pcm}},
+		{func() error { return fs.SendOutputTranscript("It is sunny") },
+			transport.LiveEvent{Kind: transport.LiveOutputTranscript, Text: "It is sunny"}},
+		{func() error { return fs.SendText("Hello!") },
+			transport.LiveEvent{Kind: transport.LiveText, Text: "Hello!"}},
+		{func() error { return fs.SendGenerationComplete() },
+			transport.LiveEvent{Kind: transport.LiveGenerationComplete}},
+		{func() error { return fs.SendTurnComplete(nil) },
+			transport.LiveEvent{Kind: transport.LiveTurnComplete}},
+		{func() error { return fs.SendInterrupted() },
+			transport.LiveEvent{Kind: transport.LiveInterrupted}},
+		{func() error {
+			_, err := fs.SendToolCall(
+				fakegemini.Call{ID: "fc-1", Name: "kb_search", Args: map[string]any{"query": "refunds"}},
+				fakegemini.Call{ID: "fc-2", Name: "kb_get", Args: map[string]any{"id": "doc-7"}})
+			return err
+		}, transport.LiveEvent{Kind: transport.LiveToolCall, Calls: []transport.FunctionCall{
+			{ID: "fc-1", Name: "kb_search", Args: map[string]any{"query": "refunds"}},
+			{ID: "fc-2", Name: "kb_get", Args: map[string]any{"id": "doc-7"}}}}},
+		{func() error { return fs.SendToolCallCancellation("fc-1", "fc-2") },
+			transport.LiveEvent{Kind: transport.LiveToolCancel, IDs: []string{"fc-1", "fc-2"}}},
+		{func() error { return fs.SendGoAway(50 * time.Second) },
+			transport.LiveEvent{Kind: transport.LiveGoAway, TimeLeft: 50 * time.Second}},
+		{func() error {
+			// Thought parts and usage-only messages say nothing to the
+			// user: the next event must be the resumption update.
+			if err := fs.Send(map[string]any{"serverContent": map[string]any{"modelTurn": map[string]any{
+				"role": "model", "parts": []any{map[string]any{"text": "**Planning**", "thought": true}}}}}); err != nil {
+				return err
+			}
+			if err := fs.Send(map[string]any{"usageMetadata": map[string]any{"totalTokenCount": 5}}); err != nil {
+				return err
+			}
+			var err error
+			handle, err = fs.SendResumptionUpdate(true)
+			return err
+		}, transport.LiveEvent{Kind: transport.LiveResumption, Resumable: true}},
+		{func() error { _, err := fs.SendResumptionUpdate(false); return err },
+			transport.LiveEvent{Kind: transport.LiveResumption, Resumable: false}},
+	}
+	for _, st := range steps {
+		must(t, st.emit())
+	}
+	for i, st := range steps {
+		got := nextEvent(t, s)
+		if st.want.Kind == transport.LiveResumption && st.want.Resumable {
+			if got.Handle != handle || handle == "" {
+				t.Errorf("event %d handle = %q, want the fake's %q", i, got.Handle, handle)
+			}
+			got.Handle = ""
+		}
+		if !reflect.DeepEqual(got, st.want) {
+			t.Errorf("event %d = %+v, want %+v", i, got, st.want)
+		}
+	}
+	select {
+	case ev := <-s.Events():
+		t.Errorf("unexpected extra event %+v", ev)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

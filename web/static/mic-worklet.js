@@ -1,0 +1,41 @@
+// The microphone's AudioWorklet processor (loaded by voice.js with
+// audioWorklet.addModule, so it is a module under the page's script-src
+// 'self'): downmixes each render quantum to mono, converts it from the
+// context's rate to 16 kHz (audio.js: low-pass FIR, then decimation or
+// interpolation), and posts PCM16 little-endian frames of exactly 40 ms
+// (1280 bytes) to the page, which sends them to the gateway.
+//
+// Messages from the page: "stop" — post the unfinished last frame as
+// {tail} (null when empty) and produce nothing more.
+// Messages to the page: {frame: ArrayBuffer}, {tail: ArrayBuffer|null}.
+
+import { Downsampler, FRAME_SAMPLES, FrameAssembler, MIC_RATE, downmix } from "./audio.js";
+
+class MicProcessor extends AudioWorkletProcessor {
+  #down = new Downsampler(sampleRate, MIC_RATE);
+  #frames = new FrameAssembler(FRAME_SAMPLES);
+  #stopped = false;
+
+  constructor() {
+    super();
+    this.port.onmessage = (ev) => {
+      if (ev.data !== "stop" || this.#stopped) return;
+      this.#stopped = true;
+      const tail = this.#frames.flush();
+      this.port.postMessage({ tail }, tail === null ? [] : [tail]);
+    };
+  }
+
+  process(inputs) {
+    if (this.#stopped) return false;
+    const channels = inputs[0];
+    if (channels !== undefined && channels.length > 0) {
+      for (const frame of this.#frames.push(this.#down.process(downmix(channels)))) {
+        this.port.postMessage({ frame }, [frame]);
+      }
+    }
+    return true;
+  }
+}
+
+registerProcessor("turnstile-mic", MicProcessor);
