@@ -42,3 +42,36 @@ func BenchmarkExecuteWithArgs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPipelineOverhead measures one call through NewTurn and Handle
+// (every admission step, the handler goroutine, shaping, metrics and the
+// ledger) around a handler that does nothing: without stores, and with the
+// RedisStore ledger on an in-process miniredis, which adds the one
+// bookkeeping round trip per call (TestBookkeepingIsOneRedisRoundTripPerCall).
+func BenchmarkPipelineOverhead(b *testing.B) {
+	f := newFixture(b)
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	r := newRedisStores(b)
+	for _, bc := range []struct {
+		name string
+		deps orchestrator.Deps
+	}{
+		{"no_stores", orchestrator.Deps{}},
+		{"redis_ledger", orchestrator.Deps{Ledger: r.store}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			d := bc.deps
+			d.Registry, d.Metrics, d.Log = f.tools, f.m, log
+			o := orchestrator.NewWith(orchestrator.Config{}, d)
+			s := orchestrator.Session{ID: "bench", UserID: "u1", Mode: tools.ModeText}
+			calls := []orchestrator.Call{{ID: "c1", Name: "noop"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				tr := o.NewTurn(s, 1, nil)
+				if res := tr.Handle(b.Context(), calls, nil); !res[0].Outcome.Envelope.OK || !tr.Answer("c1") {
+					b.Fatalf("outcome %+v", res[0].Outcome.Envelope)
+				}
+			}
+		})
+	}
+}

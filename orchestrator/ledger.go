@@ -117,12 +117,15 @@ func (l *ledger) start(id string, cancel context.CancelFunc) bool {
 func (l *ledger) cancel(id string) bool {
 	l.mu.Lock()
 	e, ok := l.calls[id]
-	if !ok || !l.moveLocked(id, StateCancelled) {
+	if !ok {
 		l.mu.Unlock()
 		return false
 	}
-	cancel := e.cancel
-	e.cancel = nil
+	cancel := e.cancel // moveLocked clears it
+	if !l.moveLocked(id, StateCancelled) {
+		l.mu.Unlock()
+		return false
+	}
 	l.mu.Unlock()
 	if cancel != nil {
 		cancel()

@@ -147,8 +147,9 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	if !tool.AllowedIn(t.s.Mode) {
 		return refuse(a, tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", tool.Name, t.s.Mode), false)
 	}
-	// 3. per-turn gates, counted in arrival order
-	if gate, ok := t.takeBudget(tool); !ok {
+	// 3. per-turn gates, counted in arrival order. Tools that end the turn
+	// are exempt: a model out of budget must still be able to finish.
+	if gate, ok := t.takeBudget(tool, a.terminal || tool.Name == "end_voice_session"); !ok {
 		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
 		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate), false)
 	}
@@ -191,9 +192,12 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	return a
 }
 
-func (t *Turn) takeBudget(tool *tools.Tool) (string, bool) {
+func (t *Turn) takeBudget(tool *tools.Tool, exempt bool) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if exempt {
+		return "", true
+	}
 	retrieval := tool.Category == tools.CategoryRetrieval
 	switch {
 	case t.total >= t.budget.MaxCalls:
@@ -339,7 +343,8 @@ func (t *Turn) cancelled(ctx context.Context, c Call, a admission, d time.Durati
 // and reports the call to the session.
 func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
 	if env.OK {
-		data, truncated := Shape(env.Data, t.o.cfg.MaxResultBytes)
+		// The budget holds for the whole response, {"output": …} included.
+		data, truncated := Shape(env.Data, t.o.cfg.MaxResultBytes-len(`{"output":}`))
 		if t.s.Mode == "voice" {
 			data = PlainText(data)
 		}

@@ -374,14 +374,32 @@ func (c *conn) writer() {
 				c.cancel()
 				return
 			}
-			// Close waits for the browser's close frame, which the reader
-			// receives; the connection ends either way.
-			_ = c.ws.Close(c.closeCode, c.closeReason)
+			c.closeBounded()
 			c.cancel()
 			return
 		case <-c.ctx.Done():
 			return
 		}
+	}
+}
+
+// closeBounded sends the close frame and waits for the browser's answer
+// (which the reader receives), but no longer than the write timeout: a
+// client too slow to read its socket cannot even take the close frame.
+// (CloseNow cannot interrupt a Close in progress.)
+func (c *conn) closeBounded() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.ws.Close(c.closeCode, c.closeReason)
+	}()
+	select {
+	case <-done:
+	case <-time.After(c.m.cfg.WriteTimeout):
+		// Cancelling the reader's context makes the library drop the TCP
+		// connection, which ends the stuck close handshake.
+		c.cancel()
+		<-done
 	}
 }
 

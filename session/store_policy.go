@@ -33,7 +33,20 @@ const confirmGrace = 10 * time.Minute
 //go:embed redis_confirm.lua
 var confirmLua string
 
-var confirmScript = redis.NewScript(confirmLua)
+//go:embed redis_resolve.lua
+var resolveLua string
+
+var (
+	confirmScript = redis.NewScript(confirmLua)
+	resolveScript = redis.NewScript(resolveLua)
+)
+
+// pendingConfirmation is a stored confirmation; the expiry in milliseconds
+// lets the resolve script compare it without parsing dates.
+type pendingConfirmation struct {
+	orchestrator.Confirmation
+	ExpiresAtMs int64 `json:"expiresAtMs"`
+}
 
 func ledgerKey(id string) string   { return "turnstile:{" + id + "}:ledger" }
 func confirmsKey(id string) string { return "turnstile:{" + id + "}:confirms" }
@@ -99,7 +112,7 @@ func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrat
 func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, error) {
 	var approved bool
 	err := s.call(ctx, "confirm", func(ctx context.Context) error {
-		b, err := json.Marshal(c)
+		b, err := json.Marshal(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
 		}
@@ -116,36 +129,32 @@ func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confir
 	return approved, err
 }
 
-// Resolve implements orchestrator.ConfirmStore. The pending confirmation is
-// taken with GETDEL, so that an answer is used once even when two arrive
-// at the same time; an approval key for the exact call is then stored.
+// Resolve implements orchestrator.ConfirmStore in one round trip: a Lua
+// script checks that the confirmation is this user's before it takes it
+// (so nobody else can consume or destroy it), deletes it so that an answer
+// is used once even when two arrive together, and stores the approval for
+// exactly this tool and argument digest.
 func (s *RedisStore) Resolve(ctx context.Context, sessionID, userID, token string, approve bool, ttl time.Duration) (orchestrator.Confirmation, error) {
 	var c orchestrator.Confirmation
 	err := s.call(ctx, "confirm", func(ctx context.Context) error {
-		raw, err := s.c.GetDel(ctx, confirmKey(sessionID, token)).Result()
-		if errors.Is(err, redis.Nil) {
-			return orchestrator.ErrConfirmUnknown
+		flag := "0"
+		if approve {
+			flag = "1"
 		}
+		res, err := resolveScript.Run(ctx, s.c, []string{confirmKey(sessionID, token), confirmsKey(sessionID)},
+			userID, token, flag, time.Now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").StringSlice()
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
 		}
-		if err := json.Unmarshal([]byte(raw), &c); err != nil {
-			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
-		}
-		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.SRem(ctx, confirmsKey(sessionID), token)
-			if approve && c.UserID == userID && time.Now().Before(c.ExpiresAt) {
-				p.Set(ctx, approvalKey(sessionID, c.Tool, c.ArgsDigest), userID, ttl)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
-		}
-		switch {
-		case c.UserID != userID || c.SessionID != sessionID:
+		if len(res) != 2 || res[0] == "unknown" {
 			return orchestrator.ErrConfirmUnknown
-		case !time.Now().Before(c.ExpiresAt):
+		}
+		var p pendingConfirmation
+		if err := json.Unmarshal([]byte(res[1]), &p); err != nil {
+			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
+		}
+		c = p.Confirmation
+		if res[0] == "expired" {
 			return orchestrator.ErrConfirmExpired
 		}
 		return nil
@@ -176,9 +185,9 @@ func (s *RedisStore) Pending(ctx context.Context, sessionID string) ([]orchestra
 			if !ok {
 				continue
 			}
-			var c orchestrator.Confirmation
-			if json.Unmarshal([]byte(str), &c) == nil && now.Before(c.ExpiresAt) {
-				out = append(out, c)
+			var p pendingConfirmation
+			if json.Unmarshal([]byte(str), &p) == nil && now.Before(p.ExpiresAt) {
+				out = append(out, p.Confirmation)
 			}
 		}
 		return nil

@@ -92,27 +92,32 @@ func messageTypes(t *testing.T, doc, heading string) []string {
 }
 
 var (
-	sendCall    = regexp.MustCompile(`\.send\(`)
+	sendCall    = regexp.MustCompile(`\.send\(([^)]*)`)
 	sendLiteral = regexp.MustCompile(`\.send\(\s*"([^"]+)"`)
 	typeSwitch  = regexp.MustCompile(`switch\s*\(\s*msg\.type\s*\)\s*\{`)
 	caseLabel   = regexp.MustCompile(`case\s+"([^"]+)"\s*:`)
 )
 
+// rawSends are the only socket writes allowed without a message type
+// literal: Connection.send's JSON write and Connection.sendAudio's binary
+// write. Any other would send something this test cannot see.
+var rawSends = []string{"JSON.stringify({ ...fields, type }", "buffer"}
+
 func sentTypes(t *testing.T) []string {
 	t.Helper()
-	var sent []string
-	raw := 0
+	var sent, raw []string
 	for _, js := range jsFiles(t) {
-		raw += len(sendCall.FindAllString(js.body, -1))
+		for _, m := range sendCall.FindAllStringSubmatch(js.body, -1) {
+			if !strings.HasPrefix(strings.TrimSpace(m[1]), `"`) {
+				raw = append(raw, m[1])
+			}
+		}
 		for _, m := range sendLiteral.FindAllStringSubmatch(js.body, -1) {
 			sent = append(sent, m[1])
-			raw--
 		}
 	}
-	// The one call without a literal is the socket write inside
-	// Connection.send; any other would send a type this test cannot see.
-	if raw != 1 {
-		t.Errorf("found %d .send( calls whose first argument is not a message type literal, want 1 (Connection.send's socket write)", raw)
+	if !slices.Equal(raw, rawSends) {
+		t.Errorf(".send( calls whose first argument is not a message type literal: %q, want exactly %q", raw, rawSends)
 	}
 	return sent
 }
@@ -150,9 +155,42 @@ func TestClientSendsOnlyDocumentedMessages(t *testing.T) {
 			t.Errorf("the page sends %q, which docs/protocol.md does not list as a client message (%v)", typ, documented)
 		}
 	}
-	for _, typ := range []string{"session.start", "text", "turn.cancel", "confirm", "ping"} {
+	for _, typ := range []string{"session.start", "text", "turn.cancel", "confirm", "ping", "voice.start", "voice.stop", "audio.end"} {
 		if !slices.Contains(sent, typ) {
 			t.Errorf("the page never sends %q", typ)
+		}
+	}
+}
+
+// binaryRow returns the "(binary)" row of a section's table.
+func binaryRow(t *testing.T, doc, heading string) string {
+	t.Helper()
+	for _, row := range tableRows(t, doc, heading) {
+		if row[0] == "(binary)" {
+			return strings.Join(row, " | ")
+		}
+	}
+	t.Fatalf("docs/protocol.md section %q has no (binary) row", heading)
+	return ""
+}
+
+func TestBinaryFramesAreAudioBothWaysAsDocumented(t *testing.T) {
+	doc := protocolDoc(t)
+	if row := binaryRow(t, doc, "## Client → server"); !strings.Contains(row, "PCM16 little-endian mono 16 kHz") {
+		t.Errorf("client binary row %q does not name the page's format (PCM16 LE mono 16 kHz)", row)
+	}
+	if row := binaryRow(t, doc, "## Server → client"); !strings.Contains(row, "PCM16 little-endian mono 24 kHz") {
+		t.Errorf("server binary row %q does not name the format the page plays (PCM16 LE mono 24 kHz)", row)
+	}
+	all := ""
+	for _, js := range jsFiles(t) {
+		all += js.body
+	}
+	// The page reads binary frames as ArrayBuffers and hands them to the
+	// speaker; sendAudio is the only binary write (see rawSends).
+	for _, want := range []string{`binaryType = "arraybuffer"`, "onAudio(ev.data)", "sendAudio(buffer)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the page's JavaScript has no %s", want)
 		}
 	}
 }

@@ -1,6 +1,14 @@
 // Package web serves the browser chat client: plain HTML, CSS and ES-module
 // JavaScript embedded in the binary, with no build step and no third-party
-// code. The client speaks browser protocol v1 (docs/protocol.md).
+// code. The client speaks browser protocol v1 (docs/protocol.md), in text
+// and in voice (microphone and speaker through AudioWorklets, which load as
+// modules under the same script-src 'self').
+//
+// For browser tests, the page exposes live counters as window.__turnstile
+// when its URL has ?debug=1 (frames and bytes sent, audio received and
+// played, transcripts, mode, microphone and playback states), and the mic
+// button (#mic), mode switch (#voice-mode) and speaking indicator
+// (#speaker) carry data-state attributes.
 package web
 
 import (

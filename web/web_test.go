@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,6 +96,15 @@ func TestFilesAreServedWithTheirContentTypes(t *testing.T) {
 		{"/timeline.js", "text/javascript; charset=utf-8"},
 		{"/confirm.js", "text/javascript; charset=utf-8"},
 		{"/dialog.js", "text/javascript; charset=utf-8"},
+		{"/audio.js", "text/javascript; charset=utf-8"},
+		{"/playback.js", "text/javascript; charset=utf-8"},
+		{"/transcripts.js", "text/javascript; charset=utf-8"},
+		{"/voicelink.js", "text/javascript; charset=utf-8"},
+		{"/voice.js", "text/javascript; charset=utf-8"},
+		{"/voiceui.js", "text/javascript; charset=utf-8"},
+		{"/mic-worklet.js", "text/javascript; charset=utf-8"},
+		{"/player-worklet.js", "text/javascript; charset=utf-8"},
+		{"/mic.svg", "image/svg+xml"},
 		{"/style.css", "text/css; charset=utf-8"},
 		{"/favicon.svg", "image/svg+xml"},
 	}
@@ -177,6 +187,9 @@ func TestEveryShippedFileIsServed(t *testing.T) {
 var (
 	attrRef   = regexp.MustCompile(`\s(?:src|href)="([^"]+)"`)
 	importRef = regexp.MustCompile(`(?m)^\s*import\b[^"']*["']([^"']+)["']`)
+	// Worklet modules: new URL("./mic-worklet.js", import.meta.url).
+	moduleURLRef = regexp.MustCompile(`new URL\(\s*"([^"]+)",\s*import\.meta\.url\s*\)`)
+	cssURLRef    = regexp.MustCompile(`url\(\s*["']?([^"')]+)["']?\s*\)`)
 )
 
 func TestEverythingThePageLoadsExists(t *testing.T) {
@@ -190,6 +203,17 @@ func TestEverythingThePageLoadsExists(t *testing.T) {
 				t.Errorf("%s imports %q: only relative imports of shipped files work offline", js.name, m[1])
 			}
 			refs = append(refs, m[1])
+		}
+		for _, m := range moduleURLRef.FindAllStringSubmatch(js.body, -1) {
+			refs = append(refs, m[1])
+		}
+	}
+	for _, m := range cssURLRef.FindAllStringSubmatch(staticFile(t, "style.css"), -1) {
+		refs = append(refs, m[1])
+	}
+	for _, want := range []string{"./mic-worklet.js", "./player-worklet.js", "mic.svg"} {
+		if !slices.Contains(refs, want) {
+			t.Errorf("found no reference to %s; the reference patterns no longer match the page", want)
 		}
 	}
 	if len(refs) < 4 {

@@ -20,6 +20,7 @@ import (
 	"github.com/turnstile-gw/turnstile/tools/builtin"
 	"github.com/turnstile-gw/turnstile/tools/kb"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
 	"github.com/turnstile-gw/turnstile/web"
 )
@@ -37,11 +38,17 @@ func (g *gateway) close() {
 	}
 }
 
-// assemble builds the gateway from its configuration. brain replaces the
-// offline demo model's brain (tests pass a programmable one); nil means the
-// demo brain. On error, whatever it had started is closed.
+// brains replace the offline demo model's brains; tests pass programmable
+// ones. Zero values mean the demo brains.
+type brains struct {
+	text fakegemini.Brain
+	live fakegemini.LiveBrain
+}
+
+// assemble builds the gateway from its configuration. On error, whatever it
+// had started is closed.
 func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *slog.Logger,
-	brain fakegemini.Brain) (gw *gateway, err error) {
+	b brains) (gw *gateway, err error) {
 	gw = &gateway{}
 	defer func() {
 		if err != nil {
@@ -78,7 +85,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
 
-	client, err := geminiClient(ctx, cfg, log, gw, brain)
+	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +108,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}, session.Deps{
 		Store: store,
 		Model: geminitext.New(client, cfg.TextModel),
+		Live:  geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{}),
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{
 			Text:         budget(cfg, "text", cfg.TextMaxRetrieval, cfg.TextMaxCalls),
 			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
@@ -149,33 +157,44 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 	return rdb, nil
 }
 
-// geminiClient builds the real genai client: against Google (or
-// GEMINI_BASE_URL) with a key, or against the in-process fake Gemini server
-// running the demo brain without one.
-func geminiClient(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, brain fakegemini.Brain) (*genai.Client, error) {
+// geminiClients builds the real genai clients, one for REST (text) and one
+// for Live (voice, which needs a ws:// or wss:// base URL): against Google
+// (or GEMINI_BASE_URL) with a key, or against the in-process fake Gemini
+// server running the demo brains without one.
+func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, b brains) (*genai.Client, *genai.Client, error) {
 	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
 	if cfg.Offline() {
-		if brain == nil {
+		if b.text == nil {
 			// A short pause between chunks so that answers visibly stream.
-			brain = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
+			b.text = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
 		}
-		fake := fakegemini.New(brain, log.With("component", "fakegemini"))
+		if b.live == nil {
+			b.live = fakegemini.NewLiveDemo()
+		}
+		fake := fakegemini.New(b.text, log.With("component", "fakegemini"))
+		fake.SetLiveBrain(b.live)
 		url, err := fake.Start("127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("start the offline demo model: %w", err)
+			return nil, nil, fmt.Errorf("start the offline demo model: %w", err)
 		}
 		gw.closers = append(gw.closers, func() { _ = fake.Close() })
 		key, base = "offline-demo", url
 		log.Warn("OFFLINE DEMO MODEL: no GEMINI_API_KEY, answers come from a rule-based fake Gemini server on "+
 			"loopback, not from Google; set GEMINI_API_KEY for the real model", "fake_url", url)
 	}
-	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+	rest, err := genai.NewClient(ctx, &genai.ClientConfig{
 		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: base},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gemini client: %w", err)
+		return nil, nil, fmt.Errorf("gemini client: %w", err)
 	}
-	return client, nil
+	live, err := genai.NewClient(ctx, &genai.ClientConfig{
+		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: fakegemini.LiveBaseURL(base)},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemini live client: %w", err)
+	}
+	return rest, live, nil
 }
 
 func orSample(dir string) string {

@@ -25,13 +25,21 @@ func TestBadInputGetsAnErrorAndTheSessionGoesOn(t *testing.T) {
 		{`{"type":"teleport"}`, "unknown_type"},
 		{`{"type":"text"}`, "bad_message"},
 		{`{"type":"text","text":"\u0007bell"}`, "bad_message"},
-		{`{"type":"voice.start"}`, "unsupported"},
 	} {
 		c.sendRaw([]byte(tc.raw))
 		ev := c.next()
 		if ev.typ() != "error" || ev.str("code") != tc.code || ev["retryable"] != false {
 			t.Fatalf("%s → %v, want error %s", tc.raw, ev, tc.code)
 		}
+	}
+	// Audio in a text session is refused, not forwarded anywhere.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.c.Write(ctx, websocket.MessageBinary, make([]byte, 640)); err != nil {
+		t.Fatal(err)
+	}
+	if ev := c.next(); ev.str("code") != "bad_message" {
+		t.Fatalf("audio in text mode → %v, want error bad_message", ev)
 	}
 	c.send(map[string]any{"type": "ping"})
 	if ev := c.next(); ev.typ() != "pong" {
@@ -162,9 +170,9 @@ func TestSlowBrowserIsDisconnectedAsTooSlow(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.SendQueueBytes = 64 << 10
 	cfg.WriteTimeout = 200 * time.Millisecond
-	// 8 MB of answer in 1 KB deltas: more than the socket buffers hold.
+	// 8 MB of answer in 10 KB deltas: more than the socket buffers hold.
 	long := strings.Repeat("lorem ipsum ", 700_000)
-	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply(long, 8000))))
+	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply(long, 800))))
 	c := g.dial("", nil)
 	c.start(nil)
 	c.send(map[string]any{"type": "text", "text": "tell me everything"}) // and never read again

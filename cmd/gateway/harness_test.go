@@ -56,12 +56,19 @@ func defaultTestConfig(t testing.TB) Config {
 
 func startGateway(t testing.TB, cfg Config, brain fakegemini.Brain) *testGateway {
 	t.Helper()
+	return startGatewayWith(t, cfg, brains{text: brain})
+}
+
+// startGatewayWith starts a gateway whose fake Gemini runs the given brains
+// (nil: the demo brains).
+func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	gw, err := assemble(context.Background(), cfg, reg, log, brain)
+	gw, err := assemble(context.Background(), cfg, reg, log, b)
 	if err != nil {
 		t.Fatalf("assemble: %v", err)
 	}

@@ -63,7 +63,7 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("starting turnstile gateway", "version", version, "commit", commit, "config", cfg)
 	reg := prometheus.NewRegistry()
-	gw, err := assemble(ctx, cfg, reg, log, nil)
+	gw, err := assemble(ctx, cfg, reg, log, brains{})
 	if err != nil {
 		return err
 	}

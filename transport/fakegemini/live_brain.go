@@ -12,7 +12,8 @@ import (
 // ServeLive is called once per connection, after setupComplete has been
 // sent, possibly for several connections at once. It reads the client's
 // messages from s.Events() and answers through s's emitters; ctx ends when
-// the client hangs up, the connection is closed, or the server shuts down.
+// the client hangs up, the connection is closed, or the server shuts down,
+// and ServeLive must then return (Server.Close waits for it).
 // When ServeLive returns the connection is closed: normally (1000) for a
 // nil error, with 1011 "Internal error occurred." otherwise (unless the
 // brain closed it already).

@@ -152,7 +152,9 @@ func TestLiveClientMessagesOfEveryKindReachTheBrain(t *testing.T) {
 		}, func(ev ClientEvent) bool { return ev.Kind == EventClientContent && !ev.TurnComplete }},
 		{"realtime text", func() error {
 			return c.sess.SendRealtimeInput(genai.LiveRealtimeInput{Text: "typed"})
-		}, func(ev ClientEvent) bool { return ev.Kind == EventText && ev.Text == "typed" && ev.UserText() == "typed" }},
+		}, func(ev ClientEvent) bool {
+			return ev.Kind == EventText && ev.Text == "typed" && ev.UserText() == "typed"
+		}},
 		{"activityStart", func() error {
 			return c.sess.SendRealtimeInput(genai.LiveRealtimeInput{ActivityStart: &genai.ActivityStart{}})
 		}, func(ev ClientEvent) bool { return ev.Kind == EventActivityStart }},

@@ -96,7 +96,9 @@ func TestLiveEmittersDecodeInTheSDK(t *testing.T) {
 		}},
 		{"raw message", func() error {
 			return s.Send(map[string]any{"serverContent": map[string]any{"waitingForInput": true}})
-		}, func(m *genai.LiveServerMessage) bool { return m.ServerContent != nil && m.ServerContent.WaitingForInput }},
+		}, func(m *genai.LiveServerMessage) bool {
+			return m.ServerContent != nil && m.ServerContent.WaitingForInput
+		}},
 	}
 	for _, tc := range cases {
 		if err := tc.emit(); err != nil {
@@ -133,5 +135,25 @@ func TestLiveEmittersFailOnceTheConnectionIsClosing(t *testing.T) {
 	}
 	if ce := c.closeError(t); ce.Code != 1000 {
 		t.Errorf("close code %d, want 1000", ce.Code)
+	}
+}
+
+func TestLiveCloseRefusesCodesThatCannotBeSent(t *testing.T) {
+	brain := NewLiveScript()
+	_, base := startLive(t, brain)
+	c := connectLive(t, base, nil)
+	c.skipSetupComplete(t)
+	s := takeSession(t, brain)
+	for _, code := range []int{0, 999, 1005, 1006, 1015, 2000, 5000} {
+		if err := s.Close(code, "x"); err == nil || err == ErrLiveClosed {
+			t.Errorf("Close(%d) = %v, want a refusal", code, err)
+		}
+	}
+	// The connection is still usable.
+	if err := s.SendText("still here"); err != nil {
+		t.Fatalf("send after refused closes: %v", err)
+	}
+	if m := c.next(t); m.ServerContent == nil || m.ServerContent.ModelTurn == nil {
+		t.Errorf("got %+v, want the text", m)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,8 +215,11 @@ func (s *LiveSession) Send(msg map[string]any) error {
 // Close(1011, "Internal error occurred."). Later emitter calls fail with
 // ErrLiveClosed; so does a second Close.
 func (s *LiveSession) Close(code int, reason string) error {
-	if len(reason) > 123 {
-		reason = reason[:123]
+	switch {
+	case !(code >= 1000 && code <= 1014 || code >= 3000 && code <= 4999), code == 1004, code == 1005, code == 1006:
+		return fmt.Errorf("live %s: close code %d cannot be sent in a close frame", s.ID, code)
+	case len(reason) > 123:
+		reason = strings.ToValidUTF8(reason[:123], "")
 	}
 	return s.enqueue(liveFrame{close: true, code: websocket.StatusCode(code), reason: reason})
 }

@@ -18,7 +18,7 @@ const (
 	vadThreshold   = 1000.0 // RMS on the int16 scale, about -30 dBFS
 	vadStartFrames = 10     // 100 ms of sound
 	vadEndFrames   = 60     // 600 ms of silence
-	vadTickFrames  = 100    // a "still speaking" tick every second
+	vadTickFrames  = 100    // a "still speaking" tick per second of speech, on a loud frame
 )
 
 type vadKind int
@@ -42,6 +42,7 @@ type energyDetector struct {
 	quietRun   int // quiet frames in a row
 	speaking   bool
 	spoken     int // frames since the speech started (its first loud frame)
+	nextTick   int // the value of spoken at which the next tick is due
 }
 
 func newEnergyDetector(rate int) *energyDetector {
@@ -74,16 +75,19 @@ func (d *energyDetector) frame(f []byte) (vadEvent, bool) {
 		if d.loudRun < vadStartFrames {
 			return vadEvent{}, false
 		}
-		d.speaking, d.spoken, d.quietRun = true, d.loudRun, 0
+		d.speaking, d.spoken, d.quietRun, d.nextTick = true, d.loudRun, 0, vadTickFrames
 		return vadEvent{Kind: vadStart}, true
 	}
 	d.spoken++
-	if loud {
-		d.quietRun = 0
-	} else if d.quietRun++; d.quietRun >= vadEndFrames {
-		return d.stop(), true
+	if !loud {
+		if d.quietRun++; d.quietRun >= vadEndFrames {
+			return d.stop(), true
+		}
+		return vadEvent{}, false
 	}
-	if d.spoken%vadTickFrames == 0 {
+	d.quietRun = 0
+	if d.spoken >= d.nextTick {
+		d.nextTick += vadTickFrames
 		return vadEvent{Kind: vadTick}, true
 	}
 	return vadEvent{}, false
@@ -100,7 +104,7 @@ func (d *energyDetector) flush() (vadEvent, bool) {
 
 func (d *energyDetector) stop() vadEvent {
 	ev := vadEvent{Kind: vadEnd, Speech: time.Duration(d.spoken-d.quietRun) * vadFrame}
-	d.speaking, d.loudRun, d.quietRun, d.spoken = false, 0, 0, 0
+	d.speaking, d.loudRun, d.quietRun, d.spoken, d.nextTick = false, 0, 0, 0, 0
 	return ev
 }
 

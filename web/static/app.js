@@ -32,6 +32,7 @@ const state = {
   wantNew: false, // the user asked for a new conversation
   resumeRefused: false, // the gateway refused to resume; a new session follows
   pendingText: null, // sent, not yet accepted by turn.start
+  voiceTyped: null, // typed in voice while no turn ran: shown with the next turn
   activeTurn: null, // the running turn's number
   lastTurn: 0, // the highest turn seen
   readyTurn: 0, // the turn counter at session.ready: older turns are settled
@@ -165,6 +166,7 @@ function onSessionReady(msg) {
   state.lastTurn = Math.max(state.lastTurn, Number.isInteger(msg.turn) ? msg.turn : 0);
   state.readyTurn = Number.isInteger(msg.turn) ? msg.turn : 0;
   state.pendingText = null;
+  state.voiceTyped = null;
   state.activeTurn = null;
   state.cancelRequested = false;
   approvals.sessionReady(msg);
@@ -188,6 +190,10 @@ function onTurnStart(msg) {
     const said = texts.user(msg.turn);
     if (said) view.setUser(said);
     state.pendingText = null;
+    if (state.voiceTyped !== null) {
+      addTyped(msg.turn, state.voiceTyped);
+      state.voiceTyped = null;
+    }
   }
   view.start();
   state.activeTurn = msg.turn;
@@ -321,7 +327,8 @@ function handleStatus(s) {
 }
 
 function render() {
-  const busy = state.pendingText !== null || state.activeTurn !== null;
+  // In voice a typed message may join the running turn.
+  const busy = state.pendingText !== null || (state.activeTurn !== null && voice.mode !== "voice");
   const blocked = blockBanner.active;
   sendButton.disabled = !state.connected || busy || blocked;
   stopButton.disabled = !state.connected || state.activeTurn === null || state.cancelRequested;
@@ -378,11 +385,28 @@ const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 
 function sendText(raw) {
   const text = raw.replace(CONTROL, "").trim();
-  if (!text || !state.connected || state.pendingText !== null || state.activeTurn !== null || blockBanner.active) return false;
+  if (!text || !state.connected || blockBanner.active) return false;
+  if (voice.mode === "voice") return sendVoiceText(text);
+  if (state.pendingText !== null || state.activeTurn !== null) return false;
   if (!conn.send("text", { text })) return false;
   state.pendingText = text;
   render();
   return true;
+}
+
+// In voice the gateway passes a typed message to the model as part of the
+// running turn's input (or starts a turn for it) and does not echo it, so
+// the page shows it itself.
+function sendVoiceText(text) {
+  if (!conn.send("text", { text })) return false;
+  if (state.activeTurn !== null) addTyped(state.activeTurn, text);
+  else state.voiceTyped = text;
+  return true;
+}
+
+function addTyped(turn, text) {
+  texts.input(turn, texts.user(turn) ? ` ${text}` : text);
+  transcript.turn(turn).setUser(texts.user(turn));
 }
 
 function giveBack(text) {

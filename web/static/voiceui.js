@@ -67,7 +67,7 @@ export class VoicePanel {
     const resume = () => this.#engine.resume();
     document.addEventListener("pointerdown", resume, true);
     document.addEventListener("keydown", resume, true);
-    this.#sync();
+    this.#render();
   }
 
   /** The session's mode ("text", "voice" or null). */
@@ -254,7 +254,7 @@ export class VoicePanel {
     const mode = this.#modeButton;
     mode.dataset.mode = link.mode ?? "";
     mode.dataset.switching = link.switching ?? "";
-    mode.textContent = link.switching !== null ? "Switching…" : link.mode === "voice" ? "Back to text" : "Voice mode";
+    mode.textContent = link.switching !== null ? "Switching…" : link.mode === "voice" ? "Switch to text" : "Switch to voice";
     mode.disabled = !live || link.switching !== null || this.#blocked;
 
     const speaker = this.#speaker;

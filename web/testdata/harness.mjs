@@ -1,5 +1,5 @@
-// Runs the page's DOM-free modules under Node for client_node_test.go.
-// Prints JSON lines.
+// Runs the page's DOM-free modules under Node for the *_node_test.go
+// tests. Prints JSON lines.
 import { Downsampler, FRAME_BYTES, FRAME_SAMPLES, FrameAssembler, MIC_RATE, PLAYBACK_RATE, downmix, pcm16ToFloat } from "./audio.js";
 import { ConfirmQueue } from "./confirm.js";
 import { compactArgs, formatDuration, formatRemaining } from "./format.js";
