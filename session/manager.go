@@ -27,7 +27,7 @@ type Config struct {
 	MaxToolIterations int           // model↔tool rounds per text turn; default 20
 	MaxMessageBytes   int64         // largest browser frame; default 64 KiB
 	MaxTextChars      int           // longest user text; default 8000
-	SendQueueBytes    int           // send queue bound; default 1 MiB
+	SendQueueBytes    int           // send queue bound; default 256 KiB
 	WriteTimeout      time.Duration // one browser write; default 5 s
 	ModelTimeout      time.Duration // one model call; default 60 s
 	StoreTimeout      time.Duration // one store call; default 1 s
@@ -60,7 +60,7 @@ func (c *Config) defaults() {
 	}
 	def(&c.MaxToolIterations, 20)
 	def(&c.MaxTextChars, 8000)
-	def(&c.SendQueueBytes, 1<<20)
+	def(&c.SendQueueBytes, 256<<10)
 	def(&c.HistoryMax, 200)
 	if c.RestrictionMessage == "" {
 		c.RestrictionMessage = "Do not answer in plain text. Use your tools, and give your final answer by calling finish with it as the note."

@@ -154,16 +154,21 @@ func (v *voice) run() {
 			return
 		}
 		var why error
-		if swap {
-			why = nil // goAway: a planned replacement
-		} else {
+		if !swap {
 			why = up.Err()
 			if why == nil {
 				why = errors.New("upstream ended")
 			}
 			v.c.m.Metrics.UpstreamEvents.WithLabelValues("live", "close", closeCode(why)).Inc()
-			v.c.log.Warn("voice: upstream closed unexpectedly", "err", why)
-			v.failTurn(why)
+			v.mu.Lock()
+			planned := v.wantSwap && v.turn == 0 // closed after a goAway, between turns
+			v.mu.Unlock()
+			if planned {
+				v.c.log.Info("voice: upstream closed after its goAway; resuming", "err", why)
+			} else {
+				v.c.log.Warn("voice: upstream closed unexpectedly", "err", why)
+				v.failTurn(why)
+			}
 		}
 		if !v.replace() {
 			v.lost(why)
@@ -217,6 +222,10 @@ func (v *voice) onEvent(ev transport.LiveEvent) bool {
 		v.interrupted()
 	case transport.LiveTurnComplete:
 		v.endTurn()
+		v.mu.Lock()
+		ready := v.wantSwap && v.handle != ""
+		v.mu.Unlock()
+		return ready // a goAway came during the turn: swap now that it is over
 	case transport.LiveToolCall:
 		v.toolCalls(ev.Calls)
 	case transport.LiveToolCancel:

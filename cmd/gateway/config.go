@@ -243,7 +243,7 @@ func configSettings() []configSetting {
 			func(c *Config) *int { return &c.MaxMessageBytes }),
 		intConfigSetting("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
 			func(c *Config) *int { return &c.MaxTextChars }),
-		intConfigSetting("TURNSTILE_SEND_QUEUE_BYTES", 1<<20, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+		intConfigSetting("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
 			func(c *Config) *int { return &c.SendQueueBytes }),
 		durConfigSetting("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.WriteTimeout }),

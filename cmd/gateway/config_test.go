@@ -36,7 +36,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Addr: "127.0.0.1:8080", TextModel: "gemini-2.5-flash", LiveModel: "gemini-2.5-flash-native-audio-preview-12-2025",
 		VoiceMaxRetrieval: 2, VoiceMaxCalls: 3, TextMaxRetrieval: 5, TextMaxCalls: 10, MaxToolIterations: 20,
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
-		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second,
+		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
 		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
