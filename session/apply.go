@@ -9,9 +9,10 @@ import (
 )
 
 // applyIntents applies what a turn's tools asked for, at the end of the
-// turn's tool round (DESIGN §6). Tools never touch sessions: this is the
-// only place their intents take effect.
-func (c *conn) applyIntents(turn int, ins []intents.Intent) {
+// tool round that produced them (DESIGN §6). Tools never touch sessions:
+// this is the only place their intents take effect. v is the voice side in
+// voice mode, nil in text mode.
+func (c *conn) applyIntents(turn int, ins []intents.Intent, v *voice) {
 	for _, in := range ins {
 		applied := true
 		switch in.Type {
@@ -22,19 +23,25 @@ func (c *conn) applyIntents(turn int, ins []intents.Intent) {
 			c.rec.PendingMessage = in.Message
 			c.mu.Unlock()
 		case intents.StartVoiceSession:
-			if c.m.Live == nil {
+			switch {
+			case v != nil:
+				applied = false // already in voice
+			case c.m.Live == nil:
 				applied = false
 				c.send(protocol.NewError(protocol.CodeUnsupported,
 					"voice is not available on this gateway; the conversation stays in text", false, turn))
+			default:
+				// The switch happens when this text turn ends.
+				c.mu.Lock()
+				c.voiceAfterTurn = true
+				c.mu.Unlock()
+			}
+		case intents.EndVoiceSession, intents.SuppressAudio, intents.SuppressTranscript:
+			if v == nil {
+				applied = false // voice-only: a text turn has no audio or transcript
 				break
 			}
-			// The switch happens when this turn ends.
-			c.mu.Lock()
-			c.voiceAfterTurn = true
-			c.mu.Unlock()
-		case intents.EndVoiceSession, intents.SuppressAudio, intents.SuppressTranscript:
-			// Voice-only: a text turn has no audio or transcript to act on.
-			applied = false
+			v.apply(in.Type)
 		}
 		if applied {
 			c.m.Metrics.IntentsApplied.WithLabelValues(string(in.Type)).Inc()

@@ -98,7 +98,7 @@ func (c *conn) textLoop(ctx context.Context, turn int, note string, ot *orchestr
 			transport.Entry{Role: transport.RoleModel, Text: text, Calls: calls},
 			transport.Entry{Role: transport.RoleTool, Results: results})
 		ins := ot.Intents()
-		c.applyIntents(turn, ins)
+		c.applyIntents(turn, ins, nil)
 		if end, ok := ot.End(); ok && !modeTransition(ins) {
 			// A terminal tool's output is the turn's final answer, exactly.
 			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: end.Text})

@@ -54,39 +54,24 @@ func (v *voice) toolCalls(calls []transport.FunctionCall) {
 				v.c.log.Warn("voice: could not send tool responses", "turn", turn, "err", err)
 			}
 		}
-		v.applyIntents(turn, ot.Intents())
+		v.c.applyIntents(turn, ot.Intents(), v)
 	}()
 }
 
-// applyIntents applies a voice turn's intents (DESIGN §6).
-func (v *voice) applyIntents(turn int, ins []intents.Intent) {
-	c := v.c
-	for _, in := range ins {
-		applied := true
-		switch in.Type {
-		case intents.EndVoiceSession:
-			v.beginEnding("end_voice_session")
-		case intents.SuppressAudio:
-			v.mu.Lock()
-			v.suppressAudio = true
-			v.mu.Unlock()
-		case intents.SuppressTranscript:
-			v.mu.Lock()
-			v.suppressTranscript = true
-			v.mu.Unlock()
-		case intents.BlockUser:
-			c.block(in)
-		case intents.SetPendingMessage:
-			c.mu.Lock()
-			c.rec.PendingMessage = in.Message
-			c.mu.Unlock()
-		case intents.StartVoiceSession:
-			applied = false // already in voice
-		}
-		if applied {
-			c.m.Metrics.IntentsApplied.WithLabelValues(string(in.Type)).Inc()
-			c.log.Info("intent applied", "turn", turn, "intent", in.Type)
-		}
+// apply enforces a voice-only intent for the rest of the turn, or starts
+// the way back to text.
+func (v *voice) apply(t intents.Type) {
+	switch t {
+	case intents.EndVoiceSession:
+		v.beginEnding("end_voice_session")
+	case intents.SuppressAudio:
+		v.mu.Lock()
+		v.suppressAudio = true
+		v.mu.Unlock()
+	case intents.SuppressTranscript:
+		v.mu.Lock()
+		v.suppressTranscript = true
+		v.mu.Unlock()
 	}
 }
 

@@ -18,20 +18,8 @@ func (m *Model) connectConfig(cfg transport.LiveConfig) *genai.LiveConnectConfig
 		// An empty handle still asks for sessionResumptionUpdate messages.
 		SessionResumption: &genai.SessionResumptionConfig{Handle: cfg.ResumeHandle},
 	}
-	if cfg.System != "" {
-		lc.SystemInstruction = &genai.Content{Parts: []*genai.Part{{Text: cfg.System}}}
-	}
-	if len(cfg.Tools) > 0 {
-		decls := make([]*genai.FunctionDeclaration, 0, len(cfg.Tools))
-		for _, t := range cfg.Tools {
-			// Behavior stays unset: every tool is BLOCKING, so the model
-			// waits for results the orchestrator may gate or confirm.
-			decls = append(decls, &genai.FunctionDeclaration{
-				Name: t.Name, Description: t.Description, ParametersJsonSchema: t.Parameters,
-			})
-		}
-		lc.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
-	}
+	lc.SystemInstruction = geminitext.SystemInstruction(cfg.System)
+	lc.Tools = geminitext.Tools(cfg.Tools)
 	if !m.opts.NoCompression {
 		cw := &genai.ContextWindowCompressionConfig{SlidingWindow: &genai.SlidingWindow{}}
 		if m.opts.TriggerTokens > 0 {

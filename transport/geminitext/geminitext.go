@@ -32,19 +32,7 @@ func (m *Model) Name() string { return m.name }
 // transport.ErrTruncated, or the context's error.
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
-		cfg := &genai.GenerateContentConfig{}
-		if req.System != "" {
-			cfg.SystemInstruction = &genai.Content{Parts: []*genai.Part{{Text: req.System}}}
-		}
-		if len(req.Tools) > 0 {
-			decls := make([]*genai.FunctionDeclaration, 0, len(req.Tools))
-			for _, t := range req.Tools {
-				decls = append(decls, &genai.FunctionDeclaration{
-					Name: t.Name, Description: t.Description, ParametersJsonSchema: t.Parameters,
-				})
-			}
-			cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
-		}
+		cfg := &genai.GenerateContentConfig{SystemInstruction: SystemInstruction(req.System), Tools: Tools(req.Tools)}
 		finished := false
 		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(req.History), cfg) {
 			if err != nil {
@@ -71,6 +59,31 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 			yield(transport.Chunk{}, transport.ErrTruncated)
 		}
 	}
+}
+
+// SystemInstruction is the genai form of a system instruction; nil for "".
+func SystemInstruction(text string) *genai.Content {
+	if text == "" {
+		return nil
+	}
+	return &genai.Content{Parts: []*genai.Part{{Text: text}}}
+}
+
+// Tools declares tools to Gemini with their JSON Schema
+// (parametersJsonSchema); nil when there are none. Behavior stays unset:
+// every tool is blocking, so the model waits for results the orchestrator
+// may gate or confirm.
+func Tools(ts []transport.ToolDecl) []*genai.Tool {
+	if len(ts) == 0 {
+		return nil
+	}
+	decls := make([]*genai.FunctionDeclaration, 0, len(ts))
+	for _, t := range ts {
+		decls = append(decls, &genai.FunctionDeclaration{
+			Name: t.Name, Description: t.Description, ParametersJsonSchema: t.Parameters,
+		})
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}
 }
 
 func fromResponse(resp *genai.GenerateContentResponse) (transport.Chunk, error) {
