@@ -104,7 +104,12 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 		}
 		a := t.admit(ctx, c, ev)
 		if a.refusal != nil {
-			t.ledger.move(c.ID, StateRefused)
+			if !t.ledger.move(c.ID, StateRefused) {
+				// Cancelled while it was being admitted: it is reported as
+				// cancelled and never answered.
+				results[i].Outcome = t.cancelled(ctx, c, a, 0, ev)
+				continue
+			}
 			results[i].Outcome = t.finish(ctx, c, a, *a.refusal, 0, ev)
 			continue
 		}
@@ -263,6 +268,14 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	case approved:
 		t.o.Metrics.Confirmations.WithLabelValues("consumed").Inc()
 		return a
+	}
+	if t.ledger.state(c.ID) == StateCancelled {
+		// The model withdrew the call meanwhile: nobody is asked, and the
+		// stored request goes away.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
+		_, _ = t.o.Confirms.Resolve(sctx, t.s.ID, t.s.UserID, conf.Token, false, 0)
+		cancel()
+		return refuse(a, tools.ErrTransient, "the call was cancelled", true)
 	}
 	t.o.Metrics.Confirmations.WithLabelValues("requested").Inc()
 	if ev != nil {

@@ -50,6 +50,8 @@ type conn struct {
 	voice   *voice // non-nil while the session is in voice mode (guarded by mu)
 	voiceWG sync.WaitGroup
 
+	storeJobs chan func() // ordered store writes (see write, writeAsync)
+
 	turnMu     sync.Mutex // guards the running turn; taken before mu
 	turnCancel context.CancelFunc
 	turnDone   chan struct{} // closed when the running turn has ended
@@ -60,7 +62,8 @@ func newConn(m *Manager, ws *websocket.Conn, user string) *conn {
 	return &conn{
 		m: m, ws: ws, user: user, q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done: make(chan struct{}), closing: make(chan struct{}),
-		loops: loopdetect.New(m.Orchestrator.Config().LoopTurns),
+		loops:     loopdetect.New(m.Orchestrator.Config().LoopTurns),
+		storeJobs: make(chan func(), 64),
 	}
 }
 
@@ -73,6 +76,8 @@ func (c *conn) run(parent context.Context) {
 
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); c.writer() }()
+	storeDone := make(chan struct{})
+	go c.runStore(storeDone)
 
 	started := time.Now()
 	ok := c.handshake()
@@ -92,6 +97,8 @@ func (c *conn) run(parent context.Context) {
 	c.cancel()
 	c.stopVoice()
 	c.turnWG.Wait()
+	close(c.storeJobs) // every writer has stopped; queued writes still land
+	<-storeDone
 	<-writerDone
 	_ = c.ws.CloseNow()
 

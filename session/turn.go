@@ -109,13 +109,52 @@ func (c *conn) persistBegin(user transport.Entry) Block {
 	return b
 }
 
+// persistAsync records the session's record (mode, turn, handle) without
+// waiting.
+func (c *conn) persistAsync() {
+	c.writeAsync(func(ctx context.Context, rec Record) error { return c.m.Store.Append(ctx, rec) })
+}
+
 func (c *conn) persist(entries ...transport.Entry) {
 	c.write(func(ctx context.Context, rec Record) error {
 		return c.m.Store.Append(ctx, rec, entries...)
 	})
 }
 
+// write runs a store write on the connection's store goroutine, in order
+// with every other write of the connection, and waits for it.
 func (c *conn) write(op func(ctx context.Context, rec Record) error) {
+	done := make(chan struct{})
+	c.storeJobs <- func() {
+		defer close(done)
+		c.doWrite(op)
+	}
+	<-done
+}
+
+// writeAsync queues a store write and returns at once, so that a slow
+// Redis never holds up the voice pump. When the queue is full the session
+// is marked for a full rewrite at the next write instead.
+func (c *conn) writeAsync(op func(ctx context.Context, rec Record) error) {
+	select {
+	case c.storeJobs <- func() { c.doWrite(op) }:
+	default:
+		c.mu.Lock()
+		c.dirty = true
+		c.mu.Unlock()
+	}
+}
+
+// runStore is the connection's store goroutine; it ends when storeJobs is
+// closed, after the writes already queued.
+func (c *conn) runStore(done chan<- struct{}) {
+	defer close(done)
+	for job := range c.storeJobs {
+		job()
+	}
+}
+
+func (c *conn) doWrite(op func(ctx context.Context, rec Record) error) {
 	c.mu.Lock()
 	rec, dirty := c.rec, c.dirty
 	var hist []transport.Entry

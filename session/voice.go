@@ -46,14 +46,13 @@ type voice struct {
 	endReason string
 	// Swapping: the upstream is being replaced; microphone audio is kept
 	// (bounded) until the new one is up.
-	swapping  bool
-	wantSwap  bool // goAway seen: swap at the next resumable handle
-	buffered  [][]byte
-	bufBytes  int
-	closed    bool
-	dropped   int // microphone bytes dropped (backpressure or buffer full)
-	terminal  string
-	lastAudio time.Time
+	swapping bool
+	wantSwap bool // goAway seen: swap at the next resumable handle
+	buffered [][]byte
+	bufBytes int
+	closed   bool
+	dropped  int // microphone bytes dropped (backpressure or buffer full)
+	terminal string
 }
 
 // micBufferMax bounds the microphone audio kept while the upstream is
@@ -98,7 +97,7 @@ func (c *conn) startVoice(reason, handle string) bool {
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeVoice).Inc()
 	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: protocol.ModeVoice, Reason: reason})
 	c.log.Info("voice started", "reason", reason, "resumed_upstream", handle != "")
-	c.persist()
+	c.persistAsync()
 	c.voiceWG.Add(1)
 	go func() {
 		defer c.voiceWG.Done()
@@ -196,8 +195,8 @@ func (v *voice) onEvent(ev transport.LiveEvent) bool {
 	case transport.LiveAudio:
 		turn := v.ensureTurn()
 		v.mu.Lock()
-		suppress := v.suppressAudio
-		v.lastAudio = time.Now()
+		// After a barge-in, the rest of the interrupted answer is not heard.
+		suppress := v.suppressAudio || v.interrupt
 		v.mu.Unlock()
 		if !suppress && len(ev.Audio) > 0 && !c.q.pushAudio(ev.Audio) {
 			c.tooSlow()
@@ -374,9 +373,13 @@ func (v *voice) failTurn(why error) {
 // nothing.
 func (v *voice) replace() bool {
 	v.mu.Lock()
-	v.swapping, v.wantSwap = true, false
+	v.swapping, v.wantSwap = true, false // from now on, microphone audio is buffered
 	old, handle := v.up, v.handle
 	v.mu.Unlock()
+	// Audio the old upstream already accepted is written before it closes.
+	fctx, cancel := context.WithTimeout(v.ctx, 500*time.Millisecond)
+	_ = old.Flush(fctx)
+	cancel()
 	_ = old.Close()
 	delay := 100 * time.Millisecond
 	for attempt := 0; attempt < 3; attempt++ {
@@ -391,22 +394,22 @@ func (v *voice) replace() bool {
 		}
 		if err == nil {
 			v.mu.Lock()
+			if v.closed {
+				v.mu.Unlock()
+				_ = up.Close()
+				return false
+			}
 			v.up, v.swapping = up, false
 			if handle == "" {
 				v.handle = ""
 			}
-			buf := v.buffered
+			n := v.bufBytes
+			for _, b := range v.buffered {
+				v.forwardLocked(up, b)
+			}
 			v.buffered, v.bufBytes = nil, 0
-			closed := v.closed
 			v.mu.Unlock()
-			if closed {
-				_ = up.Close()
-				return false
-			}
-			for _, b := range buf {
-				v.forward(up, b)
-			}
-			v.c.log.Info("voice: upstream replaced", "resumed", handle != "", "buffered_bytes", len(buf))
+			v.c.log.Info("voice: upstream replaced", "resumed", handle != "", "buffered_bytes", n)
 			return true
 		}
 		v.c.log.Warn("voice: upstream reconnect failed", "attempt", attempt+1, "err", err)
@@ -448,18 +451,17 @@ func (v *voice) micAudio(pcm []byte) {
 		v.mu.Unlock()
 		return
 	}
-	up := v.up
-	v.mu.Unlock()
-	v.forward(up, pcm)
+	// Sent under the lock (SendAudio never blocks), so that a replacement
+	// cannot close this upstream between choosing it and sending.
+	defer v.mu.Unlock()
+	v.forwardLocked(v.up, pcm)
 }
 
-func (v *voice) forward(up transport.LiveSession, pcm []byte) {
+// forwardLocked sends microphone audio upstream; v.mu is held.
+func (v *voice) forwardLocked(up transport.LiveSession, pcm []byte) {
 	if err := up.SendAudio(pcm); err != nil {
-		v.mu.Lock()
 		v.dropped += len(pcm)
-		n := v.dropped
-		v.mu.Unlock()
-		if n == len(pcm) || n%(1<<20) < len(pcm) {
+		if n := v.dropped; n == len(pcm) || n%(1<<20) < len(pcm) {
 			v.c.log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes_total", n)
 		}
 	}

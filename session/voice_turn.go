@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/intents"
@@ -49,12 +50,14 @@ func (v *voice) toolCalls(calls []transport.FunctionCall) {
 			}
 			out = append(out, transport.FunctionResult{ID: r.Call.ID, Name: r.Call.Name, Response: resp})
 		}
+		// Intents first: an END_VOICE_SESSION locks barge-in out before the
+		// model can start its goodbye.
+		v.c.applyIntents(turn, ot.Intents(), v)
 		if len(out) > 0 {
 			if err := v.upstream().SendToolResponses(out); err != nil {
 				v.c.log.Warn("voice: could not send tool responses", "turn", turn, "err", err)
 			}
 		}
-		v.c.applyIntents(turn, ot.Intents(), v)
 	}()
 }
 
@@ -119,7 +122,7 @@ func (v *voice) finishEnding() {
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeVoice).Dec()
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
 	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: protocol.ModeText, Reason: reason})
-	c.persist()
+	c.persistAsync()
 	c.log.Info("voice ended; back to text", "reason", reason)
 }
 
@@ -141,8 +144,11 @@ func (v *voice) teardown() {
 func (c *conn) commitVoice(entries []transport.Entry, handle string) {
 	c.mu.Lock()
 	c.rec.ResumeHandle = handle
+	c.history = trimHistory(append(c.history, entries...), c.m.cfg.HistoryMax)
 	c.mu.Unlock()
-	c.commit(entries)
+	c.writeAsync(func(ctx context.Context, rec Record) error {
+		return c.m.Store.Append(ctx, rec, entries...)
+	})
 }
 
 // voiceText sends a typed message into the voice session.

@@ -62,6 +62,8 @@ type LiveSession interface {
 	// the model to answer (clientContent with turnComplete false).
 	SendContext(text string) error
 	SendToolResponses(results []FunctionResult) error
+	// Flush waits until everything queued so far has been written.
+	Flush(ctx context.Context) error
 	Close() error
 }
 

@@ -1,6 +1,7 @@
 package geminilive
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -166,6 +167,39 @@ func (s *Session) enqueue(w outgoing) error {
 	default:
 		return transport.ErrBackpressure
 	}
+}
+
+// Flush returns once everything queued before it has been written to the
+// upstream, or ctx ends, or the connection ends. Used before closing a
+// session that is being replaced, so that audio already accepted is not
+// thrown away.
+func (s *Session) Flush(ctx context.Context) error {
+	written := make(chan struct{})
+	marker := func(*genai.Session) error { close(written); return nil }
+	for _, wait := range []chan struct{}{nil, written} {
+		if wait == nil {
+			select {
+			case s.queue <- marker:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.done:
+				return ErrClosed
+			case <-s.dead:
+				return ErrEnded
+			}
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return ErrClosed
+		case <-s.dead:
+			return ErrEnded
+		}
+	}
+	return nil
 }
 
 // Close ends the connection and returns once both goroutines have. It is

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Config is one load run.
+type Config struct {
+	URL        string        // the gateway's WebSocket endpoint (loopback only)
+	Sessions   int           // concurrent voice sessions
+	Duration   time.Duration // the whole run, from the first session's start
+	Ramp       time.Duration // session starts are spread evenly over this
+	Speech     time.Duration // speech per cycle, rounded to whole frames
+	Silence    time.Duration // silence per cycle, rounded to whole frames
+	Token      string        // bearer token; "" sends none (dev-mode gateway)
+	MetricsURL string        // the gateway's Prometheus endpoint; "" skips the gateway figures
+	JSON       bool          // machine-readable report
+}
+
+// maxSessions bounds one run; more would not fit this machine anyway.
+const maxSessions = 5000
+
+func parseFlags(args []string, usage io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&c.URL, "url", "ws://127.0.0.1:8080/v1/ws", "gateway WebSocket URL (loopback hosts only)")
+	fs.IntVar(&c.Sessions, "sessions", 10, "concurrent voice sessions")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "total run time; sessions stream until then, then close")
+	fs.DurationVar(&c.Ramp, "ramp", 5*time.Second, "spread the session starts evenly over this (less than -duration)")
+	fs.DurationVar(&c.Speech, "speech", 1200*time.Millisecond, "speech-like tone per cycle (whole 40 ms frames)")
+	fs.DurationVar(&c.Silence, "silence", 2*time.Second,
+		"silence per cycle; must outlast the model's answer or the next speech interrupts it")
+	fs.StringVar(&c.Token, "token", "", "bearer token for the gateway (unset: none, for a dev-mode gateway)")
+	fs.StringVar(&c.MetricsURL, "metrics", "http://127.0.0.1:8080/metrics",
+		"gateway Prometheus endpoint for CPU, RSS and goroutines (loopback only; empty: skip)")
+	fs.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("parse flags: unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if err := checkLoopbackURL(c.URL, "ws", "wss"); err != nil {
+		errs = append(errs, fmt.Errorf("-url: %w", err))
+	}
+	if c.MetricsURL != "" {
+		if err := checkLoopbackURL(c.MetricsURL, "http", "https"); err != nil {
+			errs = append(errs, fmt.Errorf("-metrics: %w", err))
+		}
+	}
+	if c.Sessions < 1 || c.Sessions > maxSessions {
+		errs = append(errs, fmt.Errorf("-sessions: %d is not between 1 and %d", c.Sessions, maxSessions))
+	}
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("-duration: %v is not positive", c.Duration))
+	}
+	if c.Ramp < 0 || c.Ramp >= c.Duration {
+		errs = append(errs, fmt.Errorf("-ramp: %v must be at least 0 and less than -duration (%v)", c.Ramp, c.Duration))
+	}
+	if c.Speech < frameDur || c.Silence < frameDur {
+		errs = append(errs, fmt.Errorf("-speech %v and -silence %v must each last at least one %v frame",
+			c.Speech, c.Silence, frameDur))
+	}
+	return errors.Join(errs...)
+}

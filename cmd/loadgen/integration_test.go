@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLoadAgainstTheRealGateway builds the gateway binary, runs it offline
+// (demo Live model, embedded Redis) on a free loopback port, and runs two
+// voice sessions for five seconds against it.
+func TestLoadAgainstTheRealGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the gateway binary")
+	}
+	base := startGateway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := run(ctx, Config{
+		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: base + "/metrics",
+		Sessions: 2, Duration: 5 * time.Second, Ramp: 500 * time.Millisecond,
+		Speech: 1200 * time.Millisecond, Silence: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	_ = rep.writeText(&text)
+	t.Logf("report:\n%s", text.String())
+
+	if rep.SessionsOK != 2 || rep.SessionsFailed != 0 || rep.ErrorCount() != 0 {
+		t.Errorf("sessions %d ok, %d failed, errors %v; want 2 ok and no errors", rep.SessionsOK, rep.SessionsFailed, rep.Errors)
+	}
+	// Each session's first speech ends at 1.2 s and is answered within the
+	// run: at least one completed turn each.
+	if rep.Turns < 2 || rep.Latency.Count < 2 {
+		t.Errorf("turns %d, answered exchanges %d; want at least 2 of each", rep.Turns, rep.Latency.Count)
+	}
+	// The demo model waits for 600 ms of silence (the 15th silent frame is
+	// sent 560 ms after the first), so a latency measured from the end of
+	// the speech cannot be shorter; on loopback it should not be much longer.
+	if rep.Latency.P50 < 540 || rep.Latency.Max > 2000 {
+		t.Errorf("latency p50 %.0f ms, max %.0f ms; want p50 ≥ 540 ms and max ≤ 2 s", rep.Latency.P50, rep.Latency.Max)
+	}
+	if rep.Interrupted != 0 || rep.TurnsByReason["interrupted"] != 0 {
+		t.Errorf("%d interruptions, turn.done %v: 2 s of silence should let every answer finish", rep.Interrupted, rep.TurnsByReason)
+	}
+	// A whole answer is 0.96 s of 24 kHz PCM16: 46 080 bytes.
+	if rep.AudioBytesReceived < int64(rep.Turns)*46080 {
+		t.Errorf("received %d audio bytes for %d turns, want at least %d", rep.AudioBytesReceived, rep.Turns, rep.Turns*46080)
+	}
+	if rep.AudioBytesSent < 2*4*16000*2 {
+		t.Errorf("sent %d audio bytes, want at least 4 s of 16 kHz audio per session", rep.AudioBytesSent)
+	}
+	g := rep.Gateway
+	if g == nil {
+		t.Fatal("no gateway figures")
+	}
+	if g.ActiveSessions != 2 || g.SessionsInWindow != 2 {
+		t.Errorf("gateway reports %v active sessions, loadgen %v streaming; want 2 and 2", g.ActiveSessions, g.SessionsInWindow)
+	}
+	if g.RSSIdleMiB <= 0 || g.CPUCores <= 0 || g.GoroutinesSteady <= g.GoroutinesIdle || g.WindowSeconds < 0.5 {
+		t.Errorf("gateway figures look unread: %+v", *g)
+	}
+}
+
+// startGateway builds cmd/gateway and serves it offline on a free port
+// until the test ends (then SIGTERM); it returns the base http URL.
+func startGateway(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the gateway")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gateway")
+	build := exec.Command(goBin, "build", "-o", bin, "github.com/turnstile-gw/turnstile/cmd/gateway")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the gateway: %v\n%s", err, out)
+	}
+	addr := freeLoopbackAddr(t)
+	logFile, err := os.Create(filepath.Join(dir, "gateway.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-addr", addr, "-log-level", "warn")
+	cmd.Env = offlineEnv()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the gateway: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gateway exit after SIGTERM: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Error("gateway did not stop within 10 s of SIGTERM")
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logFile.Name()); err == nil {
+				t.Logf("gateway log:\n%s", b)
+			}
+		}
+	})
+	base := "http://" + addr
+	waitReady(t, base+"/readyz")
+	return base
+}
+
+// freeLoopbackAddr finds a port nobody listens on; the gateway's
+// "-addr 127.0.0.1:0" would not tell which one it took.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// offlineEnv is this process's environment without the settings that would
+// take the gateway off the offline demo model, the embedded Redis or dev mode.
+func offlineEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TURNSTILE_") || strings.HasPrefix(name, "GEMINI_") || name == "REDIS_URL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func waitReady(t *testing.T, url string) {
+	t.Helper()
+	client := loopbackClient()
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(15 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		resp, err := client.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("http %d", resp.StatusCode)
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("gateway not ready at %s: %v", url, last)
+}
