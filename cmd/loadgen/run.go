@@ -18,9 +18,9 @@ const (
 
 // run opens cfg.Sessions voice sessions, spread over cfg.Ramp, streams
 // until cfg.Duration has passed since the start, closes them and reports.
-// It returns within cfg.Duration plus the closing handshakes and the
-// after-scrape (bounded, about 15 s at most); an error means the run could
-// not start.
+// It returns within cfg.Duration plus the closing handshakes (10 s at
+// most) and the after-scrape (about 7 s at most); an error means the run
+// could not start (the gateway's /metrics did not answer).
 func run(ctx context.Context, cfg Config) (*Report, error) {
 	client := loopbackClient()
 	defer client.CloseIdleConnections()
