@@ -428,18 +428,14 @@ func (c *conn) flush() bool {
 }
 
 // takeOver closes the connection because another one resumed its session,
-// and returns when its running turn, if any, has ended and been written.
+// and returns when it has ended, its running turn cancelled and its queued
+// store writes landed (or after 2 s), so that the new connection reads
+// everything the old one wrote.
 func (c *conn) takeOver(ctx context.Context) {
 	c.close(protocol.CloseTakenOver, "session resumed by another connection", "taken_over")
-	c.turnMu.Lock()
-	cancel, done := c.turnCancel, c.turnDone
-	c.turnMu.Unlock()
-	if done == nil {
-		return
-	}
-	cancel()
+	c.cancelTurn()
 	select {
-	case <-done:
+	case <-c.done:
 	case <-ctx.Done():
 	case <-time.After(2 * time.Second):
 	}

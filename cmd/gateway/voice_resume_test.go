@@ -148,6 +148,10 @@ func TestVoiceResumeOnAnotherGatewayStartsAFreshUpstreamWithTheHistory(t *testin
 	c.until("turn.done")
 	_ = c.c.CloseNow() // the connection drops
 	uA.waitEnded()
+	// A voice turn's transcripts are stored without holding up the audio;
+	// a reconnect reaches another node after A has written them (A's
+	// session ends once its queued writes have landed).
+	waitFor(t, "gateway A to finish the dropped session", func() bool { return a.gw.sessions.Active() == 0 })
 
 	c2 := b.dial("", nil)
 	again := c2.start(map[string]any{"resume": map[string]any{
