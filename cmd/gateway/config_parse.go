@@ -1,0 +1,182 @@
+package main
+
+// The parsers of single settings: each sets a Config field from a value, or
+// returns an error that does not repeat the value.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/tools"
+)
+
+func intConfigSetting(env string, def int, usage string, lo, hi int, field func(*Config) *int) configSetting {
+	bound := fmt.Sprintf("at least %d", lo)
+	if hi >= 0 {
+		bound = fmt.Sprintf("between %d and %d", lo, hi)
+	}
+	return configSetting{env: env, def: strconv.Itoa(def), usage: fmt.Sprintf("%s (%s)", usage, bound),
+		apply: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return errors.New("not a whole number")
+			case n < lo || (hi >= 0 && n > hi):
+				return fmt.Errorf("must be %s", bound)
+			}
+			*field(c) = n
+			return nil
+		}}
+}
+
+func durConfigSetting(env, def, usage string, lo time.Duration, field func(*Config) *time.Duration) configSetting {
+	bound := "must be greater than 0"
+	if lo > time.Nanosecond {
+		bound = "must be at least " + lo.String()
+	}
+	return configSetting{env: env, def: def, usage: usage + " (Go duration such as 500ms, 5s, 1m30s)",
+		apply: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return errors.New("not a duration (use a unit: 500ms, 5s, 1m30s)")
+			case d < lo:
+				return errors.New(bound)
+			}
+			*field(c) = d
+			return nil
+		}}
+}
+
+// parsePolicy loads and validates the policy file. Its errors name the file,
+// line and key; tool names are checked against the registry when the
+// gateway assembles it.
+func parsePolicy(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use policy file: %w", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	p, err := tools.LoadPolicy(v)
+	if err != nil {
+		return err
+	}
+	c.PolicyFile, c.Policy = v, p
+	return nil
+}
+
+func parseModelName(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return errors.New("a model name has no spaces or control characters")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func parseAddr(c *Config, v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("must be host:port, e.g. 127.0.0.1:8080 or :8080")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return errors.New("port must be a number from 0 to 65535")
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return errors.New("host has spaces or control characters")
+	}
+	c.Addr = v
+	return nil
+}
+
+// isLoopbackAddr reports whether a valid host:port only listens on this machine. An empty host means
+// every interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func parseRedisURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	// url.Parse errors quote the whole URL, password included, so they are not passed on.
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return errors.New("must be a redis:// or rediss:// URL")
+	}
+	if _, err := redis.ParseURL(v); err != nil {
+		return fmt.Errorf("parse redis URL: %w", err)
+	}
+	c.RedisURL = SecretURL(v)
+	return nil
+}
+
+func parseBaseURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+	default:
+		return errors.New("must be an absolute http, https, ws or wss URL")
+	}
+	if u.Host == "" {
+		return errors.New("has no host")
+	}
+	c.GeminiBaseURL = SecretURL(v)
+	return nil
+}
+
+// parseOrigins accepts scheme://host[:port] entries; the host may start with "*." to match subdomains.
+func parseOrigins(c *Config, v string) error {
+	var out, bad []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+			strings.Contains(strings.TrimPrefix(u.Hostname(), "*."), "*") {
+			bad = append(bad, strconv.Quote(o))
+			continue
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: an origin is scheme://host[:port] with scheme http or https, "+
+			"optionally *.host for subdomains", strings.Join(bad, ", "))
+	}
+	c.AllowedOrigins = out
+	return nil
+}

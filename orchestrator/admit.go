@@ -1,0 +1,163 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/tools"
+)
+
+func refuse(a admission, t tools.ErrorType, msg string, retryable bool) admission {
+	env := tools.Fail(t, msg, retryable, false)
+	a.refusal = &env
+	return a
+}
+
+func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
+	a := admission{label: unknownTool}
+	// 1. lookup
+	tool, ok := t.o.Registry.Lookup(c.Name)
+	if !ok {
+		return refuse(a, tools.ErrNotFound, "there is no tool with that name; use one of the declared tools", false)
+	}
+	a.tool, a.label = tool, tool.Name
+	a.terminal = tool.Terminal || tool.Name == FinishTool
+	// 2. mode restriction
+	if !tool.AllowedIn(t.s.Mode) {
+		return refuse(a, tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", tool.Name, t.s.Mode), false)
+	}
+	// 3. per-turn gates, counted in arrival order. Tools that end the turn
+	// are exempt: a model out of budget must still be able to finish.
+	if gate, ok := t.takeBudget(tool, a.terminal || tool.Name == "end_voice_session"); !ok {
+		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
+		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate), false)
+	}
+	// 4. loop detection on canonical arguments
+	raw, err := json.Marshal(nonNil(c.Args))
+	if err == nil {
+		a.raw = raw
+		if canon, cerr := tools.CanonicalArgs(raw); cerr == nil {
+			a.digest = tools.ArgsDigest(canon)
+		}
+	}
+	// (Arguments that cannot be canonicalised have no digest; validation
+	// refuses them below, and they must not all count as one repeated call.)
+	if a.digest != "" {
+		if rule, loop := t.loops.CheckAndRecord(t.n, tool.Name, a.digest); loop {
+			t.o.Metrics.LoopDetections.WithLabelValues(string(rule)).Inc()
+			return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name), false)
+		}
+	}
+	// A turn has at most one terminal answer.
+	if a.terminal && !t.reserveTerminal() {
+		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn", false)
+	}
+	// 5. confirmation
+	if tool.RequiresConfirmation {
+		if r := t.confirm(ctx, c, a, ev); r.refusal != nil {
+			t.releaseTerminal(a)
+			return r
+		}
+	}
+	// 6. argument validation
+	if err != nil {
+		t.releaseTerminal(a)
+		return refuse(a, tools.ErrValidation, "arguments are not JSON-encodable", false)
+	}
+	if verr := tool.ValidateArgs(a.raw); verr != nil {
+		t.releaseTerminal(a)
+		return refuse(a, tools.ErrValidation, verr.Error(), false)
+	}
+	return a
+}
+
+func (t *Turn) takeBudget(tool *tools.Tool, exempt bool) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if exempt {
+		return "", true
+	}
+	retrieval := tool.Category == tools.CategoryRetrieval
+	switch {
+	case t.total >= t.budget.MaxCalls:
+		return "total", false
+	case retrieval && t.retrieval >= t.budget.MaxRetrieval:
+		return "retrieval", false
+	}
+	t.total++
+	if retrieval {
+		t.retrieval++
+	}
+	return "", true
+}
+
+func (t *Turn) budgetMessage(gate string) string {
+	n := t.budget.MaxCalls
+	what := "tool calls"
+	if gate == "retrieval" {
+		n, what = t.budget.MaxRetrieval, "retrieval calls"
+	}
+	return fmt.Sprintf("the limit of %d %s per turn in %s mode is reached; answer with what you already have "+
+		"or tell the user what you could not do", n, what, t.s.Mode)
+}
+
+func (t *Turn) reserveTerminal() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.terminalBusy || t.end != nil {
+		return false
+	}
+	t.terminalBusy = true
+	return true
+}
+
+func (t *Turn) releaseTerminal(a admission) {
+	if !a.terminal {
+		return
+	}
+	t.mu.Lock()
+	t.terminalBusy = false
+	t.mu.Unlock()
+}
+
+// confirm consumes the user's approval for exactly this call, or asks for
+// one.
+func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admission {
+	if t.o.Confirms == nil || a.digest == "" {
+		return refuse(a, tools.ErrConfirmationRequired, "this tool needs the user's approval, which cannot be asked for here", false)
+	}
+	conf := Confirmation{
+		Token: newConfirmToken(), SessionID: t.s.ID, UserID: t.s.UserID, Tool: c.Name,
+		ArgsDigest: a.digest, Args: t.o.RedactedArgs(c.Name, c.Args), Turn: t.n,
+		// Whole seconds, rounded up: the user never gets less than the TTL.
+		ExpiresAt: time.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
+	approved, err := t.o.Confirms.ConsumeOrRequest(sctx, conf)
+	cancel()
+	switch {
+	case err != nil:
+		t.o.Log.Warn("confirmation store unavailable", "session", t.s.ID, "tool", c.Name, "err", err)
+		return refuse(a, tools.ErrTransient, "the user's approval could not be checked; try again shortly", true)
+	case approved:
+		t.o.Metrics.Confirmations.WithLabelValues("consumed").Inc()
+		return a
+	}
+	if t.ledger.state(c.ID) == StateCancelled {
+		// The model withdrew the call meanwhile: nobody is asked, and the
+		// stored request goes away.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
+		_, _ = t.o.Confirms.Resolve(sctx, t.s.ID, t.s.UserID, conf.Token, false, 0)
+		cancel()
+		return refuse(a, tools.ErrTransient, "the call was cancelled", true)
+	}
+	t.o.Metrics.Confirmations.WithLabelValues("requested").Inc()
+	if ev != nil {
+		ev.ConfirmRequested(conf)
+	}
+	return refuse(a, tools.ErrConfirmationRequired, fmt.Sprintf("the user must approve this call first; a "+
+		"confirmation (token %s) is shown to them. Do not call %s again until they answer; you will be told.",
+		conf.Token, c.Name), false)
+}

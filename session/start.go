@@ -1,0 +1,133 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// handshake reads session.start and answers session.ready, or closes.
+func (c *conn) handshake() bool {
+	timer := time.AfterFunc(c.m.cfg.HandshakeTimeout, func() {
+		c.close(protocol.CloseProtocolViolation, "no session.start in time", "handshake_timeout")
+	})
+	defer timer.Stop()
+	typ, data, err := c.ws.Read(c.ctx)
+	if err != nil {
+		c.setReason(readReason(err))
+		return false
+	}
+	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
+	if typ != websocket.MessageText || derr != nil || msg.Type != protocol.TypeSessionStart {
+		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+		c.close(protocol.CloseProtocolViolation, "the first message must be session.start", "protocol_violation")
+		return false
+	}
+	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
+	timer.Stop()
+	return c.start(msg)
+}
+
+func (c *conn) start(msg protocol.ClientMessage) bool {
+	if ok, alive := c.checkBlock(); !alive {
+		return ok
+	}
+	wantVoice := false
+	ready := protocol.SessionReady{
+		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
+		RegistryVersion: c.m.Registry.Version(),
+		Model:           protocol.ModelInfo{Name: c.m.cfg.ModelName, Offline: c.m.cfg.Offline},
+		Notice:          c.m.offlineNote,
+	}
+	if msg.Resume != nil {
+		rec, hist, err := c.resume(msg.Resume)
+		if err == nil && c.m.claim(c.ctx, rec.ID, c) {
+			// Another connection held the session on this node; now that its
+			// turn has ended, read what it wrote last.
+			rec, hist, err = c.resume(msg.Resume)
+		}
+		if errors.Is(err, ErrResumeRefused) {
+			c.m.Metrics.ResumeRefused.Inc()
+			c.log.Info("resume refused", "session", msg.Resume.SessionID)
+			c.send(protocol.NewError(protocol.CodeResumeRefused,
+				"this session cannot be resumed; start a new one", false, 0))
+			c.close(protocol.CloseResumeRefused, "resume refused", "resume_refused")
+			return false
+		}
+		if err != nil {
+			return c.storeDown(err)
+		}
+		c.rec, c.history = rec, trimHistory(hist, c.m.cfg.HistoryMax)
+		wantVoice = rec.Mode == protocol.ModeVoice
+		c.rec.Mode = protocol.ModeText // until the upstream is up again
+		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
+		ready.Turn, ready.History = rec.Turn, historyItems(c.history)
+		ready.PendingConfirmations = c.pendingConfirmations()
+		if rec.RegistryVersion != ready.RegistryVersion {
+			c.log.Warn("resumed session moves to another tool registry version",
+				"session", rec.ID, "was", rec.RegistryVersion, "now", ready.RegistryVersion)
+			ready.RegistryChanged = true
+			c.rec.RegistryVersion = ready.RegistryVersion
+			c.dirty = true // the next write rewrites the record with the new version
+		}
+		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
+	} else {
+		rec := Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
+			RegistryVersion: ready.RegistryVersion, CreatedAt: time.Now()}
+		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+		token, err := c.m.Store.Create(ctx, rec)
+		cancel()
+		if err != nil {
+			return c.storeDown(err)
+		}
+		c.m.claim(c.ctx, rec.ID, c)
+		c.rec = rec
+		ready.SessionID, ready.ResumeToken = rec.ID, token
+		c.m.Metrics.SessionsStarted.WithLabelValues("new").Inc()
+	}
+	c.log = c.log.With("session", c.rec.ID)
+	c.send(ready)
+	c.m.Metrics.SessionsActive.WithLabelValues(c.rec.Mode).Inc()
+	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", c.rec.Turn,
+		"init_tokens_estimate", c.m.initTokens)
+	switch {
+	case wantVoice:
+		c.startVoice("resume", c.rec.ResumeHandle)
+	case msg.Mode == protocol.ModeVoice:
+		c.startVoice("session.start", "")
+	}
+	return true
+}
+
+func (c *conn) resume(r *protocol.Resume) (Record, []transport.Entry, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	return c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.user)
+}
+
+func (c *conn) storeDown(err error) bool {
+	c.log.Error("session store unavailable; refusing the session", "err", err)
+	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
+		"session state is unavailable right now; try again shortly", true, 0))
+	c.close(protocol.CloseStoreUnavailable, "state store unavailable", "store_unavailable")
+	return false
+}
+
+func historyItems(h []transport.Entry) []protocol.HistoryItem {
+	var out []protocol.HistoryItem
+	turn := 0
+	for _, e := range h {
+		switch {
+		case e.Role == transport.RoleUser:
+			turn++
+			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: turn, Kind: e.Kind})
+		case e.Role == transport.RoleModel && e.Text != "" && len(e.Calls) == 0:
+			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: turn})
+		}
+	}
+	return out
+}
