@@ -42,13 +42,21 @@ const minShapedElement = 16
 // maxBytes below 2 is taken as 2. Cutting costs a few passes over the
 // encoding and memory proportional to the number of values in it.
 func Shape(data any, maxBytes int) (shaped any, truncated bool) {
+	shaped, _, truncated = shape(data, maxBytes)
+	return shaped, truncated
+}
+
+// shape is Shape that also returns the length of the shaped value's JSON
+// encoding, which the pipeline records, so that it is not encoded again.
+func shape(data any, maxBytes int) (shaped any, size int, truncated bool) {
 	maxBytes = max(maxBytes, minShapeBytes)
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return shapeString("[the tool result could not be encoded as JSON]", maxBytes), true
+		s := shapeString("[the tool result could not be encoded as JSON]", maxBytes)
+		return s, quotedSize(s), true
 	}
 	if len(raw) <= maxBytes {
-		return data, false
+		return data, len(raw), false
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -62,10 +70,12 @@ func Shape(data any, maxBytes int) (shaped any, truncated bool) {
 	}
 	// The sizes above mirror json.Marshal; this check keeps the promise
 	// even if they ever drift from it.
-	if b, err := json.Marshal(shaped); err != nil || len(b) > maxBytes {
-		shaped = shapeString(string(raw), maxBytes)
+	b, err := json.Marshal(shaped)
+	if err != nil || len(b) > maxBytes {
+		s := shapeString(string(raw), maxBytes)
+		return s, quotedSize(s), true
 	}
-	return shaped, true
+	return shaped, len(b), true
 }
 
 // sizeTree holds the encoded size of a decoded JSON value and of

@@ -130,6 +130,7 @@ type admission struct {
 	digest   string
 	terminal bool
 	refusal  *tools.Envelope
+	empty    bool // an empty result (set when it ran)
 }
 
 // run executes an admitted call (step 7) and finishes it.
@@ -156,7 +157,8 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 		return t.cancelled(ctx, c, a, d, ev)
 	}
 	if env.OK {
-		t.loops.RecordResult(t.n, a.tool.Name, loopdetect.IsEmptyResult(env.Data))
+		a.empty = loopdetect.IsEmptyResult(env.Data)
+		t.loops.RecordResult(t.n, a.tool.Name, a.empty)
 		t.collect(c.ID, a, env)
 	} else {
 		t.releaseTerminal(a)
@@ -201,13 +203,17 @@ func (t *Turn) cancelled(ctx context.Context, c Call, a admission, d time.Durati
 // finish shapes the answer (step 9), records metrics and the ledger (10),
 // and reports the call to the session.
 func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
+	const wrapper = len(`{"output":}`)
+	var size int // of the response's JSON, for the metrics
 	if env.OK {
-		// The budget holds for the whole response, {"output": …} included.
-		data, truncated := Shape(env.Data, t.o.cfg.MaxResultBytes-len(`{"output":}`))
+		// The budget holds for the whole response, the wrapper included.
+		data, n, truncated := shape(env.Data, t.o.cfg.MaxResultBytes-wrapper)
 		if t.s.Mode == "voice" {
-			data = PlainText(data)
+			plain := PlainText(data)
+			data, n = plain, quotedSize(plain)
 		}
 		env.Data, env.Meta.Truncated = data, truncated
+		size = wrapper + n
 	}
 	env.Meta.DurationMs = d.Milliseconds()
 	out := Outcome{Envelope: env, Duration: d, Response: modelResponse(env), Refused: a.refusal != nil}
@@ -215,17 +221,14 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 	outcome := "ok"
 	if !env.OK {
 		outcome = strings.ToLower(string(env.Error.Type))
-	}
-	size := 0
-	if b, err := json.Marshal(out.Response); err == nil {
-		size = len(b)
+		size = jsonSize(out.Response)
 	}
 	t.o.Metrics.ObserveToolCall(a.label, outcome, d, size)
 
 	state := t.ledger.state(c.ID)
 	if t.o.Ledger != nil {
 		rec := CallRecord{ID: c.ID, Tool: a.label, State: state, Outcome: outcome, ArgsDigest: a.digest,
-			DurationMs: d.Milliseconds(), Empty: env.OK && loopdetect.IsEmptyResult(env.Data)}
+			DurationMs: d.Milliseconds(), Empty: a.empty}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
 		if err := t.o.Ledger.RecordCall(sctx, t.s.ID, t.n, rec); err != nil {
 			t.o.Log.Warn("call ledger write failed", "session", t.s.ID, "turn", t.n, "call", c.ID, "err", err)
