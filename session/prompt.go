@@ -30,7 +30,7 @@ func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl
 			"output is shown to the user as your final answer and the turn ends; add nothing after it.\n")
 	}
 	for _, t := range ts {
-		decls = append(decls, transport.ToolDecl{Name: t.Name, Description: t.Description, Parameters: parameters(t)})
+		decls = append(decls, transport.ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.ParametersSchema()})
 		b.WriteString("\n## ")
 		b.WriteString(t.Name)
 		b.WriteString("\n")
@@ -48,15 +48,4 @@ func estimateTokens(system string, decls []transport.ToolDecl) int {
 		n += len(b)
 	}
 	return n / 4
-}
-
-// parameters is the tool's argument schema as a map, without the "$schema"
-// key that providers do not accept.
-func parameters(t *tools.Tool) map[string]any {
-	var m map[string]any
-	if err := json.Unmarshal(t.Parameters, &m); err != nil || m == nil {
-		return map[string]any{"type": "object"}
-	}
-	delete(m, "$schema")
-	return m
 }

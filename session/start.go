@@ -131,3 +131,20 @@ func historyItems(h []transport.Entry) []protocol.HistoryItem {
 	}
 	return out
 }
+
+// checkBlock refuses a blocked user's new connection with 4003. It reports
+// (handshake result, go on).
+func (c *conn) checkBlock() (bool, bool) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	b, err := c.m.Store.BlockOf(ctx, c.user)
+	if err != nil {
+		return c.storeDown(err), false
+	}
+	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(time.Now()) {
+		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
+		c.close(protocol.CloseBlocked, "blocked until "+until, "blocked")
+		return false, false
+	}
+	return true, true
+}

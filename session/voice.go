@@ -35,7 +35,6 @@ type voice struct {
 	ot        *orchestrator.Turn
 	inText    strings.Builder // this turn's input transcript (and typed text)
 	outText   strings.Builder // this turn's output transcript
-	failed    bool            // the turn was cut by an upstream failure
 	interrupt bool            // the turn was interrupted by the user
 	// Per-turn intents, enforced by the gateway.
 	suppressAudio, suppressTranscript bool
@@ -255,7 +254,7 @@ func (v *voice) ensureTurn() int {
 	v.ot = c.m.Orchestrator.NewTurn(orchestrator.Session{ID: c.rec.ID, UserID: c.user, Mode: protocol.ModeVoice}, v.turn, c.loops)
 	v.inText.Reset()
 	v.outText.Reset()
-	v.failed, v.interrupt, v.suppressAudio, v.suppressTranscript, v.terminal = false, false, false, false, ""
+	v.interrupt, v.suppressAudio, v.suppressTranscript, v.terminal = false, false, false, ""
 	c.send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: v.turn})
 	if note != "" {
 		// SET_PENDING_MESSAGE: the model gets it with this turn.
@@ -317,35 +316,29 @@ func (v *voice) endTurn() {
 	v.c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(ot.Calls()))
 	v.c.log.Info("voice turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls())
 	if ending {
-		go v.finishEnding()
+		v.goFinishEnding()
 	}
 }
 
 // failTurn ends a turn cut by an upstream failure, with an honest error.
 func (v *voice) failTurn(why error) {
 	v.mu.Lock()
-	turn := v.turn
+	turn, ot := v.turn, v.ot
+	v.turn, v.ot = 0, nil
 	v.mu.Unlock()
 	msg := "the voice connection to the model was lost"
 	var ce *transport.CloseError
 	if errors.As(why, &ce) {
 		msg += " (" + strconv.Itoa(ce.Code) + " " + ce.Reason + ")"
 	}
-	v.c.send(protocol.NewError(protocol.CodeUpstreamClosed, protocol.CloseReason(msg)+"; reconnecting", true, turn))
-	if turn != 0 {
-		v.mu.Lock()
-		v.failed = true
-		v.interrupt = false
-		v.mu.Unlock()
-		v.mu.Lock()
-		ot := v.ot
-		v.turn, v.ot = 0, nil
-		v.mu.Unlock()
-		ot.CancelAll()
-		v.c.q.dropAudio()
-		v.c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: protocol.ReasonError})
-		v.c.m.Metrics.Turns.WithLabelValues(protocol.ModeVoice, protocol.ReasonError).Inc()
+	v.c.send(protocol.NewError(protocol.CodeUpstreamClosed, msg+"; reconnecting", true, turn))
+	if turn == 0 {
+		return
 	}
+	ot.CancelAll()
+	v.c.q.dropAudio()
+	v.c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: protocol.ReasonError})
+	v.c.m.Metrics.Turns.WithLabelValues(protocol.ModeVoice, protocol.ReasonError).Inc()
 }
 
 func (v *voice) upstream() transport.LiveSession {

@@ -91,12 +91,18 @@ func (v *voice) beginEnding(reason string) {
 	v.mu.Unlock()
 	v.c.log.Info("voice: ending after the current answer", "reason", reason)
 	if idle {
-		v.c.voiceWG.Add(1)
-		go func() {
-			defer v.c.voiceWG.Done()
-			v.finishEnding()
-		}()
+		v.goFinishEnding()
 	}
+}
+
+// goFinishEnding runs finishEnding on a goroutine the connection waits for
+// when it stops (it cannot run on the pump: it waits for the pump to end).
+func (v *voice) goFinishEnding() {
+	v.c.voiceWG.Add(1)
+	go func() {
+		defer v.c.voiceWG.Done()
+		v.finishEnding()
+	}()
 }
 
 // finishEnding waits until the answer's audio has left the send queue,
