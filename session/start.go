@@ -117,16 +117,16 @@ func (c *conn) storeDown(err error) bool {
 	return false
 }
 
+// historyItems is the text of the conversation as session.ready shows it,
+// with each entry's turn number.
 func historyItems(h []transport.Entry) []protocol.HistoryItem {
 	var out []protocol.HistoryItem
-	turn := 0
 	for _, e := range h {
 		switch {
 		case e.Role == transport.RoleUser:
-			turn++
-			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: turn, Kind: e.Kind})
+			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: e.Turn, Kind: e.Kind})
 		case e.Role == transport.RoleModel && e.Text != "" && len(e.Calls) == 0:
-			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: turn})
+			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: e.Turn})
 		}
 	}
 	return out

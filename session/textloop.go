@@ -76,7 +76,7 @@ func (c *conn) textLoop(ctx context.Context, turn int, note string, ot *orchestr
 				c.log.Warn("restricted output: the model never used a tool; its text is the answer", "turn", turn)
 				c.send(protocol.NewTurnText(protocol.TypeTextDelta, turn, text))
 			}
-			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: text})
+			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: text, Turn: turn})
 			said += text
 			c.commit(produced)
 			c.send(protocol.NewTurnText(protocol.TypeTextDone, turn, said))
@@ -95,13 +95,13 @@ func (c *conn) textLoop(ctx context.Context, turn int, note string, ot *orchestr
 			return c.turnFailed(ctx, turn, ctx.Err())
 		}
 		produced = append(produced,
-			transport.Entry{Role: transport.RoleModel, Text: text, Calls: calls},
-			transport.Entry{Role: transport.RoleTool, Results: results})
+			transport.Entry{Role: transport.RoleModel, Text: text, Calls: calls, Turn: turn},
+			transport.Entry{Role: transport.RoleTool, Results: results, Turn: turn})
 		ins := ot.Intents()
 		c.applyIntents(turn, ins, nil)
 		if end, ok := ot.End(); ok && !modeTransition(ins) {
 			// A terminal tool's output is the turn's final answer, exactly.
-			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: end.Text})
+			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: end.Text, Turn: turn})
 			c.commit(produced)
 			c.send(protocol.NewTurnText(protocol.TypeTextDone, turn, end.Text))
 			return end.Reason

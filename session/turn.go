@@ -43,7 +43,7 @@ func (c *conn) startTurn(text, kind string) {
 	c.rec.Turn++
 	c.turns++
 	turn := c.rec.Turn
-	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
+	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind, Turn: turn}
 	c.history = trimHistory(append(c.history, user), c.m.cfg.HistoryMax)
 	note := c.rec.PendingMessage
 	c.rec.PendingMessage = ""

@@ -305,10 +305,10 @@ func (v *voice) endTurn() {
 	ot.CancelAll()
 	var entries []transport.Entry
 	if in != "" {
-		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: in})
+		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: in, Turn: turn})
 	}
 	if out != "" {
-		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out})
+		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out, Turn: turn})
 	}
 	v.c.commitVoice(entries, v.currentHandle())
 	v.c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason})

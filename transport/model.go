@@ -28,7 +28,9 @@ type Entry struct {
 	Text string `json:"text,omitempty"`
 	// Kind marks a user entry the gateway wrote for the user, e.g.
 	// "confirmation" for the answer to a confirm.request.
-	Kind    string           `json:"kind,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	// Turn is the session turn the entry belongs to (0 when unknown).
+	Turn    int              `json:"turn,omitempty"`
 	Calls   []FunctionCall   `json:"calls,omitempty"`
 	Results []FunctionResult `json:"results,omitempty"`
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -238,5 +239,29 @@ func TestCancelledTurnSaysSoAndTheSessionGoesOn(t *testing.T) {
 	}
 	if evs := c.ask("again"); ofType(evs, "text.done")[0].str("text") != "back" {
 		t.Fatalf("after cancel: %v", evs)
+	}
+}
+
+func TestResumedHistoryKeepsTurnNumbersAfterTrimming(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.HistoryMax = 4 // two turns of user + answer
+	step := fakegemini.Fixed(fakegemini.TextReply("ok", 1))
+	g := startGateway(t, cfg, fakegemini.NewScript(step, step, step, step))
+	c := g.dial("", nil)
+	ready := c.start(nil)
+	for _, q := range []string{"one", "two", "three", "four"} {
+		c.ask(q)
+	}
+	_ = c.c.CloseNow()
+	c2 := g.dial("", nil)
+	again := c2.start(map[string]any{"resume": map[string]any{
+		"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}})
+	var got []string
+	for _, h := range again["history"].([]any) {
+		item := h.(map[string]any)
+		got = append(got, fmt.Sprintf("%v:%v:%v", item["turn"], item["role"], item["text"]))
+	}
+	if s := strings.Join(got, "|"); s != "3:user:three|3:model:ok|4:user:four|4:model:ok" {
+		t.Fatalf("resumed history = %s", s)
 	}
 }
