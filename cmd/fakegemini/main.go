@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
 func main() {
@@ -44,7 +45,7 @@ func run(args []string) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	log.Info("fake Gemini API serving the offline demo model: use it as the base URL with any API key",
-		"base_url", base, "live_base_url", fakegemini.LiveBaseURL(base), "env", "GEMINI_BASE_URL="+base)
+		"base_url", base, "live_base_url", geminilive.BaseURL(base), "env", "GEMINI_BASE_URL="+base)
 
 	<-ctx.Done()
 	log.Info("shutting down")

@@ -189,7 +189,7 @@ func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gatewa
 		return nil, nil, fmt.Errorf("gemini client: %w", err)
 	}
 	live, err := genai.NewClient(ctx, &genai.ClientConfig{
-		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: fakegemini.LiveBaseURL(base)},
+		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: geminilive.BaseURL(base)},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemini live client: %w", err)

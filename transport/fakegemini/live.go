@@ -59,19 +59,6 @@ func (s *Server) SetLiveBrain(brain LiveBrain) {
 // (their handlers are also counted by InFlight).
 func (s *Server) LiveConnections() int { return int(s.live.conns.Load()) }
 
-// LiveBaseURL turns the base URL Start returns ("http://127.0.0.1:P/")
-// into the one the genai Live client needs ("ws://127.0.0.1:P/"): given an
-// http URL, the SDK would dial wss.
-func LiveBaseURL(base string) string {
-	if rest, ok := strings.CutPrefix(base, "http://"); ok {
-		return "ws://" + rest
-	}
-	if rest, ok := strings.CutPrefix(base, "https://"); ok {
-		return "wss://" + rest
-	}
-	return base
-}
-
 // parseLiveRPC splits the last path element of a Live URL,
 // "google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent".
 func parseLiveRPC(rpc string) (version, method string, ok bool) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
 	"google.golang.org/genai"
 )
 
@@ -28,7 +29,7 @@ func startLive(t *testing.T, brain LiveBrain) (*Server, string) {
 	if brain != nil {
 		s.SetLiveBrain(brain)
 	}
-	return s, LiveBaseURL(base)
+	return s, geminilive.BaseURL(base)
 }
 
 // liveClient is a real genai Live session with one goroutine calling

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/genai"
@@ -133,4 +134,18 @@ func (m *Model) Connect(ctx context.Context, cfg transport.LiveConfig) (transpor
 		close(abandoned)
 		return nil, fmt.Errorf("gemini live: connect %s: %w", m.name, ctx.Err())
 	}
+}
+
+// BaseURL is the base URL the genai Live client needs for a
+// Gemini-compatible endpoint given by its REST base URL (GEMINI_BASE_URL):
+// http becomes ws and https wss, since given an http URL the SDK would dial
+// wss. "" stays "" (Google's endpoint).
+func BaseURL(restBase string) string {
+	if rest, ok := strings.CutPrefix(restBase, "http://"); ok {
+		return "ws://" + rest
+	}
+	if rest, ok := strings.CutPrefix(restBase, "https://"); ok {
+		return "wss://" + rest
+	}
+	return restBase
 }

@@ -166,3 +166,16 @@ func TestNoHistoryMeansNoSeed(t *testing.T) {
 		t.Errorf("first message = %s, want the audioStreamEnd (a history without text seeds nothing)", ev.Kind)
 	}
 }
+
+func TestBaseURLMapsRESTBaseToWebSocket(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8090/":  "ws://127.0.0.1:8090/",
+		"https://gemini.example/": "wss://gemini.example/",
+		"ws://h/":                 "ws://h/",
+		"":                        "",
+	} {
+		if got := geminilive.BaseURL(in); got != want {
+			t.Errorf("BaseURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
