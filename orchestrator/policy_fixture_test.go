@@ -17,7 +17,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/orchestrator"
-	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
 )
@@ -143,7 +143,7 @@ func (f *fixture) with(cfg orchestrator.Config, d orchestrator.Deps) *orchestrat
 // redisStores is a RedisStore on an in-process miniredis, with a count of
 // the client's round trips to it.
 type redisStores struct {
-	store  *session.RedisStore
+	store  *store.RedisStore
 	mr     *miniredis.Miniredis
 	client redis.UniversalClient
 	trips  *roundTrips
@@ -152,14 +152,14 @@ type redisStores struct {
 func newRedisStores(t testing.TB) *redisStores {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	c, err := session.NewRedisClient("redis://"+mr.Addr(), time.Second)
+	c, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	trips := &roundTrips{}
 	c.AddHook(trips)
-	return &redisStores{store: session.NewRedisStore(c, session.RedisStoreOptions{}), mr: mr, client: c, trips: trips}
+	return &redisStores{store: store.NewRedisStore(c, store.RedisStoreOptions{}), mr: mr, client: c, trips: trips}
 }
 
 // deps are the orchestrator stores backed by this Redis.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 )
 
 // applyIntents applies what a turn's tools asked for, at the end of the
@@ -55,7 +56,7 @@ func (c *conn) applyIntents(turn int, ins []intents.Intent, v *voice) {
 // block applies BLOCK_USER: the user's input is refused on every session
 // and node until the block ends, and new connections are refused (4003).
 func (c *conn) block(in intents.Intent) {
-	b := Block{Until: time.Now().Add(in.Duration).UTC().Truncate(time.Second), Reason: in.Reason}
+	b := store.Block{Until: time.Now().Add(in.Duration).UTC().Truncate(time.Second), Reason: in.Reason}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
 	defer cancel()
 	if err := c.m.Store.BlockUser(ctx, c.user, b); err != nil {
@@ -67,7 +68,7 @@ func (c *conn) block(in intents.Intent) {
 }
 
 // setBlocked records a block on this connection and tells the browser.
-func (c *conn) setBlocked(b Block) {
+func (c *conn) setBlocked(b store.Block) {
 	c.mu.Lock()
 	if !b.Until.After(c.blockedUntil) {
 		c.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -37,7 +38,7 @@ type conn struct {
 	loops *loopdetect.Detector // the session's loop history (last turns)
 
 	mu           sync.Mutex // guards the fields below
-	rec          Record
+	rec          store.Record
 	history      []transport.Entry
 	dirty        bool // the store missed a write; Sync at the next one
 	turns        int

@@ -17,6 +17,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -77,7 +78,7 @@ func (c *Config) defaults() {
 
 // Deps are the parts a session talks to.
 type Deps struct {
-	Store        Store
+	Store        store.Store
 	Model        transport.TextModel
 	Live         transport.LiveModel // nil: voice is not available
 	Orchestrator *orchestrator.Orchestrator
@@ -215,7 +216,7 @@ func newSessionID() string {
 
 // blockLocal tells every live connection of user on this node about a
 // block; connections on other nodes learn it at their next turn.
-func (m *Manager) blockLocal(user string, b Block) {
+func (m *Manager) blockLocal(user string, b store.Block) {
 	m.mu.Lock()
 	var conns []*conn
 	for c := range m.all {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -50,7 +51,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			// turn has ended, read what it wrote last.
 			rec, hist, err = c.resume(msg.Resume)
 		}
-		if errors.Is(err, ErrResumeRefused) {
+		if errors.Is(err, store.ErrResumeRefused) {
 			c.m.Metrics.ResumeRefused.Inc()
 			c.log.Info("resume refused", "session", msg.Resume.SessionID)
 			c.send(protocol.NewError(protocol.CodeResumeRefused,
@@ -76,7 +77,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		}
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
 	} else {
-		rec := Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
+		rec := store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
 			RegistryVersion: ready.RegistryVersion, CreatedAt: time.Now()}
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 		token, err := c.m.Store.Create(ctx, rec)
@@ -103,7 +104,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	return true
 }
 
-func (c *conn) resume(r *protocol.Resume) (Record, []transport.Entry, error) {
+func (c *conn) resume(r *protocol.Resume) (store.Record, []transport.Entry, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
 	return c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.user)

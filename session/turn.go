@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -100,9 +101,9 @@ func (c *conn) cancelTurn() {
 // round trip; persist writes the turn's other entries. When Redis is
 // unreachable the session goes on from memory, and the next write rewrites
 // everything.
-func (c *conn) persistBegin(user transport.Entry) Block {
-	var b Block
-	c.write(func(ctx context.Context, rec Record) (err error) {
+func (c *conn) persistBegin(user transport.Entry) store.Block {
+	var b store.Block
+	c.write(func(ctx context.Context, rec store.Record) (err error) {
 		b, err = c.m.Store.BeginTurn(ctx, rec, user)
 		return err
 	})
@@ -112,18 +113,18 @@ func (c *conn) persistBegin(user transport.Entry) Block {
 // persistAsync records the session's record (mode, turn, handle) without
 // waiting.
 func (c *conn) persistAsync() {
-	c.writeAsync(func(ctx context.Context, rec Record) error { return c.m.Store.Append(ctx, rec) })
+	c.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
 }
 
 func (c *conn) persist(entries ...transport.Entry) {
-	c.write(func(ctx context.Context, rec Record) error {
+	c.write(func(ctx context.Context, rec store.Record) error {
 		return c.m.Store.Append(ctx, rec, entries...)
 	})
 }
 
 // write runs a store write on the connection's store goroutine, in order
 // with every other write of the connection, and waits for it.
-func (c *conn) write(op func(ctx context.Context, rec Record) error) {
+func (c *conn) write(op func(ctx context.Context, rec store.Record) error) {
 	done := make(chan struct{})
 	c.storeJobs <- func() {
 		defer close(done)
@@ -135,7 +136,7 @@ func (c *conn) write(op func(ctx context.Context, rec Record) error) {
 // writeAsync queues a store write and returns at once, so that a slow
 // Redis never holds up the voice pump. When the queue is full the session
 // is marked for a full rewrite at the next write instead.
-func (c *conn) writeAsync(op func(ctx context.Context, rec Record) error) {
+func (c *conn) writeAsync(op func(ctx context.Context, rec store.Record) error) {
 	select {
 	case c.storeJobs <- func() { c.doWrite(op) }:
 	default:
@@ -154,7 +155,7 @@ func (c *conn) runStore(done chan<- struct{}) {
 	}
 }
 
-func (c *conn) doWrite(op func(ctx context.Context, rec Record) error) {
+func (c *conn) doWrite(op func(ctx context.Context, rec store.Record) error) {
 	c.mu.Lock()
 	rec, dirty := c.rec, c.dirty
 	var hist []transport.Entry

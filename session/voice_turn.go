@@ -7,6 +7,7 @@ import (
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -152,7 +153,7 @@ func (c *conn) commitVoice(entries []transport.Entry, handle string) {
 	c.rec.ResumeHandle = handle
 	c.history = trimHistory(append(c.history, entries...), c.m.cfg.HistoryMax)
 	c.mu.Unlock()
-	c.writeAsync(func(ctx context.Context, rec Record) error {
+	c.writeAsync(func(ctx context.Context, rec store.Record) error {
 		return c.m.Store.Append(ctx, rec, entries...)
 	})
 }

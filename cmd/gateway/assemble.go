@@ -16,6 +16,7 @@ import (
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
 	"github.com/turnstile-gw/turnstile/tools/kb"
@@ -61,7 +62,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err != nil {
 		return nil, err
 	}
-	store := session.NewRedisStore(rdb, session.RedisStoreOptions{
+	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
 		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
 	})
 
@@ -106,7 +107,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		RestrictionMessage:       cfg.RestrictionMessage,
 		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
 	}, session.Deps{
-		Store: store,
+		Store: st,
 		Model: geminitext.New(client, cfg.TextModel),
 		Live:  geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{}),
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{
@@ -114,7 +115,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
 			StoreTimeout: 2 * cfg.RedisTimeout,
 			ConfirmTTL:   cfg.ConfirmTTL,
-		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: store, Confirms: store}),
+		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
 		Registry: registry,
 		Metrics:  m,
 		Log:      log,
@@ -127,7 +128,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	gw.edge = server.New(server.Config{AllowedOrigins: cfg.AllowedOrigins}, server.Deps{
 		Sessions: gw.sessions,
 		Auth:     server.NewAuthenticator([]byte(cfg.AuthSecret)),
-		Store:    store,
+		Store:    st,
 		Gatherer: reg,
 		Summary:  m.Summary,
 		Web:      web.Handler(),
@@ -140,7 +141,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
 	url := string(cfg.RedisURL)
 	if url == "" {
-		mr, err := session.StartEmbedded()
+		mr, err := store.StartEmbedded()
 		if err != nil {
 			return nil, fmt.Errorf("start embedded redis: %w", err)
 		}
@@ -149,7 +150,7 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 		log.Warn("no REDIS_URL: using an embedded in-process miniredis; session state lives only in this process "+
 			"and resume works only on this node", "addr", mr.Addr())
 	}
-	rdb, err := session.NewRedisClient(url, cfg.RedisTimeout)
+	rdb, err := store.NewRedisClient(url, cfg.RedisTimeout)
 	if err != nil {
 		return nil, err
 	}

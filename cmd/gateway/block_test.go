@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
-	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -128,14 +128,14 @@ func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T)
 	}
 
 	// What a resume (after the block ends) would find.
-	rdb, err := session.NewRedisClient(string(cfg.RedisURL), time.Second)
+	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = rdb.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rec, hist, err := session.NewRedisStore(rdb, session.RedisStoreOptions{}).
+	rec, hist, err := store.NewRedisStore(rdb, store.RedisStoreOptions{}).
 		Resume(ctx, ready.str("sessionId"), ready.str("resumeToken"), "alice")
 	if err != nil {
 		t.Fatal(err)

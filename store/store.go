@@ -1,4 +1,8 @@
-package session
+// Package store keeps session state in Redis: session records and bounded
+// histories, confirmations and approvals, the call ledger, and user blocks,
+// all with a TTL and every call bounded by a short deadline. It also starts
+// the embedded miniredis the gateway uses when no REDIS_URL is set.
+package store
 
 import (
 	"context"
