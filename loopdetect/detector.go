@@ -20,8 +20,9 @@ const (
 	// tool with the same canonical arguments.
 	RepeatedCall Rule = "repeated_call"
 	// EmptyResults: the tool already came back empty maxEmptyResults times
-	// in the turn; any further call of it is refused, whatever its
-	// arguments.
+	// in the turn, and this call repeats arguments that came back empty.
+	// Calls with other arguments stay allowed: different search terms may
+	// find something.
 	EmptyResults Rule = "empty_results"
 )
 
@@ -29,8 +30,8 @@ const (
 	// maxIdenticalCalls identical calls are allowed per turn; the next one
 	// is refused.
 	maxIdenticalCalls = 2
-	// maxEmptyResults empty results of a tool are tolerated per turn; the
-	// next call of that tool is refused.
+	// maxEmptyResults empty results of a tool are tolerated per turn; after
+	// them, a call repeating arguments that came back empty is refused.
 	maxEmptyResults = 2
 )
 
@@ -52,6 +53,7 @@ type toolState struct {
 	calls      int
 	args       map[string]int // digest -> calls with it
 	empty      int
+	emptyArgs  map[string]bool // digests whose call came back empty
 	detections map[Rule]int
 }
 
@@ -95,9 +97,10 @@ func (d *Detector) CheckAndRecord(turn int, tool, argsDigest string) (Rule, bool
 	return "", false
 }
 
-// RecordResult notes the outcome of a call of tool in turn; empty is
-// whether the result had nothing in it (see IsEmptyResult).
-func (d *Detector) RecordResult(turn int, tool string, empty bool) {
+// RecordResult notes the outcome of a call of tool with the given argument
+// digest in turn; empty is whether the result had nothing in it (see
+// IsEmptyResult).
+func (d *Detector) RecordResult(turn int, tool, argsDigest string, empty bool) {
 	if !empty {
 		return
 	}
@@ -105,6 +108,10 @@ func (d *Detector) RecordResult(turn int, tool string, empty bool) {
 	defer d.mu.Unlock()
 	if ts := d.tool(turn, tool, true); ts != nil {
 		ts.empty++
+		if ts.emptyArgs == nil {
+			ts.emptyArgs = map[string]bool{}
+		}
+		ts.emptyArgs[argsDigest] = true
 	}
 }
 
@@ -115,7 +122,7 @@ func (d *Detector) check(turn int, tool, argsDigest string) (Rule, bool) {
 	}
 	var rule Rule
 	switch {
-	case ts.empty >= maxEmptyResults:
+	case ts.empty >= maxEmptyResults && ts.emptyArgs[argsDigest]:
 		rule = EmptyResults
 	case ts.args[argsDigest] >= maxIdenticalCalls:
 		rule = RepeatedCall

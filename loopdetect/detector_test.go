@@ -65,17 +65,27 @@ func TestDetectorAllowsSameToolWithDifferentArgs(t *testing.T) {
 	}
 }
 
-func TestDetectorRefusesToolAfterTwoEmptyResultsWhateverTheArgs(t *testing.T) {
+func TestDetectorRefusesRepeatingEmptyArgsAfterTwoEmptyResultsButAllowsNewTerms(t *testing.T) {
 	d := loopdetect.New(5)
 	call(d, 1, search, argsA)
-	d.RecordResult(1, search, true)
+	d.RecordResult(1, search, argsA, true)
+	if rule, loop := call(d, 1, search, argsA); loop {
+		t.Fatalf("second identical call after one empty result refused (%s)", rule)
+	}
 	if rule, loop := call(d, 1, search, argsB); loop {
 		t.Fatalf("call after one empty result refused (%s)", rule)
 	}
-	d.RecordResult(1, search, true)
-	rule, loop := d.Check(1, search, "digest-never-seen")
-	if !loop || rule != loopdetect.EmptyResults {
-		t.Fatalf("call after two empty results = (%q, %v), want (%q, true)", rule, loop, loopdetect.EmptyResults)
+	d.RecordResult(1, search, argsB, true)
+	// Two empty results: repeating a request that found nothing is refused...
+	for _, digest := range []string{argsA, argsB} {
+		rule, loop := d.Check(1, search, digest)
+		if !loop || rule != loopdetect.EmptyResults {
+			t.Fatalf("repeating %s after two empty results = (%q, %v), want (%q, true)", digest, rule, loop, loopdetect.EmptyResults)
+		}
+	}
+	// ...but different search terms stay allowed.
+	if rule, loop := d.Check(1, search, "digest-never-seen"); loop {
+		t.Fatalf("new search terms refused (%s) after two empty results", rule)
 	}
 	// The rule is per tool: another tool is still fine.
 	if rule, loop := d.Check(1, get, argsA); loop {
@@ -87,11 +97,11 @@ func TestDetectorIgnoresNonEmptyResults(t *testing.T) {
 	d := loopdetect.New(5)
 	for _, digest := range []string{"1", "2", "3", "4"} {
 		call(d, 1, search, digest)
-		d.RecordResult(1, search, false)
+		d.RecordResult(1, search, digest, false)
 	}
 	call(d, 1, search, "5")
-	d.RecordResult(1, search, true)
-	if rule, loop := d.Check(1, search, "6"); loop {
+	d.RecordResult(1, search, "5", true)
+	if rule, loop := d.Check(1, search, "5"); loop {
 		t.Fatalf("refused (%s) with four full results and one empty", rule)
 	}
 }
@@ -100,7 +110,7 @@ func TestDetectorReportsEmptyResultsWhenBothRulesApply(t *testing.T) {
 	d := loopdetect.New(5)
 	for range 2 {
 		call(d, 1, search, argsA)
-		d.RecordResult(1, search, true)
+		d.RecordResult(1, search, argsA, true)
 	}
 	if rule, loop := d.Check(1, search, argsA); !loop || rule != loopdetect.EmptyResults {
 		t.Fatalf("got (%q, %v), want (%q, true)", rule, loop, loopdetect.EmptyResults)
@@ -111,7 +121,7 @@ func TestDetectorStartsEachTurnAfresh(t *testing.T) {
 	d := loopdetect.New(5)
 	for range 2 {
 		call(d, 1, search, argsA)
-		d.RecordResult(1, search, true)
+		d.RecordResult(1, search, argsA, true)
 	}
 	if _, loop := d.Check(1, search, argsA); !loop {
 		t.Fatal("turn 1 should refuse by now")
@@ -131,7 +141,7 @@ func TestDetectorKeepsOnlyTheLastTurns(t *testing.T) {
 	d := loopdetect.New(keep)
 	for turn := 1; turn <= 10; turn++ {
 		call(d, turn, search, argsA)
-		d.RecordResult(turn, search, true)
+		d.RecordResult(turn, search, argsA, true)
 		snap := d.Snapshot()
 		if len(snap) > keep {
 			t.Fatalf("after turn %d the snapshot holds %d turns, want at most %d", turn, len(snap), keep)
@@ -150,7 +160,7 @@ func TestDetectorKeepsOnlyTheLastTurns(t *testing.T) {
 	}
 	// A late call for a forgotten turn is not recorded anywhere.
 	d.RecordCall(2, search, argsA)
-	d.RecordResult(2, search, true)
+	d.RecordResult(2, search, argsA, true)
 	if got := len(d.Snapshot()); got != keep {
 		t.Fatalf("recording into a forgotten turn changed the history to %d turns", got)
 	}
@@ -178,7 +188,7 @@ func TestSnapshotCountsCallsArgsEmptiesAndDetections(t *testing.T) {
 	call(d, 4, search, argsA)
 	call(d, 4, search, argsA) // refused: repeated_call
 	call(d, 4, search, argsB)
-	d.RecordResult(4, search, true)
+	d.RecordResult(4, search, "x", true)
 	call(d, 4, get, argsA)
 
 	b, err := json.Marshal(d.Snapshot())
@@ -241,7 +251,7 @@ func TestDetectorIsSafeForConcurrentUse(t *testing.T) {
 				if _, loop := d.Check(turn, tool, digest); !loop {
 					d.RecordCall(turn, tool, digest)
 				}
-				d.RecordResult(turn, tool, i%5 == 0)
+				d.RecordResult(turn, tool, digest, i%5 == 0)
 				d.CheckAndRecord(turn, tool, digest)
 				_ = d.Snapshot()
 			}
@@ -276,8 +286,9 @@ func TestFeedbackSuggestsAnotherWayAndNeverEchoesArguments(t *testing.T) {
 			t.Errorf("%s: feedback varies with more than the tool name:\n%q\n%q", rule, msg, other)
 		}
 	}
-	if msg := d.Feedback(loopdetect.EmptyResults, search); !strings.Contains(msg, "nothing was found") {
-		t.Errorf("empty-results feedback %q does not offer telling the user nothing was found", msg)
+	if msg := d.Feedback(loopdetect.EmptyResults, search); !strings.Contains(msg,
+		"Data may not exist. Try different search terms or a different tool.") {
+		t.Errorf("empty-results feedback %q does not say what to do next in the spec's words", msg)
 	}
 	if msg := d.Feedback(loopdetect.RepeatedCall, search); !strings.Contains(msg, search) {
 		t.Errorf("repeated-call feedback %q does not name the tool", msg)

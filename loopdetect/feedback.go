@@ -12,9 +12,9 @@ func (d *Detector) Feedback(rule Rule, tool string) string {
 			"already have to answer, phrase the request in a genuinely different way, use another tool, or tell " +
 			"the user what you could not find."
 	case EmptyResults:
-		return "This call was not run: " + tool + " has already returned nothing twice in this turn, so it " +
-			"will not be run again until the next turn. Do not retry it with different wording. Answer with " +
-			"what you already know, use another tool if one fits, or tell the user that nothing was found."
+		return "This call was not run: " + tool + " has already come back empty twice in this turn, once for " +
+			"exactly this request, and the gateway does not repeat a request that found nothing. Data may not " +
+			"exist. Try different search terms or a different tool."
 	default:
 		return "This call was not run because it looks like a loop. Try a different approach, or answer the " +
 			"user with what you already know."

@@ -9,8 +9,11 @@ import (
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
-func refuse(a admission, t tools.ErrorType, msg string, retryable bool) admission {
-	env := tools.Fail(t, msg, retryable, false)
+// refuse answers a call without running it. Such refusals are never
+// retryable as they stand and have no side effects: the model must change
+// something (arguments, approach, the user's approval) before calling again.
+func refuse(a admission, t tools.ErrorType, msg string) admission {
+	env := tools.Fail(t, msg, false, false)
 	a.refusal = &env
 	return a
 }
@@ -20,21 +23,17 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	// 1. lookup
 	tool, ok := t.o.Registry.Lookup(c.Name)
 	if !ok {
-		return refuse(a, tools.ErrNotFound, "there is no tool with that name; use one of the declared tools", false)
+		return refuse(a, tools.ErrNotFound, "there is no tool with that name; use one of the declared tools")
 	}
 	a.tool, a.label = tool, tool.Name
 	a.terminal = tool.Terminal || tool.Name == FinishTool
 	// 2. mode restriction
 	if !tool.AllowedIn(t.s.Mode) {
-		return refuse(a, tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", tool.Name, t.s.Mode), false)
+		return refuse(a, tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", tool.Name, t.s.Mode))
 	}
-	// 3. per-turn gates, counted in arrival order. Tools that end the turn
-	// are exempt: a model out of budget must still be able to finish.
-	if gate, ok := t.takeBudget(tool, a.terminal || tool.Name == "end_voice_session"); !ok {
-		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
-		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate), false)
-	}
-	// 4. loop detection on canonical arguments
+	// 3. loop detection on canonical arguments, before the gates: a loop
+	// is refused as a loop (the feedback says what to do instead) and does
+	// not use up the turn's budget.
 	raw, err := json.Marshal(nonNil(c.Args))
 	if err == nil {
 		a.raw = raw
@@ -47,12 +46,18 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	if a.digest != "" {
 		if rule, loop := t.loops.CheckAndRecord(t.n, tool.Name, a.digest); loop {
 			t.o.Metrics.LoopDetections.WithLabelValues(string(rule)).Inc()
-			return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name), false)
+			return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name))
 		}
+	}
+	// 4. per-turn gates, counted in arrival order. Tools that end the turn
+	// are exempt: a model out of budget must still be able to finish.
+	if gate, ok := t.takeBudget(tool, a.terminal || tool.Name == "end_voice_session"); !ok {
+		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
+		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate))
 	}
 	// A turn has at most one terminal answer.
 	if a.terminal && !t.reserveTerminal() {
-		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn", false)
+		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn")
 	}
 	// 5. confirmation
 	if tool.RequiresConfirmation {
@@ -64,11 +69,11 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	// 6. argument validation
 	if err != nil {
 		t.releaseTerminal(a)
-		return refuse(a, tools.ErrValidation, "arguments are not JSON-encodable", false)
+		return refuse(a, tools.ErrValidation, "arguments are not JSON-encodable")
 	}
 	if verr := tool.ValidateArgs(a.raw); verr != nil {
 		t.releaseTerminal(a)
-		return refuse(a, tools.ErrValidation, verr.Error(), false)
+		return refuse(a, tools.ErrValidation, verr.Error())
 	}
 	return a
 }
@@ -126,13 +131,13 @@ func (t *Turn) releaseTerminal(a admission) {
 // one.
 func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admission {
 	if t.o.Confirms == nil || a.digest == "" {
-		return refuse(a, tools.ErrConfirmationRequired, "this tool needs the user's approval, which cannot be asked for here", false)
+		return refuse(a, tools.ErrConfirmationRequired, "this tool needs the user's approval, which cannot be asked for here")
 	}
 	conf := Confirmation{
 		Token: newConfirmToken(), SessionID: t.s.ID, UserID: t.s.UserID, Tool: c.Name,
 		ArgsDigest: a.digest, Args: t.o.RedactedArgs(c.Name, c.Args), Turn: t.n,
 		// Whole seconds, rounded up: the user never gets less than the TTL.
-		ExpiresAt: time.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
+		ExpiresAt: t.o.cfg.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
 	approved, err := t.o.Confirms.ConsumeOrRequest(sctx, conf)
@@ -140,7 +145,8 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	switch {
 	case err != nil:
 		t.o.Log.Warn("confirmation store unavailable", "session", t.s.ID, "tool", c.Name, "err", err)
-		return refuse(a, tools.ErrTransient, "the user's approval could not be checked; try again shortly", true)
+		return refuse(a, tools.ErrTransient, "the user's approval could not be checked right now; tell the user "+
+			"and try again in a later turn")
 	case approved:
 		t.o.Metrics.Confirmations.WithLabelValues("consumed").Inc()
 		return a
@@ -151,7 +157,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
 		_, _ = t.o.Confirms.Resolve(sctx, t.s.ID, t.s.UserID, conf.Token, false, 0)
 		cancel()
-		return refuse(a, tools.ErrTransient, "the call was cancelled", true)
+		return refuse(a, tools.ErrTransient, "the call was cancelled")
 	}
 	t.o.Metrics.Confirmations.WithLabelValues("requested").Inc()
 	if ev != nil {
@@ -159,5 +165,5 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	}
 	return refuse(a, tools.ErrConfirmationRequired, fmt.Sprintf("the user must approve this call first; a "+
 		"confirmation (token %s) is shown to them. Do not call %s again until they answer; you will be told.",
-		conf.Token, c.Name), false)
+		conf.Token, c.Name))
 }

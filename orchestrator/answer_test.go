@@ -2,11 +2,17 @@ package orchestrator_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // Exactly one answer per call, through the public API, and the call ledger
@@ -61,8 +67,8 @@ func TestCancelledCallIsNeverAnswered(t *testing.T) {
 		t.Errorf("cancelled call outcome %+v, want an error", res[0].Outcome.Envelope)
 	}
 	recs := r.ledger(t, "s")
-	if len(recs) != 1 || recs[0].State != orchestrator.StateCancelled {
-		t.Errorf("ledger %+v, want one cancelled record", recs)
+	if len(recs) != 1 || recs[0].State != orchestrator.StateClaimed {
+		t.Errorf("ledger %+v, want one claimed record that was never answered", recs)
 	}
 }
 
@@ -124,18 +130,32 @@ func TestDuplicateCallIDIsNotSentAndRunsOnce(t *testing.T) {
 	}
 }
 
-func TestLedgerRecordsOneEntryPerCall(t *testing.T) {
+// round runs one message's calls through Round, as the session loops do.
+func round(t *testing.T, tr *orchestrator.Turn, calls ...orchestrator.Call) orchestrator.Round {
+	t.Helper()
+	fcs := make([]transport.FunctionCall, len(calls))
+	for i, c := range calls {
+		fcs[i] = transport.FunctionCall{ID: c.ID, Name: c.Name, Args: c.Args}
+	}
+	return tr.Round(t.Context(), fcs, nil)
+}
+
+func TestLedgerRecordsEachAnsweredCallWithItsResponse(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
 	o := f.with(orchestrator.Config{}, r.deps())
 	tr := o.NewTurn(orchestrator.Session{ID: "sess-L", UserID: "u", Mode: tools.ModeText}, 3, nil)
-	tr.Handle(t.Context(), []orchestrator.Call{
+	rd := round(t, tr,
 		call("ok", "search", map[string]any{"query": "nothing at all"}),
 		call("ok", "echo", map[string]any{"text": "dup"}),
 		call("unknown", "no_such_tool", map[string]any{"q": 1}),
 		call("invalid", "echo", map[string]any{}),
 		call("slow", "quitter", nil),
-	}, nil)
+	)
+	sent := map[string]map[string]any{}
+	for _, resp := range rd.Responses {
+		sent[resp.ID] = resp.Response
+	}
 
 	recs := r.ledger(t, "sess-L")
 	byID := map[string]orchestrator.CallRecord{}
@@ -145,23 +165,22 @@ func TestLedgerRecordsOneEntryPerCall(t *testing.T) {
 		}
 		byID[rec.ID] = rec
 	}
-	want := map[string]struct {
-		tool    string
-		state   orchestrator.CallState
-		outcome string
-	}{
-		"ok":      {"search", orchestrator.StateDone, "ok"},
-		"unknown": {"unknown", orchestrator.StateRefused, "not_found"},
-		"invalid": {"echo", orchestrator.StateRefused, "validation"},
-		"slow":    {"quitter", orchestrator.StateTimedOut, "timeout"},
+	want := map[string]struct{ tool, outcome string }{
+		"ok":      {"search", "ok"},
+		"unknown": {"unknown", "not_found"},
+		"invalid": {"echo", "validation"},
+		"slow":    {"quitter", "timeout"},
 	}
-	if len(recs) != len(want) {
-		t.Fatalf("ledger has %d records %+v, want %d", len(recs), recs, len(want))
+	if len(recs) != len(want) || len(sent) != len(want) {
+		t.Fatalf("ledger has %d records %+v and %d responses were sent, want %d", len(recs), recs, len(sent), len(want))
 	}
 	for id, w := range want {
 		rec := byID[id]
-		if rec.Tool != w.tool || rec.State != w.state || rec.Outcome != w.outcome {
-			t.Errorf("%s: record %+v, want tool %s state %s outcome %s", id, rec, w.tool, w.state, w.outcome)
+		if rec.Tool != w.tool || rec.State != orchestrator.StateAnswered || rec.Outcome != w.outcome || rec.Turn != 3 {
+			t.Errorf("%s: record %+v, want tool %s answered in turn 3 with outcome %s", id, rec, w.tool, w.outcome)
+		}
+		if !reflect.DeepEqual(jsonOf(t, rec.Response), jsonOf(t, sent[id])) {
+			t.Errorf("%s: stored response %v, sent %v", id, rec.Response, sent[id])
 		}
 	}
 	if !byID["ok"].Empty || byID["ok"].ArgsDigest == "" {
@@ -169,11 +188,67 @@ func TestLedgerRecordsOneEntryPerCall(t *testing.T) {
 	}
 }
 
-func TestBookkeepingIsOneRedisRoundTripPerCall(t *testing.T) {
+// A call ID the session already answered, seen again (a model re-sending a
+// call after a reconnect, on any node), is answered again with the same
+// response and runs no second time; metrics do not count it twice.
+func TestAnsweredCallSeenAgainIsReplayedFromTheLedgerNotRun(t *testing.T) {
+	f := newFixture(t)
+	r := newRedisStores(t)
+	s := orchestrator.Session{ID: "sess-replay", UserID: "u", Mode: tools.ModeVoice}
+	first := round(t, f.with(orchestrator.Config{}, r.deps()).NewTurn(s, 1, nil),
+		call("call-1", "echo", map[string]any{"text": "once"}))
+	// Another node: its own orchestrator, the same Redis.
+	g := newFixture(t)
+	again := round(t, g.with(orchestrator.Config{}, r.deps()).NewTurn(s, 2, nil),
+		call("call-1", "echo", map[string]any{"text": "once"}))
+	if f.echoRuns.Load()+g.echoRuns.Load() != 1 {
+		t.Fatalf("echo ran %d times, want once", f.echoRuns.Load()+g.echoRuns.Load())
+	}
+	if len(again.Responses) != 1 || !reflect.DeepEqual(jsonOf(t, again.Responses[0]), jsonOf(t, first.Responses[0])) {
+		t.Fatalf("replayed %+v, want exactly the first answer %+v", again.Responses, first.Responses)
+	}
+	if !again.Results[0].Outcome.Replayed {
+		t.Error("the outcome is not marked replayed")
+	}
+	if got := testutil.ToFloat64(g.m.ToolCalls.WithLabelValues("echo", "ok")); got != 0 {
+		t.Errorf("the replay was counted as a tool call (%v)", got)
+	}
+}
+
+// A call claimed but never answered (its node died mid-call) is not run a
+// second time: the model is told that its outcome is unknown.
+func TestClaimedButUnansweredCallIsAnsweredWithUnknownOutcome(t *testing.T) {
+	f := newFixture(t)
+	r := newRedisStores(t)
+	s := orchestrator.Session{ID: "sess-lost", UserID: "u", Mode: tools.ModeText}
+	if _, err := r.store.Claim(t.Context(), s.ID, []orchestrator.CallRecord{{ID: "lost", Tool: "echo", Turn: 1,
+		State: orchestrator.StateClaimed}}); err != nil {
+		t.Fatal(err)
+	}
+	rd := round(t, f.with(orchestrator.Config{}, r.deps()).NewTurn(s, 2, nil),
+		call("lost", "echo", map[string]any{"text": "again"}))
+	if f.echoRuns.Load() != 0 {
+		t.Fatal("the call ran a second time")
+	}
+	if len(rd.Responses) != 1 || rd.Responses[0].Response["ok"] != false {
+		t.Fatalf("responses %+v, want one error", rd.Responses)
+	}
+	e := rd.Responses[0].Response["error"].(map[string]any)
+	if e["type"] != "TRANSIENT" || e["retryable"] != false || rd.Responses[0].Response["partialSideEffects"] != true ||
+		!strings.Contains(e["message"].(string), "outcome is unknown") {
+		t.Errorf("response %+v, want a non-retryable TRANSIENT error saying the outcome is unknown", rd.Responses[0].Response)
+	}
+}
+
+func TestBookkeepingIsTwoRedisRoundTripsPerMessage(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
 	o := f.with(orchestrator.Config{}, r.deps())
 	s := orchestrator.Session{ID: "sess-R", UserID: "u", Mode: tools.ModeText}
+	// Redis caches the ledger's scripts at their first use (one extra
+	// round trip each, once per server): warm them up elsewhere.
+	round(t, o.NewTurn(orchestrator.Session{ID: "warm-up", UserID: "u", Mode: tools.ModeText}, 1, nil),
+		call("w", "noop", nil))
 
 	for i, calls := range [][]orchestrator.Call{
 		{call("a", "noop", nil)},
@@ -182,12 +257,25 @@ func TestBookkeepingIsOneRedisRoundTripPerCall(t *testing.T) {
 	} {
 		tr := o.NewTurn(s, i+1, nil)
 		before := r.trips.Load()
-		tr.Handle(t.Context(), calls, nil)
-		if got := r.trips.Load() - before; got != int64(len(calls)) {
-			t.Errorf("message %d: %d Redis round trips for %d calls, want one per call", i, got, len(calls))
+		round(t, tr, calls...)
+		if got := r.trips.Load() - before; got != 2 {
+			t.Errorf("message %d: %d Redis round trips for %d calls, want two (claim, answer)", i, got, len(calls))
 		}
 	}
 	if n := len(r.ledger(t, "sess-R")); n != 5 {
 		t.Errorf("ledger has %d records, want 5", n)
 	}
+}
+
+func jsonOf(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func transferArgs() map[string]any {
 func (c *confirmFixture) request(t *testing.T, args map[string]any) orchestrator.Confirmation {
 	t.Helper()
 	ev := &events{}
-	o := handleOne(t, c.turn(), call("req", "transfer", args), ev)
+	o := handleOne(t, c.turn(), call(fmt.Sprintf("req-%d", c.n), "transfer", args), ev)
 	confs := ev.confirmations()
 	if errType(o) != tools.ErrConfirmationRequired || !o.Refused || len(confs) != 1 {
 		t.Fatalf("outcome %+v, %d confirmations, want CONFIRMATION_REQUIRED and one ConfirmRequested", o.Envelope, len(confs))
@@ -64,7 +65,8 @@ func (c *confirmFixture) request(t *testing.T, args map[string]any) orchestrator
 // callTransfer makes the call again in a new turn and returns its outcome.
 func (c *confirmFixture) callTransfer(t *testing.T, args map[string]any) orchestrator.Outcome {
 	t.Helper()
-	return handleOne(t, c.turn(), call("again", "transfer", args), &events{})
+	tr := c.turn()
+	return handleOne(t, tr, call(fmt.Sprintf("again-%d", c.n), "transfer", args), &events{})
 }
 
 func (c *confirmFixture) resolve(token string, approve bool) (orchestrator.Confirmation, error) {
@@ -314,12 +316,14 @@ func TestConfirmationWithoutStoreIsRefused(t *testing.T) {
 	}
 }
 
+// Refused before it ran, so not retryable as it stands (the spec: a
+// pre-execution refusal is never retryable) and without side effects.
 func TestConfirmationStoreDownIsTransientAndNotRun(t *testing.T) {
 	c := newConfirmFixture(t, orchestrator.Config{StoreTimeout: 200 * time.Millisecond})
 	c.r.mr.SetError("LOADING Redis is loading the dataset in memory")
 	o := handleOne(t, c.turn(), call("c", "transfer", transferArgs()), &events{})
-	if errType(o) != tools.ErrTransient || !o.Envelope.Error.Retryable || o.Envelope.Error.PartialSideEffects {
-		t.Errorf("outcome %+v, want a retryable TRANSIENT error without side effects", o.Envelope.Error)
+	if errType(o) != tools.ErrTransient || o.Envelope.Error.Retryable || o.Envelope.Error.PartialSideEffects {
+		t.Errorf("outcome %+v, want a non-retryable TRANSIENT error without side effects", o.Envelope.Error)
 	}
 	if got := c.runs("transfer"); got != 0 {
 		t.Errorf("transfer ran %d times without an approval check", got)

@@ -46,8 +46,12 @@ func checkEnvelope(env tools.Envelope) tools.Envelope {
 	switch {
 	case env.OK && env.Error != nil, !env.OK && env.Error == nil:
 		return tools.Fail(tools.ErrInternal, "the tool returned a malformed result", false, true)
-	case !env.OK && env.Error.Type == "":
-		env.Error.Type = tools.ErrInternal
+	case !env.OK && !tools.KnownErrorType(env.Error.Type):
+		// An error type outside the closed set means nothing to the model
+		// or the metrics: it is an internal error, message kept.
+		e := *env.Error
+		e.Type = tools.ErrInternal
+		env.Error = &e
 	}
 	for _, in := range env.Intents {
 		if err := in.Validate(); err != nil {

@@ -7,12 +7,14 @@ import (
 
 // CallState is where a call is in its life. The machine:
 //
-//	received → refused | running | cancelled
+//	received → refused | running | cancelled | replayed
 //	running  → done | timed_out | cancelled
-//	refused | done | timed_out → answered
+//	refused | done | timed_out | replayed → answered
 //
 // cancelled and answered are final: a cancelled call is never answered, and
-// an answered call is never answered again.
+// an answered call is never answered again. replayed is a call whose ID the
+// session had already answered (on any node): it is answered again from
+// the durable ledger with the same response and never runs.
 type CallState string
 
 const (
@@ -23,30 +25,46 @@ const (
 	StateTimedOut  CallState = "timed_out"
 	StateCancelled CallState = "cancelled"
 	StateAnswered  CallState = "answered"
+	StateReplayed  CallState = "replayed"
+	// StateClaimed is a durable record's state between the claim and the
+	// answer: the call ran, or was running, somewhere.
+	StateClaimed CallState = "claimed"
 )
 
 var transitions = map[CallState][]CallState{
-	StateReceived: {StateRefused, StateRunning, StateCancelled},
+	StateReceived: {StateRefused, StateRunning, StateCancelled, StateReplayed},
 	StateRunning:  {StateDone, StateTimedOut, StateCancelled},
 	StateRefused:  {StateAnswered},
 	StateDone:     {StateAnswered},
 	StateTimedOut: {StateAnswered},
+	StateReplayed: {StateAnswered},
 }
 
-// CallRecord is what the ledger store keeps of one call.
+// CallRecord is what the durable ledger keeps of one call of a session.
 type CallRecord struct {
 	ID         string    `json:"id"`
 	Tool       string    `json:"tool"`
-	State      CallState `json:"state"`
-	Outcome    string    `json:"outcome"` // "ok" or the error type
+	Turn       int       `json:"turn"`
+	State      CallState `json:"state"`             // claimed, then answered
+	Outcome    string    `json:"outcome,omitempty"` // "ok" or the error type, once answered
 	ArgsDigest string    `json:"argsDigest,omitempty"`
-	DurationMs int64     `json:"durationMs"`
+	DurationMs int64     `json:"durationMs,omitempty"`
 	Empty      bool      `json:"empty,omitempty"` // an empty result (loop detection)
+	// Response is exactly what the model was sent, once answered.
+	Response map[string]any `json:"response,omitempty"`
 }
 
-// LedgerStore keeps call records durably, one round trip per call.
+// LedgerStore keeps a session's call records durably, so that a call ID is
+// run at most once per session whichever node sees it. Each method is one
+// round trip for all the calls of one model message.
 type LedgerStore interface {
-	RecordCall(ctx context.Context, sessionID string, turn int, rec CallRecord) error
+	// Claim records the calls as claimed before any of them runs. For an
+	// ID the session had claimed before, it records nothing and returns
+	// that call's record instead, keyed by ID.
+	Claim(ctx context.Context, sessionID string, calls []CallRecord) (map[string]CallRecord, error)
+	// Answer records calls as answered, each with the response the model
+	// was sent.
+	Answer(ctx context.Context, sessionID string, calls []CallRecord) error
 }
 
 // ledger is one turn's in-memory call ledger keyed by call ID.
@@ -58,6 +76,7 @@ type ledger struct {
 type ledgerEntry struct {
 	state  CallState
 	cancel context.CancelFunc // set while running
+	record CallRecord         // the durable record, once the call has an answer
 }
 
 // receive registers a new call; false means the ID was seen before in this
@@ -151,4 +170,40 @@ func (l *ledger) ids() []string {
 		out = append(out, id)
 	}
 	return out
+}
+
+// setRecord keeps the record the durable ledger gets when the call is
+// answered.
+func (l *ledger) setRecord(id string, rec CallRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.calls[id]; ok {
+		e.record = rec
+	}
+}
+
+// answer moves a call to answered and returns its durable record; false
+// when it may not be answered (cancelled, unknown, or answered already).
+func (l *ledger) answer(id string) (CallRecord, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.moveLocked(id, StateAnswered) {
+		return CallRecord{}, false
+	}
+	rec := l.calls[id].record
+	rec.State = StateAnswered
+	return rec, true
+}
+
+// pending counts the calls that are neither answered nor cancelled.
+func (l *ledger) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.calls {
+		if e.state != StateAnswered && e.state != StateCancelled {
+			n++
+		}
+	}
+	return n
 }

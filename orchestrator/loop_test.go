@@ -80,7 +80,7 @@ func TestThirdIdenticalCallInOneMessageIsALoop(t *testing.T) {
 	}
 }
 
-func TestThirdCallAfterTwoEmptyResultsIsALoop(t *testing.T) {
+func TestRepeatingAnEmptySearchAfterTwoEmptyResultsIsALoopButNewTermsRun(t *testing.T) {
 	f := newFixture(t)
 	tr := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeText}, 1, nil)
 	for _, q := range []string{"nothing about zebras", "nothing about umbrellas"} {
@@ -88,18 +88,44 @@ func TestThirdCallAfterTwoEmptyResultsIsALoop(t *testing.T) {
 			t.Fatalf("%q: %+v, want it run", q, o.Envelope)
 		}
 	}
-	// Different arguments, which would find something: still refused.
-	o := handleOne(t, tr, call("third", "search", map[string]any{"query": "giraffes"}), nil)
-	wantLoop(t, o, "giraffes", "zebras", "umbrellas")
-	if got := f.runs("search"); got != 2 {
-		t.Errorf("search ran %d times, want 2", got)
+	// Asking again for what came back empty is refused, in the spec's words...
+	o := handleOne(t, tr, call("again", "search", map[string]any{"query": "nothing about zebras"}), nil)
+	wantLoop(t, o, "zebras", "umbrellas")
+	if msg := o.Envelope.Error.Message; !strings.Contains(msg, "Data may not exist. Try different search terms or a different tool.") {
+		t.Errorf("feedback %q, want the spec's advice", msg)
 	}
 	if got := testutil.ToFloat64(f.m.LoopDetections.WithLabelValues(string(loopdetect.EmptyResults))); got != 1 {
 		t.Errorf("loop_detections{empty_results} = %v, want 1", got)
 	}
+	// ...but different terms, which may find something, run.
+	if o := handleOne(t, tr, call("third", "search", map[string]any{"query": "giraffes"}), nil); !o.Envelope.OK {
+		t.Errorf("new search terms: %+v, want them run", o.Envelope)
+	}
+	if got := f.runs("search"); got != 3 {
+		t.Errorf("search ran %d times, want 3", got)
+	}
 	// Another tool is not affected.
 	if o := handleOne(t, tr, call("other", "lookup", map[string]any{"id": "doc-1"}), nil); !o.Envelope.OK {
 		t.Errorf("another tool: %+v, want it run", o.Envelope)
+	}
+}
+
+// In voice the budget is 2 retrieval calls: the loop check comes first, so
+// a third identical call is refused as the loop it is (not as over budget),
+// and a refused loop does not use up budget.
+func TestLoopIsCheckedBeforeTheGatesAndUsesNoBudget(t *testing.T) {
+	f := newFixture(t)
+	tr := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	args := map[string]any{"query": loopQuery}
+	res := tr.Handle(t.Context(), []orchestrator.Call{
+		call("a", "search", args), call("b", "search", args), call("c", "search", args),
+	}, nil)
+	wantLoop(t, res[2].Outcome, loopQuery)
+	if got := tr.Calls(); got != 2 {
+		t.Errorf("the gates counted %d calls, want 2 (the loop is not counted)", got)
+	}
+	if got := testutil.ToFloat64(f.m.GateRefusals.WithLabelValues("retrieval", "voice")); got != 0 {
+		t.Errorf("gate refusals %v, want none", got)
 	}
 }
 

@@ -48,6 +48,7 @@ type toolSpec struct {
 	params    string // JSON object body of "properties"
 	required  string // JSON array body
 	redact    string // JSON array body of redact.args
+	shown     string // JSON array body of redact.result
 	handler   tools.HandlerFunc
 }
 
@@ -65,7 +66,7 @@ func (s toolSpec) schema(name string) string {
   "category": %q,
   "modes": [%s],
   %s
-  "redact": {"args": [%s], "result": []},
+  "redact": {"args": [%s], "result": [%s]},
   "parameters": {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -73,7 +74,7 @@ func (s toolSpec) schema(name string) string {
     "required": [%s],
     "additionalProperties": false
   }
-}`, name, category, s.modes, timeout, s.redact, s.params, s.required)
+}`, name, category, s.modes, timeout, s.redact, s.shown, s.params, s.required)
 }
 
 // fixture is an orchestrator over a fresh registry of test tools, with its
@@ -178,6 +179,12 @@ func newFixture(t testing.TB) *fixture {
 		"good_intent": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
 			return tools.OK("bye", intents.Intent{Type: intents.EndVoiceSession, Reason: "user said bye"})
 		}},
+		"fail_weird": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.Fail("SOMETHING_ODD", "an error type nobody knows", true, false)
+		}},
+		"profile": {modes: both, shown: `"name", "plan"`, handler: func(context.Context, tools.Call) tools.Envelope {
+			return tools.OK(map[string]any{"name": "Ada", "plan": "pro", "email": "ada@example.com"})
+		}},
 		"rate_limited": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
 			return tools.Fail(tools.ErrRateLimit, "the backend asks to slow down", true, false)
 		}},
@@ -254,12 +261,23 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// errorOf returns the {"error": {...}} object of a model response.
+// errorOf returns the error object of a model response, checking the
+// failure envelope around it: {"v":1,"ok":false,"error":{...}} plus
+// "partialSideEffects":true exactly when the call may have done something.
 func errorOf(t *testing.T, out orchestrator.Outcome) map[string]any {
 	t.Helper()
 	e, ok := out.Response["error"].(map[string]any)
-	if !ok || len(out.Response) != 1 {
-		t.Fatalf("response = %#v, want exactly {\"error\": {...}}", out.Response)
+	partial, hasPartial := out.Response["partialSideEffects"]
+	want := 3
+	if hasPartial {
+		want = 4
+	}
+	if !ok || out.Response["v"] != 1 || out.Response["ok"] != false || len(out.Response) != want ||
+		(hasPartial && partial != true) || hasPartial != out.Envelope.Error.PartialSideEffects {
+		t.Fatalf("response = %#v, want {\"v\":1,\"ok\":false,\"error\":{...}} with partialSideEffects only when true", out.Response)
+	}
+	if len(e) != 3 {
+		t.Fatalf("error = %#v, want exactly type, message and retryable", e)
 	}
 	return e
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -23,21 +24,16 @@ const unknownTool = "unknown"
 // DefaultMaxResultBytes bounds the JSON of one result sent to the model.
 const DefaultMaxResultBytes = 64 << 10
 
-// Budget is the per-turn gate of one mode.
-type Budget struct {
-	MaxRetrieval int // retrieval-category calls per turn
-	MaxCalls     int // calls of any category per turn
-}
+// Budget is the per-turn gate of one mode (the policy's type).
+type Budget = tools.Budget
 
 // Config is the orchestrator's policy. Zero values get the defaults noted.
 type Config struct {
-	Text  Budget // default 5 retrieval / 10 total
-	Voice Budget // default 2 retrieval / 3 total
-	// SoftLatencyText and SoftLatencyVoice are the soft budgets of retrieval
-	// tools whose manifest sets none; defaults 2 s and 800 ms.
-	SoftLatencyText  time.Duration
-	SoftLatencyVoice time.Duration
-	MaxResultBytes   int // default 64 KiB
+	Text  Budget // default tools.DefaultBudget("text")
+	Voice Budget // default tools.DefaultBudget("voice")
+	// MaxResultBytes bounds the JSON of one response to the model; default
+	// 64 KiB.
+	MaxResultBytes int
 	// LoopTurns is how many turns of loop-detection history a session keeps;
 	// default 5.
 	LoopTurns int
@@ -46,20 +42,16 @@ type Config struct {
 	// ConfirmTTL is how long a confirmation waits for the user, and how long
 	// an approval waits for the model's repeated call; default 2 min.
 	ConfirmTTL time.Duration
+	// Now is the clock confirmations expire by; default time.Now.
+	Now func() time.Time
 }
 
 func (c *Config) defaults() {
 	if c.Text == (Budget{}) {
-		c.Text = Budget{MaxRetrieval: 5, MaxCalls: 10}
+		c.Text = tools.DefaultBudget(protocol.ModeText)
 	}
 	if c.Voice == (Budget{}) {
-		c.Voice = Budget{MaxRetrieval: 2, MaxCalls: 3}
-	}
-	if c.SoftLatencyText <= 0 {
-		c.SoftLatencyText = 2 * time.Second
-	}
-	if c.SoftLatencyVoice <= 0 {
-		c.SoftLatencyVoice = 800 * time.Millisecond
+		c.Voice = tools.DefaultBudget(protocol.ModeVoice)
 	}
 	if c.MaxResultBytes <= 0 {
 		c.MaxResultBytes = DefaultMaxResultBytes
@@ -72,6 +64,9 @@ func (c *Config) defaults() {
 	}
 	if c.ConfirmTTL <= 0 {
 		c.ConfirmTTL = 2 * time.Minute
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 
@@ -121,11 +116,17 @@ type Call struct {
 type Outcome struct {
 	Envelope tools.Envelope
 	Duration time.Duration
-	// Response is what the model is sent: {"output": data} or
-	// {"error": {type, message, retryable}}.
+	// Response is what the model is sent, the versioned envelope (see
+	// modelResponse).
 	Response map[string]any
 	// Refused is true when the pipeline answered without running the tool.
 	Refused bool
+	// Replayed is true for a call this session had answered before: its
+	// Response is the stored one and nothing ran.
+	Replayed bool
+	// Shown is what the browser may see of a successful object output: its
+	// fields on the tool's result allow-list (nil when there are none).
+	Shown map[string]any
 }
 
 // RedactedArgs returns the arguments as the browser and logs may see them:
@@ -150,15 +151,29 @@ func (o *Orchestrator) Execute(ctx context.Context, c Call) Outcome {
 	return res[0].Outcome
 }
 
+// EnvelopeVersion is the version of the response envelope models get.
+const EnvelopeVersion = 1
+
+// modelResponse is the envelope a model is sent for a call:
+//
+//	{"v":1,"ok":true,"output":…}
+//	{"v":1,"ok":false,"error":{"type","message","retryable"},"partialSideEffects":true}
+//
+// partialSideEffects appears only when it is true (the call may have done
+// something before it failed). A successful call without data answers "ok".
 func modelResponse(env tools.Envelope) map[string]any {
 	if env.OK {
 		data := env.Data
 		if data == nil {
 			data = "ok"
 		}
-		return map[string]any{"output": data}
+		return map[string]any{"v": EnvelopeVersion, "ok": true, "output": data}
 	}
-	return map[string]any{"error": map[string]any{
+	m := map[string]any{"v": EnvelopeVersion, "ok": false, "error": map[string]any{
 		"type": string(env.Error.Type), "message": env.Error.Message, "retryable": env.Error.Retryable,
 	}}
+	if env.Error.PartialSideEffects {
+		m["partialSideEffects"] = true
+	}
+	return m
 }

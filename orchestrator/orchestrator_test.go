@@ -117,7 +117,7 @@ func TestSuccessfulCallAnswersWithOutput(t *testing.T) {
 	if !out.Envelope.OK || out.Envelope.Error != nil {
 		t.Fatalf("envelope = %+v, want ok", out.Envelope)
 	}
-	want := map[string]any{"output": map[string]any{"echo": "hello", "mode": "text", "session": "sess-1"}}
+	want := map[string]any{"v": 1, "ok": true, "output": map[string]any{"echo": "hello", "mode": "text", "session": "sess-1"}}
 	if !reflect.DeepEqual(out.Response, want) {
 		t.Errorf("response = %#v, want %#v (the handler's data, with the call's mode and session)", out.Response, want)
 	}
@@ -129,7 +129,7 @@ func TestSuccessfulCallAnswersWithOutput(t *testing.T) {
 func TestSuccessWithoutDataAnswersOK(t *testing.T) {
 	f := newFixture(t)
 	out := f.exec(t.Context(), "noop", nil)
-	if !out.Envelope.OK || !reflect.DeepEqual(out.Response, map[string]any{"output": "ok"}) {
+	if !out.Envelope.OK || !reflect.DeepEqual(out.Response, map[string]any{"v": 1, "ok": true, "output": "ok"}) {
 		t.Errorf("response = %#v, want {output: ok}", out.Response)
 	}
 }

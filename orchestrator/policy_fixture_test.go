@@ -62,6 +62,17 @@ func policyTools() map[string]toolSpec {
 					return tools.Fail(tools.ErrTransient, "cancelled", true, false)
 				}
 			}},
+		// voice_search is fast enough for text and too slow for its voice
+		// budget.
+		"voice_search": {category: "retrieval", modes: both, extra: `"softLatencyMs": {"text": 2000, "voice": 20},`,
+			handler: func(ctx context.Context, _ tools.Call) tools.Envelope {
+				select {
+				case <-time.After(slowSearchSleep):
+					return tools.OK(map[string]any{"results": []any{"found"}})
+				case <-ctx.Done():
+					return tools.Fail(tools.ErrTransient, "cancelled", true, false)
+				}
+			}},
 		// transfer moves money: it needs the user's approval.
 		"transfer": {category: "action", modes: both, extra: `"requiresConfirmation": true,`,
 			params:   `"amount": {"type": "integer", "minimum": 1}, "to": {"type": "string"}, "memo": {"type": "string"}`,

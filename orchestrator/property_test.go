@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // Exactly-once answers under randomised interleavings of calls, refusals,
@@ -185,21 +186,20 @@ func runInterleaving(t *testing.T, o *orchestrator.Orchestrator, r *redisStores,
 	sent := map[string]bool{}
 	seen := map[string]bool{}
 	for mi, msg := range p.messages {
-		calls := make([]orchestrator.Call, len(msg))
+		calls := make([]transport.FunctionCall, len(msg))
 		for i, pc := range msg {
-			calls[i] = pc.c
+			calls[i] = transport.FunctionCall{ID: pc.c.ID, Name: pc.c.Name, Args: pc.c.Args}
 		}
 		start := time.Now()
-		res := tr.Handle(context.Background(), calls, nil)
+		rd := tr.Round(context.Background(), calls, nil)
 		if d := time.Since(start); d > handleBound {
 			fail("message %d took %v", mi, d)
 		}
-		if len(res) != len(calls) {
-			fail("message %d: %d results for %d calls", mi, len(res), len(calls))
+		if len(rd.Results) != len(calls) {
+			fail("message %d: %d results for %d calls", mi, len(rd.Results), len(calls))
 			continue
 		}
-		// The simulated sender: one Answer per result it may send.
-		for i, rs := range res {
+		for i, rs := range rd.Results {
 			id := calls[i].ID
 			if rs.Call.ID != id {
 				fail("message %d result %d is for %s, want %s", mi, i, rs.Call.ID, id)
@@ -215,9 +215,9 @@ func runInterleaving(t *testing.T, o *orchestrator.Orchestrator, r *redisStores,
 				fail("call %s (%s) has no response to pair with it", id, msg[i].kind)
 			}
 			sent[id] = true
-			if tr.Answer(id) {
-				answered[id]++
-			}
+		}
+		for _, resp := range rd.Responses {
+			answered[resp.ID]++
 		}
 	}
 	wg.Wait()
@@ -229,26 +229,29 @@ func runInterleaving(t *testing.T, o *orchestrator.Orchestrator, r *redisStores,
 	}
 
 	recs := r.ledger(t, sessionID)
-	state := map[string]orchestrator.CallState{}
+	durable := map[string]orchestrator.CallState{}
 	for _, rec := range recs {
-		if _, dup := state[rec.ID]; dup {
+		if _, dup := durable[rec.ID]; dup {
 			fail("two ledger records for %s", rec.ID)
 		}
-		state[rec.ID] = rec.State
+		durable[rec.ID] = rec.State
 	}
 	if len(recs) != len(p.ids) {
 		fail("%d ledger records for %d distinct calls", len(recs), len(p.ids))
 	}
 	for _, id := range p.ids {
+		cancelled := tr.State(id) == orchestrator.StateCancelled
 		switch {
 		case !sent[id]:
 			fail("call %s was never offered for sending", id)
 		case answered[id] > 1:
 			fail("call %s answered %d times", id, answered[id])
-		case state[id] == orchestrator.StateCancelled && answered[id] != 0:
+		case cancelled && answered[id] != 0:
 			fail("call %s was answered after being cancelled", id)
-		case state[id] != orchestrator.StateCancelled && answered[id] != 1:
-			fail("call %s (state %s) answered %d times, want exactly once", id, state[id], answered[id])
+		case !cancelled && answered[id] != 1:
+			fail("call %s (state %s) answered %d times, want exactly once", id, tr.State(id), answered[id])
+		case (durable[id] == orchestrator.StateAnswered) != (answered[id] == 1):
+			fail("call %s: durable state %s, answered %d times", id, durable[id], answered[id])
 		}
 	}
 	if answered["ghost"] != 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -36,7 +37,7 @@ func TestTerminalToolSuccessEndsTheTurnWithItsText(t *testing.T) {
 	if !o.Envelope.OK {
 		t.Fatalf("hang_up: %+v", o.Envelope)
 	}
-	wantEnd(t, tr, orchestrator.End{Reason: orchestrator.EndTerminalTool, Text: "Goodbye, and thanks for calling.", CallID: "h"})
+	wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonTerminalTool, Text: "Goodbye, and thanks for calling.", CallID: "h"})
 }
 
 func TestFinishEndsTheTurnWithItsNoteOrFinished(t *testing.T) {
@@ -54,7 +55,7 @@ func TestFinishEndsTheTurnWithItsNoteOrFinished(t *testing.T) {
 		if !o.Envelope.OK {
 			t.Fatalf("finish(%v): %+v", tc.args, o.Envelope)
 		}
-		wantEnd(t, tr, orchestrator.End{Reason: orchestrator.EndFinish, Text: tc.want, CallID: "f"})
+		wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonFinish, Text: tc.want, CallID: "f"})
 	}
 }
 
@@ -76,7 +77,7 @@ func TestSecondTerminalCallInOneMessageIsAConflictAndNeverRuns(t *testing.T) {
 			if got := f.runs("hang_up") + f.runs(orchestrator.FinishTool); got != 1 {
 				t.Errorf("terminal handlers ran %d times, want 1", got)
 			}
-			wantEnd(t, tr, orchestrator.End{Reason: orchestrator.EndTerminalTool, Text: "Bye.", CallID: "first"})
+			wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonTerminalTool, Text: "Bye.", CallID: "first"})
 		})
 	}
 }
@@ -89,7 +90,7 @@ func TestTerminalCallAfterTheTurnEndedIsAConflict(t *testing.T) {
 	if errType(o) != tools.ErrConflict || f.runs("hang_up") != 0 {
 		t.Errorf("terminal call after finish: %+v (ran %d), want CONFLICT, not run", o.Envelope, f.runs("hang_up"))
 	}
-	wantEnd(t, tr, orchestrator.End{Reason: orchestrator.EndFinish, Text: "Done.", CallID: "f"})
+	wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonFinish, Text: "Done.", CallID: "f"})
 	// Other tools are still answered normally.
 	if o := handleOne(t, tr, call("e", "echo", map[string]any{"text": "hi"}), nil); !o.Envelope.OK {
 		t.Errorf("echo after the end: %+v", o.Envelope)
@@ -112,7 +113,7 @@ func TestFailedTerminalCallLetsTheTurnContinue(t *testing.T) {
 	if o := handleOne(t, tr, call("h2", "hang_up", map[string]any{"text": "Bye now."}), nil); !o.Envelope.OK {
 		t.Fatalf("later terminal call: %+v", o.Envelope)
 	}
-	wantEnd(t, tr, orchestrator.End{Reason: orchestrator.EndTerminalTool, Text: "Bye now.", CallID: "h2"})
+	wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonTerminalTool, Text: "Bye now.", CallID: "h2"})
 }
 
 func TestRefusedTerminalCallLetsALaterOneSucceed(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRefusedTerminalCallLetsALaterOneSucceed(t *testing.T) {
 	if o := handleOne(t, tr, call("good", "hang_up", map[string]any{"text": "Bye."}), nil); !o.Envelope.OK {
 		t.Fatalf("valid terminal call: %+v", o.Envelope)
 	}
-	wantEnd(t, tr, orchestrator.End{Reason: orchestrator.EndTerminalTool, Text: "Bye.", CallID: "good"})
+	wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonTerminalTool, Text: "Bye.", CallID: "good"})
 }
 
 func TestIntentsOfSuccessfulCallsAreCollected(t *testing.T) {

@@ -9,18 +9,13 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/loopdetect"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
 // FinishTool is the built-in tool that ends a run; its message is the
 // turn's final answer.
 const FinishTool = "finish"
-
-// Turn-end reasons a tool can cause.
-const (
-	EndTerminalTool = "terminal_tool"
-	EndFinish       = "finish"
-)
 
 // Session identifies who a turn belongs to.
 type Session struct {
@@ -47,7 +42,7 @@ type Result struct {
 
 // End says that a tool ended the turn, and with which final answer.
 type End struct {
-	Reason string // EndTerminalTool or EndFinish
+	Reason string // protocol.ReasonTerminalTool or protocol.ReasonFinish
 	Text   string
 	CallID string // the call that ended the turn
 }
@@ -64,6 +59,7 @@ type Turn struct {
 
 	mu               sync.Mutex
 	retrieval, total int
+	rounds           int
 	terminalBusy     bool // a terminal call is admitted and not failed
 	end              *End
 	intents          []intents.Intent
@@ -76,19 +72,26 @@ func (o *Orchestrator) NewTurn(s Session, n int, loops *loopdetect.Detector) *Tu
 		loops = loopdetect.New(o.cfg.LoopTurns)
 	}
 	b := o.cfg.Text
-	if s.Mode == "voice" {
+	if s.Mode == protocol.ModeVoice {
 		b = o.cfg.Voice
 	}
 	return &Turn{o: o, s: s, n: n, budget: b, loops: loops}
 }
 
+// Number is the turn's number in its session.
+func (t *Turn) Number() int { return t.n }
+
 // Handle runs the calls of one model message: each is admitted in arrival
-// order (lookup, mode, gates, loop detection, confirmation, validation),
+// order (lookup, mode, loop detection, gates, confirmation, validation),
 // the admitted ones run concurrently, and one Result per call comes back in
-// the calls' order.
+// the calls' order. Before anything runs, the calls are claimed in the
+// durable ledger: a call ID the session answered before is answered again
+// with the same response, and one that was started before but never
+// answered (a node died) is answered with an error instead of running
+// twice.
 func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 	results := make([]Result, len(calls))
-	var wg sync.WaitGroup
+	fresh := make([]bool, len(calls))
 	for i := range calls {
 		c := calls[i]
 		c.SessionID, c.UserID, c.Mode, c.Turn = t.s.ID, t.s.UserID, t.s.Mode, t.n
@@ -97,7 +100,19 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 			t.o.Log.Warn("duplicate tool call id ignored", "session", t.s.ID, "turn", t.n, "call", c.ID)
 			continue
 		}
-		results[i].Send = true
+		results[i].Send, fresh[i] = true, true
+	}
+	prior := t.claim(ctx, results, fresh)
+	var wg sync.WaitGroup
+	for i := range calls {
+		if !fresh[i] {
+			continue
+		}
+		c := results[i].Call
+		if rec, ok := prior[c.ID]; ok {
+			results[i].Outcome = t.again(ctx, c, rec, ev)
+			continue
+		}
 		if ev != nil {
 			ev.CallReceived(c, t.o.RedactedArgs(c.Name, c.Args))
 		}
@@ -109,7 +124,7 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 				results[i].Outcome = t.cancelled(ctx, c, a, 0, ev)
 				continue
 			}
-			results[i].Outcome = t.finish(ctx, c, a, *a.refusal, 0, ev)
+			results[i].Outcome = t.finish(c, a, *a.refusal, 0, ev)
 			continue
 		}
 		wg.Add(1)
@@ -120,6 +135,62 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 	}
 	wg.Wait()
 	return results
+}
+
+// claim claims the fresh calls in the durable ledger (one round trip) and
+// returns the records of IDs the session had claimed before. Without a
+// ledger, or when it cannot be reached, nothing is known and every call
+// goes ahead: availability wins over deduplication across nodes.
+func (t *Turn) claim(ctx context.Context, results []Result, fresh []bool) map[string]CallRecord {
+	if t.o.Ledger == nil {
+		return nil
+	}
+	var recs []CallRecord
+	for i, r := range results {
+		if fresh[i] {
+			recs = append(recs, CallRecord{ID: r.Call.ID, Tool: t.label(r.Call.Name), Turn: t.n, State: StateClaimed})
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
+	defer cancel()
+	prior, err := t.o.Ledger.Claim(sctx, t.s.ID, recs)
+	if err != nil {
+		t.o.Log.Warn("call ledger unavailable: calls run without a durable claim", "session", t.s.ID,
+			"turn", t.n, "err", err)
+		return nil
+	}
+	return prior
+}
+
+// again answers a call whose ID the session has seen before. An answered
+// one gets its stored response; one that was claimed but never answered
+// may or may not have done its work, so it is answered with an error the
+// model can act on rather than run a second time.
+func (t *Turn) again(ctx context.Context, c Call, rec CallRecord, ev Events) Outcome {
+	if rec.State == StateAnswered && rec.Response != nil && t.ledger.move(c.ID, StateReplayed) {
+		t.o.Log.Info("tool call answered again from the ledger", "session", t.s.ID, "turn", t.n,
+			"call", c.ID, "tool", rec.Tool, "first_turn", rec.Turn)
+		return Outcome{Response: rec.Response, Replayed: true, Envelope: tools.Envelope{OK: rec.Outcome == "ok"}}
+	}
+	a := admission{label: t.label(c.Name)}
+	env := tools.Fail(tools.ErrTransient, "this call was started before a reconnect and its outcome is unknown: "+
+		"it may or may not have taken effect. Check before repeating it with a new call.", false, true)
+	a.refusal = &env
+	if !t.ledger.move(c.ID, StateRefused) {
+		return t.cancelled(ctx, c, a, 0, ev)
+	}
+	return t.finish(c, a, env, 0, ev)
+}
+
+// label is a tool's metric label: its name, or "unknown".
+func (t *Turn) label(name string) string {
+	if _, ok := t.o.Registry.Lookup(name); ok {
+		return name
+	}
+	return unknownTool
 }
 
 // admission is what steps 1–6 learned about a call.
@@ -144,10 +215,10 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	env, timedOut := t.o.execute(cctx, a.tool, tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID,
 		Mode: t.s.Mode, Args: a.raw})
 	d := time.Since(start)
-	if soft := t.softLatency(a.tool); soft > 0 && d > soft {
+	if soft := a.tool.SoftLatencyIn(t.s.Mode); soft > 0 && d > soft {
 		t.o.Metrics.SoftLatencyExceeded.WithLabelValues(a.tool.Name, t.s.Mode).Inc()
 		t.o.Log.Warn("tool call over its soft latency budget", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name,
-			"call", c.ID, "duration_ms", d.Milliseconds(), "budget_ms", soft.Milliseconds())
+			"call", c.ID, "mode", t.s.Mode, "duration_ms", d.Milliseconds(), "budget_ms", soft.Milliseconds())
 	}
 	state := StateDone
 	if timedOut {
@@ -158,25 +229,12 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	}
 	if env.OK {
 		a.empty = loopdetect.IsEmptyResult(env.Data)
-		t.loops.RecordResult(t.n, a.tool.Name, a.empty)
+		t.loops.RecordResult(t.n, a.tool.Name, a.digest, a.empty)
 		t.collect(c.ID, a, env)
 	} else {
 		t.releaseTerminal(a)
 	}
-	return t.finish(ctx, c, a, env, d, ev)
-}
-
-func (t *Turn) softLatency(tool *tools.Tool) time.Duration {
-	switch {
-	case tool.SoftLatencyMs > 0:
-		return time.Duration(tool.SoftLatencyMs) * time.Millisecond
-	case tool.Category != tools.CategoryRetrieval:
-		return 0
-	case t.s.Mode == "voice":
-		return t.o.cfg.SoftLatencyVoice
-	default:
-		return t.o.cfg.SoftLatencyText
-	}
+	return t.finish(c, a, env, d, ev)
 }
 
 // collect keeps a successful call's intents and terminal answer (step 11).
@@ -185,38 +243,46 @@ func (t *Turn) collect(id string, a admission, env tools.Envelope) {
 	defer t.mu.Unlock()
 	t.intents = append(t.intents, env.Intents...)
 	if a.terminal && t.end == nil {
-		reason := EndTerminalTool
+		reason := protocol.ReasonTerminalTool
 		if a.tool.Name == FinishTool {
-			reason = EndFinish
+			reason = protocol.ReasonFinish
 		}
 		t.end = &End{Reason: reason, Text: terminalText(env.Data), CallID: id}
 	}
 }
 
 // cancelled finishes a call whose answer must never be sent.
-func (t *Turn) cancelled(ctx context.Context, c Call, a admission, d time.Duration, ev Events) Outcome {
+func (t *Turn) cancelled(_ context.Context, c Call, a admission, d time.Duration, ev Events) Outcome {
 	t.releaseTerminal(a)
-	env := tools.Fail(tools.ErrTransient, "the call was cancelled", true, true)
-	return t.finish(ctx, c, a, env, d, ev)
+	env := tools.Fail(tools.ErrTransient, "the call was cancelled", false, true)
+	return t.finish(c, a, env, d, ev)
 }
 
-// finish shapes the answer (step 9), records metrics and the ledger (10),
-// and reports the call to the session.
-func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
-	const wrapper = len(`{"output":}`)
+// responseWrapper is the size of the success envelope around the output,
+// which the result budget must leave room for.
+var responseWrapper = len(`{"ok":true,"output":,"v":1}`)
+
+// finish shapes the answer (step 9), records metrics (10), and reports the
+// call to the session. The durable ledger learns the answer when it is
+// sent (see Round).
+func (t *Turn) finish(c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
 	var size int // of the response's JSON, for the metrics
+	out := Outcome{Duration: d, Refused: a.refusal != nil}
 	if env.OK {
 		// The budget holds for the whole response, the wrapper included.
-		data, n, truncated := shape(env.Data, t.o.cfg.MaxResultBytes-wrapper)
-		if t.s.Mode == "voice" {
+		data, n, truncated := shape(env.Data, t.o.cfg.MaxResultBytes-responseWrapper)
+		if a.tool != nil {
+			out.Shown = shownFields(a.tool, data)
+		}
+		if t.s.Mode == protocol.ModeVoice {
 			plain := PlainText(data)
 			data, n = plain, quotedSize(plain)
 		}
 		env.Data, env.Meta.Truncated = data, truncated
-		size = wrapper + n
+		size = responseWrapper + n
 	}
 	env.Meta.DurationMs = d.Milliseconds()
-	out := Outcome{Envelope: env, Duration: d, Response: modelResponse(env), Refused: a.refusal != nil}
+	out.Envelope, out.Response = env, modelResponse(env)
 
 	outcome := "ok"
 	if !env.OK {
@@ -224,34 +290,53 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 		size = jsonSize(out.Response)
 	}
 	t.o.Metrics.ObserveToolCall(a.label, outcome, d, size)
-
-	state := t.ledger.state(c.ID)
-	if t.o.Ledger != nil {
-		rec := CallRecord{ID: c.ID, Tool: a.label, State: state, Outcome: outcome, ArgsDigest: a.digest,
-			DurationMs: d.Milliseconds(), Empty: a.empty}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
-		if err := t.o.Ledger.RecordCall(sctx, t.s.ID, t.n, rec); err != nil {
-			t.o.Log.Warn("call ledger write failed", "session", t.s.ID, "turn", t.n, "call", c.ID, "err", err)
-		}
-		cancel()
-	}
 	if env.OK {
 		t.o.Log.Debug("tool call done", "session", t.s.ID, "turn", t.n, "tool", a.label, "call", c.ID,
 			"duration_ms", d.Milliseconds())
 	} else {
 		t.o.Log.Info("tool call answered with an error", "session", t.s.ID, "turn", t.n, "tool", a.label,
-			"call", c.ID, "error_type", env.Error.Type, "refused", out.Refused, "state", state)
+			"call", c.ID, "error_type", env.Error.Type, "refused", out.Refused, "state", t.ledger.state(c.ID))
 	}
+	t.ledger.setRecord(c.ID, CallRecord{ID: c.ID, Tool: a.label, Turn: t.n, Outcome: outcome, ArgsDigest: a.digest,
+		DurationMs: d.Milliseconds(), Empty: a.empty, Response: out.Response})
 	if ev != nil {
 		ev.CallFinished(c, out)
 	}
 	return out
 }
 
-// Answer marks a call answered just before its response is sent upstream.
-// It reports false for a call that was cancelled, unknown, or already
-// answered: nothing may be sent for it.
-func (t *Turn) Answer(id string) bool { return t.ledger.move(id, StateAnswered) }
+// shownFields is what the browser may see of an output: the fields of an
+// object output that the tool's result allow-list names.
+func shownFields(tool *tools.Tool, data any) map[string]any {
+	if len(tool.Redact.Result) == 0 {
+		return nil
+	}
+	obj, ok := tool.RedactResult(data).(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range tool.Redact.Result {
+		if v, ok := obj[k]; ok {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Answer marks a call answered, as Round does just before a response is
+// sent upstream. It reports false for a call that was cancelled, unknown, or
+// already answered: nothing may be sent for it.
+func (t *Turn) Answer(id string) bool {
+	_, ok := t.ledger.answer(id)
+	return ok
+}
+
+// State is where a call of the turn is in its life ("" for an unknown ID).
+func (t *Turn) State(id string) CallState { return t.ledger.state(id) }
 
 // Cancel cancels calls (upstream toolCallCancellation); running handlers see
 // their context end and their answers are never sent.
@@ -264,6 +349,10 @@ func (t *Turn) Cancel(ids ...string) {
 // CancelAll cancels every call of the turn that has not finished (barge-in,
 // the turn ending).
 func (t *Turn) CancelAll() { t.Cancel(t.ledger.ids()...) }
+
+// Pending reports how many calls of the turn are neither answered nor
+// cancelled yet.
+func (t *Turn) Pending() int { return t.ledger.pending() }
 
 // End reports whether a terminal tool or finish ended the turn.
 func (t *Turn) End() (End, bool) {

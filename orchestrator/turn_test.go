@@ -3,7 +3,6 @@ package orchestrator_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -146,19 +145,18 @@ func TestSlowRetrievalIsCountedButAnswered(t *testing.T) {
 	}
 }
 
-func TestModeSoftLatencyAppliesToRetrievalOnly(t *testing.T) {
+func TestSoftLatencyBudgetFollowsTheSessionMode(t *testing.T) {
 	f := newFixture(t)
-	o := f.with(orchestrator.Config{SoftLatencyVoice: time.Nanosecond}, orchestrator.Deps{})
-	voice := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
-	handleOne(t, voice, call("r", "search", map[string]any{"query": "weather"}), nil)
+	voice := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	handleOne(t, voice, call("v", "voice_search", nil), nil)
 	handleOne(t, voice, call("u", "sleepy", map[string]any{"ms": 2}), nil)
-	text := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeText}, 2, nil)
-	handleOne(t, text, call("t", "search", map[string]any{"query": "weather"}), nil)
+	text := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeText}, 2, nil)
+	handleOne(t, text, call("t", "voice_search", nil), nil)
 
 	for _, tc := range []struct {
 		tool, mode string
 		want       float64
-	}{{"search", "voice", 1}, {"sleepy", "voice", 0}, {"search", "text", 0}} {
+	}{{"voice_search", "voice", 1}, {"sleepy", "voice", 0}, {"voice_search", "text", 0}} {
 		if got := testutil.ToFloat64(f.m.SoftLatencyExceeded.WithLabelValues(tc.tool, tc.mode)); got != tc.want {
 			t.Errorf("soft_latency_exceeded{%s,%s} = %v, want %v", tc.tool, tc.mode, got, tc.want)
 		}

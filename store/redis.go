@@ -33,6 +33,9 @@ type RedisStoreOptions struct {
 	// Observe, when set, is called once per call with its op (create,
 	// resume, append, sync or ping), its duration and its error.
 	Observe func(op string, d time.Duration, err error)
+	// Now is the clock confirmations and blocks expire by; default
+	// time.Now.
+	Now func() time.Time
 }
 
 // RedisStore is the Store kept in Redis. A session is two keys sharing the
@@ -46,6 +49,7 @@ type RedisStore struct {
 	historyMax int
 	timeout    time.Duration
 	observe    func(op string, d time.Duration, err error)
+	now        func() time.Time
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -73,7 +77,10 @@ var createScript = redis.NewScript(createLua)
 
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
-	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, timeout: o.Timeout, observe: o.Observe}
+	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, timeout: o.Timeout, observe: o.Observe, now: o.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	if s.ttl <= 0 {
 		s.ttl = 24 * time.Hour
 	}

@@ -23,8 +23,9 @@ var (
 	_ orchestrator.ConfirmStore = (*RedisStore)(nil)
 )
 
-// ledgerMax bounds the ledger list of one session.
-const ledgerMax = 1000
+// ledgerMax bounds how many calls the ledger of one session keeps (the
+// oldest are forgotten first); each holds the response the model was sent.
+const ledgerMax = 256
 
 // confirmGrace keeps an expired confirmation readable for a while, so that
 // a late answer is told "expired" rather than "unknown".
@@ -36,9 +37,17 @@ var confirmLua string
 //go:embed redis_resolve.lua
 var resolveLua string
 
+//go:embed ledger_claim.lua
+var claimLua string
+
+//go:embed ledger_answer.lua
+var answerLua string
+
 var (
 	confirmScript = redis.NewScript(confirmLua)
 	resolveScript = redis.NewScript(resolveLua)
+	claimScript   = redis.NewScript(claimLua)
+	answerScript  = redis.NewScript(answerLua)
 )
 
 // pendingConfirmation is a stored confirmation; the expiry in milliseconds
@@ -48,7 +57,8 @@ type pendingConfirmation struct {
 	ExpiresAtMs int64 `json:"expiresAtMs"`
 }
 
-func ledgerKey(id string) string   { return "turnstile:{" + id + "}:ledger" }
+func callsKey(id string) string    { return "turnstile:{" + id + "}:calls" }
+func callIDsKey(id string) string  { return "turnstile:{" + id + "}:callids" }
 func confirmsKey(id string) string { return "turnstile:{" + id + "}:confirms" }
 func confirmKey(id, token string) string {
 	return "turnstile:{" + id + "}:confirm:" + token
@@ -58,30 +68,50 @@ func approvalKey(id, tool, digest string) string {
 }
 func blockKey(user string) string { return "turnstile:user:{" + user + "}:block" }
 
-// ledgerEntry is one ledger list element.
-type ledgerEntry struct {
-	Turn int `json:"turn"`
-	orchestrator.CallRecord
-	At time.Time `json:"at"`
+// Claim implements orchestrator.LedgerStore in one round trip.
+func (s *RedisStore) Claim(ctx context.Context, sessionID string, calls []orchestrator.CallRecord) (map[string]orchestrator.CallRecord, error) {
+	prior := map[string]orchestrator.CallRecord{}
+	err := s.call(ctx, "ledger", func(ctx context.Context) error {
+		args := []any{s.ttl.Milliseconds(), ledgerMax}
+		for _, c := range calls {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return fmt.Errorf("session %s: ledger claim: %w", sessionID, err)
+			}
+			args = append(args, c.ID, b)
+		}
+		got, err := claimScript.Run(ctx, s.c, []string{callsKey(sessionID), callIDsKey(sessionID)}, args...).StringSlice()
+		if err != nil {
+			return fmt.Errorf("session %s: ledger claim: %w", sessionID, err)
+		}
+		for i, raw := range got {
+			if raw == "" || i >= len(calls) {
+				continue
+			}
+			var rec orchestrator.CallRecord
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				return fmt.Errorf("session %s: ledger claim: call %s: %w", sessionID, calls[i].ID, err)
+			}
+			prior[calls[i].ID] = rec
+		}
+		return nil
+	})
+	return prior, err
 }
 
-// RecordCall appends a call record to the session's ledger (the newest
-// ledgerMax kept), one round trip.
-func (s *RedisStore) RecordCall(ctx context.Context, sessionID string, turn int, rec orchestrator.CallRecord) error {
+// Answer implements orchestrator.LedgerStore in one round trip.
+func (s *RedisStore) Answer(ctx context.Context, sessionID string, calls []orchestrator.CallRecord) error {
 	return s.call(ctx, "ledger", func(ctx context.Context) error {
-		b, err := json.Marshal(ledgerEntry{Turn: turn, CallRecord: rec, At: time.Now().UTC()})
-		if err != nil {
-			return fmt.Errorf("session %s: ledger: %w", sessionID, err)
+		args := []any{s.ttl.Milliseconds()}
+		for _, c := range calls {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return fmt.Errorf("session %s: ledger answer: %w", sessionID, err)
+			}
+			args = append(args, c.ID, b)
 		}
-		k := ledgerKey(sessionID)
-		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.RPush(ctx, k, b)
-			p.LTrim(ctx, k, -ledgerMax, -1)
-			p.PExpire(ctx, k, s.ttl)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("session %s: ledger: %w", sessionID, err)
+		if err := answerScript.Run(ctx, s.c, []string{callsKey(sessionID), callIDsKey(sessionID)}, args...).Err(); err != nil {
+			return fmt.Errorf("session %s: ledger answer: %w", sessionID, err)
 		}
 		return nil
 	})
@@ -92,16 +122,24 @@ func (s *RedisStore) RecordCall(ctx context.Context, sessionID string, turn int,
 func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrator.CallRecord, error) {
 	var out []orchestrator.CallRecord
 	err := s.call(ctx, "ledger", func(ctx context.Context) error {
-		vals, err := s.c.LRange(ctx, ledgerKey(sessionID), 0, -1).Result()
+		ids, err := s.c.LRange(ctx, callIDsKey(sessionID), 0, -1).Result()
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		vals, err := s.c.HMGet(ctx, callsKey(sessionID), ids...).Result()
 		if err != nil {
 			return fmt.Errorf("session %s: ledger: %w", sessionID, err)
 		}
 		for _, v := range vals {
-			var e ledgerEntry
-			if err := json.Unmarshal([]byte(v), &e); err != nil {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			var rec orchestrator.CallRecord
+			if err := json.Unmarshal([]byte(str), &rec); err != nil {
 				return fmt.Errorf("session %s: ledger: %w", sessionID, err)
 			}
-			out = append(out, e.CallRecord)
+			out = append(out, rec)
 		}
 		return nil
 	})
@@ -116,7 +154,7 @@ func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confir
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
 		}
-		ttl := time.Until(c.ExpiresAt) + confirmGrace
+		ttl := c.ExpiresAt.Sub(s.now()) + confirmGrace
 		n, err := confirmScript.Run(ctx, s.c,
 			[]string{approvalKey(c.SessionID, c.Tool, c.ArgsDigest), confirmKey(c.SessionID, c.Token), confirmsKey(c.SessionID)},
 			c.UserID, b, ttl.Milliseconds(), c.Token).Int()
@@ -142,7 +180,7 @@ func (s *RedisStore) Resolve(ctx context.Context, sessionID, userID, token strin
 			flag = "1"
 		}
 		res, err := resolveScript.Run(ctx, s.c, []string{confirmKey(sessionID, token), confirmsKey(sessionID)},
-			userID, token, flag, time.Now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").StringSlice()
+			userID, token, flag, s.now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").StringSlice()
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
 		}
@@ -179,7 +217,7 @@ func (s *RedisStore) Pending(ctx context.Context, sessionID string) ([]orchestra
 		if err != nil {
 			return fmt.Errorf("session %s: pending confirmations: %w", sessionID, err)
 		}
-		now := time.Now()
+		now := s.now()
 		for _, v := range vals {
 			str, ok := v.(string)
 			if !ok {
@@ -213,7 +251,7 @@ func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error 
 			return nil
 		}
 		raw, _ := json.Marshal(b)
-		if err := s.c.Set(ctx, blockKey(user), raw, time.Until(b.Until)).Err(); err != nil {
+		if err := s.c.Set(ctx, blockKey(user), raw, b.Until.Sub(s.now())).Err(); err != nil {
 			return fmt.Errorf("user block: %w", err)
 		}
 		return nil

@@ -91,6 +91,7 @@ var suite = []struct {
 	{"SyncRewritesHistoryAndKeepsToken", testSync},
 	{"CreateRefusesExistingID", testCreateCollision},
 	{"ObserveSeesEveryOp", testObserve},
+	{"LedgerClaimAnswerAndTrim", testLedgerClaimAnswerAndTrim},
 }
 
 func TestRedisStore(t *testing.T) {

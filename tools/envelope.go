@@ -88,3 +88,13 @@ type HandlerFunc func(ctx context.Context, call Call) Envelope
 
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, call Call) Envelope { return f(ctx, call) }
+
+// KnownErrorType reports whether t is one of the closed set of error types.
+func KnownErrorType(t ErrorType) bool {
+	switch t {
+	case ErrValidation, ErrNotFound, ErrInternal, ErrModeRestricted, ErrBudgetExceeded, ErrConfirmationRequired,
+		ErrLoopDetected, ErrTimeout, ErrSessionInactive, ErrTransient, ErrPermanent, ErrConflict, ErrAuth, ErrRateLimit:
+		return true
+	}
+	return false
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // Files of a tool folder.
@@ -30,10 +32,10 @@ const (
 	CategoryUtility   Category = "utility"
 )
 
-// Session modes a tool can be declared in.
+// Session modes a tool can be declared in (the protocol's modes).
 const (
-	ModeText  = "text"
-	ModeVoice = "voice"
+	ModeText  = protocol.ModeText
+	ModeVoice = protocol.ModeVoice
 )
 
 // Redact holds the allow-lists of argument and result keys that may be shown
@@ -51,11 +53,11 @@ type Manifest struct {
 	Modes                []string `json:"modes"`
 	RequiresConfirmation bool     `json:"requiresConfirmation,omitempty"`
 	Terminal             bool     `json:"terminal,omitempty"`
-	// SoftLatencyMs and TimeoutMs are 0 when the manifest leaves them out;
-	// Tool.SoftLatency and Tool.Timeout apply the defaults.
-	SoftLatencyMs int    `json:"softLatencyMs,omitempty"`
-	TimeoutMs     int    `json:"timeoutMs,omitempty"`
-	Redact        Redact `json:"redact"`
+	// SoftLatencyMs and TimeoutMs are zero when the manifest leaves them
+	// out; Tool.SoftLatencyIn and Tool.Timeout apply the defaults.
+	SoftLatencyMs LatencyMs `json:"softLatencyMs,omitzero"`
+	TimeoutMs     int       `json:"timeoutMs,omitempty"`
+	Redact        Redact    `json:"redact"`
 	// Parameters is the canonical JSON Schema (draft 2020-12) of the
 	// arguments, exactly as written in schema.json.
 	Parameters json.RawMessage `json:"parameters"`

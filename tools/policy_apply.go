@@ -162,7 +162,7 @@ func (o ToolOverride) apply(m *Manifest) {
 		m.Terminal = *o.Terminal
 	}
 	if o.SoftLatencyMs != nil {
-		m.SoftLatencyMs = *o.SoftLatencyMs
+		m.SoftLatencyMs = LatencyMs{Text: *o.SoftLatencyMs, Voice: *o.SoftLatencyMs, Explicit: true}
 	}
 	if o.TimeoutMs != nil {
 		m.TimeoutMs = *o.TimeoutMs
@@ -176,13 +176,13 @@ func (o ToolOverride) apply(m *Manifest) {
 // equal behaviour gives equal bytes (mode order does not matter; a latency
 // left to its default equals that default written out).
 type effectiveMetadata struct {
-	Name                 string   `json:"name"`
-	Category             Category `json:"category"`
-	Modes                []string `json:"modes"`
-	RequiresConfirmation bool     `json:"requiresConfirmation"`
-	Terminal             bool     `json:"terminal"`
-	SoftLatencyMs        int64    `json:"softLatencyMs"`
-	TimeoutMs            int64    `json:"timeoutMs"`
+	Name                 string           `json:"name"`
+	Category             Category         `json:"category"`
+	Modes                []string         `json:"modes"`
+	RequiresConfirmation bool             `json:"requiresConfirmation"`
+	Terminal             bool             `json:"terminal"`
+	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
+	TimeoutMs            int64            `json:"timeoutMs"`
 }
 
 func metadataOf(t *Tool) effectiveMetadata {
@@ -194,7 +194,7 @@ func metadataOf(t *Tool) effectiveMetadata {
 		Modes:                modes,
 		RequiresConfirmation: t.RequiresConfirmation,
 		Terminal:             t.Terminal,
-		SoftLatencyMs:        t.SoftLatency().Milliseconds(),
+		SoftLatencyMs:        t.softLatencyDoc(),
 		TimeoutMs:            t.Timeout().Milliseconds(),
 	}
 }

@@ -250,8 +250,9 @@ func TestWithPolicyOverridesToolMetadata(t *testing.T) {
 		t.Errorf("modes = %v", s.Modes)
 	case !s.RequiresConfirmation || s.Terminal || s.Category != tools.CategoryAction:
 		t.Errorf("flags: %+v", s.Manifest)
-	case s.Timeout().Milliseconds() != 3000 || s.SoftLatency().Milliseconds() != 500:
-		t.Errorf("latencies: %v %v", s.Timeout(), s.SoftLatency())
+	case s.Timeout().Milliseconds() != 3000 || s.SoftLatencyIn("text").Milliseconds() != 500 ||
+		s.SoftLatencyIn("voice").Milliseconds() != 500:
+		t.Errorf("latencies: %v %v %v", s.Timeout(), s.SoftLatencyIn("text"), s.SoftLatencyIn("voice"))
 	case s.Handler == nil:
 		t.Error("handler lost")
 	}

@@ -21,18 +21,18 @@ type registryDoc struct {
 }
 
 type toolDoc struct {
-	Name                 string          `json:"name"`
-	Description          string          `json:"description"`
-	Category             Category        `json:"category"`
-	Modes                []string        `json:"modes"`
-	RequiresConfirmation bool            `json:"requiresConfirmation"`
-	Terminal             bool            `json:"terminal"`
-	SoftLatencyMs        int64           `json:"softLatencyMs"`
-	TimeoutMs            int64           `json:"timeoutMs"`
-	Redact               Redact          `json:"redact"`
-	Parameters           json.RawMessage `json:"parameters"`
-	Providers            providersDoc    `json:"providers"`
-	Guide                string          `json:"guide"`
+	Name                 string           `json:"name"`
+	Description          string           `json:"description"`
+	Category             Category         `json:"category"`
+	Modes                []string         `json:"modes"`
+	RequiresConfirmation bool             `json:"requiresConfirmation"`
+	Terminal             bool             `json:"terminal"`
+	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
+	TimeoutMs            int64            `json:"timeoutMs"`
+	Redact               Redact           `json:"redact"`
+	Parameters           json.RawMessage  `json:"parameters"`
+	Providers            providersDoc     `json:"providers"`
+	Guide                string           `json:"guide"`
 }
 
 type providersDoc struct {
@@ -80,7 +80,7 @@ func (r *Registry) BuildManifest(commit string, built time.Time) ([]byte, error)
 			Modes:                t.Modes,
 			RequiresConfirmation: t.RequiresConfirmation,
 			Terminal:             t.Terminal,
-			SoftLatencyMs:        t.SoftLatency().Milliseconds(),
+			SoftLatencyMs:        t.softLatencyDoc(),
 			TimeoutMs:            t.Timeout().Milliseconds(),
 			Redact:               Redact{Args: nonNil(t.Redact.Args), Result: nonNil(t.Redact.Result)},
 			Parameters:           params.Bytes(),

@@ -16,16 +16,16 @@ type builtDoc struct {
 	Commit  string `json:"commit"`
 	BuiltAt string `json:"builtAt"`
 	Tools   []struct {
-		Name                 string          `json:"name"`
-		Description          string          `json:"description"`
-		Category             string          `json:"category"`
-		Modes                []string        `json:"modes"`
-		RequiresConfirmation bool            `json:"requiresConfirmation"`
-		Terminal             bool            `json:"terminal"`
-		SoftLatencyMs        int64           `json:"softLatencyMs"`
-		TimeoutMs            int64           `json:"timeoutMs"`
-		Redact               tools.Redact    `json:"redact"`
-		Parameters           json.RawMessage `json:"parameters"`
+		Name                 string           `json:"name"`
+		Description          string           `json:"description"`
+		Category             string           `json:"category"`
+		Modes                []string         `json:"modes"`
+		RequiresConfirmation bool             `json:"requiresConfirmation"`
+		Terminal             bool             `json:"terminal"`
+		SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
+		TimeoutMs            int64            `json:"timeoutMs"`
+		Redact               tools.Redact     `json:"redact"`
+		Parameters           json.RawMessage  `json:"parameters"`
 		Providers            struct {
 			OpenAI map[string]any `json:"openai"`
 			Gemini struct {
@@ -72,8 +72,10 @@ func TestBuildManifestDescribesEveryTool(t *testing.T) {
 			t.Errorf("%s: description/guide differ", tool.Name)
 		case got.Category != string(tool.Category) || strings.Join(got.Modes, ",") != strings.Join(tool.Modes, ","):
 			t.Errorf("%s: category/modes = %s %v", tool.Name, got.Category, got.Modes)
-		case got.TimeoutMs != tool.Timeout().Milliseconds() || got.SoftLatencyMs != tool.SoftLatency().Milliseconds():
-			t.Errorf("%s: latencies = %d %d", tool.Name, got.TimeoutMs, got.SoftLatencyMs)
+		case got.TimeoutMs != tool.Timeout().Milliseconds() ||
+			got.SoftLatencyMs["text"] != tool.SoftLatencyIn("text").Milliseconds() ||
+			got.SoftLatencyMs["voice"] != tool.SoftLatencyIn("voice").Milliseconds():
+			t.Errorf("%s: latencies = %d %v", tool.Name, got.TimeoutMs, got.SoftLatencyMs)
 		case strings.Join(got.Redact.Args, ",") != strings.Join(tool.Redact.Args, ","):
 			t.Errorf("%s: redact = %+v", tool.Name, got.Redact)
 		}

@@ -78,8 +78,8 @@ func TestLoadValidTool(t *testing.T) {
 	if tool.Guide != echoGuide {
 		t.Errorf("Guide = %q", tool.Guide)
 	}
-	if tool.Timeout().Milliseconds() != 10000 || tool.SoftLatency() != 0 {
-		t.Errorf("defaults for a utility tool: timeout %v soft %v, want 10s and none", tool.Timeout(), tool.SoftLatency())
+	if tool.Timeout().Milliseconds() != 10000 || tool.SoftLatencyIn("text") != 0 || tool.SoftLatencyIn("voice") != 0 {
+		t.Errorf("defaults for a utility tool: timeout %v soft %v, want 10s and none", tool.Timeout(), tool.SoftLatencyIn("text"))
 	}
 	if tool.Handler == nil {
 		t.Error("Handler not set")

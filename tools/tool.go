@@ -7,11 +7,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Defaults for manifests that leave the latency budgets out.
-const (
-	DefaultTimeout              = 10 * time.Second
-	DefaultRetrievalSoftLatency = 2 * time.Second
-)
+// DefaultTimeout is the hard limit of a tool whose manifest sets none.
+const DefaultTimeout = 10 * time.Second
 
 // Tool is one registered tool: its manifest, its handler, and the compiled
 // argument schema. A Tool is immutable and safe for concurrent use.
@@ -31,20 +28,6 @@ func (t *Tool) Timeout() time.Duration {
 		return time.Duration(t.TimeoutMs) * time.Millisecond
 	}
 	return DefaultTimeout
-}
-
-// SoftLatency is the latency above which a call is reported as slow (it is
-// never cut short): softLatencyMs, or DefaultRetrievalSoftLatency for
-// retrieval tools, or 0 (no soft budget) otherwise.
-func (t *Tool) SoftLatency() time.Duration {
-	switch {
-	case t.SoftLatencyMs > 0:
-		return time.Duration(t.SoftLatencyMs) * time.Millisecond
-	case t.Category == CategoryRetrieval:
-		return DefaultRetrievalSoftLatency
-	default:
-		return 0
-	}
 }
 
 // AllowedIn reports whether the tool is declared in the given session mode.

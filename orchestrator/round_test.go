@@ -1,0 +1,102 @@
+package orchestrator_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// The rules both loops share, through Round.
+
+func TestRoundGivesCallsWithoutAnIDOneUniqueInTheSession(t *testing.T) {
+	f := newFixture(t)
+	tr := textTurn(f)
+	seen := map[string]bool{}
+	for range 2 {
+		rd := tr.Round(t.Context(), []transport.FunctionCall{{Name: "noop"}, {Name: "noop"}}, nil)
+		if len(rd.Responses) != 2 {
+			t.Fatalf("responses %+v, want two", rd.Responses)
+		}
+		for i, c := range rd.Calls {
+			if c.ID == "" || !c.Synthetic || seen[c.ID] || rd.Responses[i].ID != c.ID {
+				t.Errorf("call %+v (response %s): want a fresh synthetic ID answered under it", c, rd.Responses[i].ID)
+			}
+			seen[c.ID] = true
+		}
+	}
+}
+
+func TestTerminalResultInVoiceEndsTheTurnAndTellsTheModelNotToAdd(t *testing.T) {
+	f := newFixture(t)
+	tr := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	rd := tr.Round(t.Context(), []transport.FunctionCall{{ID: "h", Name: "hang_up", Args: map[string]any{"text": "Goodbye."}}}, nil)
+	if rd.End == nil || rd.End.Text != "Goodbye." || rd.End.Reason != protocol.ReasonTerminalTool {
+		t.Fatalf("end %+v, want the terminal text", rd.End)
+	}
+	if got := rd.Responses[0].Response["instruction"]; got != orchestrator.TerminalNote {
+		t.Errorf("instruction %v, want the terminal note", got)
+	}
+	// In text the model is not called again, so it needs no note.
+	text := textTurn(f)
+	rd = text.Round(t.Context(), []transport.FunctionCall{{ID: "h", Name: "hang_up", Args: map[string]any{"text": "Bye."}}}, nil)
+	if _, ok := rd.Responses[0].Response["instruction"]; ok || rd.End == nil {
+		t.Errorf("text: response %v, end %+v; want the plain result and the turn ended", rd.Responses[0].Response, rd.End)
+	}
+}
+
+func TestModeChangeWinsOverATerminalResult(t *testing.T) {
+	f := newFixture(t)
+	tr := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	rd := tr.Round(t.Context(), []transport.FunctionCall{
+		{ID: "bye", Name: "good_intent"},
+		{ID: "h", Name: "hang_up", Args: map[string]any{"text": "Goodbye."}},
+	}, nil)
+	if rd.End != nil || !rd.ModeChange {
+		t.Fatalf("end %+v, mode change %v; want the switch to win", rd.End, rd.ModeChange)
+	}
+	for _, r := range rd.Responses {
+		if _, ok := r.Response["instruction"]; ok {
+			t.Errorf("%s carries a terminal instruction although the mode change won", r.ID)
+		}
+	}
+	if !slices.ContainsFunc(rd.Intents, func(in intents.Intent) bool { return in.Type == intents.EndVoiceSession }) {
+		t.Errorf("intents %+v, want END_VOICE_SESSION among them", rd.Intents)
+	}
+}
+
+func TestRoundIntentsAreOnlyThatRoundsIntents(t *testing.T) {
+	f := newFixture(t)
+	tr := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	first := tr.Round(t.Context(), []transport.FunctionCall{{ID: "a", Name: "good_intent"}}, nil)
+	second := tr.Round(t.Context(), []transport.FunctionCall{{ID: "b", Name: "noop"}}, nil)
+	if len(first.Intents) != 1 || len(second.Intents) != 0 {
+		t.Errorf("intents %+v then %+v; an intent must be applied once", first.Intents, second.Intents)
+	}
+}
+
+func TestUnknownErrorTypeBecomesInternalWithItsMessage(t *testing.T) {
+	f := newFixture(t)
+	out := f.exec(t.Context(), "fail_weird", nil)
+	e := errorOf(t, out)
+	if e["type"] != "INTERNAL" || e["message"] != "an error type nobody knows" {
+		t.Errorf("error %v, want INTERNAL with the handler's message", e)
+	}
+}
+
+func TestOutcomeShowsOnlyAllowListedResultFields(t *testing.T) {
+	f := newFixture(t)
+	if out := f.exec(t.Context(), "profile", nil); !reflect.DeepEqual(out.Shown, map[string]any{"name": "Ada", "plan": "pro"}) {
+		t.Errorf("shown %v, want name and plan only", out.Shown)
+	}
+	for _, name := range []string{"echo", "no_such_tool"} {
+		if out := f.exec(t.Context(), name, map[string]any{"text": "x"}); out.Shown != nil {
+			t.Errorf("%s: shown %v, want nothing (no allow-list, or refused)", name, out.Shown)
+		}
+	}
+}
