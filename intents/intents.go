@@ -1,6 +1,7 @@
 // Package intents defines the intents tools return (what should happen to
-// the session), their validation, and how each is applied to a session
-// through the small Target interface the session implements.
+// the session), their validation, and how each is applied: Apply hands each
+// intent to the Target the session's current mode implements (its text side
+// or its voice side), which says whether the intent applies there.
 package intents
 
 import (
@@ -46,5 +47,42 @@ func (i Intent) Validate() error {
 		return nil
 	default:
 		return fmt.Errorf("unknown intent type %q", i.Type)
+	}
+}
+
+// Target is what intents act on: a session in its current mode. Each method
+// reports whether the intent applies in that mode (a text turn has no audio
+// to suppress, a voice session is already in voice).
+type Target interface {
+	BlockUser(d time.Duration, reason string) bool
+	SetPendingMessage(msg string) bool
+	StartVoiceSession() bool
+	EndVoiceSession() bool
+	SuppressAudio() bool
+	SuppressTranscript() bool
+}
+
+// Apply applies intents to t in order and reports each, with whether it
+// applied, to report (for logs and metrics).
+func Apply(ins []Intent, t Target, report func(in Intent, applied bool)) {
+	for _, in := range ins {
+		var ok bool
+		switch in.Type {
+		case BlockUser:
+			ok = t.BlockUser(in.Duration, in.Reason)
+		case SetPendingMessage:
+			ok = t.SetPendingMessage(in.Message)
+		case StartVoiceSession:
+			ok = t.StartVoiceSession()
+		case EndVoiceSession:
+			ok = t.EndVoiceSession()
+		case SuppressAudio:
+			ok = t.SuppressAudio()
+		case SuppressTranscript:
+			ok = t.SuppressTranscript()
+		}
+		if report != nil {
+			report(in, ok)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package intents
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,5 +28,46 @@ func TestValidateAcceptsWellFormedIntentsAndRefusesOthers(t *testing.T) {
 		if err := c.in.Validate(); (err == nil) != c.ok {
 			t.Errorf("Validate(%+v) = %v, want ok=%v", c.in, err, c.ok)
 		}
+	}
+}
+
+// target records what Apply asked of it; voice says whether it is a voice
+// session.
+type target struct {
+	voice bool
+	got   []string
+}
+
+func (t *target) BlockUser(d time.Duration, reason string) bool {
+	t.got = append(t.got, "block "+d.String()+" "+reason)
+	return true
+}
+func (t *target) SetPendingMessage(msg string) bool {
+	t.got = append(t.got, "pending "+msg)
+	return true
+}
+func (t *target) StartVoiceSession() bool  { t.got = append(t.got, "start"); return !t.voice }
+func (t *target) EndVoiceSession() bool    { t.got = append(t.got, "end"); return t.voice }
+func (t *target) SuppressAudio() bool      { t.got = append(t.got, "audio"); return t.voice }
+func (t *target) SuppressTranscript() bool { t.got = append(t.got, "transcript"); return t.voice }
+
+func TestApplyHandsEachIntentToTheTargetInOrderAndReportsIt(t *testing.T) {
+	ins := []Intent{
+		{Type: SuppressAudio}, {Type: BlockUser, Duration: time.Minute, Reason: "abuse"},
+		{Type: SetPendingMessage, Message: "hi"}, {Type: StartVoiceSession},
+		{Type: EndVoiceSession}, {Type: SuppressTranscript},
+	}
+	tg := &target{}
+	var reported []string
+	Apply(ins, tg, func(in Intent, applied bool) {
+		reported = append(reported, fmt.Sprintf("%s=%v", in.Type, applied))
+	})
+	if got := strings.Join(tg.got, "|"); got != "audio|block 1m0s abuse|pending hi|start|end|transcript" {
+		t.Errorf("target saw %s", got)
+	}
+	want := "SUPPRESS_AUDIO=false BLOCK_USER=true SET_PENDING_MESSAGE=true START_VOICE_SESSION=true " +
+		"END_VOICE_SESSION=false SUPPRESS_TRANSCRIPT=false"
+	if got := strings.Join(reported, " "); got != want {
+		t.Errorf("reported %s, want %s", got, want)
 	}
 }

@@ -101,6 +101,9 @@ type ToolResult struct {
 	Refused    bool       `json:"refused"`
 	Error      *ToolError `json:"error,omitempty"`
 	DurationMs int64      `json:"durationMs"`
+	// Result is what the browser may see of a successful object output:
+	// the fields on the tool's result allow-list (absent otherwise).
+	Result map[string]any `json:"result,omitempty"`
 }
 
 // TurnDone ends a turn.

@@ -4,10 +4,12 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -110,7 +112,8 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": msg})
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	hw := &hijackWatch{ResponseWriter: w}
+	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocol.Subprotocol},
 		OriginPatterns: s.cfg.AllowedOrigins,
 	})
@@ -119,7 +122,25 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		s.d.Log.Info("websocket refused", "err", err, "remote", r.RemoteAddr)
 		return
 	}
-	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, user)
+	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, user)
+}
+
+// hijackWatch keeps the raw connection the WebSocket library takes over,
+// so that the session can drop it at once: the library cannot abandon a
+// close handshake stuck behind a full socket buffer by itself.
+type hijackWatch struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := h.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("http.ResponseWriter does not implement http.Hijacker")
+	}
+	c, brw, err := hj.Hijack()
+	h.conn = c
+	return c, brw, err
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

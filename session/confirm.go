@@ -16,9 +16,7 @@ import (
 func (c *conn) answerConfirm(token string, approve bool) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	c.mu.Lock()
-	sid := c.rec.ID
-	c.mu.Unlock()
+	sid := c.st.record().ID
 	conf, err := c.m.Store.Resolve(ctx, sid, c.user, token, approve, c.m.Orchestrator.Config().ConfirmTTL)
 	switch {
 	case errors.Is(err, orchestrator.ErrConfirmUnknown):
@@ -47,24 +45,15 @@ func (c *conn) answerConfirm(token string, approve bool) {
 	c.m.Metrics.Confirmations.WithLabelValues(outcome).Inc()
 	c.log.Info("confirmation answered", "tool", conf.Tool, "outcome", outcome)
 	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: outcome})
-
-	c.turnMu.Lock()
-	running := c.turnDone != nil
-	c.turnMu.Unlock()
-	if running {
-		// Deliver with the next turn instead of interrupting this one.
-		c.mu.Lock()
-		c.rec.PendingMessage = note
-		c.mu.Unlock()
-		return
-	}
-	c.startTurn(note, "confirmation")
+	// The model that asked learns it: the Live model in voice (never the
+	// text model), else a text turn of its own, once any running turn ends.
+	c.act.confirmed(note)
 }
 
 func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	pending, err := c.m.Store.Pending(ctx, c.rec.ID)
+	pending, err := c.m.Store.Pending(ctx, c.st.record().ID)
 	if err != nil {
 		c.log.Warn("could not read pending confirmations", "err", err)
 		return nil

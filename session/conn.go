@@ -3,24 +3,27 @@ package session
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
-	"sync"
+	"net"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
-	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // conn is one browser connection and the session it carries. Its
-// goroutines: the reader (the caller of run), the writer, and at most one
-// running turn. They share ctx; when one fails, all stop.
+// goroutines: the reader (the caller of run), the writer, and — while they
+// last — a running text turn or the voice side, and the store writer. They
+// share ctx; when one fails, all stop.
 type conn struct {
 	m    *Manager
 	ws   *websocket.Conn
+	raw  net.Conn // under ws; nil when unknown
 	q    *queue
 	user string
 	log  *slog.Logger
@@ -29,56 +32,48 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 
-	closeOnce   sync.Once
-	closeCode   websocket.StatusCode
-	closeReason string
-	closeNow    bool // drop the queue instead of flushing it
-	closing     chan struct{}
-
+	st    *state
+	pst   *persister
 	loops *loopdetect.Detector // the session's loop history (last turns)
+	act   activity
+	out   closer
 
-	mu           sync.Mutex // guards the fields below
-	rec          store.Record
-	history      []transport.Entry
-	dirty        bool // the store missed a write; Sync at the next one
-	turns        int
-	reason       string    // disconnect reason for metrics
-	blockedUntil time.Time // input refused until then (ignore_user)
-	// voiceAfterTurn: START_VOICE_SESSION was applied; switch when the
-	// text turn ends.
-	voiceAfterTurn bool
-
-	voice   *voice // non-nil while the session is in voice mode (guarded by mu)
-	voiceWG sync.WaitGroup
-
-	storeJobs chan func() // ordered store writes (see write, writeAsync)
-
-	turnMu     sync.Mutex // guards the running turn; taken before mu
-	turnCancel context.CancelFunc
-	turnDone   chan struct{} // closed when the running turn has ended
-	turnWG     sync.WaitGroup
+	audioIn prometheus.Counter // browser audio frames, resolved once
 }
 
 func newConn(m *Manager, ws *websocket.Conn, user string) *conn {
-	return &conn{
+	c := &conn{
 		m: m, ws: ws, user: user, q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
-		done: make(chan struct{}), closing: make(chan struct{}),
-		loops:     loopdetect.New(m.Orchestrator.Config().LoopTurns),
-		storeJobs: make(chan func(), 64),
+		done:    make(chan struct{}),
+		st:      &state{historyMax: m.cfg.HistoryMax, now: m.cfg.Now},
+		loops:   loopdetect.New(m.Orchestrator.Config().LoopTurns),
+		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
 	}
+	c.out.closing = make(chan struct{})
+	c.act.c = c
+	return c
 }
+
+// readBufferSize is the reader's first buffer; it grows to the largest
+// frame seen (at most MaxMessageBytes) and is reused for every frame.
+const readBufferSize = 4 << 10
 
 // run serves the connection until it ends and leaves nothing running.
 func (c *conn) run(parent context.Context) {
 	defer close(c.done)
 	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
+	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx}
 	c.ws.SetReadLimit(c.m.cfg.MaxMessageBytes)
+	// Reads and writes run without a context of their own (a context per
+	// frame costs an allocation per audio frame); ending the connection
+	// drops the socket, which ends a read, a write or a close handshake in
+	// progress.
+	stopRead := context.AfterFunc(c.ctx, c.drop)
+	defer stopRead()
 
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); c.writer() }()
-	storeDone := make(chan struct{})
-	go c.runStore(storeDone)
 
 	started := time.Now()
 	ok := c.handshake()
@@ -86,7 +81,7 @@ func (c *conn) run(parent context.Context) {
 		c.readLoop()
 	}
 	select {
-	case <-c.closing:
+	case <-c.out.closing:
 		// Let the writer flush what explains the close, and send the close
 		// frame, before everything stops.
 		select {
@@ -96,146 +91,168 @@ func (c *conn) run(parent context.Context) {
 	default:
 	}
 	c.cancel()
-	c.stopVoice()
-	c.turnWG.Wait()
-	close(c.storeJobs) // every writer has stopped; queued writes still land
-	<-storeDone
+	c.act.stop()
 	<-writerDone
+	c.finalWrite()
+	c.pst.wait()
 	_ = c.ws.CloseNow()
 
-	c.mu.Lock()
-	reason, mode, turns := c.reason, c.rec.Mode, c.turns
-	c.mu.Unlock()
-	if reason == "" {
-		reason = "read_failed"
-	}
-	c.m.Metrics.BrowserDisconnect.WithLabelValues(reason).Inc()
+	d := c.out.disconnect()
+	mode, turns := c.st.mode(), c.st.turnsTaken()
+	c.m.Metrics.BrowserDisconnect.WithLabelValues(d.Label).Inc()
 	if ok {
 		c.m.Metrics.SessionsActive.WithLabelValues(mode).Dec()
 		c.m.Metrics.SessionDuration.Observe(time.Since(started).Seconds())
 		c.m.Metrics.TurnsPerSession.Observe(float64(turns))
 	}
-	c.log.Info("browser disconnected", "reason", reason, "turns", turns,
+	c.log.Info("browser disconnected", "reason", d.Label, "turns", turns,
 		"duration_ms", time.Since(started).Milliseconds())
+}
+
+// drop ends the network connection at once.
+func (c *conn) drop() {
+	if c.raw != nil {
+		_ = c.raw.Close()
+	}
+	_ = c.ws.CloseNow()
+}
+
+// finalWrite stores the newest state when the browser goes away, the
+// voice upstream's resumption handle included, so that a resume anywhere
+// continues from here.
+func (c *conn) finalWrite() {
+	if c.st.record().ID == "" {
+		return
+	}
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
 }
 
 // readLoop handles browser messages until the connection ends.
 func (c *conn) readLoop() {
+	buf := make([]byte, 0, readBufferSize)
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.readFrame(buf)
 		if err != nil {
-			c.setReason(readReason(err))
+			c.out.setReason(readReason(err))
 			return
 		}
+		buf = data[:0]
 		if typ == websocket.MessageBinary {
-			c.m.Metrics.BrowserMessages.WithLabelValues("audio").Inc()
+			c.audioIn.Inc()
 			c.micAudio(data)
 			continue
 		}
-		msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
-		if derr != nil {
-			c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
-			var de *protocol.DecodeError
-			errors.As(derr, &de)
-			c.send(protocol.NewError(de.Code, de.Message, false, 0))
-			continue
-		}
-		c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
-		switch msg.Type {
-		case protocol.TypeSessionStart:
-			c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))
-			c.close(protocol.CloseProtocolViolation, "session.start sent twice", "protocol_violation")
+		if !c.handle(data) {
 			return
-		case protocol.TypeText:
-			if v := c.voiceSession(); v != nil {
-				v.text(msg.Text)
-			} else {
-				c.startTurn(msg.Text, "")
-			}
-		case protocol.TypeVoiceStart:
-			c.startVoice("client", "")
-		case protocol.TypeVoiceStop:
-			if v := c.voiceSession(); v != nil {
-				v.beginEnding("client")
-			}
-		case protocol.TypeAudioEnd:
-			if v := c.voiceSession(); v != nil {
-				_ = v.upstream().SendAudioEnd()
-			}
-		case protocol.TypeConfirm:
-			c.answerConfirm(msg.Token, msg.Approve)
-		case protocol.TypeTurnCancel:
-			c.cancelTurn()
-		case protocol.TypePing:
-			c.send(protocol.Pong{Type: protocol.TypePong})
-		default:
-			c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
 		}
 	}
 }
 
-func readReason(err error) string {
-	switch websocket.CloseStatus(err) {
-	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
-		return "client_closed"
-	case websocket.StatusMessageTooBig:
-		return "message_too_big"
-	case -1:
-		return "read_failed"
+// readFrame reads one message into buf (grown when needed) without a
+// context: the socket is closed to end it.
+func (c *conn) readFrame(buf []byte) (websocket.MessageType, []byte, error) {
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return 0, nil, err
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return typ, buf, nil
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+	}
+}
+
+// handle acts on one text frame; false ends the connection.
+func (c *conn) handle(data []byte) bool {
+	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
+	if derr != nil {
+		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+		var de *protocol.DecodeError
+		errors.As(derr, &de)
+		c.send(protocol.NewError(de.Code, de.Message, false, 0))
+		return true
+	}
+	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
+	switch msg.Type {
+	case protocol.TypeSessionStart:
+		c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))
+		c.close(protocol.DisconnectProtocolViolation)
+		return false
+	case protocol.TypeText:
+		c.act.text(msg.Text)
+	case protocol.TypeVoiceStart:
+		c.act.startVoice("client", "")
+	case protocol.TypeVoiceStop:
+		c.act.endVoice("client")
+	case protocol.TypeAudioEnd:
+		if v := c.act.voiceSide(); v != nil {
+			v.AudioEnd()
+		}
+	case protocol.TypeConfirm:
+		c.answerConfirm(msg.Token, msg.Approve)
+	case protocol.TypeTurnCancel:
+		c.act.cancelTurn()
+	case protocol.TypePing:
+		c.send(protocol.Pong{Type: protocol.TypePong})
 	default:
-		return "client_closed"
+		c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
+	}
+	return true
+}
+
+func readReason(err error) protocol.Disconnect {
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusMessageTooBig:
+		return protocol.DisconnectMessageTooBig
+	case -1:
+		return protocol.DisconnectReadFailed
+	default:
+		return protocol.DisconnectClientClosed
 	}
 }
 
-func (c *conn) setReason(r string) {
-	c.mu.Lock()
-	if c.reason == "" {
-		c.reason = r
-	}
-	c.mu.Unlock()
-}
-
-// micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz).
+// micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm
+// is the reader's buffer and is not kept.
 func (c *conn) micAudio(pcm []byte) {
-	v := c.voiceSession()
+	v := c.act.voiceSide()
 	switch {
 	case v == nil:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio is only accepted in voice mode", false, 0))
 	case len(pcm)%2 != 0:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
 	default:
-		if _, blocked := c.blocked(); !blocked {
-			v.micAudio(pcm)
+		if _, blocked := c.st.blocked(); !blocked {
+			v.Mic(pcm)
 		}
 	}
 }
 
 // takeOver closes the connection because another one resumed its session,
-// and returns when it has ended, its running turn cancelled and its queued
-// store writes landed (or after 2 s), so that the new connection reads
+// and returns when it has ended (its turn cancelled, its store writes
+// landed) or after TakeoverWait, so that the new connection reads
 // everything the old one wrote.
 func (c *conn) takeOver(ctx context.Context) {
-	c.close(protocol.CloseTakenOver, "session resumed by another connection", "taken_over")
-	c.cancelTurn()
+	c.close(protocol.DisconnectTakenOver)
+	c.act.cancelTurn()
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-	case <-time.After(2 * time.Second):
+	case <-time.After(c.m.cfg.TakeoverWait):
 	}
 }
 
-// drain waits for the running turn (or ctx), then closes with 4100.
+// drain waits for the running turn (a voice turn plays out to its
+// turnComplete) or ctx, then closes with 4100.
 func (c *conn) drain(ctx context.Context) {
-	c.turnMu.Lock()
-	td := c.turnDone
-	c.turnMu.Unlock()
-	if td != nil {
-		select {
-		case <-td:
-		case <-ctx.Done():
-		case <-c.done:
-			return
-		}
-	}
-	c.close(protocol.CloseDraining, "server draining: reconnect and resume", "draining")
+	c.act.waitIdle(ctx, c.done)
+	c.close(protocol.DisconnectDraining)
 }

@@ -20,7 +20,7 @@ func (e turnEvents) CallReceived(call orchestrator.Call, redacted map[string]any
 
 func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome) {
 	ev := protocol.ToolResult{Type: protocol.TypeToolResult, Turn: e.turn, ID: call.ID, Name: call.Name,
-		OK: o.Envelope.OK, Refused: o.Refused, DurationMs: o.Duration.Milliseconds()}
+		OK: o.Envelope.OK, Refused: o.Refused, DurationMs: o.Duration.Milliseconds(), Result: o.Shown}
 	if err := o.Envelope.Error; err != nil {
 		ev.Error = &protocol.ToolError{Type: string(err.Type), Message: err.Message}
 	}

@@ -1,7 +1,11 @@
-// Package session holds the session and turn model: one live session per
-// browser connection, its goroutines (reader, writer, and the running
-// turn), its byte-bounded send queue, and the Redis store that lets any
-// gateway node resume it.
+// Package session runs one live session per browser connection: its
+// goroutines (a reader, a writer draining a byte-bounded send queue, and
+// while in voice the voice pump), its state and the ordered writes that
+// keep it in the store, the start and resume handshake, confirmations and
+// blocks, and the switch between the text loop (session/textturn) and the
+// voice side (session/voice), which reach the connection through small
+// interfaces. It has no policy rules of its own: those are the
+// orchestrator's.
 package session
 
 import (
@@ -9,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -37,7 +42,10 @@ type Config struct {
 	HandshakeTimeout   time.Duration // time to send session.start; default 10 s
 	HistoryMax         int           // entries kept; default 200
 	ModelName          string
-	Offline            bool // the model is the offline demo model
+	// TextProvider names the text model's provider in metrics; default
+	// "gemini".
+	TextProvider string
+	Offline      bool // the model is the offline demo model
 	// RestrictOutput makes the model answer through tools (finish or a
 	// terminal tool): a text answer without a tool call is refused, and
 	// RestrictionMessage is added to that turn's system instruction before
@@ -46,6 +54,12 @@ type Config struct {
 	RestrictOutput           bool
 	RestrictionMessage       string
 	RestrictionMaxInjections int
+	// TakeoverWait bounds how long a resume waits for the connection it
+	// replaces on this node to end, so that it reads that connection's
+	// last writes; default 2 s.
+	TakeoverWait time.Duration
+	// Now is the clock blocks are judged by; default time.Now.
+	Now func() time.Time
 }
 
 func (c *Config) defaults() {
@@ -69,11 +83,18 @@ func (c *Config) defaults() {
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 64 << 10
 	}
+	if c.TextProvider == "" {
+		c.TextProvider = "gemini"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	defDur(&c.WriteTimeout, 5*time.Second)
 	defDur(&c.ModelTimeout, 60*time.Second)
 	defDur(&c.StoreTimeout, time.Second)
 	defDur(&c.HandshakeTimeout, 10*time.Second)
 	defDur(&c.LiveConnectTimeout, 10*time.Second)
+	defDur(&c.TakeoverWait, 2*time.Second)
 }
 
 // Deps are the parts a session talks to.
@@ -94,28 +115,32 @@ type Manager struct {
 	cfg Config
 	Deps
 
-	system      string
-	decls       []transport.ToolDecl
-	voiceSystem string
-	voiceDecls  []transport.ToolDecl
-	initTokens  int
-	mu          sync.Mutex
-	live        map[string]*conn // by session id
-	all         map[*conn]struct{}
-	draining    bool
-	wg          sync.WaitGroup
+	text        modePrompt
+	voice       modePrompt
 	offlineNote string
+
+	mu       sync.Mutex
+	live     map[string]*conn // by session id
+	all      map[*conn]struct{}
+	draining bool
+	wg       sync.WaitGroup
+}
+
+// modePrompt is what a mode's model is told before the conversation.
+type modePrompt struct {
+	system string
+	decls  []transport.ToolDecl
+	tokens int // the session-init estimate
 }
 
 // NewManager prepares a manager; it starts nothing.
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{}}
-	m.system, m.decls = systemAndTools(cfg.SystemPrompt, d.Registry.ForMode(protocol.ModeText))
-	m.voiceSystem, m.voiceDecls = systemAndTools(cfg.SystemPrompt+"\n\n"+voicePrompt, d.Registry.ForMode(protocol.ModeVoice))
-	d.Metrics.SetInitTokens(protocol.ModeVoice, estimateTokens(m.voiceSystem, m.voiceDecls))
-	m.initTokens = estimateTokens(m.system, m.decls)
-	d.Metrics.SetInitTokens(protocol.ModeText, m.initTokens)
+	m.text = newModePrompt(cfg.SystemPrompt, d.Registry.ForMode(protocol.ModeText))
+	m.voice = newModePrompt(cfg.SystemPrompt+"\n\n"+voicePrompt, d.Registry.ForMode(protocol.ModeVoice))
+	d.Metrics.SetInitTokens(protocol.ModeText, m.text.tokens)
+	d.Metrics.SetInitTokens(protocol.ModeVoice, m.voice.tokens)
 	d.Metrics.Summary.SetLoopState(m.loopState)
 	if cfg.Offline {
 		m.offlineNote = "offline demo model: answers come from a rule-based fake that reads the knowledge base, not from Gemini"
@@ -123,9 +148,14 @@ func NewManager(cfg Config, d Deps) *Manager {
 	return m
 }
 
+func newModePrompt(base string, ts []*tools.Tool) modePrompt {
+	system, decls := systemAndTools(base, ts)
+	return modePrompt{system: system, decls: decls, tokens: estimateTokens(system, decls)}
+}
+
 // InitTokens is the estimated size, in tokens, of what every text session
 // sends before the conversation (system instruction plus tool declarations).
-func (m *Manager) InitTokens() int { return m.initTokens }
+func (m *Manager) InitTokens() int { return m.text.tokens }
 
 // Active returns the number of live connections on this node.
 func (m *Manager) Active() int {
@@ -134,17 +164,20 @@ func (m *Manager) Active() int {
 	return len(m.all)
 }
 
-// Serve runs one accepted WebSocket until it ends. user is the
+// Serve runs one accepted WebSocket until it ends. raw is the network
+// connection under it (nil when unknown), which lets the session drop a
+// connection at once however stuck the WebSocket is; user is the
 // authenticated user. Serve closes ws.
-func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, user string) {
+func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, user string) {
 	m.mu.Lock()
 	if m.draining {
 		m.mu.Unlock()
-		m.Metrics.BrowserDisconnect.WithLabelValues("draining").Inc()
-		_ = ws.Close(protocol.CloseDraining, "server draining: reconnect and resume")
+		m.Metrics.BrowserDisconnect.WithLabelValues(protocol.DisconnectDraining.Label).Inc()
+		_ = ws.Close(websocket.StatusCode(protocol.DisconnectDraining.Code), protocol.DisconnectDraining.Reason)
 		return
 	}
 	c := newConn(m, ws, user)
+	c.raw = raw
 	m.all[c] = struct{}{}
 	m.wg.Add(1)
 	m.mu.Unlock()
@@ -152,19 +185,26 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, user string) {
 	defer func() {
 		m.mu.Lock()
 		delete(m.all, c)
-		if m.live[c.rec.ID] == c {
-			delete(m.live, c.rec.ID)
+		if id := c.st.record().ID; m.live[id] == c {
+			delete(m.live, id)
 		}
 		m.mu.Unlock()
 	}()
 	c.run(ctx)
 }
 
+// isDraining reports whether the node is draining.
+func (m *Manager) isDraining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining
+}
+
 // claim makes c the live connection of its session. An older connection of
-// the same session on this node is closed (4005) and its running turn
-// waited for, so that its last writes land before c reads the session;
-// claim reports whether there was one.
-func (m *Manager) claim(ctx context.Context, id string, c *conn) bool {
+// the same session on this node is closed (4005) and waited for, so that
+// its last writes land before c reads the session; claim reports whether
+// there was one.
+func (m *Manager) claim(id string, c *conn) bool {
 	m.mu.Lock()
 	old := m.live[id]
 	m.live[id] = c
@@ -172,13 +212,13 @@ func (m *Manager) claim(ctx context.Context, id string, c *conn) bool {
 	if old == nil || old == c {
 		return false
 	}
-	old.takeOver(ctx)
+	old.takeOver(c.ctx)
 	return true
 }
 
-// Drain lets running turns finish, then closes every connection with 4100
-// (reconnect and resume), and waits for them until ctx ends. New
-// connections are refused from the first moment.
+// Drain lets running turns finish (a voice turn plays out to its end), then
+// closes every connection with 4100 (reconnect and resume), and waits for
+// them until ctx ends. New connections are refused from the first moment.
 func (m *Manager) Drain(ctx context.Context) {
 	m.mu.Lock()
 	m.draining = true
@@ -248,10 +288,7 @@ func (m *Manager) loopState() any {
 	m.mu.Unlock()
 	out := make(map[string]any, len(conns))
 	for _, c := range conns {
-		c.mu.Lock()
-		id := c.rec.ID
-		c.mu.Unlock()
-		out[id] = c.loops.Snapshot()
+		out[c.st.record().ID] = c.loops.Snapshot()
 	}
 	return map[string]any{"sessions": out, "liveSessions": m.Active()}
 }

@@ -4,20 +4,29 @@ import "sync"
 
 // queue is a connection's byte-bounded send queue. Producers never block:
 // a push that would exceed the bound fails, and the connection is then
-// closed as too slow, so memory per connection stays bounded.
+// closed as too slow, so memory per connection stays bounded. Audio frames
+// are copied into pooled buffers that the writer returns after writing, so
+// relaying audio allocates nothing per frame.
 type queue struct {
 	mu     sync.Mutex
 	frames []frame
 	bytes  int
+	audio  int // bytes of audio queued
+	taken  int // bytes of audio taken by the writer and not written yet
 	max    int
 	notify chan struct{} // capacity 1: "there is something to take"
 }
 
-// frame is one WebSocket message: JSON text, or binary audio.
+// frame is one WebSocket message: JSON text, or binary audio in a pooled
+// buffer.
 type frame struct {
 	data   []byte
 	binary bool
+	buf    *[]byte // the pooled buffer behind an audio frame's data
 }
+
+// audioPool holds audio buffers; a model-audio chunk is typically a few KiB.
+var audioPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 func newQueue(maxBytes int) *queue {
 	return &queue{max: maxBytes, notify: make(chan struct{}, 1)}
@@ -27,8 +36,16 @@ func newQueue(maxBytes int) *queue {
 // exceeded.
 func (q *queue) push(data []byte) bool { return q.add(frame{data: data}) }
 
-// pushAudio appends a binary audio frame, under the same bound.
-func (q *queue) pushAudio(data []byte) bool { return q.add(frame{data: data, binary: true}) }
+// pushAudio appends a copy of pcm as a binary frame, under the same bound.
+func (q *queue) pushAudio(pcm []byte) bool {
+	bp := audioPool.Get().(*[]byte)
+	*bp = append((*bp)[:0], pcm...)
+	if !q.add(frame{data: *bp, binary: true, buf: bp}) {
+		audioPool.Put(bp)
+		return false
+	}
+	return true
+}
 
 func (q *queue) add(f frame) bool {
 	q.mu.Lock()
@@ -38,6 +55,9 @@ func (q *queue) add(f frame) bool {
 	}
 	q.frames = append(q.frames, f)
 	q.bytes += len(f.data)
+	if f.binary {
+		q.audio += len(f.data)
+	}
 	q.mu.Unlock()
 	q.wake()
 	return true
@@ -50,20 +70,46 @@ func (q *queue) wake() {
 	}
 }
 
-// take removes and returns everything queued.
-func (q *queue) take() []frame {
+// take removes and returns everything queued, handing the queue spare (an
+// emptied slice from an earlier take) to fill next, so that the two slices
+// are reused rather than reallocated. The writer calls done for each frame
+// once written.
+func (q *queue) take(spare []frame) []frame {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.frames
-	q.frames, q.bytes = nil, 0
+	q.taken += q.audio
+	q.frames, q.bytes, q.audio = spare[:0], 0, 0
 	return out
+}
+
+// written is the writer's report that a taken frame is out (or will never
+// be written): its pooled buffer is released.
+func (q *queue) written(f frame) {
+	if f.binary {
+		q.mu.Lock()
+		q.taken -= len(f.data)
+		q.mu.Unlock()
+	}
+	f.done()
+}
+
+// done releases a frame's pooled buffer.
+func (f frame) done() {
+	if f.buf != nil {
+		audioPool.Put(f.buf)
+	}
 }
 
 // drop discards everything queued.
 func (q *queue) drop() {
 	q.mu.Lock()
-	q.frames, q.bytes = nil, 0
-	q.mu.Unlock()
+	defer q.mu.Unlock()
+	for _, f := range q.frames {
+		f.done()
+	}
+	clear(q.frames)
+	q.frames, q.bytes, q.audio = q.frames[:0], 0, 0
 }
 
 // dropAudio discards the queued audio frames and keeps the others, for a
@@ -72,26 +118,22 @@ func (q *queue) dropAudio() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	kept := q.frames[:0]
-	q.bytes = 0
+	q.bytes, q.audio = 0, 0
 	for _, f := range q.frames {
-		if !f.binary {
-			kept = append(kept, f)
-			q.bytes += len(f.data)
+		if f.binary {
+			f.done()
+			continue
 		}
+		kept = append(kept, f)
+		q.bytes += len(f.data)
 	}
 	clear(q.frames[len(kept):])
 	q.frames = kept
 }
 
-// audioBytes is how many bytes of audio are still queued.
+// audioBytes is how many bytes of audio have not been written yet.
 func (q *queue) audioBytes() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := 0
-	for _, f := range q.frames {
-		if f.binary {
-			n += len(f.data)
-		}
-	}
-	return n
+	return q.audio + q.taken
 }

@@ -29,7 +29,7 @@ func TestQueueRefusesPushPastBoundAndKeepsEarlierFrames(t *testing.T) {
 	if !q.push([]byte("dd")) {
 		t.Fatal("push to exactly the bound refused")
 	}
-	if got, want := frames(q.take()), []string{"aaaa", "bbbb", "dd"}; !slices.Equal(got, want) {
+	if got, want := frames(q.take(nil)), []string{"aaaa", "bbbb", "dd"}; !slices.Equal(got, want) {
 		t.Errorf("take = %q, want %q (the refused frame left out, the others intact)", got, want)
 	}
 }
@@ -39,7 +39,7 @@ func TestQueueRefusesFrameLargerThanBoundWhenEmpty(t *testing.T) {
 	if q.push(make([]byte, 9)) {
 		t.Fatal("a 9-byte frame was accepted by an empty 8-byte queue")
 	}
-	if got := q.take(); len(got) != 0 {
+	if got := q.take(nil); len(got) != 0 {
 		t.Errorf("take = %q, want nothing", frames(got))
 	}
 }
@@ -48,10 +48,10 @@ func TestQueueTakeEmptiesAndFreesTheBound(t *testing.T) {
 	q := newQueue(6)
 	q.push([]byte("abc"))
 	q.push([]byte("def"))
-	if got := frames(q.take()); !slices.Equal(got, []string{"abc", "def"}) {
+	if got := frames(q.take(nil)); !slices.Equal(got, []string{"abc", "def"}) {
 		t.Fatalf("take = %q", got)
 	}
-	if got := q.take(); len(got) != 0 {
+	if got := q.take(nil); len(got) != 0 {
 		t.Errorf("second take = %q, want nothing", frames(got))
 	}
 	if !q.push([]byte("ghijkl")) {
@@ -63,7 +63,7 @@ func TestQueueDropDiscardsAndFreesTheBound(t *testing.T) {
 	q := newQueue(4)
 	q.push([]byte("abcd"))
 	q.drop()
-	if got := q.take(); len(got) != 0 {
+	if got := q.take(nil); len(got) != 0 {
 		t.Errorf("take after drop = %q, want nothing", frames(got))
 	}
 	if !q.push([]byte("efgh")) {
@@ -105,7 +105,7 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 		for len(all) < producers*perProducer {
 			select {
 			case <-q.notify:
-				all = append(all, frames(q.take())...)
+				all = append(all, frames(q.take(nil))...)
 			case <-deadline:
 				got <- all
 				return
@@ -165,7 +165,7 @@ func TestQueueDropAudioKeepsEventsAndFreesTheirBytes(t *testing.T) {
 	if !q.pushAudio(make([]byte, 90)) {
 		t.Fatal("dropping audio did not free its bytes")
 	}
-	got := q.take()
+	got := q.take(nil)
 	if len(got) != 3 || string(got[0].data) != "ev1" || string(got[1].data) != "ev2" || !got[2].binary {
 		t.Fatalf("after dropAudio: %v", frames(got))
 	}

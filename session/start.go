@@ -13,19 +13,18 @@ import (
 
 // handshake reads session.start and answers session.ready, or closes.
 func (c *conn) handshake() bool {
-	timer := time.AfterFunc(c.m.cfg.HandshakeTimeout, func() {
-		c.close(protocol.CloseProtocolViolation, "no session.start in time", "handshake_timeout")
-	})
+	timer := time.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
 	defer timer.Stop()
-	typ, data, err := c.ws.Read(c.ctx)
+	typ, data, err := c.readFrame(nil)
 	if err != nil {
-		c.setReason(readReason(err))
+		c.out.setReason(readReason(err))
 		return false
 	}
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
 	if typ != websocket.MessageText || derr != nil || msg.Type != protocol.TypeSessionStart {
 		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
-		c.close(protocol.CloseProtocolViolation, "the first message must be session.start", "protocol_violation")
+		c.send(protocol.NewError(protocol.CodeBadMessage, "the first message must be session.start", false, 0))
+		c.close(protocol.DisconnectProtocolViolation)
 		return false
 	}
 	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
@@ -37,7 +36,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	if ok, alive := c.checkBlock(); !alive {
 		return ok
 	}
-	wantVoice := false
+	wantVoice, handle := false, ""
 	ready := protocol.SessionReady{
 		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
 		RegistryVersion: c.m.Registry.Version(),
@@ -46,9 +45,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	if msg.Resume != nil {
 		rec, hist, err := c.resume(msg.Resume)
-		if err == nil && c.m.claim(c.ctx, rec.ID, c) {
-			// Another connection held the session on this node; now that its
-			// turn has ended, read what it wrote last.
+		if err == nil && c.m.claim(rec.ID, c) {
+			// Another connection held the session on this node; now that it
+			// has ended, read what it wrote last.
 			rec, hist, err = c.resume(msg.Resume)
 		}
 		if errors.Is(err, store.ErrResumeRefused) {
@@ -56,50 +55,51 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			c.log.Info("resume refused", "session", msg.Resume.SessionID)
 			c.send(protocol.NewError(protocol.CodeResumeRefused,
 				"this session cannot be resumed; start a new one", false, 0))
-			c.close(protocol.CloseResumeRefused, "resume refused", "resume_refused")
+			c.close(protocol.DisconnectResumeRefused)
 			return false
 		}
 		if err != nil {
 			return c.storeDown(err)
 		}
-		c.rec, c.history = rec, trimHistory(hist, c.m.cfg.HistoryMax)
-		wantVoice = rec.Mode == protocol.ModeVoice
-		c.rec.Mode = protocol.ModeText // until the upstream is up again
-		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
-		ready.Turn, ready.History = rec.Turn, historyItems(c.history)
-		ready.PendingConfirmations = c.pendingConfirmations()
+		wantVoice, handle = rec.Mode == protocol.ModeVoice, rec.ResumeHandle
+		rec.Mode = protocol.ModeText // until the upstream is up again
 		if rec.RegistryVersion != ready.RegistryVersion {
 			c.log.Warn("resumed session moves to another tool registry version",
 				"session", rec.ID, "was", rec.RegistryVersion, "now", ready.RegistryVersion)
 			ready.RegistryChanged = true
-			c.rec.RegistryVersion = ready.RegistryVersion
-			c.dirty = true // the next write rewrites the record with the new version
+			rec.RegistryVersion = ready.RegistryVersion
+			c.pst.markDirty() // the next write rewrites the record with the new version
 		}
+		c.st.load(rec, hist)
+		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
+		ready.Turn, ready.History = rec.Turn, historyItems(c.st.historyCopy())
+		ready.PendingConfirmations = c.pendingConfirmations()
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
 	} else {
 		rec := store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
-			RegistryVersion: ready.RegistryVersion, CreatedAt: time.Now()}
+			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.cfg.Now()}
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 		token, err := c.m.Store.Create(ctx, rec)
 		cancel()
 		if err != nil {
 			return c.storeDown(err)
 		}
-		c.m.claim(c.ctx, rec.ID, c)
-		c.rec = rec
+		c.m.claim(rec.ID, c)
+		c.st.load(rec, nil)
 		ready.SessionID, ready.ResumeToken = rec.ID, token
 		c.m.Metrics.SessionsStarted.WithLabelValues("new").Inc()
 	}
-	c.log = c.log.With("session", c.rec.ID)
+	c.log = c.log.With("session", ready.SessionID)
+	c.pst.log = c.log
 	c.send(ready)
-	c.m.Metrics.SessionsActive.WithLabelValues(c.rec.Mode).Inc()
-	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", c.rec.Turn,
-		"init_tokens_estimate", c.m.initTokens)
+	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
+	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
+		"init_tokens_estimate", c.m.text.tokens)
 	switch {
 	case wantVoice:
-		c.startVoice("resume", c.rec.ResumeHandle)
+		c.act.startVoice("resume", handle)
 	case msg.Mode == protocol.ModeVoice:
-		c.startVoice("session.start", "")
+		c.act.startVoice("session.start", "")
 	}
 	return true
 }
@@ -114,7 +114,7 @@ func (c *conn) storeDown(err error) bool {
 	c.log.Error("session store unavailable; refusing the session", "err", err)
 	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
 		"session state is unavailable right now; try again shortly", true, 0))
-	c.close(protocol.CloseStoreUnavailable, "state store unavailable", "store_unavailable")
+	c.close(protocol.DisconnectStoreUnavailable)
 	return false
 }
 
@@ -142,9 +142,9 @@ func (c *conn) checkBlock() (bool, bool) {
 	if err != nil {
 		return c.storeDown(err), false
 	}
-	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(time.Now()) {
+	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.cfg.Now()) {
 		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
-		c.close(protocol.CloseBlocked, "blocked until "+until, "blocked")
+		c.close(protocol.DisconnectBlocked)
 		return false, false
 	}
 	return true, true

@@ -284,21 +284,24 @@ func (s *RedisStore) blockOf(ctx context.Context, user string) (Block, error) {
 	return b, nil
 }
 
-// BeginTurn is Append for a turn's first write, which also reads the user's
-// block in the same round trip (a pipeline: the block key lives on another
-// hash tag), so that a block set on another node stops the next turn.
-func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry) (Block, error) {
+// AppendWithBlock is Append that also reads the user's block in the same
+// round trip (a pipeline: the block key lives on another hash tag), so that
+// a block set on another node stops the next turn, or a running voice
+// session at its next turn's end.
+func (s *RedisStore) AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error) {
 	var b Block
 	err := s.call(ctx, "append", func(ctx context.Context) error {
-		encoded, err := encodeHistory([]transport.Entry{user})
+		encoded, err := encodeHistory(entries)
 		if err != nil {
 			return fmt.Errorf("session %s: append: %w", rec.ID, err)
 		}
 		mk, hk := metaKey(rec.ID), historyKey(rec.ID)
 		var blk *redis.StringCmd
 		_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.RPush(ctx, hk, encoded...)
-			p.LTrim(ctx, hk, int64(-s.historyMax), -1)
+			if len(encoded) > 0 {
+				p.RPush(ctx, hk, encoded...)
+				p.LTrim(ctx, hk, int64(-s.historyMax), -1)
+			}
 			p.HSet(ctx, mk, turnFields(rec)...)
 			p.PExpire(ctx, mk, s.ttl)
 			p.PExpire(ctx, hk, s.ttl)

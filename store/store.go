@@ -51,9 +51,9 @@ type Store interface {
 	// Sync rewrites the record and the whole history, for catching Redis up
 	// after writes failed. The resume token digest is kept.
 	Sync(ctx context.Context, rec Record, history []transport.Entry) error
-	// BeginTurn is Append of a turn's user entry that also reads the user's
-	// block, in one round trip.
-	BeginTurn(ctx context.Context, rec Record, user transport.Entry) (Block, error)
+	// AppendWithBlock is Append that also reads the user's block, in one
+	// round trip.
+	AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error)
 	// BlockUser blocks a user everywhere until b.Until; BlockOf reads it.
 	BlockUser(ctx context.Context, user string, b Block) error
 	BlockOf(ctx context.Context, user string) (Block, error)

@@ -47,25 +47,33 @@ type LiveEvent struct {
 	Resumable bool
 }
 
-// LiveSession is one realtime upstream connection. Sends are safe from any
-// goroutine (the adapter serialises them through one writer) and never
-// block for long: when the upstream cannot keep up they fail with
-// ErrBackpressure. Events is closed when the connection ends; Err then
-// says why (a *CloseError for a close frame, nil after Close).
+// LiveSession is one realtime upstream connection. Exactly one goroutine
+// calls Recv; any goroutine may send.
 type LiveSession interface {
-	Events() <-chan LiveEvent
-	Err() error
+	// Recv blocks until the upstream says something and returns it. Slices
+	// in the event (Audio) are valid only until the next Recv call. When the
+	// connection has ended it returns why: a *CloseError for a close frame
+	// (1006 when the peer vanished without one), ErrSessionClosed after
+	// Close, another error for a broken connection; every later call
+	// returns the same error.
+	Recv() (LiveEvent, error)
+	// SendAudio sends PCM16LE mono 16 kHz; pcm is not kept after it returns.
 	SendAudio(pcm16k []byte) error
 	SendAudioEnd() error
+	// SendText sends one complete user turn (clientContent, turnComplete
+	// true): the model answers it.
 	SendText(text string) error
 	// SendContext adds a user-role note to the conversation without asking
 	// the model to answer (clientContent with turnComplete false).
 	SendContext(text string) error
 	SendToolResponses(results []FunctionResult) error
-	// Flush waits until everything queued so far has been written.
-	Flush(ctx context.Context) error
+	// Close ends the connection; it is idempotent, safe from any goroutine,
+	// and unblocks Recv.
 	Close() error
 }
+
+// ErrSessionClosed is what Recv and the sends return after Close.
+var ErrSessionClosed = errors.New("live session closed")
 
 // LiveModel opens realtime sessions. Connect honours ctx and its own
 // timeout even though the underlying SDK's dial does not.

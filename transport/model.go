@@ -1,6 +1,7 @@
-// Package transport holds the upstream model adapters (Gemini text streaming
-// now, Gemini Live later) behind provider-neutral types, and the fake Gemini
-// server that speaks the real wire protocol on loopback.
+// Package transport holds the provider-neutral model types the session
+// speaks: streaming text models (TextModel) and realtime voice sessions
+// (LiveModel). The adapters for real providers and the fake servers that
+// speak their wire protocols on loopback live in its sub-packages.
 package transport
 
 import (

@@ -129,9 +129,10 @@ func TestThirdIdenticalSearchIsRefusedAsALoopWithoutEchoingTheQuery(t *testing.T
 	}
 }
 
-func TestSearchAfterTwoEmptyResultsIsRefused(t *testing.T) {
+func TestRepeatingAnEmptySearchAfterTwoEmptyResultsIsRefusedButNewTermsRun(t *testing.T) {
 	brain := fakegemini.NewScript(
-		callStep(searchCall("xylophone zeppelin")), callStep(searchCall("quasar marmalade")), callStep(searchCall("shipping")), textStep("nothing"))
+		callStep(searchCall("xylophone zeppelin")), callStep(searchCall("quasar marmalade")),
+		callStep(searchCall("xylophone zeppelin")), callStep(searchCall("shipping")), textStep("nothing"))
 	g := startGateway(t, defaultTestConfig(t), brain)
 	c := g.dial("", nil)
 	c.start(nil)
@@ -143,8 +144,18 @@ func TestSearchAfterTwoEmptyResultsIsRefused(t *testing.T) {
 			t.Fatalf("search %d was meant to find nothing: %v", i+1, out)
 		}
 	}
+	// Asking again for what found nothing is a loop, and the model is told
+	// what to do instead.
 	if r := resultsByID(evs)["c1-3-0"]; !refusedWith(r, "LOOP_DETECTED") {
-		t.Fatalf("search after two empty results: %v", r)
+		t.Fatalf("the empty search repeated: %v", r)
+	}
+	_, msg := responseError(lastResponses(t, brain.Requests()[3])[0])
+	if !strings.Contains(msg, "Data may not exist. Try different search terms or a different tool.") {
+		t.Errorf("feedback %q, want the spec's advice", msg)
+	}
+	// Different terms may find something: they run.
+	if r := resultsByID(evs)["c1-4-0"]; r["ok"] != true {
+		t.Fatalf("a search with new terms: %v", r)
 	}
 	_, body := get(t, g.url+"/metrics")
 	if want := `turnstile_loop_detections_total{rule="empty_results"} 1`; !strings.Contains(body, want) {

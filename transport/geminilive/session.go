@@ -320,3 +320,15 @@ func (s *Session) closeUp() error {
 	})
 	return err
 }
+
+// Recv implements transport.LiveSession on the event channel: the next
+// event, or why the connection ended.
+func (s *Session) Recv() (transport.LiveEvent, error) {
+	if ev, ok := <-s.events; ok {
+		return ev, nil
+	}
+	if err := s.Err(); err != nil {
+		return transport.LiveEvent{}, err
+	}
+	return transport.LiveEvent{}, transport.ErrSessionClosed
+}

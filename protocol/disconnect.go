@@ -1,0 +1,53 @@
+package protocol
+
+// Disconnect is one way a browser connection ends: the close code and
+// reason the browser gets (Code 0: the gateway sends no close frame because
+// the connection is already gone) and the label the
+// turnstile_browser_disconnects_total metric and the logs use. The set is
+// closed: every end of a connection is one of the values below, so close
+// frames, metrics and logs cannot drift apart.
+type Disconnect struct {
+	Code   int
+	Reason string // ≤ 123 bytes, as a close frame allows
+	Label  string
+}
+
+// Reconnect reports whether the client should reconnect and resume
+// (4100–4199) rather than give up (4000–4099).
+func (d Disconnect) Reconnect() bool { return d.Code >= 4100 && d.Code <= 4199 }
+
+// The ways a connection ends.
+var (
+	// The browser went away, or its connection broke.
+	DisconnectClientClosed  = Disconnect{Label: "client_closed"}
+	DisconnectReadFailed    = Disconnect{Label: "read_failed"}
+	DisconnectWriteFailed   = Disconnect{Label: "write_failed"}
+	DisconnectMessageTooBig = Disconnect{Label: "message_too_big"}
+
+	// Terminal: the client must not simply reconnect.
+	DisconnectProtocolViolation = Disconnect{CloseProtocolViolation, "protocol violation", "protocol_violation"}
+	DisconnectHandshakeTimeout  = Disconnect{CloseProtocolViolation, "no session.start in time", "handshake_timeout"}
+	DisconnectBlocked           = Disconnect{CloseBlocked, "blocked", "blocked"}
+	DisconnectResumeRefused     = Disconnect{CloseResumeRefused, "resume refused", "resume_refused"}
+	DisconnectTakenOver         = Disconnect{CloseTakenOver, "session resumed by another connection", "taken_over"}
+
+	// Reconnect and resume.
+	DisconnectDraining         = Disconnect{CloseDraining, "server draining: reconnect and resume", "draining"}
+	DisconnectTooSlow          = Disconnect{CloseTooSlow, "too slow: reconnect and resume", "too_slow"}
+	DisconnectUpstreamLost     = Disconnect{CloseUpstreamLost, "upstream lost: reconnect and resume", "upstream_lost"}
+	DisconnectStoreUnavailable = Disconnect{CloseStoreUnavailable, "state store unavailable", "store_unavailable"}
+)
+
+// Disconnects lists every Disconnect, for metrics initialised at zero.
+var Disconnects = []Disconnect{
+	DisconnectClientClosed, DisconnectReadFailed, DisconnectWriteFailed, DisconnectMessageTooBig,
+	DisconnectProtocolViolation, DisconnectHandshakeTimeout, DisconnectBlocked, DisconnectResumeRefused,
+	DisconnectTakenOver, DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable,
+}
+
+// TurnEndReasons lists every turn.done reason.
+var TurnEndReasons = []string{ReasonEndTurn, ReasonTerminalTool, ReasonFinish, ReasonMaxIterations,
+	ReasonInterrupted, ReasonError}
+
+// Modes lists the session modes.
+var Modes = []string{ModeText, ModeVoice}

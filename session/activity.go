@@ -1,0 +1,300 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/textturn"
+	"github.com/turnstile-gw/turnstile/session/voice"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// activity is what the session is doing: at most one text turn, or the
+// voice side. It is the one owner of that, under one lock; the text loop
+// and the voice side run outside it.
+type activity struct {
+	c *conn
+
+	mu         sync.Mutex
+	turnCancel context.CancelCauseFunc // the running text turn
+	turnDone   chan struct{}           // closed when it has ended
+	voice      *voice.Session
+	starting   bool     // a voice upstream is being opened
+	toVoice    string   // switch to voice when the text turn ends (the reason)
+	notes      []string // confirmation outcomes waiting for the text turn to end
+	wg         sync.WaitGroup
+}
+
+// idlePoll is how often a drain looks whether a voice turn has ended.
+const idlePoll = 50 * time.Millisecond
+
+// text takes a message the user typed.
+func (a *activity) text(text string) {
+	if until, blocked := a.c.st.blocked(); blocked {
+		a.c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+until.Format(time.RFC3339), false, 0))
+		return
+	}
+	if v := a.voiceSide(); v != nil {
+		v.Text(text)
+		return
+	}
+	a.startTextTurn(text, "")
+}
+
+// startTextTurn accepts a user input: it is in the history (and, unless
+// Redis is down, in the store) before the model is called, then the turn
+// runs in its own goroutine so that the reader can still take turn.cancel,
+// confirm and ping. kind is "" for typed text and "confirmation" for the
+// outcome of a confirm.request.
+func (a *activity) startTextTurn(text, kind string) {
+	c := a.c
+	if c.m.isDraining() {
+		c.send(protocol.NewError(protocol.CodeDraining, "the gateway is restarting; reconnect and send again", true, 0))
+		return
+	}
+	a.mu.Lock()
+	select {
+	case <-c.out.closing:
+		a.mu.Unlock()
+		return // the connection is closing: take no new turn
+	default:
+	}
+	if a.turnDone != nil || a.voice != nil || a.starting {
+		a.mu.Unlock()
+		c.send(protocol.NewError(protocol.CodeTurnInProgress,
+			"a turn is running; wait for turn.done or send turn.cancel", true, 0))
+		return
+	}
+	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
+	turn, note := c.st.beginTurn(&user, true)
+	if b := c.persistBegin(user); c.m.cfg.Now().Before(b.Until) {
+		// Blocked on another node since this connection last looked: the
+		// refused input must not stay in the history (rare, so the undo
+		// rewrites the session rather than costing every turn a round trip).
+		c.st.undoTurn(note)
+		c.pst.markDirty()
+		c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return nil })
+		a.mu.Unlock()
+		c.setBlocked(b)
+		c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+b.Until.Format(time.RFC3339), false, 0))
+		return
+	}
+	defer a.mu.Unlock()
+	c.send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: turn, Text: text, Kind: kind})
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	done := make(chan struct{})
+	a.turnCancel, a.turnDone = cancel, done
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(done)
+		defer cancel(nil)
+		a.runTextTurn(ctx, turn, note)
+	}()
+}
+
+// runTextTurn runs one text turn, ends it, and starts what waited for it:
+// a switch to voice, or the turn telling the model a confirmation outcome.
+func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
+	c := a.c
+	start := time.Now()
+	rec := c.st.record()
+	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText}, turn, c.loops)
+	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log},
+		textHost{c}, ot, note)
+	ot.CancelAll() // nothing of this turn may run on
+	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
+	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason).Inc()
+	c.m.Metrics.TurnDuration.WithLabelValues(protocol.ModeText).Observe(time.Since(start).Seconds())
+	c.log.Info("turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls(),
+		"duration_ms", time.Since(start).Milliseconds())
+
+	// turn.done goes out and the turn is cleared in one step, so that a
+	// browser answering turn.done at once is never told a turn is running.
+	a.mu.Lock()
+	c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason})
+	a.turnCancel, a.turnDone = nil, nil
+	toVoice := a.toVoice
+	a.toVoice = ""
+	var next string
+	if len(a.notes) > 0 && toVoice == "" {
+		next, a.notes = a.notes[0], a.notes[1:]
+	}
+	a.mu.Unlock()
+	if c.ctx.Err() != nil {
+		return
+	}
+	switch {
+	case toVoice != "":
+		a.startVoice(toVoice, "")
+	case next != "":
+		a.startTextTurn(next, "confirmation")
+	}
+}
+
+// cancelTurn cancels the running text turn (turn.cancel).
+func (a *activity) cancelTurn() {
+	a.mu.Lock()
+	cancel := a.turnCancel
+	a.mu.Unlock()
+	if cancel != nil {
+		cancel(textturn.ErrCancelled)
+	}
+}
+
+// confirmed delivers a confirmation outcome to the model: through the
+// voice side in voice, else in a text turn of its own — now, or as soon
+// as the running turn ends.
+func (a *activity) confirmed(note string) {
+	a.mu.Lock()
+	v := a.voice
+	if v == nil && (a.turnDone != nil || a.starting) {
+		a.notes = append(a.notes, note)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	if v != nil {
+		v.Confirmed(note)
+		return
+	}
+	a.startTextTurn(note, "confirmation")
+}
+
+// voiceSide returns the voice side, nil in text mode.
+func (a *activity) voiceSide() *voice.Session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.voice
+}
+
+// startVoice opens the upstream and moves the session to voice; during a
+// text turn, the switch waits for the turn's end. handle resumes an
+// earlier upstream session; when that fails a new one is seeded with the
+// history.
+func (a *activity) startVoice(reason, handle string) {
+	c := a.c
+	if c.m.Live == nil {
+		c.send(protocol.NewError(protocol.CodeUnsupported, "voice is not configured on this gateway", false, 0))
+		return
+	}
+	if _, blocked := c.st.blocked(); blocked {
+		c.send(protocol.NewError(protocol.CodeBlocked, "voice is not available while input is refused", false, 0))
+		return
+	}
+	a.mu.Lock()
+	switch {
+	case a.voice != nil || a.starting:
+		a.mu.Unlock()
+		return
+	case a.turnDone != nil:
+		a.toVoice = reason
+		a.mu.Unlock()
+		return
+	}
+	a.starting = true
+	a.mu.Unlock()
+
+	rec := c.st.record()
+	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
+		Session: orchestrator.Session{ID: rec.ID, UserID: c.user}, Loops: c.loops, Metrics: c.m.Metrics, Log: c.log},
+		voiceHost{c}, handle)
+
+	a.mu.Lock()
+	a.starting = false
+	if err != nil {
+		notes := a.notes
+		a.notes = nil
+		a.mu.Unlock()
+		if c.ctx.Err() == nil {
+			c.log.Error("voice: upstream unavailable", "err", err)
+			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
+				"voice is unavailable right now; the conversation stays in text", true, 0))
+		}
+		for _, n := range notes {
+			a.confirmed(n)
+		}
+		return
+	}
+	a.voice = v
+	notes := a.notes
+	a.notes = nil
+	a.mu.Unlock()
+	c.setMode(protocol.ModeVoice, reason)
+	c.log.Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
+	for _, n := range notes {
+		v.Confirmed(n)
+	}
+}
+
+// endVoice starts the way back to text (voice.stop).
+func (a *activity) endVoice(reason string) {
+	if v := a.voiceSide(); v != nil {
+		v.End(reason)
+	}
+}
+
+// voiceEnded is the voice side telling that the session is back in text.
+func (a *activity) voiceEnded(reason string) {
+	a.mu.Lock()
+	a.voice = nil
+	a.mu.Unlock()
+	a.c.setMode(protocol.ModeText, reason)
+	a.c.log.Info("voice ended; back to text", "reason", reason)
+}
+
+// blockVoice ends voice at once for a block.
+func (a *activity) blockVoice() {
+	if v := a.voiceSide(); v != nil {
+		v.Block()
+	}
+}
+
+// waitIdle returns when neither a text turn nor a voice turn is under
+// way, or ctx ends, or the connection has ended.
+func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
+	for {
+		a.mu.Lock()
+		td, v := a.turnDone, a.voice
+		a.mu.Unlock()
+		switch {
+		case td != nil:
+			select {
+			case <-td:
+				continue
+			case <-ctx.Done():
+				return
+			case <-connDone:
+				return
+			}
+		case v != nil && v.Busy():
+			select {
+			case <-time.After(idlePoll):
+				continue
+			case <-ctx.Done():
+				return
+			case <-connDone:
+				return
+			}
+		}
+		return
+	}
+}
+
+// stop ends everything the session is doing, because the connection is
+// going away, and waits for it.
+func (a *activity) stop() {
+	a.cancelTurn()
+	a.wg.Wait()
+	a.mu.Lock()
+	v := a.voice
+	a.mu.Unlock()
+	if v != nil {
+		v.Stop()
+		a.c.st.update(func(rec *store.Record) { rec.ResumeHandle = v.Handle() })
+	}
+}

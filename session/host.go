@@ -1,0 +1,196 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/textturn"
+	"github.com/turnstile-gw/turnstile/session/voice"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// textConfig is what this session's text turns run with.
+func (c *conn) textConfig() textturn.Config {
+	cfg := c.m.cfg
+	return textturn.Config{System: c.m.text.system, Tools: c.m.text.decls, Provider: cfg.TextProvider,
+		MaxToolIterations: cfg.MaxToolIterations, ModelTimeout: cfg.ModelTimeout,
+		RestrictOutput: cfg.RestrictOutput, RestrictionMessage: cfg.RestrictionMessage,
+		RestrictionMaxInjections: cfg.RestrictionMaxInjections}
+}
+
+// voiceConfig is what this session's voice side runs with.
+func (c *conn) voiceConfig() voice.Config {
+	return voice.Config{System: c.m.voice.system, Tools: c.m.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
+}
+
+// textHost is the connection as a text turn sees it.
+type textHost struct{ c *conn }
+
+var _ textturn.Host = textHost{}
+
+func (h textHost) Send(ev any)                             { h.c.send(ev) }
+func (h textHost) History() []transport.Entry              { return h.c.st.historyCopy() }
+func (h textHost) ToolEvents(turn int) orchestrator.Events { return turnEvents{c: h.c, turn: turn} }
+
+func (h textHost) Commit(entries []transport.Entry) {
+	h.c.st.append(entries)
+	h.c.pst.appendEntries(entries...)
+}
+
+func (h textHost) Apply(turn int, ins []intents.Intent) {
+	intents.Apply(ins, textTarget{h.c}, func(in intents.Intent, applied bool) {
+		h.c.intentApplied(turn, string(in.Type), applied)
+	})
+}
+
+// textTarget applies intents in text mode.
+type textTarget struct{ c *conn }
+
+func (t textTarget) BlockUser(d time.Duration, reason string) bool {
+	t.c.block(d, reason)
+	return true
+}
+
+func (t textTarget) SetPendingMessage(msg string) bool {
+	t.c.st.update(func(rec *store.Record) { rec.PendingMessage = msg })
+	return true
+}
+
+// StartVoiceSession switches to voice when the text turn ends.
+func (t textTarget) StartVoiceSession() bool {
+	if t.c.m.Live == nil {
+		t.c.send(protocol.NewError(protocol.CodeUnsupported,
+			"voice is not available on this gateway; the conversation stays in text", false, 0))
+		return false
+	}
+	t.c.act.startVoice("start_voice_session", "")
+	return true
+}
+
+// The voice-only intents: a text turn has no audio or transcript.
+func (textTarget) EndVoiceSession() bool    { return false }
+func (textTarget) SuppressAudio() bool      { return false }
+func (textTarget) SuppressTranscript() bool { return false }
+
+// voiceHost is the connection as its voice side sees it.
+type voiceHost struct{ c *conn }
+
+var _ voice.Host = voiceHost{}
+
+func (h voiceHost) Send(ev any)                              { h.c.send(ev) }
+func (h voiceHost) SendAudio(pcm []byte) bool                { return h.c.sendAudio(pcm) }
+func (h voiceHost) DropAudio()                               { h.c.q.dropAudio() }
+func (h voiceHost) AudioQueued() int                         { return h.c.q.audioBytes() }
+func (h voiceHost) ToolEvents(turn int) orchestrator.Events  { return turnEvents{c: h.c, turn: turn} }
+func (h voiceHost) History() []transport.Entry               { return h.c.st.historyCopy() }
+func (h voiceHost) TakePending() string                      { return h.c.st.takePending() }
+func (h voiceHost) Ended(reason string)                      { h.c.act.voiceEnded(reason) }
+func (h voiceHost) BlockUser(d time.Duration, reason string) { h.c.block(d, reason) }
+
+func (h voiceHost) BeginTurn() int {
+	n, _ := h.c.st.beginTurn(nil, false)
+	return n
+}
+
+func (h voiceHost) SetPendingMessage(msg string) {
+	h.c.st.update(func(rec *store.Record) { rec.PendingMessage = msg })
+}
+
+func (h voiceHost) IntentApplied(turn int, typ string, applied bool) {
+	h.c.intentApplied(turn, typ, applied)
+}
+
+// EndTurn stores a voice turn's transcripts with the newest handle, off the
+// audio path, and reads the user's block in the same round trip: a block
+// set on another node ends voice at this turn's end.
+func (h voiceHost) EndTurn(turn int, entries []transport.Entry, handle string) {
+	c := h.c
+	c.st.append(entries)
+	c.st.update(func(rec *store.Record) { rec.ResumeHandle = handle })
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		b, err := c.m.Store.AppendWithBlock(ctx, rec, entries...)
+		if err == nil && c.m.cfg.Now().Before(b.Until) {
+			c.setBlocked(b)
+		}
+		return err
+	})
+}
+
+// SaveHandle stores the newest resumption handle, off the audio path.
+func (h voiceHost) SaveHandle(handle string) {
+	c := h.c
+	c.st.update(func(rec *store.Record) { rec.ResumeHandle = handle })
+	c.pst.saveHandle()
+}
+
+func (h voiceHost) Lost(err error) {
+	c := h.c
+	c.log.Error("voice: upstream lost", "err", err)
+	c.m.Metrics.UpstreamEvents.WithLabelValues("live", "error", "lost").Inc()
+	c.send(protocol.NewError(protocol.CodeUpstreamLost, "the voice connection to the model could not be restored", true, 0))
+	c.close(protocol.DisconnectUpstreamLost)
+}
+
+// intentApplied logs and counts an intent.
+func (c *conn) intentApplied(turn int, typ string, applied bool) {
+	if applied {
+		c.m.Metrics.IntentsApplied.WithLabelValues(typ).Inc()
+		c.log.Info("intent applied", "turn", turn, "intent", typ)
+		return
+	}
+	c.log.Info("intent not applicable in this mode", "turn", turn, "intent", typ, "mode", c.st.mode())
+}
+
+// setMode records a mode change, counts it, tells the browser and stores
+// it.
+func (c *conn) setMode(mode, reason string) {
+	var old string
+	c.st.update(func(rec *store.Record) { old, rec.Mode = rec.Mode, mode })
+	if old != mode {
+		c.m.Metrics.SessionsActive.WithLabelValues(old).Dec()
+		c.m.Metrics.SessionsActive.WithLabelValues(mode).Inc()
+	}
+	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason})
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
+}
+
+// persistBegin writes a turn's user entry and reads the user's block in one
+// round trip. When Redis is unreachable the session goes on from memory,
+// and the next write rewrites everything.
+func (c *conn) persistBegin(user transport.Entry) store.Block {
+	var b store.Block
+	c.pst.write(func(ctx context.Context, rec store.Record) (err error) {
+		b, err = c.m.Store.AppendWithBlock(ctx, rec, user)
+		return err
+	})
+	return b
+}
+
+// block applies BLOCK_USER: the user's input is refused on every session
+// and node until the block ends, and new connections are refused (4003).
+func (c *conn) block(d time.Duration, reason string) {
+	b := store.Block{Until: c.m.cfg.Now().Add(d).UTC().Truncate(time.Second), Reason: reason}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
+	defer cancel()
+	if err := c.m.Store.BlockUser(ctx, c.user, b); err != nil {
+		// The block still holds on this node's connections of the user.
+		c.log.Error("could not store a user block; it holds on this node only", "err", err)
+	}
+	c.log.Warn("user blocked", "user", c.user, "until", b.Until, "reason", b.Reason)
+	c.m.blockLocal(c.user, b)
+}
+
+// setBlocked records a block on this connection, tells the browser, and
+// in voice ends voice at once: from now on nothing the user says or types
+// reaches the model.
+func (c *conn) setBlocked(b store.Block) {
+	if !c.st.setBlock(b) {
+		return
+	}
+	c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: b.Until.Format(time.RFC3339), Reason: b.Reason})
+	c.act.blockVoice()
+}

@@ -1,0 +1,239 @@
+// Package textturn is the text agent loop of one turn: stream the model's
+// answer to the browser, run the function calls it asks for through the
+// orchestrator's Round, send the results back, and repeat until a final
+// answer, a tool that ends the turn, or the iteration limit. It reaches the
+// session only through Host, so it is tested with a fake host and a fake
+// model.
+package textturn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// Host is the session as a text turn sees it.
+type Host interface {
+	// Send queues one event for the browser.
+	Send(ev any)
+	// History is the conversation so far, this turn's user input last. The
+	// turn may keep the slice.
+	History() []transport.Entry
+	// Commit adds the turn's model and tool entries to the history and the
+	// store.
+	Commit(entries []transport.Entry)
+	// Apply applies the intents a tool round returned.
+	Apply(turn int, ins []intents.Intent)
+	// ToolEvents shows the turn's tool calls to the browser.
+	ToolEvents(turn int) orchestrator.Events
+}
+
+// Config is what every text turn of a session is run with.
+type Config struct {
+	System string // the system instruction: base prompt and tool guides
+	Tools  []transport.ToolDecl
+	// Provider names the model's provider in metrics ("gemini", "openai").
+	Provider          string
+	MaxToolIterations int           // model↔tool rounds per turn (≥ 1)
+	ModelTimeout      time.Duration // one model call
+	// RestrictOutput makes the model answer through tools (finish or a
+	// terminal tool): a text answer without a tool call is refused, and
+	// RestrictionMessage is added to that turn's system instruction before
+	// the model is asked again, at most RestrictionMaxInjections times per
+	// turn (0: no limit but the iteration limit).
+	RestrictOutput           bool
+	RestrictionMessage       string
+	RestrictionMaxInjections int
+}
+
+// Deps are what a text turn talks to.
+type Deps struct {
+	Model   transport.TextModel
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+}
+
+// Run runs the turn ot to its end and returns its turn.done reason. note is
+// a SET_PENDING_MESSAGE (or a confirmation outcome) to add to this turn's
+// system instruction. ctx ends the turn early (turn.cancel, the connection
+// going away). What the model produced is committed only when the turn
+// reaches an answer.
+func Run(ctx context.Context, cfg Config, d Deps, h Host, ot *orchestrator.Turn, note string) string {
+	l := loop{cfg: cfg, d: d, h: h, ot: ot, turn: ot.Number()}
+	return l.run(ctx, note)
+}
+
+type loop struct {
+	cfg  Config
+	d    Deps
+	h    Host
+	ot   *orchestrator.Turn
+	turn int
+}
+
+func (l *loop) run(ctx context.Context, note string) string {
+	var produced []transport.Entry // this turn's model and tool entries
+	var said string                // the model's text in this turn, as the deltas showed it
+	restrict := l.cfg.RestrictOutput
+	injections := 0
+	inject := ""
+	history := l.h.History()
+	for iter := 1; ; iter++ {
+		system := l.cfg.System
+		if note != "" {
+			system += "\n\n# Note for this turn\n" + note
+		}
+		if inject != "" {
+			system += "\n\n" + inject
+		}
+		req := transport.TextRequest{System: system, Tools: l.cfg.Tools,
+			History: append(history[:len(history):len(history)], produced...)}
+
+		text, calls, err := l.streamOnce(ctx, req, !restrict)
+		if err != nil {
+			return l.failed(ctx, err)
+		}
+		if len(calls) == 0 {
+			max := l.cfg.RestrictionMaxInjections
+			if restrict && (max == 0 || injections < max) && iter < l.cfg.MaxToolIterations {
+				// The model tried to answer without a tool: its text is
+				// dropped, and it is asked again with the restriction
+				// message added to this turn's system instruction.
+				injections++
+				inject = l.cfg.RestrictionMessage
+				l.d.Log.Info("restricted output: model answered without a tool; instruction injected",
+					"turn", l.turn, "injection", injections)
+				continue
+			}
+			if restrict {
+				l.d.Log.Warn("restricted output: the model never used a tool; its text is the answer", "turn", l.turn)
+				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, text))
+			}
+			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
+			said += text
+			l.h.Commit(produced)
+			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, said))
+			return protocol.ReasonEndTurn
+		}
+		if !restrict {
+			said += text
+		}
+		rd := l.ot.Round(ctx, calls, l.h.ToolEvents(l.turn))
+		if ctx.Err() != nil {
+			return l.failed(ctx, ctx.Err())
+		}
+		produced = append(produced,
+			transport.Entry{Role: transport.RoleModel, Text: text, Calls: rd.Calls, Turn: l.turn},
+			transport.Entry{Role: transport.RoleTool, Results: rd.Responses, Turn: l.turn})
+		l.h.Apply(l.turn, rd.Intents)
+		if rd.End != nil {
+			// A terminal tool's output is the turn's final answer, exactly.
+			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: rd.End.Text, Turn: l.turn})
+			l.h.Commit(produced)
+			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, rd.End.Text))
+			return rd.End.Reason
+		}
+		if iter >= l.cfg.MaxToolIterations {
+			l.h.Commit(produced)
+			l.d.Log.Warn("turn stopped at the tool iteration limit", "turn", l.turn, "limit", l.cfg.MaxToolIterations)
+			return protocol.ReasonMaxIterations
+		}
+	}
+}
+
+// streamOnce runs one model call, forwarding text deltas as they arrive
+// when stream is true.
+func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream bool) (string, []transport.FunctionCall, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.ModelTimeout)
+	defer cancel()
+	start := time.Now()
+	first := true
+	var text strings.Builder
+	var calls []transport.FunctionCall
+	for chunk, err := range l.d.Model.Stream(ctx, req) {
+		if err != nil {
+			l.d.Metrics.ModelRequests.WithLabelValues("text", Outcome(err)).Inc()
+			return text.String(), nil, err
+		}
+		if first {
+			first = false
+			l.d.Metrics.ModelFirstToken.WithLabelValues("text").Observe(time.Since(start).Seconds())
+		}
+		if chunk.Text != "" {
+			text.WriteString(chunk.Text)
+			if stream {
+				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, chunk.Text))
+			}
+		}
+		calls = append(calls, chunk.Calls...)
+	}
+	l.d.Metrics.ModelRequests.WithLabelValues("text", "ok").Inc()
+	return text.String(), calls, nil
+}
+
+// failed reports why a turn ended early; what the model produced in it is
+// dropped (the user's message stays in the history).
+func (l *loop) failed(ctx context.Context, err error) string {
+	var me *transport.ModelError
+	turn := l.turn
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) && context.Cause(ctx) == ErrCancelled:
+		l.h.Send(protocol.NewError(protocol.CodeTurnCancelled, "the turn was cancelled", true, turn))
+		return protocol.ReasonInterrupted
+	case ctx.Err() != nil:
+		return protocol.ReasonInterrupted // the connection is gone
+	case errors.Is(err, transport.ErrTruncated):
+		l.d.Log.Warn("model stream ended without a finish reason", "turn", turn)
+		l.h.Send(protocol.NewError(protocol.CodeModelTruncated,
+			"the model's answer was cut off; please try again", true, turn))
+	case errors.Is(err, context.DeadlineExceeded):
+		l.d.Log.Warn("model call timed out", "turn", turn, "timeout", l.cfg.ModelTimeout)
+		l.h.Send(protocol.NewError(protocol.CodeModelUnavailable, "the model did not answer in time", true, turn))
+	case errors.As(err, &me) && me.Status == 0:
+		l.d.Log.Warn("model unreachable", "turn", turn, "err", err)
+		l.h.Send(protocol.NewError(protocol.CodeModelUnavailable, "the model could not be reached", true, turn))
+	case errors.As(err, &me):
+		l.d.Log.Warn("model error", "turn", turn, "status", me.Status, "code", me.Code, "err", me.Message)
+		l.h.Send(protocol.NewError(protocol.CodeModelError,
+			fmt.Sprintf("the model answered an error (%d %s)", me.Status, me.Code), me.Retryable, turn))
+	default:
+		l.d.Log.Error("turn failed", "turn", turn, "err", err)
+		l.h.Send(protocol.NewError(protocol.CodeInternal, "the turn failed unexpectedly", true, turn))
+	}
+	return protocol.ReasonError
+}
+
+// ErrCancelled is the cause a session gives a turn's context when the user
+// cancelled the turn (turn.cancel), as opposed to the connection ending.
+var ErrCancelled = errors.New("turn cancelled by the user")
+
+// Outcome is the model_requests_total outcome label of a model call's error.
+func Outcome(err error) string {
+	var me *transport.ModelError
+	switch {
+	case errors.Is(err, transport.ErrTruncated):
+		return "truncated"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &me) && me.Status == 0:
+		return "unavailable"
+	case errors.As(err, &me) && me.Status >= 500:
+		return "server_error"
+	case errors.As(err, &me) && me.Status == 429:
+		return "rate_limited"
+	case errors.As(err, &me):
+		return "client_error"
+	}
+	return "error"
+}

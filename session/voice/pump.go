@@ -1,0 +1,384 @@
+package voice
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// run reads upstream events until the voice side ends, replacing the
+// upstream when it goes away.
+func (v *Session) run() {
+	defer close(v.done)
+	defer v.rounds.Wait()
+	for {
+		up := v.upstream()
+		swap, err := v.pump(up)
+		v.mu.Lock()
+		closed, stopped, ending := v.closed, v.stopped, v.ending
+		v.mu.Unlock()
+		switch {
+		case stopped:
+			return
+		case closed || ending != "":
+			v.finishEnding(up)
+			return
+		}
+		if !swap {
+			v.d.Metrics.UpstreamEvents.WithLabelValues("live", "close", closeCode(err)).Inc()
+			if v.plannedClose() {
+				v.d.Log.Info("voice: upstream closed after its goAway; resuming", "err", err)
+			} else {
+				v.d.Log.Warn("voice: upstream closed unexpectedly", "err", err)
+				v.failTurns(err)
+			}
+		}
+		if !v.replace(up) {
+			if v.ctx.Err() == nil && !v.isClosed() {
+				v.h.Lost(err)
+			}
+			return
+		}
+	}
+}
+
+// pump handles one upstream's events. It returns swap true when it stopped
+// to replace the upstream after a goAway, else the error that ended it.
+func (v *Session) pump(up transport.LiveSession) (swap bool, err error) {
+	for {
+		ev, err := up.Recv()
+		if err != nil {
+			return false, err
+		}
+		if v.onEvent(ev) {
+			return true, nil
+		}
+	}
+}
+
+// onEvent acts on one event; it reports true when the upstream should be
+// replaced now.
+func (v *Session) onEvent(ev transport.LiveEvent) bool {
+	switch ev.Kind {
+	case transport.LiveAudio:
+		v.mu.Lock()
+		t := v.modelOutputLocked()
+		quiet := t.suppressAudio || t.quiet()
+		v.mu.Unlock()
+		if !quiet && len(ev.Audio) > 0 {
+			v.h.SendAudio(ev.Audio)
+		}
+	case transport.LiveInputTranscript:
+		v.mu.Lock()
+		t := v.ensureTurnLocked()
+		t.in.WriteString(ev.Text)
+		show := !t.suppressTranscript
+		v.mu.Unlock()
+		if show {
+			v.h.Send(protocol.NewTurnText(protocol.TypeTranscriptIn, t.n, ev.Text))
+		}
+	case transport.LiveOutputTranscript, transport.LiveText:
+		v.mu.Lock()
+		t := v.modelOutputLocked()
+		t.out.WriteString(ev.Text)
+		show := !t.suppressTranscript && !t.quiet()
+		v.mu.Unlock()
+		if show {
+			v.h.Send(protocol.NewTurnText(protocol.TypeTranscriptOut, t.n, ev.Text))
+		}
+	case transport.LiveGenerationComplete:
+		v.mu.Lock()
+		v.modelOutputLocked()
+		v.mu.Unlock()
+	case transport.LiveInterrupted:
+		v.interrupted()
+	case transport.LiveTurnComplete:
+		return v.turnComplete()
+	case transport.LiveToolCall:
+		v.toolCall(ev.Calls)
+	case transport.LiveToolCancel:
+		v.mu.Lock()
+		open := append([]*turn(nil), v.open...)
+		v.mu.Unlock()
+		for _, t := range open {
+			t.ot.Cancel(ev.IDs...)
+		}
+		v.d.Log.Info("voice: upstream cancelled tool calls", "calls", ev.IDs)
+	case transport.LiveGoAway:
+		v.d.Metrics.UpstreamEvents.WithLabelValues("live", "goaway", "none").Inc()
+		v.d.Log.Info("voice: upstream going away; will resume on a new connection", "time_left", ev.TimeLeft)
+		v.mu.Lock()
+		v.wantSwap = true
+		ready := v.handle != "" && v.cur == nil
+		v.mu.Unlock()
+		return ready
+	case transport.LiveResumption:
+		if !ev.Resumable || ev.Handle == "" {
+			return false
+		}
+		v.mu.Lock()
+		v.handle = ev.Handle
+		ready := v.wantSwap && v.cur == nil
+		v.mu.Unlock()
+		v.h.SaveHandle(ev.Handle)
+		return ready
+	}
+	return false
+}
+
+// ensureTurnLocked returns the current turn, starting one at its first
+// event.
+func (v *Session) ensureTurnLocked() *turn {
+	if v.cur != nil {
+		return v.cur
+	}
+	n := v.h.BeginTurn()
+	t := &turn{n: n, ot: v.d.Orchestrator.NewTurn(v.d.Session, n, v.d.Loops)}
+	v.cur = t
+	v.open = append(v.open, t)
+	v.h.Send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: n})
+	return t
+}
+
+// modelOutputLocked is ensureTurnLocked for the model's own output: from
+// now until turnComplete the model is speaking.
+func (v *Session) modelOutputLocked() *turn {
+	t := v.ensureTurnLocked()
+	v.speaking = true
+	return t
+}
+
+// interrupted handles a barge-in: the browser drops the rest of the answer,
+// and the turn's tool calls are cancelled. While voice ends, barge-in is
+// locked out.
+func (v *Session) interrupted() {
+	v.mu.Lock()
+	t := v.cur
+	if v.ending != "" || t == nil {
+		v.mu.Unlock()
+		return
+	}
+	t.interrupted = true
+	v.mu.Unlock()
+	v.h.DropAudio()
+	v.h.Send(protocol.Interrupted{Type: protocol.TypeAudioInterrupted, Turn: t.n})
+	t.ot.CancelAll()
+	v.d.Log.Info("voice: barge-in", "turn", t.n)
+}
+
+// turnComplete ends the model's turn: the turn is finalized once its calls
+// are answered, input that waited for the model is sent, and a pending
+// replacement or ending goes ahead. It reports whether to replace the
+// upstream now.
+func (v *Session) turnComplete() bool {
+	v.mu.Lock()
+	t := v.cur
+	v.cur, v.speaking = nil, false
+	finalize := false
+	if t != nil {
+		t.completed = true
+		finalize = t.rounds == 0
+	}
+	ending := v.ending != ""
+	deferred := v.deferred
+	v.deferred = nil
+	v.mu.Unlock()
+	if finalize {
+		v.finalize(t)
+	}
+	if ending {
+		v.closeUpstreamWhenIdle()
+		return false
+	}
+	if note := v.h.TakePending(); note != "" {
+		// SET_PENDING_MESSAGE: the model gets it at this turn boundary, as
+		// context that asks for no answer.
+		if err := v.upstream().SendContext(note); err != nil {
+			v.d.Log.Warn("voice: could not deliver the pending message", "err", err)
+		}
+	}
+	for _, u := range deferred {
+		v.sendUserTurn(u)
+	}
+	v.mu.Lock()
+	ready := v.wantSwap && v.handle != "" && v.cur == nil
+	v.mu.Unlock()
+	return ready
+}
+
+// sendUserTurn sends input as a complete user turn; it starts a turn when
+// none is under way.
+func (v *Session) sendUserTurn(u userTurn) {
+	v.mu.Lock()
+	if v.ending != "" || v.closed {
+		v.mu.Unlock()
+		return
+	}
+	t := v.ensureTurnLocked()
+	if u.kind == "" {
+		t.in.WriteString(u.text)
+	} else {
+		t.gateway = u.text
+	}
+	up := v.up
+	v.mu.Unlock()
+	if err := up.SendText(u.text); err != nil {
+		v.d.Log.Warn("voice: could not send input to the model", "kind", u.kind, "err", err)
+		v.h.Send(protocol.NewError(protocol.CodeUpstreamUnavailable, "the message could not reach the model", true, t.n))
+	}
+}
+
+// finalize closes a turn once its turnComplete has come and each of its
+// calls is answered or cancelled: the transcripts join the history, and
+// turn.done goes out.
+func (v *Session) finalize(t *turn) {
+	v.mu.Lock()
+	if t.finalized {
+		v.mu.Unlock()
+		return
+	}
+	t.finalized = true
+	for i, o := range v.open {
+		if o == t {
+			v.open = append(v.open[:i], v.open[i+1:]...)
+			break
+		}
+	}
+	in, out := strings.TrimSpace(t.in.String()), strings.TrimSpace(t.out.String())
+	reason := protocol.ReasonEndTurn
+	switch {
+	case t.failed:
+		reason = protocol.ReasonError
+	case t.interrupted:
+		reason = protocol.ReasonInterrupted
+	case t.terminal != nil:
+		reason, out = t.terminal.Reason, t.terminal.Text
+	}
+	handle := v.handle
+	idle := len(v.open) == 0
+	ending := v.ending != "" && v.drain
+	v.mu.Unlock()
+
+	t.ot.CancelAll()
+	var entries []transport.Entry
+	if t.gateway != "" {
+		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: t.gateway, Kind: "confirmation", Turn: t.n})
+	}
+	if in != "" {
+		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: in, Turn: t.n})
+	}
+	if out != "" {
+		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out, Turn: t.n})
+	}
+	v.h.EndTurn(t.n, entries, handle)
+	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
+	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason).Inc()
+	v.d.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(t.ot.Calls()))
+	v.d.Log.Info("voice turn done", "turn", t.n, "reason", reason, "tool_calls", t.ot.Calls())
+	if ending && idle {
+		v.closeUpstreamWhenIdle()
+	}
+}
+
+// closeUpstreamWhenIdle closes the upstream of a voice side that is ending
+// once no turn is open; the pump then lets the audio out.
+func (v *Session) closeUpstreamWhenIdle() {
+	v.mu.Lock()
+	idle := len(v.open) == 0
+	v.mu.Unlock()
+	if idle {
+		v.closeUpstream()
+	}
+}
+
+// finishEnding runs on the pump when voice ends: the answer's audio leaves
+// the browser's queue first (unless the end is immediate), then the host
+// is told.
+func (v *Session) finishEnding(up transport.LiveSession) {
+	_ = up.Close()
+	v.mu.Lock()
+	reason, drain := v.ending, v.drain
+	open := append([]*turn(nil), v.open...)
+	v.mu.Unlock()
+	for _, t := range open {
+		t.ot.CancelAll()
+	}
+	if drain {
+		deadline := time.Now().Add(v.cfg.DrainMax)
+		for v.h.AudioQueued() > 0 && time.Now().Before(deadline) && v.ctx.Err() == nil {
+			time.Sleep(drainPoll)
+		}
+	}
+	v.cancel()
+	v.rounds.Wait()
+	for _, t := range open {
+		v.failOpen(t)
+	}
+	if reason == "" {
+		reason = "closed"
+	}
+	v.h.Ended(reason)
+}
+
+// failTurns ends the turns cut by an upstream failure, with an honest error.
+func (v *Session) failTurns(why error) {
+	msg := "the voice connection to the model was lost"
+	var ce *transport.CloseError
+	if errors.As(why, &ce) {
+		msg += " (" + strconv.Itoa(ce.Code) + " " + ce.Reason + ")"
+	}
+	v.mu.Lock()
+	open := append([]*turn(nil), v.open...)
+	v.cur, v.speaking = nil, false
+	n := 0
+	if len(open) > 0 {
+		n = open[len(open)-1].n
+	}
+	v.mu.Unlock()
+	v.h.Send(protocol.NewError(protocol.CodeUpstreamClosed, msg+"; reconnecting", true, n))
+	if len(open) > 0 {
+		v.h.DropAudio()
+	}
+	for _, t := range open {
+		v.failOpen(t)
+	}
+}
+
+// failOpen finalizes a turn that cannot complete, as an error.
+func (v *Session) failOpen(t *turn) {
+	t.ot.CancelAll()
+	v.mu.Lock()
+	done := t.finalized
+	t.failed = true
+	t.completed = true
+	v.mu.Unlock()
+	if !done {
+		v.finalize(t)
+	}
+}
+
+// plannedClose reports whether the upstream closed after its goAway,
+// between turns.
+func (v *Session) plannedClose() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.wantSwap && v.cur == nil
+}
+
+func (v *Session) isClosed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.closed
+}
+
+func closeCode(err error) string {
+	var ce *transport.CloseError
+	if errors.As(err, &ce) {
+		return strconv.Itoa(ce.Code)
+	}
+	return "none"
+}

@@ -1,0 +1,100 @@
+package voice
+
+import (
+	"context"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// connect opens an upstream, resuming handle when it is not "". A handle
+// that cannot be resumed gives a new upstream seeded with the history;
+// resumed says which it was.
+func (v *Session) connect(handle string) (up transport.LiveSession, resumed bool, err error) {
+	if handle != "" {
+		up, err = v.dial(handle)
+		if err == nil {
+			return up, true, nil
+		}
+		v.d.Log.Warn("voice: could not resume the upstream session; starting a new one", "err", err)
+	}
+	up, err = v.dial("")
+	return up, false, err
+}
+
+func (v *Session) dial(handle string) (transport.LiveSession, error) {
+	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.ConnectTimeout)
+	defer cancel()
+	var hist []transport.Entry
+	if handle == "" {
+		hist = v.h.History()
+	}
+	up, err := v.d.Live.Connect(ctx, transport.LiveConfig{System: v.cfg.System, Tools: v.cfg.Tools,
+		History: hist, ResumeHandle: handle})
+	event := "connect"
+	if handle != "" {
+		event = "resume"
+	}
+	if err != nil {
+		v.d.Metrics.UpstreamEvents.WithLabelValues("live", "error", closeCode(err)).Inc()
+		return nil, err
+	}
+	v.d.Metrics.UpstreamEvents.WithLabelValues("live", event, "none").Inc()
+	return up, nil
+}
+
+// replace swaps the old upstream for a resumed one (or a new one seeded
+// with the history when there is no resumable handle): the old socket is
+// closed first, microphone audio meanwhile is buffered, and the browser
+// notices nothing. It reports false when no upstream could be opened.
+func (v *Session) replace(old transport.LiveSession) bool {
+	v.mu.Lock()
+	v.swapping, v.wantSwap = true, false // from now on, microphone audio is buffered
+	handle := v.handle
+	v.mu.Unlock()
+	_ = old.Close()
+	delay := v.cfg.ReconnectDelay
+	for attempt := 1; attempt <= v.cfg.ReconnectAttempts; attempt++ {
+		if v.ctx.Err() != nil {
+			return false
+		}
+		up, resumed, err := v.connect(handle)
+		if err == nil {
+			v.mu.Lock()
+			if v.closed {
+				v.mu.Unlock()
+				_ = up.Close()
+				return false
+			}
+			v.up = up
+			if !resumed {
+				v.handle = ""
+			}
+			// The buffered audio goes out before the microphone's next
+			// chunk: Mic waits for this lock, then sees swapping false.
+			n := v.bufBytes
+			for _, b := range v.buffered {
+				if err := up.SendAudio(b); err != nil {
+					break
+				}
+			}
+			v.buffered, v.bufBytes, v.swapping = nil, 0, false
+			deferred := v.deferred
+			v.deferred = nil
+			v.mu.Unlock()
+			for _, u := range deferred {
+				v.sendUserTurn(u)
+			}
+			v.d.Log.Info("voice: upstream replaced", "resumed", resumed, "buffered_bytes", n)
+			return true
+		}
+		v.d.Log.Warn("voice: upstream reconnect failed", "attempt", attempt, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-v.ctx.Done():
+			return false
+		}
+		delay *= 2
+	}
+	return false
+}

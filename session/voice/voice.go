@@ -1,0 +1,373 @@
+// Package voice is a session's realtime side while it is in voice mode: the
+// upstream Live connection (replaced on goAway or failure without the
+// browser noticing), voice turns from the model's events, barge-in, tool
+// rounds through the orchestrator's Round, voice intents, and the way back
+// to text. It reaches the session only through Host, so it is tested with a
+// fake host and a fake upstream.
+//
+// Goroutines: one pump per Session, the only caller of the upstream's Recv;
+// tool rounds run on goroutines of their own while they last. Sends to the
+// upstream come from the pump, the tool rounds and the session's browser
+// reader (microphone audio); the upstream serialises them. All state is
+// guarded by one mutex.
+package voice
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/loopdetect"
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// Host is the session as its voice side sees it. Its methods must not call
+// back into the Session synchronously, except Block and End.
+type Host interface {
+	// Send queues one event for the browser.
+	Send(ev any)
+	// SendAudio queues model audio for the browser (the host copies pcm);
+	// false means the browser is too slow and the host is closing it.
+	SendAudio(pcm []byte) bool
+	// DropAudio drops the model audio still queued (barge-in).
+	DropAudio()
+	// AudioQueued is how many bytes of model audio the browser has not
+	// been sent yet.
+	AudioQueued() int
+	// ToolEvents shows a turn's tool calls to the browser.
+	ToolEvents(turn int) orchestrator.Events
+	// BeginTurn starts the session's next turn and returns its number.
+	BeginTurn() int
+	// EndTurn adds a finished turn's entries to the history and stores
+	// them with the newest resumption handle, off the audio path. The host
+	// reads the user's block in the same store round trip and, when
+	// another node has blocked the user, calls Block.
+	EndTurn(turn int, entries []transport.Entry, handle string)
+	// SaveHandle stores the newest resumption handle, off the audio path.
+	SaveHandle(handle string)
+	// TakePending returns and clears a SET_PENDING_MESSAGE waiting for the
+	// next turn.
+	TakePending() string
+	// History is the conversation so far, to seed a new upstream.
+	History() []transport.Entry
+	// BlockUser and SetPendingMessage are the session-level intents.
+	BlockUser(d time.Duration, reason string)
+	SetPendingMessage(msg string)
+	// IntentApplied reports an intent for logs and metrics.
+	IntentApplied(turn int, typ string, applied bool)
+	// Ended says that voice is over and the session is back in text
+	// (reason: "client", "end_voice_session", "blocked").
+	Ended(reason string)
+	// Lost says that the upstream could not be restored.
+	Lost(err error)
+}
+
+// Defaults of Config.
+const (
+	// DefaultMicBuffer bounds the microphone audio kept while the upstream
+	// is replaced: 10 s of 16 kHz PCM16, longer than a resume takes.
+	DefaultMicBuffer = 10 * 16000 * 2
+	// DefaultDrainMax bounds how long the way back to text waits for the
+	// goodbye's audio to reach the browser.
+	DefaultDrainMax = 30 * time.Second
+	// DefaultReconnectAttempts and DefaultReconnectDelay: an upstream that
+	// failed is reopened this many times, the delay doubling from the
+	// first, before the browser is told to reconnect (4102). Three tries
+	// over ~700 ms ride out a blip without keeping a user in silence.
+	DefaultReconnectAttempts = 3
+	DefaultReconnectDelay    = 100 * time.Millisecond
+	// drainPoll is how often the drain looks at the browser's queue.
+	drainPoll = 20 * time.Millisecond
+)
+
+// Config is what every voice side of a session is run with. Zero values get
+// the defaults.
+type Config struct {
+	System            string // the voice system instruction
+	Tools             []transport.ToolDecl
+	ConnectTimeout    time.Duration // opening one upstream; default 10 s
+	MicBuffer         int           // bytes; default DefaultMicBuffer
+	DrainMax          time.Duration // default DefaultDrainMax
+	ReconnectAttempts int           // default DefaultReconnectAttempts
+	ReconnectDelay    time.Duration // default DefaultReconnectDelay
+}
+
+func (c *Config) defaults() {
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
+	if c.MicBuffer <= 0 {
+		c.MicBuffer = DefaultMicBuffer
+	}
+	if c.DrainMax <= 0 {
+		c.DrainMax = DefaultDrainMax
+	}
+	if c.ReconnectAttempts <= 0 {
+		c.ReconnectAttempts = DefaultReconnectAttempts
+	}
+	if c.ReconnectDelay <= 0 {
+		c.ReconnectDelay = DefaultReconnectDelay
+	}
+}
+
+// Deps are what a voice side talks to.
+type Deps struct {
+	Live         transport.LiveModel
+	Orchestrator *orchestrator.Orchestrator
+	// Session is who the turns belong to (its Mode is set to voice).
+	Session orchestrator.Session
+	// Loops is the session's loop-detection history.
+	Loops   *loopdetect.Detector
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+}
+
+// Session is the voice side of one session.
+type Session struct {
+	cfg Config
+	d   Deps
+	h   Host
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the pump and the tool rounds have ended
+	rounds sync.WaitGroup
+	drops  throttle
+
+	mu       sync.Mutex
+	up       transport.LiveSession
+	handle   string  // newest resumable handle
+	cur      *turn   // the turn the model's output belongs to; nil between turns
+	open     []*turn // turns not finalized yet (cur, and completed ones awaiting their calls)
+	speaking bool    // between cur's first model output and its turnComplete
+	deferred []userTurn
+	ending   string // why voice is ending; "" while it is not
+	drain    bool   // let the answer's audio out before closing
+	stopped  bool   // the connection is going away: nobody is told
+	closed   bool   // the upstream was closed on purpose
+	swapping bool   // the upstream is being replaced: microphone audio is buffered
+	wantSwap bool   // goAway seen: replace at the next resumable moment
+	buffered [][]byte
+	bufBytes int
+}
+
+// turn is one voice turn: from its first event to its turnComplete, and
+// until every call made in it is answered or cancelled.
+type turn struct {
+	n                                 int
+	ot                                *orchestrator.Turn
+	in, out                           strings.Builder
+	gateway                           string // input the gateway wrote (a confirmation outcome)
+	interrupted                       bool
+	suppressAudio, suppressTranscript bool
+	terminal                          *orchestrator.End // a terminal tool's answer, shown as text.done
+	completed                         bool              // turnComplete arrived
+	rounds                            int               // tool rounds still running
+	failed                            bool
+	finalized                         bool
+}
+
+// quiet reports whether nothing more of the turn's model output may reach
+// the browser.
+func (t *turn) quiet() bool { return t.interrupted || t.terminal != nil }
+
+// userTurn is input for the model that waits until it stops speaking: a
+// clientContent sent mid-answer would cut the answer off.
+type userTurn struct {
+	text string
+	kind string // "" typed by the user, "confirmation" written by the gateway
+}
+
+// Start opens the upstream (resuming handle when it is not "", else a new
+// one seeded with the history) and starts the pump. ctx is the connection's.
+func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Session, error) {
+	cfg.defaults()
+	d.Session.Mode = "voice"
+	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{}), drops: throttle{every: time.Minute}}
+	v.ctx, v.cancel = context.WithCancel(ctx)
+	up, resumed, err := v.connect(handle)
+	if err != nil {
+		v.cancel()
+		return nil, err
+	}
+	v.up = up
+	if resumed {
+		v.handle = handle
+	}
+	go v.run()
+	return v, nil
+}
+
+// Resumed reports whether the upstream continues an earlier Live session.
+func (v *Session) Resumed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.handle != ""
+}
+
+// Handle is the newest resumable handle ("" when there is none).
+func (v *Session) Handle() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.handle
+}
+
+// Done is closed when the voice side has ended completely.
+func (v *Session) Done() <-chan struct{} { return v.done }
+
+// Busy reports whether a turn is under way (the model is answering, or a
+// call of a finished turn is still running).
+func (v *Session) Busy() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.open) > 0
+}
+
+// Mic forwards one chunk of microphone audio (PCM16LE 16 kHz; not kept
+// after Mic returns). While the upstream is replaced it is buffered
+// (bounded); while voice ends it is dropped: barge-in is locked out.
+func (v *Session) Mic(pcm []byte) {
+	v.mu.Lock()
+	if v.ending != "" || v.closed {
+		v.mu.Unlock()
+		return
+	}
+	if v.swapping {
+		v.bufferLocked(pcm)
+		v.mu.Unlock()
+		return
+	}
+	up := v.up
+	v.mu.Unlock()
+	if err := up.SendAudio(pcm); err != nil {
+		v.mu.Lock()
+		if v.swapping {
+			// The upstream was being replaced while this chunk went out.
+			v.bufferLocked(pcm)
+			v.mu.Unlock()
+			return
+		}
+		v.mu.Unlock()
+		if n, ok := v.drops.note(len(pcm)); ok {
+			v.d.Log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes", n)
+		}
+	}
+}
+
+// bufferLocked keeps a copy of pcm for the new upstream, dropping the
+// oldest audio beyond the bound.
+func (v *Session) bufferLocked(pcm []byte) {
+	for v.bufBytes+len(pcm) > v.cfg.MicBuffer && len(v.buffered) > 0 {
+		v.bufBytes -= len(v.buffered[0])
+		v.buffered = v.buffered[1:]
+	}
+	v.buffered = append(v.buffered, append([]byte(nil), pcm...))
+	v.bufBytes += len(pcm)
+}
+
+// AudioEnd tells the upstream that the microphone paused.
+func (v *Session) AudioEnd() {
+	if up := v.upstream(); up != nil {
+		_ = up.SendAudioEnd()
+	}
+}
+
+// Text sends a message the user typed. It joins the current turn, or
+// starts one; while the model speaks it waits for the turn's end.
+func (v *Session) Text(text string) { v.userInput(userTurn{text: text}) }
+
+// Confirmed tells the model the outcome of a confirmation, as a user turn,
+// at once when it is not speaking, else right after its turn ends.
+func (v *Session) Confirmed(note string) { v.userInput(userTurn{text: note, kind: "confirmation"}) }
+
+func (v *Session) userInput(u userTurn) {
+	v.mu.Lock()
+	if v.ending != "" || v.closed {
+		v.mu.Unlock()
+		return
+	}
+	if v.speaking || v.swapping {
+		v.deferred = append(v.deferred, u)
+		v.mu.Unlock()
+		return
+	}
+	v.mu.Unlock()
+	v.sendUserTurn(u)
+}
+
+// End starts the way back to text: the current answer plays out with
+// barge-in locked out, then the upstream closes and the host is told.
+func (v *Session) End(reason string) { v.shut(reason, true) }
+
+// Block ends voice at once: nothing more reaches the model, and the host is
+// told (reason "blocked").
+func (v *Session) Block() { v.shut("blocked", false) }
+
+func (v *Session) shut(reason string, drain bool) {
+	v.mu.Lock()
+	if v.ending != "" && (drain || !v.drain) {
+		v.mu.Unlock()
+		return
+	}
+	v.ending, v.drain = reason, drain
+	now := !drain || len(v.open) == 0
+	v.mu.Unlock()
+	v.d.Log.Info("voice: ending", "reason", reason, "after_current_answer", drain)
+	if now {
+		// Between turns (or at once): closing the upstream ends the pump,
+		// which lets queued audio out and tells the host.
+		v.closeUpstream()
+	}
+}
+
+// Stop ends the voice side because the connection is going away, and
+// returns when nothing of it runs any more. The host is not told.
+func (v *Session) Stop() {
+	v.mu.Lock()
+	v.stopped = true
+	v.mu.Unlock()
+	v.cancel()
+	v.closeUpstream()
+	<-v.done
+}
+
+func (v *Session) closeUpstream() {
+	v.mu.Lock()
+	v.closed = true
+	up := v.up
+	v.mu.Unlock()
+	if up != nil {
+		_ = up.Close()
+	}
+}
+
+func (v *Session) upstream() transport.LiveSession {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.up
+}
+
+// throttle counts dropped bytes and lets a log line through at most once
+// per period, with the count since the last one.
+type throttle struct {
+	every time.Duration
+	mu    sync.Mutex
+	last  time.Time
+	n     int
+}
+
+func (t *throttle) note(n int) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n += n
+	if now := time.Now(); now.Sub(t.last) >= t.every {
+		total := t.n
+		t.last, t.n = now, 0
+		return total, true
+	}
+	return 0, false
+}
