@@ -128,16 +128,11 @@ func (v *voice) run() {
 	defer close(v.done)
 	for {
 		up := v.upstream()
-		swap := v.pump(up)
+		swap, why := v.pump(up)
 		if v.ctx.Err() != nil || v.isClosed() {
 			return
 		}
-		var why error
 		if !swap {
-			why = up.Err()
-			if why == nil {
-				why = errors.New("upstream ended")
-			}
 			v.c.m.Metrics.UpstreamEvents.WithLabelValues("live", "close", closeCode(why)).Inc()
 			v.mu.Lock()
 			planned := v.wantSwap && v.turn == 0 // closed after a goAway, between turns
@@ -157,14 +152,17 @@ func (v *voice) run() {
 }
 
 // pump handles one upstream's events; it returns true when it stopped to
-// replace the upstream after a goAway.
-func (v *voice) pump(up transport.LiveSession) bool {
-	for ev := range up.Events() {
+// replace the upstream after a goAway, else why the upstream ended.
+func (v *voice) pump(up transport.LiveSession) (bool, error) {
+	for {
+		ev, err := up.Recv()
+		if err != nil {
+			return false, err
+		}
 		if v.onEvent(ev) {
-			return true
+			return true, nil
 		}
 	}
-	return false
 }
 
 // onEvent acts on one event; it reports true when the upstream should be
@@ -178,7 +176,8 @@ func (v *voice) onEvent(ev transport.LiveEvent) bool {
 		// After a barge-in, the rest of the interrupted answer is not heard.
 		suppress := v.suppressAudio || v.interrupt
 		v.mu.Unlock()
-		if !suppress && len(ev.Audio) > 0 && !c.q.pushAudio(ev.Audio) {
+		// ev.Audio is only valid until the next Recv: the queue gets a copy.
+		if !suppress && len(ev.Audio) > 0 && !c.q.pushAudio(append([]byte(nil), ev.Audio...)) {
 			c.tooSlow()
 		}
 		_ = turn

@@ -17,10 +17,6 @@ func (v *voice) replace() bool {
 	v.swapping, v.wantSwap = true, false // from now on, microphone audio is buffered
 	old, handle := v.up, v.handle
 	v.mu.Unlock()
-	// Audio the old upstream already accepted is written before it closes.
-	fctx, cancel := context.WithTimeout(v.ctx, 500*time.Millisecond)
-	_ = old.Flush(fctx)
-	cancel()
 	_ = old.Close()
 	delay := 100 * time.Millisecond
 	for attempt := 0; attempt < 3; attempt++ {
