@@ -48,41 +48,42 @@ type LiveEvent struct {
 }
 
 // LiveSession is one realtime upstream connection. Exactly one goroutine
-// calls Recv; any goroutine may send.
+// calls Recv; any goroutine may send. Sends are direct, synchronous writes
+// (serialised by the adapter) bounded by the adapter's write timeout; the
+// adapter starts no goroutines of its own.
 type LiveSession interface {
-	// Recv blocks until the upstream says something and returns it. Slices
-	// in the event (Audio) are valid only until the next Recv call. When the
-	// connection has ended it returns why: a *CloseError for a close frame
-	// (1006 when the peer vanished without one), ErrSessionClosed after
-	// Close, another error for a broken connection; every later call
-	// returns the same error.
+	// Recv blocks until the upstream says something and returns it. One
+	// upstream message may carry several events; they come one per call, in
+	// order. Slices in the event (Audio) are valid only until the next Recv
+	// call. When the connection has ended Recv returns why: a *CloseError
+	// for a close frame (1006 when the peer vanished without one),
+	// ErrSessionClosed after Close, another error for a broken connection;
+	// every later call returns the same error.
 	Recv() (LiveEvent, error)
-	// SendAudio sends PCM16LE mono 16 kHz; pcm is not kept after it returns.
+	// SendAudio writes one chunk of PCM16LE mono 16 kHz audio; pcm is not
+	// retained after it returns.
 	SendAudio(pcm16k []byte) error
+	// SendAudioEnd says the microphone paused (audioStreamEnd).
 	SendAudioEnd() error
-	// SendText sends one complete user turn (clientContent, turnComplete
-	// true): the model answers it.
+	// SendText sends one complete user turn typed as text.
 	SendText(text string) error
 	// SendContext adds a user-role note to the conversation without asking
 	// the model to answer (clientContent with turnComplete false).
 	SendContext(text string) error
 	SendToolResponses(results []FunctionResult) error
-	// Close ends the connection; it is idempotent, safe from any goroutine,
-	// and unblocks Recv.
+	// Close ends the connection and unblocks Recv. It is idempotent and safe
+	// from any goroutine.
 	Close() error
 }
 
-// ErrSessionClosed is what Recv and the sends return after Close.
-var ErrSessionClosed = errors.New("live session closed")
+// ErrSessionClosed is what Recv returns, and sends return, after Close.
+var ErrSessionClosed = errors.New("upstream session closed")
 
-// LiveModel opens realtime sessions. Connect honours ctx and its own
-// timeout even though the underlying SDK's dial does not.
+// LiveModel opens realtime sessions. Connect honours ctx and the adapter's
+// own connect timeout, and leaves nothing running when it fails.
 type LiveModel interface {
 	Connect(ctx context.Context, cfg LiveConfig) (LiveSession, error)
 }
-
-// ErrBackpressure means the upstream's send queue is full.
-var ErrBackpressure = errors.New("upstream send queue full")
 
 // CloseError is a close frame from the upstream.
 type CloseError struct {

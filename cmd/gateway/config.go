@@ -52,6 +52,8 @@ type Config struct {
 	RestrictOutput           bool          // the model must answer through tools
 	RestrictionMessage       string        // "" = the session's default message
 	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
+
+	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
 }
 
 // DevMode reports whether browser authentication is off (no auth secret): every user is anonymous.
@@ -271,6 +273,21 @@ func configSettings() []configSetting {
 			}},
 		intConfigSetting("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
 			func(c *Config) *int { return &c.RestrictionMaxInjections }),
+		{env: "TURNSTILE_PPROF_ADDR", defDoc: "unset: off",
+			usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				if err := parseAddr(&Config{}, v); err != nil {
+					return err
+				}
+				if !isLoopbackAddr(v) {
+					return errors.New("must be a loopback address: profiles expose the process's internals")
+				}
+				c.PprofAddr = v
+				return nil
+			}},
 	}
 }
 

@@ -69,6 +69,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer gw.close()
 
+	if cfg.PprofAddr != "" {
+		stop, err := startPprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on TURNSTILE_ADDR=%s: %w", cfg.Addr, err)

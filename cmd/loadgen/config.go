@@ -19,6 +19,15 @@ type Config struct {
 	Token      string        // bearer token; "" sends none (dev-mode gateway)
 	MetricsURL string        // the gateway's Prometheus endpoint; "" skips the gateway figures
 	JSON       bool          // machine-readable report
+
+	// Relay runs relaybench's load instead of speech and silence: 20 ms
+	// chunks continuously, a round trip measured for each. It needs an
+	// upstream that echoes (EchoUpstream, or relaybench's fakelive).
+	Relay bool
+	Late  time.Duration // relay: an answer later than this counts as late
+	// EchoUpstream serves an echoing fake Gemini Live on this loopback
+	// host:port for the whole run; "" serves none.
+	EchoUpstream string
 }
 
 // maxSessions bounds one run; more would not fit this machine anyway.
@@ -39,6 +48,13 @@ func parseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.MetricsURL, "metrics", "http://127.0.0.1:8080/metrics",
 		"gateway Prometheus endpoint for CPU, RSS and goroutines (loopback only; empty: skip)")
 	fs.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&c.Relay, "relay", false,
+		"relaybench's load: 640-byte chunks every 20 ms, continuously, with a round trip per chunk "+
+			"(the gateway's upstream must echo: see -echo-upstream)")
+	fs.DurationVar(&c.Late, "late", 200*time.Millisecond, "with -relay: a round trip longer than this counts as late")
+	fs.StringVar(&c.EchoUpstream, "echo-upstream", "",
+		"serve an echoing fake Gemini Live on this loopback host:port during the run "+
+			"(start the gateway with GEMINI_BASE_URL=http://HOST:PORT and any GEMINI_API_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -66,6 +82,14 @@ func (c Config) validate() error {
 	}
 	if c.Ramp < 0 || c.Ramp >= c.Duration {
 		errs = append(errs, fmt.Errorf("-ramp: %v must be at least 0 and less than -duration (%v)", c.Ramp, c.Duration))
+	}
+	if c.Relay && (c.Late <= 0 || c.Duration > maxRelayDuration) {
+		errs = append(errs, fmt.Errorf("-relay: -late %v must be positive and -duration %v at most %v", c.Late, c.Duration, maxRelayDuration))
+	}
+	if c.EchoUpstream != "" {
+		if err := checkLoopbackURL("http://"+c.EchoUpstream, "http"); err != nil {
+			errs = append(errs, fmt.Errorf("-echo-upstream: %w", err))
+		}
 	}
 	if c.Speech < frameDur || c.Silence < frameDur {
 		errs = append(errs, fmt.Errorf("-speech %v and -silence %v must each last at least one %v frame",

@@ -72,9 +72,57 @@ func TestLoadAgainstTheRealGateway(t *testing.T) {
 	}
 }
 
+// TestRelayLoadAgainstTheRealGateway runs relaybench's load through the
+// gateway binary to loadgen's echo upstream, over the gateway's real Gemini
+// Live adapter: every chunk sent must come back, named by its header.
+func TestRelayLoadAgainstTheRealGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the gateway binary")
+	}
+	echo, err := startEcho("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.close()
+	base := startGateway(t, "GEMINI_API_KEY=test", "GEMINI_BASE_URL=http://"+echo.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := run(ctx, Config{
+		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: base + "/metrics",
+		Sessions: 2, Duration: 4 * time.Second, Ramp: 500 * time.Millisecond,
+		Speech: frameDur, Silence: frameDur, Relay: true, Late: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	_ = rep.writeText(&text)
+	t.Logf("report:\n%s", text.String())
+
+	if rep.SessionsOK != 2 || rep.ErrorCount() != 0 {
+		t.Errorf("sessions %d ok, errors %v; want 2 ok and no errors", rep.SessionsOK, rep.Errors)
+	}
+	rl := rep.Relay
+	if rl == nil {
+		t.Fatal("no relay figures")
+	}
+	// 2 sessions × 1.5 s of window × 50 chunks a second, give or take.
+	if rl.Sent < 100 || rl.Answered != rl.Sent || rl.Lost != 0 || rl.Unmatched != 0 || rl.Dup != 0 {
+		t.Errorf("relay figures %+v: want at least 100 chunks, every one answered once", *rl)
+	}
+	if rl.RTT.P50 <= 0 || rl.RTT.Max < rl.RTT.P99 || rl.RTT.P99 < rl.RTT.P50 {
+		t.Errorf("round trips %+v look unmeasured", rl.RTT)
+	}
+	// Each answer is 1.5 times its chunk.
+	if want := rep.AudioBytesSent * 3 / 2; rep.AudioBytesReceived < want*9/10 {
+		t.Errorf("received %d audio bytes for %d sent, want about %d", rep.AudioBytesReceived, rep.AudioBytesSent, want)
+	}
+}
+
 // startGateway builds cmd/gateway and serves it offline on a free port
-// until the test ends (then SIGTERM); it returns the base http URL.
-func startGateway(t *testing.T) string {
+// until the test ends (then SIGTERM); it returns the base http URL. env
+// adds settings (e.g. GEMINI_BASE_URL) to the offline environment.
+func startGateway(t *testing.T, env ...string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -92,7 +140,7 @@ func startGateway(t *testing.T) string {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-addr", addr, "-log-level", "warn")
-	cmd.Env = offlineEnv()
+	cmd.Env = append(offlineEnv(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the gateway: %v", err)

@@ -6,6 +6,13 @@
 //
 //	go run ./cmd/loadgen -sessions 50 -duration 60s -ramp 10s
 //
+// With -relay it runs relaybench's load instead: 640-byte chunks every
+// 20 ms, continuously, and a round trip for each, which needs an upstream
+// that echoes (-echo-upstream serves one; start the gateway with
+// GEMINI_BASE_URL pointing at it):
+//
+//	go run ./cmd/loadgen -relay -echo-upstream 127.0.0.1:19100 -sessions 200 -duration 30s -ramp 5s
+//
 // The exit status is 0 when every session ran to the end without an error,
 // 1 when a session failed or an error was counted, 2 for bad flags.
 package main
@@ -37,6 +44,15 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	// Ctrl-C ends the run early; the report covers what ran.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.EchoUpstream != "" {
+		echo, err := startEcho(cfg.EchoUpstream)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadgen: %v\n", err)
+			return 1
+		}
+		defer echo.close()
+		fmt.Fprintf(stderr, "loadgen: echo upstream on %s (GEMINI_BASE_URL=http://%s)\n", echo.addr, echo.addr)
+	}
 	rep, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)

@@ -38,6 +38,8 @@ type Report struct {
 
 	Errors map[string]int `json:"errors"` // by kind
 
+	Relay *RelayFigures `json:"relay,omitempty"` // -relay: a round trip per chunk
+
 	Gateway         *GatewayFigures `json:"gateway,omitempty"`
 	LoadgenCPUCores float64         `json:"loadgenCpuCores"`
 	LoadAvgStart    string          `json:"loadAvgStart,omitempty"`
@@ -97,17 +99,31 @@ func (r *Report) writeText(w io.Writer) error {
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(&b, "%-14s %s\n", label, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(&b, "loadgen: %d voice sessions against %s for %gs (ramp %gs; %g ms speech / %g ms silence in %v frames)\n",
-		r.Sessions, r.URL, r.DurationS, r.RampS, r.SpeechMs, r.SilenceMs, frameDur)
-	line("sessions", "%d ok, %d failed", r.SessionsOK, r.SessionsFailed)
-	line("turns", "%d completed; turn.done by reason: %s", r.Turns, counts(r.TurnsByReason))
-	line("exchanges", "%d speech ends: %d answered, %d unanswered, %d cut off by the end of the run",
-		r.Exchanges, r.Latency.Count, r.Unanswered, r.CutOff)
-	line("latency", "p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms (speech end → first model audio)",
-		r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
-	line("interrupted", "%d", r.Interrupted)
+	if rl := r.Relay; rl != nil {
+		fmt.Fprintf(&b, "loadgen: %d voice sessions against %s for %gs (ramp %gs; relay load: %d-byte chunks every %g ms)\n",
+			r.Sessions, r.URL, r.DurationS, r.RampS, rl.ChunkBytes, rl.IntervalMs)
+		line("sessions", "%d ok, %d failed", r.SessionsOK, r.SessionsFailed)
+		line("chunks", "%d sent in the %.1f s window: %d answered, %d lost, %d late (> %g ms), %d unmatched, %d dup",
+			rl.Sent, rl.WindowS, rl.Answered, rl.Lost, rl.Late, rl.LateMs, rl.Unmatched, rl.Dup)
+		line("round trip", "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (mean %.2f ms)",
+			rl.RTT.P50, rl.RTT.P95, rl.RTT.P99, rl.RTT.Max, rl.RTT.Mean)
+	} else {
+		fmt.Fprintf(&b, "loadgen: %d voice sessions against %s for %gs (ramp %gs; %g ms speech / %g ms silence in %v frames)\n",
+			r.Sessions, r.URL, r.DurationS, r.RampS, r.SpeechMs, r.SilenceMs, frameDur)
+		line("sessions", "%d ok, %d failed", r.SessionsOK, r.SessionsFailed)
+		line("turns", "%d completed; turn.done by reason: %s", r.Turns, counts(r.TurnsByReason))
+		line("exchanges", "%d speech ends: %d answered, %d unanswered, %d cut off by the end of the run",
+			r.Exchanges, r.Latency.Count, r.Unanswered, r.CutOff)
+		line("latency", "p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms (speech end → first model audio)",
+			r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
+		line("interrupted", "%d", r.Interrupted)
+	}
 	line("audio", "sent %.1f MiB, received %.1f MiB", float64(r.AudioBytesSent)/(1<<20), float64(r.AudioBytesReceived)/(1<<20))
-	line("pacing", "%d of %d frames sent more than %v late, max lag %.0f ms", r.FramesLate, r.FramesSent, lateFrame, r.MaxSendLagMs)
+	late := lateFrame
+	if r.Relay != nil {
+		late = relayLateChunk
+	}
+	line("pacing", "%d of %d frames sent more than %v late, max lag %.0f ms", r.FramesLate, r.FramesSent, late, r.MaxSendLagMs)
 	line("errors", "%s", counts(r.Errors))
 	if g := r.Gateway; g != nil {
 		line("gateway cpu", "%.3f cores over a %.0f s window with %.0f sessions streaming (gateway reports %.0f active)",

@@ -47,6 +47,9 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 
 	cpu0, cpuOK := ownCPU()
 	start := time.Now()
+	if cfg.Relay {
+		plan.relay = newRelayPlan(start, cfg)
+	}
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(cfg.Duration))
 	defer cancel()
 	smp := &sampler{sc: sc, live: live}
@@ -83,6 +86,9 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 		lat = append(lat, res.latencies...)
 	}
 	rep.Latency = summarize(lat)
+	if plan.relay != nil {
+		rep.Relay = relayFigures(plan.relay, results)
+	}
 	if sc != nil {
 		samples, failed := smp.taken()
 		after := settleAfter(sc)

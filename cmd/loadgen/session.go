@@ -38,6 +38,7 @@ type streamPlan struct {
 	speech  []byte // sched.speech frames of speech
 	silence []byte // one frame of silence
 	live    *atomic.Int64
+	relay   *relayPlan // the relay load instead of speech and silence; nil for speech
 }
 
 // sessionResult is what one session saw.
@@ -57,13 +58,15 @@ type sessionResult struct {
 	framesLate  int             // frames sent more than lateFrame behind schedule
 	maxLag      time.Duration   // the latest frame's delay behind schedule
 	errors      map[string]int  // by kind
+	relay       relayResult     // the relay load's chunks (-relay)
 }
 
 // voiceSession is one connection; the streaming goroutine and the reader
 // share it.
 type voiceSession struct {
-	plan *streamPlan
-	conn *websocket.Conn
+	plan  *streamPlan
+	conn  *websocket.Conn
+	probe *relayProbe // the relay load's chunks; nil for speech
 
 	ready    chan struct{} // closed at session.ready
 	voice    chan struct{} // closed at mode voice
@@ -87,6 +90,9 @@ func runSession(ctx context.Context, plan *streamPlan) sessionResult {
 		readDone: make(chan struct{}),
 		res:      sessionResult{turns: map[string]int{}, errors: map[string]int{}},
 	}
+	if plan.relay != nil {
+		s.probe = &relayProbe{plan: plan.relay}
+	}
 	if err := s.connect(ctx); err != nil {
 		s.fail(err.Error())
 		return s.res
@@ -100,7 +106,14 @@ func runSession(ctx context.Context, plan *streamPlan) sessionResult {
 		return s.finish()
 	}
 	plan.live.Add(1)
-	ended := s.stream(ctx)
+	var ended bool
+	if s.probe != nil {
+		if ended = s.streamRelay(ctx); ended {
+			s.probe.awaitAnswers(s.readDone)
+		}
+	} else {
+		ended = s.stream(ctx)
+	}
 	plan.live.Add(-1)
 	s.closing.Store(true)
 	if ended {
@@ -241,8 +254,13 @@ type serverEvent struct {
 // connection ends: a slow reader would overflow the gateway's send queue.
 func (s *voiceSession) read() {
 	defer close(s.readDone)
+	var buf []byte
 	for {
-		typ, data, err := s.conn.Read(context.Background())
+		typ, r, err := s.conn.Reader(context.Background())
+		if err == nil {
+			buf, err = readAll(r, buf[:0])
+		}
+		data := buf
 		if err != nil {
 			if !s.closing.Load() {
 				if code := websocket.CloseStatus(err); code != -1 {
@@ -254,7 +272,11 @@ func (s *voiceSession) read() {
 			return
 		}
 		if typ == websocket.MessageBinary {
-			s.onAudio(time.Now(), len(data))
+			now := time.Now()
+			if s.probe != nil {
+				s.probe.onAnswer(data, now)
+			}
+			s.onAudio(now, len(data))
 			continue
 		}
 		var ev serverEvent
@@ -331,6 +353,9 @@ func (s *voiceSession) finish() sessionResult {
 	defer s.mu.Unlock()
 	if !s.speechEnd.IsZero() {
 		s.res.cutOff++
+	}
+	if s.probe != nil {
+		s.res.relay = s.probe.result()
 	}
 	return s.res
 }

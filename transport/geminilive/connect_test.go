@@ -27,8 +27,6 @@ func TestConnectGivesUpWhenSetupNeverCompletes(t *testing.T) {
 	if elapsed > 2*time.Second {
 		t.Errorf("Connect took %v with a 150ms timeout", elapsed)
 	}
-	// The SDK's Connect is still waiting; once the upstream drops the
-	// connection it must end, leaving nothing behind.
 	rs.stop()
 	noLeak(t, before)
 }
@@ -52,7 +50,7 @@ func TestConnectHonoursContextCancellation(t *testing.T) {
 	noLeak(t, before)
 }
 
-func TestConnectClosesASessionThatArrivesAfterTheTimeout(t *testing.T) {
+func TestConnectThatTimedOutHasDroppedTheConnection(t *testing.T) {
 	release := make(chan struct{})
 	upstreamSaw := make(chan error, 1)
 	before := goleak.IgnoreCurrent()
@@ -66,8 +64,8 @@ func TestConnectClosesASessionThatArrivesAfterTheTimeout(t *testing.T) {
 			upstreamSaw <- err
 			return
 		}
-		// The abandoned session must be closed by the adapter: the next
-		// read fails when the client drops the connection.
+		// The adapter gave up: the connection is gone, and no setup reply
+		// or anything after it reaches a session.
 		_, _, err := c.Read(ctx)
 		upstreamSaw <- err
 	})
@@ -86,7 +84,7 @@ func TestConnectClosesASessionThatArrivesAfterTheTimeout(t *testing.T) {
 			t.Error("upstream read a message from an abandoned session")
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the late session was never closed: the upstream still holds it")
+		t.Fatal("the connection of a Connect that timed out is still open")
 	}
 	rs.stop()
 	noLeak(t, before)

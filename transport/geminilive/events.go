@@ -1,6 +1,8 @@
 package geminilive
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"google.golang.org/genai"
@@ -8,15 +10,36 @@ import (
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
-// events translates one server message into neutral events, in this order:
-// input transcription, model turn parts (audio and text, in part order),
-// output transcription, interrupted, generationComplete, turnComplete, tool
-// calls, tool cancellations, goAway, resumption update. The real service
-// sends one of these per message; the order only matters for a message
-// that carries several. setupComplete (echoed by the SDK's first Receive)
-// and usageMetadata yield nothing.
-func events(msg *genai.LiveServerMessage) []transport.LiveEvent {
-	var out []transport.LiveEvent
+// serverMessage is a server message decoded in full: genai's type, plus
+// the error the SDK's Receive refuses a message for.
+type serverMessage struct {
+	genai.LiveServerMessage
+	Error json.RawMessage `json:"error"`
+}
+
+// decodeMessage decodes a server message the way the SDK's Receive does
+// for the Gemini API: JSON straight into genai.LiveServerMessage (unknown
+// fields ignored, durations and int64s as strings), and an error for a
+// message that is not JSON or carries a non-null "error".
+func decodeMessage(data []byte) (*serverMessage, error) {
+	msg := new(serverMessage)
+	if err := json.Unmarshal(data, msg); err != nil {
+		return nil, fmt.Errorf("gemini live: invalid message %.200q: %w", data, err)
+	}
+	if len(msg.Error) > 0 && string(msg.Error) != "null" {
+		return nil, fmt.Errorf("gemini live: error from the upstream: %.500s", msg.Error)
+	}
+	return msg, nil
+}
+
+// appendEvents translates one server message into neutral events, in this
+// order: input transcription, model turn parts (audio and text, in part
+// order), output transcription, interrupted, generationComplete,
+// turnComplete, tool calls, tool cancellations, goAway, resumption update.
+// The real service sends one of these per message; the order only matters
+// for a message that carries several. setupComplete and usageMetadata
+// yield nothing. scanAudio keeps to the same order.
+func appendEvents(out []transport.LiveEvent, msg *genai.LiveServerMessage) []transport.LiveEvent {
 	if sc := msg.ServerContent; sc != nil {
 		if t := sc.InputTranscription; t != nil && t.Text != "" {
 			out = append(out, transport.LiveEvent{Kind: transport.LiveInputTranscript, Text: t.Text})
@@ -27,7 +50,7 @@ func events(msg *genai.LiveServerMessage) []transport.LiveEvent {
 				case p == nil || p.Thought:
 					// Native-audio models narrate their thinking as text
 					// parts; that is not something to show or say.
-				case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, "audio/pcm"):
+				case p.InlineData != nil && strings.HasPrefix(p.InlineData.MIMEType, audioOutMIME):
 					if len(p.InlineData.Data) > 0 {
 						out = append(out, transport.LiveEvent{Kind: transport.LiveAudio, Audio: p.InlineData.Data})
 					}
@@ -39,15 +62,7 @@ func events(msg *genai.LiveServerMessage) []transport.LiveEvent {
 		if t := sc.OutputTranscription; t != nil && t.Text != "" {
 			out = append(out, transport.LiveEvent{Kind: transport.LiveOutputTranscript, Text: t.Text})
 		}
-		if sc.Interrupted {
-			out = append(out, transport.LiveEvent{Kind: transport.LiveInterrupted})
-		}
-		if sc.GenerationComplete {
-			out = append(out, transport.LiveEvent{Kind: transport.LiveGenerationComplete})
-		}
-		if sc.TurnComplete {
-			out = append(out, transport.LiveEvent{Kind: transport.LiveTurnComplete})
-		}
+		out = appendFlags(out, sc.Interrupted, sc.GenerationComplete, sc.TurnComplete)
 	}
 	if tc := msg.ToolCall; tc != nil && len(tc.FunctionCalls) > 0 {
 		calls := make([]transport.FunctionCall, 0, len(tc.FunctionCalls))
@@ -67,6 +82,24 @@ func events(msg *genai.LiveServerMessage) []transport.LiveEvent {
 	}
 	if u := msg.SessionResumptionUpdate; u != nil {
 		out = append(out, transport.LiveEvent{Kind: transport.LiveResumption, Handle: u.NewHandle, Resumable: u.Resumable})
+	}
+	return out
+}
+
+// audioOutMIME prefixes the MIME type of model audio: PCM16LE mono 24 kHz
+// ("audio/pcm;rate=24000").
+const audioOutMIME = "audio/pcm"
+
+// appendFlags appends the serverContent flags' events in their order.
+func appendFlags(out []transport.LiveEvent, interrupted, generationComplete, turnComplete bool) []transport.LiveEvent {
+	if interrupted {
+		out = append(out, transport.LiveEvent{Kind: transport.LiveInterrupted})
+	}
+	if generationComplete {
+		out = append(out, transport.LiveEvent{Kind: transport.LiveGenerationComplete})
+	}
+	if turnComplete {
+		out = append(out, transport.LiveEvent{Kind: transport.LiveTurnComplete})
 	}
 	return out
 }

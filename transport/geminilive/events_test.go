@@ -12,7 +12,7 @@ import (
 
 func TestEveryServerMessageBecomesItsEvent(t *testing.T) {
 	f := startFake(t)
-	s := connect(t, newModel(t, f.addr, geminilive.Options{}), transport.LiveConfig{})
+	r := receive(t, connect(t, newModel(t, f.addr, geminilive.Options{}), transport.LiveConfig{}))
 	fs := f.session(t)
 	fs.SetState("conversation so far")
 
@@ -69,7 +69,7 @@ func TestEveryServerMessageBecomesItsEvent(t *testing.T) {
 		must(t, st.emit())
 	}
 	for i, st := range steps {
-		got := nextEvent(t, s)
+		got := nextEvent(t, r)
 		if st.want.Kind == transport.LiveResumption && st.want.Resumable {
 			if got.Handle != handle || handle == "" {
 				t.Errorf("event %d handle = %q, want the fake's %q", i, got.Handle, handle)
@@ -81,7 +81,7 @@ func TestEveryServerMessageBecomesItsEvent(t *testing.T) {
 		}
 	}
 	select {
-	case ev := <-s.Events():
+	case ev := <-r.events:
 		t.Errorf("unexpected extra event %+v", ev)
 	case <-time.After(50 * time.Millisecond):
 	}

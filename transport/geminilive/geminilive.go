@@ -1,19 +1,29 @@
-// Package geminilive adapts Gemini's realtime API (Live.Connect of
-// google.golang.org/genai, the BidiGenerateContent WebSocket) to the
-// provider-neutral transport.LiveModel: it opens audio sessions with
-// transcription, tools, context-window compression and session resumption,
-// and hides the SDK's sharp edges (a Connect that ignores its context, a
-// Session that is not safe for concurrent sends, a Receive that must not be
-// called again after an error).
+// Package geminilive adapts Gemini's realtime API (the BidiGenerateContent
+// WebSocket that google.golang.org/genai's Live.Connect speaks) to the
+// provider-neutral transport.LiveModel. It opens audio sessions with
+// transcription, tools, context-window compression and session resumption.
+//
+// It speaks the wire itself, on github.com/coder/websocket, because the
+// SDK's session costs more than the rest of a voice session together: it
+// decodes every server message into a map, re-encodes and decodes it again,
+// and marshals every 20 ms audio chunk through maps. Here the control
+// messages are still genai's types (encoded with encoding/json, the same
+// JSON the SDK sends), microphone audio is base64-appended into a reused
+// frame, and model audio is decoded straight from the frame into a reused
+// PCM buffer; anything else falls back to decoding genai.LiveServerMessage.
+// A session starts no goroutines: its owner's goroutine calls Recv, and
+// sends are direct writes.
 package geminilive
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/coder/websocket"
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/transport"
@@ -22,7 +32,11 @@ import (
 // Defaults for the zero values of Options.
 const (
 	DefaultConnectTimeout = 10 * time.Second
-	DefaultSendQueue      = 256
+	DefaultWriteTimeout   = 5 * time.Second
+	// DefaultReadLimit bounds one server message. Model audio comes in
+	// chunks of tens of kilobytes; the limit only guards against a runaway
+	// peer (the SDK has none).
+	DefaultReadLimit = 16 << 20
 )
 
 // Options tune a Model. Every zero value means the default.
@@ -30,10 +44,14 @@ type Options struct {
 	// ConnectTimeout bounds Connect: dial, setup and history seeding.
 	// Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// SendQueue is how many outgoing messages (audio chunks, texts, tool
-	// responses) may wait for the upstream before sends fail with
-	// transport.ErrBackpressure. Default DefaultSendQueue.
-	SendQueue int
+	// WriteTimeout bounds every write to the upstream. A write that times
+	// out ends the connection: an upstream that has not taken a frame for
+	// this long is not keeping up with a live conversation. Default
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// ReadLimit is the largest server message accepted, in bytes; a larger
+	// one ends the connection. Default DefaultReadLimit.
+	ReadLimit int64
 	// Voice is a prebuilt voice name (e.g. "Kore"); "" lets the model pick.
 	Voice string
 	// TriggerTokens and TargetTokens tune context-window compression (a
@@ -48,22 +66,31 @@ type Options struct {
 
 // Model opens Gemini Live sessions for one model.
 type Model struct {
-	client *genai.Client
 	name   string
 	opts   Options
+	ep     endpoint
+	epErr  error // the client's configuration cannot reach Live
+	client *http.Client
 }
 
-// New returns a realtime model backed by client, whose HTTPOptions.BaseURL
-// must be a ws:// or wss:// URL (the SDK turns http:// into wss://). name is
-// the model id, e.g. "gemini-2.5-flash-native-audio-preview-12-2025".
+// New returns a realtime model that connects where client's Live.Connect
+// would: its HTTPOptions.BaseURL must be a ws:// or wss:// URL for a plain
+// or TLS endpoint (like the SDK, an http:// base URL is dialled as wss://),
+// with its API key and API version. Only the Gemini API backend is
+// supported; with another, Connect fails. name is the model id, e.g.
+// "gemini-2.5-flash-native-audio-preview-12-2025".
 func New(client *genai.Client, name string, opts Options) *Model {
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
 	}
-	if opts.SendQueue <= 0 {
-		opts.SendQueue = DefaultSendQueue
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	return &Model{client: client, name: name, opts: opts}
+	if opts.ReadLimit <= 0 {
+		opts.ReadLimit = DefaultReadLimit
+	}
+	ep, err := newEndpoint(client.ClientConfig())
+	return &Model{name: name, opts: opts, ep: ep, epErr: err, client: newHTTPClient(opts.WriteTimeout)}
 }
 
 var _ transport.LiveModel = (*Model)(nil)
@@ -75,65 +102,76 @@ func (m *Model) Name() string { return m.name }
 // Options.ConnectTimeout.
 var ErrConnectTimeout = errors.New("gemini live: connect timed out")
 
-// Connect implements transport.LiveModel. It returns once the upstream has
-// confirmed the setup and the history (when not resuming) has been sent, or
-// fails after Options.ConnectTimeout or when ctx ends. The SDK's dial and
-// setup cannot be interrupted, so a Connect that gave up leaves one
-// goroutine waiting for the SDK; that goroutine closes the session if it
-// arrives late and ends when the upstream answers or drops the connection
-// (the SDK caps the WebSocket handshake at 45 s but not the setup reply).
+// Connect implements transport.LiveModel: it dials, sends the setup, waits
+// for setupComplete and seeds the history (unless resuming), and returns
+// the session. It fails after Options.ConnectTimeout or when ctx ends, with
+// the connection closed and nothing left running. A refused setup (a bad
+// key, an unknown resumption handle) arrives as a close frame and fails
+// with its *transport.CloseError.
 func (m *Model) Connect(ctx context.Context, cfg transport.LiveConfig) (transport.LiveSession, error) {
-	lc := m.connectConfig(cfg)
-	var seed []*genai.Content
+	if m.epErr != nil {
+		return nil, fmt.Errorf("gemini live: connect %s: %w", m.name, m.epErr)
+	}
+	setup, err := m.setupMessage(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gemini live: connect %s: setup: %w", m.name, err)
+	}
+	var seed []byte
 	if cfg.ResumeHandle == "" {
-		seed = liveHistory(cfg.History)
+		if turns := liveHistory(cfg.History); len(turns) > 0 {
+			if seed, err = clientContent(turns, false); err != nil {
+				return nil, fmt.Errorf("gemini live: connect %s: seed history: %w", m.name, err)
+			}
+		}
 	}
 
-	type result struct {
-		up  *genai.Session
-		err error
+	cctx, cancel := context.WithTimeoutCause(ctx, m.opts.ConnectTimeout, ErrConnectTimeout)
+	defer cancel()
+	s, err := m.open(cctx, setup, seed)
+	if err != nil {
+		if cctx.Err() != nil {
+			err = context.Cause(cctx)
+			if errors.Is(err, ErrConnectTimeout) {
+				return nil, fmt.Errorf("gemini live: connect %s after %v: %w", m.name, m.opts.ConnectTimeout, err)
+			}
+		}
+		return nil, fmt.Errorf("gemini live: connect %s: %w", m.name, err)
 	}
-	got := make(chan result)         // unbuffered: a send succeeds only while Connect still waits
-	abandoned := make(chan struct{}) // closed when Connect gives up
-	go func() {
-		up, err := m.client.Live.Connect(ctx, m.name, lc)
-		if err == nil && len(seed) > 0 {
-			// Still before any other goroutine can touch up.
-			err = up.SendClientContent(genai.LiveClientContentInput{Turns: seed, TurnComplete: genai.Ptr(false)})
-			if err != nil {
-				_ = up.Close()
-				err = fmt.Errorf("seed history: %w", err)
-			}
-		}
-		select {
-		case got <- result{up, err}:
-		case <-abandoned:
-			if err == nil {
-				_ = up.Close()
-			}
-		}
-	}()
+	return s, nil
+}
 
-	timer := time.NewTimer(m.opts.ConnectTimeout)
-	defer timer.Stop()
-	select {
-	case r := <-got:
-		if r.err != nil {
-			// A refused setup (bad key, unknown resumption handle) arrives
-			// as a close frame: surface its code like a session's end.
-			if ce := closeError(r.err); ce != nil {
-				return nil, fmt.Errorf("gemini live: connect %s: %w", m.name, ce)
-			}
-			return nil, fmt.Errorf("gemini live: connect %s: %w", m.name, r.err)
+// open runs the connect sequence under ctx: ending ctx closes the
+// connection, which fails whatever step is waiting.
+func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) {
+	conn, resp, err := websocket.Dial(ctx, m.ep.url, &websocket.DialOptions{
+		HTTPClient: m.client, HTTPHeader: m.ep.header, CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, fmt.Errorf("dial: HTTP %s: %w", resp.Status, err)
 		}
-		return start(r.up, m.opts.SendQueue), nil
-	case <-timer.C:
-		close(abandoned)
-		return nil, fmt.Errorf("gemini live: connect %s after %v: %w", m.name, m.opts.ConnectTimeout, ErrConnectTimeout)
-	case <-ctx.Done():
-		close(abandoned)
-		return nil, fmt.Errorf("gemini live: connect %s: %w", m.name, ctx.Err())
+		return nil, fmt.Errorf("dial: %w", err)
 	}
+	conn.SetReadLimit(m.opts.ReadLimit)
+	s := newSession(conn, m.opts.WriteTimeout)
+
+	// The session's reads and writes take no context (see Session); during
+	// the connect sequence, ctx ending closes the connection instead.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = s.Close()
+	})
+	err = s.handshake(setup, seed)
+	if !stop() {
+		<-fired // the session is closed; let the closer finish
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // BaseURL is the base URL the genai Live client needs for a

@@ -1,6 +1,7 @@
 package geminilive_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ var leakIgnores = []goleak.Option{
 	goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
 }
 
-// Sessions own a receiver and a sender goroutine and Connect may leave a
-// waiter behind; none may outlive a test.
+// The adapter starts no goroutines, and the tests' receivers must end with
+// their sessions: none may outlive a test.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, leakIgnores...)
 }
@@ -30,7 +31,7 @@ const testModel = "gemini-live-test"
 
 // newModel returns the adapter over a real genai client whose Live base URL
 // is ws://addr/.
-func newModel(t *testing.T, addr string, opts geminilive.Options) *geminilive.Model {
+func newModel(t testing.TB, addr string, opts geminilive.Options) *geminilive.Model {
 	t.Helper()
 	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL",
 		"GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
@@ -48,7 +49,7 @@ func newModel(t *testing.T, addr string, opts geminilive.Options) *geminilive.Mo
 }
 
 // connect opens a session that the test closes when it ends.
-func connect(t *testing.T, m *geminilive.Model, cfg transport.LiveConfig) transport.LiveSession {
+func connect(t testing.TB, m *geminilive.Model, cfg transport.LiveConfig) transport.LiveSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -60,36 +61,72 @@ func connect(t *testing.T, m *geminilive.Model, cfg transport.LiveConfig) transp
 	return s
 }
 
-// nextEvent waits for the next event; it fails the test if Events closes or
-// nothing arrives in time.
-func nextEvent(t *testing.T, s transport.LiveSession) transport.LiveEvent {
+// receiver calls Recv from one goroutine, as a voice session does, and
+// hands the events over a channel so that tests can wait with a timeout.
+type receiver struct {
+	events chan transport.LiveEvent
+	done   chan struct{} // closed when Recv has returned an error
+	err    error         // that error, set before done is closed
+}
+
+// receive starts the receiver of s; the test's end closes s and waits for
+// the receiver.
+func receive(t *testing.T, s transport.LiveSession) *receiver {
+	t.Helper()
+	r := &receiver{events: make(chan transport.LiveEvent), done: make(chan struct{})}
+	stop := make(chan struct{})
+	go func() {
+		defer close(r.done)
+		for {
+			ev, err := s.Recv()
+			if err != nil {
+				r.err = err
+				return
+			}
+			ev.Audio = bytes.Clone(ev.Audio) // valid only until the next Recv
+			select {
+			case r.events <- ev:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		_ = s.Close()
+		<-r.done
+	})
+	return r
+}
+
+// nextEvent waits for the next event; it fails the test if the session
+// ends or nothing arrives in time.
+func nextEvent(t *testing.T, r *receiver) transport.LiveEvent {
 	t.Helper()
 	select {
-	case ev, ok := <-s.Events():
-		if !ok {
-			t.Fatalf("events closed early (err %v)", s.Err())
-		}
+	case ev := <-r.events:
 		return ev
+	case <-r.done:
+		t.Fatalf("the session ended early: %v", r.err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event within 5s")
 	}
 	return transport.LiveEvent{}
 }
 
-// waitClosed drains events until the channel closes and returns them.
-func waitClosed(t *testing.T, s transport.LiveSession) []transport.LiveEvent {
+// waitEnd collects events until Recv fails and returns them and the error.
+func waitEnd(t *testing.T, r *receiver) ([]transport.LiveEvent, error) {
 	t.Helper()
 	var evs []transport.LiveEvent
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
-		case ev, ok := <-s.Events():
-			if !ok {
-				return evs
-			}
+		case ev := <-r.events:
 			evs = append(evs, ev)
+		case <-r.done:
+			return evs, r.err
 		case <-timeout:
-			t.Fatalf("events still open after 5s (got %d)", len(evs))
+			t.Fatalf("the session still runs after 5s (got %d events)", len(evs))
 		}
 	}
 }

@@ -24,7 +24,7 @@ type rawServer struct {
 	once   sync.Once
 }
 
-func startRaw(t *testing.T, handle func(ctx context.Context, c *websocket.Conn)) *rawServer {
+func startRaw(t testing.TB, handle func(ctx context.Context, c *websocket.Conn)) *rawServer {
 	t.Helper()
 	rs := &rawServer{}
 	rs.ctx, rs.cancel = context.WithCancel(context.Background())

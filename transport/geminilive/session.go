@@ -2,333 +2,296 @@ package geminilive
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
-	"google.golang.org/genai"
+	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
+// ErrEnded is returned by sends after the connection ended on its own; the
+// error wraps the cause Recv reports (or the failed write's error).
+var ErrEnded = errors.New("gemini live: connection ended")
+
+// Buffers a session keeps between messages. A larger message (a big tool
+// call) gets a buffer of its own that is dropped after use, so that one
+// rare message does not pin memory for the rest of the session.
 const (
-	// eventBuffer is how many translated events wait for the consumer
-	// before the receiver stops reading the upstream.
-	eventBuffer = 64
-	// sendFailGrace is how long a sender whose write failed waits for the
-	// receiver to see why (a close frame carries a code and a reason)
-	// before it closes the connection itself.
-	sendFailGrace = time.Second
+	keepBuffer = 256 << 10
+	minBuffer  = 4 << 10
 )
 
-var (
-	// ErrClosed is returned by sends after Close.
-	ErrClosed = errors.New("gemini live: session closed")
-	// ErrEnded is returned by sends after the connection ended on its own;
-	// the error wraps Err when it is known.
-	ErrEnded = errors.New("gemini live: connection ended")
+// The realtimeInput audio frame, as the SDK writes it (keys sorted).
+const (
+	audioPrefix = `{"realtimeInput":{"audio":{"data":"`
+	audioSuffix = `","mimeType":"audio/pcm;rate=16000"}}}`
+	audioEnd    = `{"realtimeInput":{"audioStreamEnd":true}}`
 )
 
-// outgoing is one queued write; only the sender goroutine runs it.
-type outgoing func(up *genai.Session) error
-
-// Session is one Gemini Live connection. It owns two goroutines: a
-// receiver, the only caller of Receive, and a sender, the only caller of
-// the SDK's Send methods. Both end when the connection ends or Close is
-// called.
+// Session is one Gemini Live connection.
+//
+// Reads and writes go to the connection without a context (a context with
+// a Done channel costs coder/websocket an AfterFunc per frame): Close
+// unblocks a blocked read, and every write is bounded by the connection's
+// write deadline (see newHTTPClient).
 type Session struct {
-	up     *genai.Session
-	events chan transport.LiveEvent
-	queue  chan outgoing
+	conn         *websocket.Conn
+	writeTimeout time.Duration
 
-	done     chan struct{} // closed by Close
-	dead     chan struct{} // closed once nothing more can be sent
-	recvDone chan struct{} // closed when the receiver has returned
-	closing  atomic.Bool
-	wg       sync.WaitGroup
+	// Owned by the goroutine that calls Recv.
+	rbuf   []byte                // the last message read
+	pcm    []byte                // model audio decoded from it
+	events []transport.LiveEvent // its events
+	next   int                   // the next event of events to return
 
+	wmu  sync.Mutex // one writer at a time; guards the fields below
+	abuf []byte     // the audio frame, reused
+	werr error      // a write failed: nothing more is written
+
+	dead      atomic.Bool // err is set
+	emu       sync.Mutex
+	err       error // why the connection ended; the first cause wins
 	closeOnce sync.Once
-	deadOnce  sync.Once
-	upOnce    sync.Once
-
-	mu  sync.Mutex
-	err error
 }
 
 var _ transport.LiveSession = (*Session)(nil)
 
-// start wraps a connected upstream and starts its goroutines.
-func start(up *genai.Session, sendQueue int) *Session {
-	s := &Session{
-		up:       up,
-		events:   make(chan transport.LiveEvent, eventBuffer),
-		queue:    make(chan outgoing, sendQueue),
-		done:     make(chan struct{}),
-		dead:     make(chan struct{}),
-		recvDone: make(chan struct{}),
-	}
-	s.wg.Add(2)
-	go s.receive()
-	go s.send()
-	return s
+func newSession(conn *websocket.Conn, writeTimeout time.Duration) *Session {
+	return &Session{conn: conn, writeTimeout: writeTimeout}
 }
 
-// Events delivers what the upstream says, in order. It is closed when the
-// connection ends; Err then says why. The channel is bounded: a consumer
-// that stops reading stops the receiver too (and so, eventually, the
-// upstream), so the session must drain it promptly.
-func (s *Session) Events() <-chan transport.LiveEvent { return s.events }
-
-// Err is why the connection ended: a *transport.CloseError for a close
-// frame (1006 when the upstream vanished without one), another error for a
-// broken connection, nil after Close or while the connection is up.
-func (s *Session) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-// audioInMIME declares the PCM the gateway sends: 16-bit little-endian mono
-// at 16 kHz. It must never be empty: the SDK panics on an empty MIME type.
-const audioInMIME = "audio/pcm;rate=16000"
-
-// SendAudio queues one chunk of PCM16LE mono 16 kHz audio (pcm is copied).
-// Chunks from one goroutine are sent in order.
-func (s *Session) SendAudio(pcm16k []byte) error {
-	if len(pcm16k) == 0 {
-		return nil
+// handshake sends the setup, waits for setupComplete and seeds the
+// history (seed may be nil).
+func (s *Session) handshake(setup, seed []byte) error {
+	if err := s.write(setup); err != nil {
+		return fmt.Errorf("send setup: %w", err)
 	}
-	in := genai.LiveRealtimeInput{Audio: &genai.Blob{MIMEType: audioInMIME, Data: append([]byte(nil), pcm16k...)}}
-	return s.enqueue(func(up *genai.Session) error { return up.SendRealtimeInput(in) })
-}
-
-// SendAudioEnd queues an audioStreamEnd: the microphone paused, so the
-// upstream should flush what it buffered.
-func (s *Session) SendAudioEnd() error {
-	return s.enqueue(func(up *genai.Session) error {
-		return up.SendRealtimeInput(genai.LiveRealtimeInput{AudioStreamEnd: true})
-	})
-}
-
-// SendText queues a complete user turn typed as text.
-func (s *Session) SendText(text string) error {
-	if text == "" {
-		return errors.New("gemini live: send text: empty text")
+	data, err := s.read()
+	if err != nil {
+		return s.fail(readError(err))
 	}
-	in := genai.LiveClientContentInput{Turns: genai.Text(text), TurnComplete: genai.Ptr(true)}
-	return s.enqueue(func(up *genai.Session) error { return up.SendClientContent(in) })
-}
-
-// SendContext queues a user-role note that joins the conversation without
-// asking the model to answer (clientContent with turnComplete false).
-func (s *Session) SendContext(text string) error {
-	if text == "" {
-		return errors.New("gemini live: send context: empty text")
+	msg, err := decodeMessage(data)
+	if err != nil {
+		return s.fail(err)
 	}
-	in := genai.LiveClientContentInput{Turns: genai.Text(text), TurnComplete: genai.Ptr(false)}
-	return s.enqueue(func(up *genai.Session) error { return up.SendClientContent(in) })
-}
-
-// SendToolResponses queues the results of tool calls, each under its call's
-// ID and name.
-func (s *Session) SendToolResponses(results []transport.FunctionResult) error {
-	if len(results) == 0 {
-		return nil
+	if msg.SetupComplete == nil {
+		return s.fail(fmt.Errorf("gemini live: expected setupComplete, got %.200s", data))
 	}
-	frs := make([]*genai.FunctionResponse, 0, len(results))
-	for _, r := range results {
-		frs = append(frs, &genai.FunctionResponse{ID: r.ID, Name: r.Name, Response: r.Response})
-	}
-	in := genai.LiveToolResponseInput{FunctionResponses: frs}
-	return s.enqueue(func(up *genai.Session) error { return up.SendToolResponse(in) })
-}
-
-// enqueue hands w to the sender without ever blocking.
-func (s *Session) enqueue(w outgoing) error {
-	select {
-	case <-s.done:
-		return ErrClosed
-	default:
-	}
-	select {
-	case <-s.dead:
-		if err := s.Err(); err != nil {
-			return fmt.Errorf("%w: %w", ErrEnded, err)
-		}
-		return ErrEnded
-	default:
-	}
-	select {
-	case s.queue <- w:
-		return nil
-	default:
-		return transport.ErrBackpressure
-	}
-}
-
-// Flush returns once everything queued before it has been written to the
-// upstream, or ctx ends, or the connection ends. Used before closing a
-// session that is being replaced, so that audio already accepted is not
-// thrown away.
-func (s *Session) Flush(ctx context.Context) error {
-	written := make(chan struct{})
-	marker := func(*genai.Session) error { close(written); return nil }
-	for _, wait := range []chan struct{}{nil, written} {
-		if wait == nil {
-			select {
-			case s.queue <- marker:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-s.done:
-				return ErrClosed
-			case <-s.dead:
-				return ErrEnded
-			}
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.done:
-			return ErrClosed
-		case <-s.dead:
-			return ErrEnded
+	if seed != nil {
+		if err := s.write(seed); err != nil {
+			return fmt.Errorf("seed history: %w", err)
 		}
 	}
 	return nil
 }
 
-// Close ends the connection and returns once both goroutines have. It is
-// idempotent and safe from any goroutine; after it Err stays nil unless the
-// connection had already ended on its own.
-func (s *Session) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		s.closing.Store(true)
-		close(s.done)
-		err = s.closeUp()
-		s.wg.Wait()
-	})
-	return err
-}
-
-// receive is the only caller of Receive. It stops at the first error:
-// errors are permanent, and gorilla panics after ~1000 reads on a failed
-// connection.
-func (s *Session) receive() {
-	defer s.wg.Done()
-	defer close(s.events)
-	defer close(s.recvDone)
+// Recv implements transport.LiveSession. Model audio is decoded into a
+// buffer the session reuses, so Audio is valid only until the next call.
+// Without allocating, it handles a message of model audio (the common
+// case); anything else is decoded into genai.LiveServerMessage.
+// setupComplete and usageMetadata yield no event.
+func (s *Session) Recv() (transport.LiveEvent, error) {
 	for {
-		msg, err := s.up.Receive()
+		if s.dead.Load() {
+			return transport.LiveEvent{}, s.cause()
+		}
+		if s.next < len(s.events) {
+			ev := s.events[s.next]
+			s.events[s.next] = transport.LiveEvent{}
+			s.next++
+			return ev, nil
+		}
+		s.events, s.next = s.events[:0], 0
+		data, err := s.read()
 		if err != nil {
-			s.setErr(receiveError(err))
-			s.markDead()
-			_ = s.closeUp()
-			return
+			return transport.LiveEvent{}, s.fail(readError(err))
 		}
-		for _, ev := range events(msg) {
-			select {
-			case s.events <- ev:
-			case <-s.done:
-				return
-			}
+		if s.scanAudio(data) {
+			continue
 		}
+		msg, err := decodeMessage(data)
+		if err != nil {
+			return transport.LiveEvent{}, s.fail(err)
+		}
+		s.events = appendEvents(s.events, &msg.LiveServerMessage)
 	}
 }
 
-// send is the only caller of the SDK's Send methods: the SDK's Session is
-// not safe for concurrent writes.
-func (s *Session) send() {
-	defer s.wg.Done()
+// read reads the next message into the session's read buffer.
+func (s *Session) read() ([]byte, error) {
+	_, r, err := s.conn.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	b := s.rbuf[:0]
 	for {
-		select {
-		case <-s.done:
-			return
-		case <-s.dead:
-			return
-		case w := <-s.queue:
-			if err := w(s.up); err != nil {
-				s.sendFailed(err)
-				return
-			}
+		if len(b) == cap(b) {
+			b = slices.Grow(b, max(minBuffer, cap(b)))
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-}
-
-// sendFailed stops further sends and lets the receiver report the cause;
-// if the receiver does not notice within sendFailGrace, the write error
-// becomes Err and the connection is closed so that the receiver returns.
-func (s *Session) sendFailed(err error) {
-	s.markDead()
-	t := time.NewTimer(sendFailGrace)
-	defer t.Stop()
-	select {
-	case <-s.recvDone:
-	case <-s.done:
-	case <-t.C:
-		s.setErr(fmt.Errorf("gemini live: send: %w", err))
-		_ = s.closeUp()
+	if cap(b) <= keepBuffer {
+		s.rbuf = b
+	} else {
+		s.rbuf = nil
 	}
+	return b, nil
 }
 
-// receiveError turns the SDK's first Receive error into Err.
-func receiveError(err error) error {
-	if ce := closeError(err); ce != nil {
-		return ce
+// readError turns the first read error into what Recv reports: the close
+// frame's code and reason, 1006 when the peer vanished without one.
+func readError(err error) error {
+	var ce websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		return &transport.CloseError{Code: int(ce.Code), Reason: ce.Reason}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &transport.CloseError{Code: int(websocket.StatusAbnormalClosure), Reason: "unexpected EOF"}
+	case errors.Is(err, syscall.ECONNRESET):
+		return &transport.CloseError{Code: int(websocket.StatusAbnormalClosure), Reason: "connection reset"}
 	}
 	return fmt.Errorf("gemini live: receive: %w", err)
 }
 
-// closeError extracts the close frame (the SDK's gorilla/websocket error)
-// behind err, or returns nil.
-func closeError(err error) *transport.CloseError {
-	var ce *websocket.CloseError
-	if errors.As(err, &ce) {
-		return &transport.CloseError{Code: ce.Code, Reason: ce.Text}
+// SendAudio implements transport.LiveSession. The chunk is base64-encoded
+// into a frame the session reuses: no allocation.
+func (s *Session) SendAudio(pcm16k []byte) error {
+	if len(pcm16k) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b := append(s.abuf[:0], audioPrefix...)
+	b = base64.StdEncoding.AppendEncode(b, pcm16k)
+	b = append(b, audioSuffix...)
+	if cap(b) <= keepBuffer {
+		s.abuf = b
+	}
+	return s.writeLocked(b)
+}
+
+// SendAudioEnd implements transport.LiveSession.
+func (s *Session) SendAudioEnd() error { return s.write([]byte(audioEnd)) }
+
+// SendText implements transport.LiveSession.
+func (s *Session) SendText(text string) error {
+	if text == "" {
+		return errors.New("gemini live: send text: empty text")
+	}
+	return s.sendContent(text, true)
+}
+
+// SendContext implements transport.LiveSession.
+func (s *Session) SendContext(text string) error {
+	if text == "" {
+		return errors.New("gemini live: send context: empty text")
+	}
+	return s.sendContent(text, false)
+}
+
+func (s *Session) sendContent(text string, turnComplete bool) error {
+	b, err := clientContent(liveHistory([]transport.Entry{{Role: transport.RoleUser, Text: text}}), turnComplete)
+	if err != nil {
+		return fmt.Errorf("gemini live: send text: %w", err)
+	}
+	return s.write(b)
+}
+
+// SendToolResponses implements transport.LiveSession.
+func (s *Session) SendToolResponses(results []transport.FunctionResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	b, err := toolResponse(results)
+	if err != nil {
+		return fmt.Errorf("gemini live: send tool responses: %w", err)
+	}
+	return s.write(b)
+}
+
+func (s *Session) write(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.writeLocked(b)
+}
+
+// writeLocked writes one text frame (the SDK sends every client message
+// as text); s.wmu is held. A write that times out ends the connection. Any
+// other write error (the peer went away) only stops further writes: the
+// reader is about to see why, and a close frame's code and reason say more
+// than a broken pipe.
+func (s *Session) writeLocked(b []byte) error {
+	if err := s.unusable(); err != nil {
+		return err
+	}
+	err := s.conn.Write(context.Background(), websocket.MessageText, b)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.fail(fmt.Errorf("gemini live: write timed out after %v: the upstream is not reading", s.writeTimeout))
+	default:
+		s.werr = fmt.Errorf("gemini live: send: %w", err)
+	}
+	return s.unusable()
+}
+
+// unusable is what a send returns once nothing more can be written, or
+// nil; s.wmu is held.
+func (s *Session) unusable() error {
+	if s.dead.Load() {
+		err := s.cause()
+		if errors.Is(err, transport.ErrSessionClosed) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrEnded, err)
+	}
+	if s.werr != nil {
+		return fmt.Errorf("%w: %w", ErrEnded, s.werr)
 	}
 	return nil
 }
 
-// setErr records why the connection ended; the first cause wins, and an
-// end caused by Close is no error.
-func (s *Session) setErr(err error) {
-	if s.closing.Load() {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err == nil {
-		s.err = err
-	}
+// Close implements transport.LiveSession. Like the SDK it sends no close
+// frame: the upstream sees the connection drop (1006). Recv then returns
+// transport.ErrSessionClosed unless the connection had already ended.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() { s.fail(transport.ErrSessionClosed) })
+	return nil
 }
 
-func (s *Session) markDead() { s.deadOnce.Do(func() { close(s.dead) }) }
-
-// closeUp closes the upstream connection once; the SDK sends no close
-// frame, so the server sees the TCP connection end (1006).
-func (s *Session) closeUp() error {
-	var err error
-	s.upOnce.Do(func() {
-		if cerr := s.up.Close(); cerr != nil {
-			err = fmt.Errorf("gemini live: close: %w", cerr)
-		}
-	})
+// fail ends the connection for cause (unless it ended already) and
+// returns the cause that stands.
+func (s *Session) fail(cause error) error {
+	s.emu.Lock()
+	if s.err == nil {
+		s.err = cause
+		s.dead.Store(true)
+	}
+	err := s.err
+	s.emu.Unlock()
+	_ = s.conn.CloseNow()
 	return err
 }
 
-// Recv implements transport.LiveSession on the event channel: the next
-// event, or why the connection ended.
-func (s *Session) Recv() (transport.LiveEvent, error) {
-	if ev, ok := <-s.events; ok {
-		return ev, nil
-	}
-	if err := s.Err(); err != nil {
-		return transport.LiveEvent{}, err
-	}
-	return transport.LiveEvent{}, transport.ErrSessionClosed
+func (s *Session) cause() error {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return s.err
 }

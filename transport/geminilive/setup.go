@@ -1,25 +1,35 @@
 package geminilive
 
 import (
+	"encoding/json"
+	"strings"
+
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
 )
 
-// connectConfig is the setup the upstream receives: audio out with both
+// The control messages are genai's own types encoded with encoding/json:
+// the same JSON the SDK sends for them, minus its map round trips (the
+// wire test compares the two). Only the audio frames are built by hand.
+
+// setupMessage is the first frame of a connection: audio out with both
 // transcriptions, the tools, compression, and resumption updates (resuming
 // when cfg carries a handle).
-func (m *Model) connectConfig(cfg transport.LiveConfig) *genai.LiveConnectConfig {
-	lc := &genai.LiveConnectConfig{
-		ResponseModalities:       []genai.Modality{genai.ModalityAudio},
+func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
+	setup := &genai.LiveClientSetup{
+		Model: modelName(m.name),
+		GenerationConfig: &genai.GenerationConfig{
+			ResponseModalities: []genai.Modality{genai.ModalityAudio},
+		},
+		SystemInstruction:        geminitext.SystemInstruction(cfg.System),
+		Tools:                    geminitext.Tools(cfg.Tools),
 		InputAudioTranscription:  &genai.AudioTranscriptionConfig{},
 		OutputAudioTranscription: &genai.AudioTranscriptionConfig{},
 		// An empty handle still asks for sessionResumptionUpdate messages.
 		SessionResumption: &genai.SessionResumptionConfig{Handle: cfg.ResumeHandle},
 	}
-	lc.SystemInstruction = geminitext.SystemInstruction(cfg.System)
-	lc.Tools = geminitext.Tools(cfg.Tools)
 	if !m.opts.NoCompression {
 		cw := &genai.ContextWindowCompressionConfig{SlidingWindow: &genai.SlidingWindow{}}
 		if m.opts.TriggerTokens > 0 {
@@ -28,13 +38,40 @@ func (m *Model) connectConfig(cfg transport.LiveConfig) *genai.LiveConnectConfig
 		if m.opts.TargetTokens > 0 {
 			cw.SlidingWindow.TargetTokens = genai.Ptr(m.opts.TargetTokens)
 		}
-		lc.ContextWindowCompression = cw
+		setup.ContextWindowCompression = cw
 	}
 	if m.opts.Voice != "" {
-		lc.SpeechConfig = &genai.SpeechConfig{VoiceConfig: &genai.VoiceConfig{
+		setup.GenerationConfig.SpeechConfig = &genai.SpeechConfig{VoiceConfig: &genai.VoiceConfig{
 			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: m.opts.Voice}}}
 	}
-	return lc
+	return json.Marshal(genai.LiveClientMessage{Setup: setup})
+}
+
+// modelName is the model's resource name as the SDK writes it into setup:
+// "models/<id>" unless the name already is one.
+func modelName(name string) string {
+	if strings.HasPrefix(name, "models/") || strings.HasPrefix(name, "tunedModels/") {
+		return name
+	}
+	return "models/" + name
+}
+
+// clientContent is one clientContent message carrying turns.
+func clientContent(turns []*genai.Content, turnComplete bool) ([]byte, error) {
+	return json.Marshal(genai.LiveClientMessage{
+		ClientContent: &genai.LiveClientContent{Turns: turns, TurnComplete: turnComplete},
+	})
+}
+
+// toolResponse answers tool calls, each under its call's ID and name.
+func toolResponse(results []transport.FunctionResult) ([]byte, error) {
+	frs := make([]*genai.FunctionResponse, 0, len(results))
+	for _, r := range results {
+		frs = append(frs, &genai.FunctionResponse{ID: r.ID, Name: r.Name, Response: r.Response})
+	}
+	return json.Marshal(genai.LiveClientMessage{
+		ToolResponse: &genai.LiveClientToolResponse{FunctionResponses: frs},
+	})
 }
 
 // liveHistory converts the conversation so far into the contents that seed
@@ -42,8 +79,8 @@ func (m *Model) connectConfig(cfg transport.LiveConfig) *genai.LiveConnectConfig
 // function calls and responses cannot be replayed into Live (their IDs
 // belong to another API, and Live takes function results only as
 // toolResponse answers to its own toolCall), so tool entries are dropped and
-// a model entry keeps just its text. The answers the
-// tools produced are still there in the model's text that followed them.
+// a model entry keeps just its text. The answers the tools produced are
+// still there in the model's text that followed them.
 func liveHistory(history []transport.Entry) []*genai.Content {
 	text := make([]transport.Entry, 0, len(history))
 	for _, e := range history {
