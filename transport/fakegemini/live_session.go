@@ -61,10 +61,11 @@ type LiveSession struct {
 	closeMu sync.Mutex
 	closing bool
 
-	mu     sync.Mutex
-	state  any
-	record bool
-	frames [][]byte
+	mu      sync.Mutex
+	state   any
+	record  bool
+	frames  [][]byte
+	playout time.Time // when the current turn's audio ends playing (Speak)
 
 	strict bool     // strict mode was on when the connection started
 	turn   liveTurn // what strict mode knows of the model's turn and calls
