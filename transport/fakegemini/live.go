@@ -178,7 +178,7 @@ func (s *Server) serveLiveConn(w http.ResponseWriter, r *http.Request, api API, 
 	_, info.record = brain.(frameRecorder)
 	info.id, info.api, info.apiVersion, info.header = id, api, version, r.Header.Clone()
 	log = log.With("model", info.setup.Model)
-	log.Debug("fake gemini live: session started", "resumed", info.resumed)
+	log.Debug("fake gemini live: session started", "version", version, "path", r.URL.Path, "resumed", info.resumed)
 
 	s.live.conns.Add(1)
 	defer s.live.conns.Add(-1)

@@ -80,7 +80,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req *Requ
 	}
 	req.Contents, req.SystemInstruction, req.Tools = wr.Contents, wr.SystemInstruction, wr.Tools
 	req.ToolConfig, req.GenerationConfig, req.Header = wr.ToolConfig, wr.GenerationConfig, r.Header.Clone()
-	log := s.log.With("api", string(req.API), "model", model, "method", method)
+	log := s.log.With("api", string(req.API), "version", req.APIVersion, "model", model, "method", method)
 
 	var reply Reply
 	if bad := s.checkContents(req.Contents); bad != nil {
