@@ -10,46 +10,7 @@ import (
 	"google.golang.org/genai"
 )
 
-// Strict mode makes the fake hold its clients to the protocol rules the
-// real service enforces, or that a client must keep to behave well, and
-// record every breach as a violation a test can fail on (see Strict). It
-// is off by default: a lenient fake answers what it can, as before.
-//
-// What strict mode checks, and how the fake then reacts:
-//
-//   - REST history (every generateContent / streamGenerateContent request):
-//     a user content with functionResponse parts must come right after a
-//     model content with functionCall parts, with as many responses as
-//     calls, each answering one of the calls by name (and by id when the
-//     model gave ids). The fake answers 400 INVALID_ARGUMENT with the real
-//     API's messages for these ("Please ensure that function response turn
-//     comes immediately after a function call turn." / "Please ensure that
-//     the number of function response parts is equal to the number of
-//     function call parts of the function call turn."), which public
-//     reports show the Gemini API sending.
-//   - REST ids: a functionCall or functionResponse id the fake never sent
-//     (e.g. an id a gateway invented and leaked), or one id answered twice
-//     in the history. Also answered 400 INVALID_ARGUMENT; how the real API
-//     reacts is not documented (it usually sends no ids at all), so that
-//     reaction is assumed.
-//   - Live setup: a model name that is not "models/{id}" (Gemini API) or
-//     "projects/{p}/locations/{l}/publishers/{pub}/models/{id}" (Vertex AI).
-//     The fake closes with 1007 "Request contains an invalid argument."
-//     whether strict or not (assumed; the real service refuses such a
-//     setup, reports differ on how).
-//   - Live tool responses: an id that matches no toolCall of this
-//     connection, a response without an id, or a second response to a call
-//     already answered (a response with willContinue: true keeps a
-//     NON_BLOCKING call open; a late answer to a call the model cancelled
-//     is tolerated once, since the two can cross on the wire). The fake
-//     closes with 1007 "Request contains an invalid argument.", which is
-//     what public reports show for malformed tool responses (assumed for
-//     unknown ids).
-//   - Live clientContent while the model is speaking: between the first
-//     model output of a turn (a modelTurn part, an outputTranscription or a
-//     toolCall written to the socket) and that turn's turnComplete. The
-//     real service accepts it and interrupts the generation (documented),
-//     so the fake only records it and delivers the event as usual.
+// strictState is the Server's strict mode (see Strict).
 type strictState struct {
 	on atomic.Bool
 
@@ -93,6 +54,49 @@ type TB interface {
 // Strict turns strict mode on for s and makes t fail at its end, listing
 // every violation, if the fake saw any malformed request. Call it right
 // after starting the server.
+//
+// Strict mode holds clients to the protocol rules the real service
+// enforces, or that a client must keep to behave well, and records every
+// breach as a violation (Server.Violations). It is off by default: a
+// lenient fake answers what it can. Violations are also logged (WARN
+// "fake gemini: protocol violation"), which is how cmd/fakegemini -strict
+// reports them.
+//
+// What strict mode checks, and how the fake then reacts:
+//
+//   - REST history (every generateContent / streamGenerateContent request):
+//     a user content with functionResponse parts must come right after a
+//     model content with functionCall parts, with as many responses as
+//     calls, each answering one of the calls by name (and by id when the
+//     model gave ids). The fake answers 400 INVALID_ARGUMENT with the real
+//     API's messages for these ("Please ensure that function response turn
+//     comes immediately after a function call turn." / "Please ensure that
+//     the number of function response parts is equal to the number of
+//     function call parts of the function call turn."), which public
+//     reports show the Gemini API sending.
+//   - REST ids: a functionCall or functionResponse id the fake never sent
+//     (e.g. an id a gateway invented and leaked), or one id answered twice
+//     in the history. Also answered 400 INVALID_ARGUMENT; how the real API
+//     reacts is not documented (it usually sends no ids at all), so that
+//     reaction is assumed.
+//   - Live setup: a model name that is not "models/{id}" (Gemini API) or
+//     "projects/{p}/locations/{l}/publishers/{pub}/models/{id}" (Vertex AI).
+//     The fake closes with 1007 "Request contains an invalid argument."
+//     whether strict or not (assumed; the real service refuses such a
+//     setup, reports differ on how).
+//   - Live tool responses: an id that matches no toolCall of this
+//     connection, a response without an id, or a second response to a call
+//     already answered (a response with willContinue: true keeps a
+//     NON_BLOCKING call open; a late answer to a call the model cancelled
+//     is tolerated once, since the two can cross on the wire). The fake
+//     closes with 1007 "Request contains an invalid argument.", which is
+//     what public reports show for malformed tool responses (assumed for
+//     unknown ids).
+//   - Live clientContent while the model is speaking: between the first
+//     model output of a turn (a modelTurn part, an outputTranscription or a
+//     toolCall written to the socket) and that turn's turnComplete. The
+//     real service accepts it and interrupts the generation (documented),
+//     so the fake only records it and delivers the event as usual.
 func Strict(t TB, s *Server) {
 	t.Helper()
 	s.SetStrict(true)
