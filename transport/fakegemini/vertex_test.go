@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/auth"
+	"cloud.google.com/go/auth/httptransport"
 	"github.com/gorilla/websocket"
 	"google.golang.org/genai"
 )
@@ -30,6 +31,20 @@ func (s staticToken) Token(context.Context) (*auth.Token, error) {
 // and sets the same header on the Live handshake.
 func newVertexClient(t *testing.T, base string) *genai.Client {
 	t.Helper()
+	return newVertexClientWith(t, base, nil)
+}
+
+// newVertexClientWith is newVertexClient with the caller's HTTP client (nil
+// for the SDK's). The SDK adds no credentials to a client it is given: the
+// caller wraps it with httptransport.AddAuthorizationMiddleware.
+func newVertexClientWith(t *testing.T, base string, hc *http.Client) *genai.Client {
+	t.Helper()
+	creds := auth.NewCredentials(&auth.CredentialsOptions{TokenProvider: staticToken(vertexToken)})
+	if hc != nil {
+		if err := httptransport.AddAuthorizationMiddleware(hc, creds); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_GEMINI_BASE_URL",
 		"GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT",
 		"GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_REGION", "GOOGLE_APPLICATION_CREDENTIALS"} {
@@ -39,7 +54,8 @@ func newVertexClient(t *testing.T, base string) *genai.Client {
 		Backend:     genai.BackendVertexAI,
 		Project:     vertexProject,
 		Location:    vertexLocation,
-		Credentials: auth.NewCredentials(&auth.CredentialsOptions{TokenProvider: staticToken(vertexToken)}),
+		Credentials: creds,
+		HTTPClient:  hc,
 		HTTPOptions: genai.HTTPOptions{BaseURL: base},
 	})
 	if err != nil {
@@ -49,12 +65,21 @@ func newVertexClient(t *testing.T, base string) *genai.Client {
 }
 
 func TestVertexStreamingWithABearerToken(t *testing.T) {
+	t.Run("the SDK's HTTP client", func(t *testing.T) { testVertexStreaming(t, nil) })
+	t.Run("an own HTTP client with the auth middleware", func(t *testing.T) {
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		testVertexStreaming(t, &http.Client{Transport: tr})
+	})
+}
+
+func testVertexStreaming(t *testing.T, hc *http.Client) {
 	brain := NewScript(
 		Fixed(CallReply(Call{Name: "kb_search", Args: map[string]any{"query": "refunds"}})),
 		Fixed(TextReply("Refunds take five days.", 2)),
 	)
 	_, base := startServer(t, brain)
-	c := newVertexClient(t, base)
+	c := newVertexClientWith(t, base, hc)
 	ctx := testContext(t)
 
 	contents := genai.Text("How do refunds work?")
