@@ -52,13 +52,14 @@ func (b *SignedBrain) Respond(ctx context.Context, req *Request) Reply {
 		return r
 	}
 	reply := b.inner.Respond(ctx, req)
+	reply.Chunks = append([]Chunk(nil), reply.Chunks...) // a step's reply may be reused (Fixed)
 	signed := false
 	for i := range reply.Chunks {
 		calls := reply.Chunks[i].Calls
 		if len(calls) == 0 {
 			continue
 		}
-		calls = append([]Call(nil), calls...) // the step's reply may be reused
+		calls = append([]Call(nil), calls...)
 		for j := range calls {
 			sig := calls[j].Signature
 			if len(sig) == 0 && !signed {
