@@ -128,3 +128,18 @@ func TestVertexMissingSignatureMessage(t *testing.T) {
 		t.Errorf("message %q, want Vertex AI's wording", apiErr.Message)
 	}
 }
+
+func TestSignedBrainSignsEachReplyAfreshWhenAStepIsReused(t *testing.T) {
+	step := Fixed(CallReply(Call{Name: "kb_search"}))
+	signed := RequireThoughtSignatures(NewScript(step, step))
+	_, base := startServer(t, signed)
+	c := newClient(t, base)
+	var sigs [][]byte
+	for range 2 {
+		contents := signedTurn(t, c)
+		sigs = append(sigs, contents[1].Parts[0].ThoughtSignature)
+	}
+	if len(sigs[0]) == 0 || bytes.Equal(sigs[0], sigs[1]) || signed.Issued() != 2 {
+		t.Errorf("signatures %q and %q (%d issued), want two different ones", sigs[0], sigs[1], signed.Issued())
+	}
+}
