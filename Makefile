@@ -6,7 +6,7 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test test-deps lint build docker clean
+.PHONY: run test test-js test-deps lint build docker clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/gateway
@@ -15,6 +15,11 @@ run:
 # it when it is missing.
 test: test-deps
 	$(GO) test -race -count=1 ./...
+
+# The official JS SDK (@google/genai) against cmd/fakegemini; needs Node.js
+# 20+ and npm (test-deps installs them). CI runs it after `make test`.
+test-js: test-deps
+	scripts/test-js-sdk
 
 test-deps:
 	@scripts/install-test-deps

@@ -3,6 +3,7 @@ module github.com/turnstile-gw/turnstile
 go 1.26.8
 
 require (
+	cloud.google.com/go/auth v0.9.3
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/blevesearch/bleve/v2 v2.5.7
 	github.com/chromedp/chromedp v0.23.0
@@ -20,7 +21,6 @@ require (
 
 require (
 	cloud.google.com/go v0.116.0 // indirect
-	cloud.google.com/go/auth v0.9.3 // indirect
 	cloud.google.com/go/compute/metadata v0.5.0 // indirect
 	github.com/RoaringBitmap/roaring/v2 v2.4.5 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 )
 
 // Role says who produced an entry of the conversation.
@@ -46,6 +47,12 @@ type FunctionCall struct {
 	// Synthetic marks an ID the gateway invented because the provider sent
 	// none; adapters do not send such IDs back to the provider.
 	Synthetic bool `json:"synthetic,omitempty"`
+	// Signature is an opaque token the provider attached to the call and
+	// requires back, unchanged and on the same call, whenever the call is
+	// sent again as history (Gemini: the part's thoughtSignature, which
+	// thinking models check). Adapters return it as they received it; nil
+	// when the provider sent none.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // FunctionResult answers one FunctionCall (same ID and Name). Response is
@@ -92,15 +99,48 @@ var ErrTruncated = errors.New("model stream ended without a finish reason")
 
 // ModelError is an error answered by the model provider (an HTTP status or a
 // structured error inside the stream).
+//
+// A prompt the provider refuses to answer is a ModelError too, although the
+// provider's HTTP exchange succeeded (Gemini answers 200 with
+// promptFeedback.blockReason and no candidates): Status 400 (the request
+// was the problem), Code CodePromptBlocked, Reason the provider's reason
+// (e.g. "SAFETY", "PROHIBITED_CONTENT"), not Retryable, and
+// errors.Is(err, ErrPromptBlocked) holds. Retrying the same prompt gets the
+// same answer; the user has to say something else.
 type ModelError struct {
 	Status    int    // HTTP-like status code, 0 when unknown
-	Code      string // provider status, e.g. RESOURCE_EXHAUSTED
+	Code      string // provider status, e.g. RESOURCE_EXHAUSTED, or CodePromptBlocked
 	Message   string
 	Retryable bool
+	// RetryAfter is how long the provider asked the caller to wait before
+	// retrying (Gemini: the retryDelay of a google.rpc.RetryInfo detail,
+	// sent with 429); 0 when it did not say.
+	RetryAfter time.Duration
+	// Reason is the provider's machine-readable cause when it gives one:
+	// the block reason of a refused prompt, or the reason of a
+	// google.rpc.ErrorInfo detail (e.g. "API_KEY_INVALID").
+	Reason string
 }
 
+// CodePromptBlocked is the ModelError code of a prompt the provider
+// refused to answer.
+const CodePromptBlocked = "PROMPT_BLOCKED"
+
+// ErrPromptBlocked matches (with errors.Is) a *ModelError whose Code is
+// CodePromptBlocked.
+var ErrPromptBlocked = errors.New("the model provider refused the prompt")
+
 func (e *ModelError) Error() string {
-	return fmt.Sprintf("model error %d %s: %s", e.Status, e.Code, e.Message)
+	msg := fmt.Sprintf("model error %d %s: %s", e.Status, e.Code, e.Message)
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	return msg
+}
+
+// Is reports whether target is ErrPromptBlocked and e is a blocked prompt.
+func (e *ModelError) Is(target error) bool {
+	return target == ErrPromptBlocked && e.Code == CodePromptBlocked
 }
 
 // RetryableStatus reports whether an HTTP status from a model provider is

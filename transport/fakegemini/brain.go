@@ -18,8 +18,17 @@ type Brain interface {
 
 // Request is one decoded model call as the client sent it.
 type Request struct {
-	// Model is the model id from the URL, without the "models/" prefix.
+	// Model is the model id from the URL, without the "models/" prefix
+	// (Gemini API) or the "projects/.../publishers/.../models/" one (Vertex
+	// AI).
 	Model string
+	// API is the API the request came through; APIVersion its version from
+	// the URL ("v1beta", "v1", "v1beta1", ...).
+	API        API
+	APIVersion string
+	// Project and Location are the Vertex AI resource the URL named (empty
+	// for the Gemini API).
+	Project, Location string
 	// Stream is true for streamGenerateContent, false for generateContent.
 	Stream            bool
 	Contents          []*genai.Content
@@ -33,17 +42,22 @@ type Request struct {
 
 // Reply is what the fake model does with one request. A Status of 400 or
 // more answers before any chunk with Error as the body (or a generic error
-// for that status when Error is nil). Otherwise the Chunks are streamed in
-// order; then MidStreamError, if set, is sent as a raw error line and the
-// stream ends. A stream whose last chunk carries no FinishReason models a
-// truncated answer. Hang keeps the stream open after the chunks until the
-// client leaves or the server closes.
+// for that status when Error is nil). A BlockReason answers HTTP 200 with
+// the one chunk the real API sends for a blocked prompt: promptFeedback
+// with that blockReason and no candidates. Otherwise the Chunks are
+// streamed in order; then MidStreamError, if set, is sent as a raw error
+// line and the stream ends. A stream whose last chunk carries no
+// FinishReason models a truncated answer. Hang keeps the stream open after
+// the chunks until the client leaves or the server closes.
 type Reply struct {
 	Status         int
 	Error          *APIError
 	Chunks         []Chunk
 	MidStreamError *APIError
 	Hang           bool
+	// BlockReason is a promptFeedback.blockReason: "SAFETY", "OTHER",
+	// "BLOCKLIST", "PROHIBITED_CONTENT" or "IMAGE_SAFETY".
+	BlockReason string
 }
 
 // Chunk is one streamed response. Delay is waited before it is sent.
@@ -55,19 +69,25 @@ type Chunk struct {
 }
 
 // Call is a function call the model makes. ID is sent only when non-empty:
-// the real Gemini REST API usually sends no id.
+// the real Gemini REST API usually sends no id. Signature, when set, is sent
+// as the part's thoughtSignature, as thinking models do (see
+// RequireThoughtSignatures); the Live API sends none.
 type Call struct {
-	ID   string
-	Name string
-	Args map[string]any
+	ID        string
+	Name      string
+	Args      map[string]any
+	Signature []byte
 }
 
-// APIError is the body of a Gemini API error:
-// {"error":{"code":..,"message":..,"status":..}}.
+// APIError is the body of a Google API error:
+// {"error":{"code":..,"message":..,"status":..,"details":[..]}}. Each of
+// Details is a google.rpc error detail, an object whose "@type" names its
+// type (see RetryInfo, ErrorInfo, QuotaFailure, Help).
 type APIError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Status  string `json:"status"`
+	Code    int              `json:"code"`
+	Message string           `json:"message"`
+	Status  string           `json:"status"`
+	Details []map[string]any `json:"details,omitempty"`
 }
 
 // TextReply answers text split into about pieces chunks (at word boundaries
@@ -89,9 +109,17 @@ func CallReply(calls ...Call) Reply {
 }
 
 // ErrorReply answers an HTTP error before any chunk, e.g.
-// ErrorReply(429, "RESOURCE_EXHAUSTED", "quota exceeded").
-func ErrorReply(code int, status, msg string) Reply {
-	return Reply{Status: code, Error: &APIError{Code: code, Message: msg, Status: status}}
+// ErrorReply(429, "RESOURCE_EXHAUSTED", "quota exceeded"), with optional
+// google.rpc details such as ErrorInfo(...) or RetryInfo(...).
+func ErrorReply(code int, status, msg string, details ...map[string]any) Reply {
+	return Reply{Status: code, Error: &APIError{Code: code, Message: msg, Status: status, Details: details}}
+}
+
+// BlockedReply answers a prompt the model refuses, as the real API does:
+// HTTP 200 and one chunk with promptFeedback.blockReason (e.g. "SAFETY" or
+// "PROHIBITED_CONTENT") and no candidates.
+func BlockedReply(reason string) Reply {
+	return Reply{BlockReason: reason}
 }
 
 // splitText cuts text into at most pieces non-empty parts whose

@@ -12,9 +12,11 @@ import (
 
 // DemoBrain is the offline default's model: deterministic rules that answer
 // greetings and help requests, look every other question up with kb_search,
-// open the best hit with kb_get and quote it. It only knows those two tools
-// and reads their responses as plain maps: {"output": ...} on success,
-// {"error": {"type","message","retryable"}} on failure.
+// open the best hit with kb_get and quote it. It reads tool responses as
+// plain maps: {"output": ...} on success, {"error":
+// {"type","message","retryable"}} on failure. Typed "/call NAME {json
+// args}" calls any declared tool (see demo_call.go) and then summarises
+// its result.
 type DemoBrain struct {
 	// Pace is waited before every streamed text chunk but the first, so that
 	// answers visibly stream. Zero sends them at once.
@@ -42,9 +44,19 @@ func (d *DemoBrain) Respond(_ context.Context, req *Request) Reply {
 		last = req.Contents[n-1]
 	}
 	if rs := functionResponses(last); len(rs) > 0 {
+		if _, ok := parseSlashCall(lastUserText(req.Contents)); ok {
+			return d.summarize(rs)
+		}
 		return d.afterTools(rs)
 	}
 	text := strings.TrimSpace(userText(last))
+	if c, ok := parseSlashCall(text); ok {
+		c.checkDeclared(declaredNames(req.Tools))
+		if c.problem != "" {
+			return d.say(c.problem)
+		}
+		return CallReply(Call{Name: c.name, Args: c.args})
+	}
 	switch {
 	case text == "":
 		return d.say("I didn't catch a question. Ask me something about the knowledge base.")
@@ -100,6 +112,15 @@ func (d *DemoBrain) afterTools(rs []*genai.FunctionResponse) Reply {
 		}
 	}
 	return d.say(fmt.Sprintf("I got an answer from %s, but the demo model only knows kb_search and kb_get.", rs[0].Name))
+}
+
+// summarize answers the responses to a /call with what each tool said.
+func (d *DemoBrain) summarize(rs []*genai.FunctionResponse) Reply {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, summarizeResult(r.Name, r.Response))
+	}
+	return d.say(strings.Join(parts, " "))
 }
 
 // say streams text in a few chunks, paced by d.Pace.

@@ -59,7 +59,7 @@ func (s *Server) SetLiveBrain(brain LiveBrain) {
 // (their handlers are also counted by InFlight).
 func (s *Server) LiveConnections() int { return int(s.live.conns.Load()) }
 
-// parseLiveRPC splits the last path element of a Live URL,
+// parseLiveRPC splits the last path element of a Gemini API Live URL,
 // "google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent".
 func parseLiveRPC(rpc string) (version, method string, ok bool) {
 	rest, ok := strings.CutPrefix(rpc, "google.ai.generativelanguage.")
@@ -71,7 +71,7 @@ func parseLiveRPC(rpc string) (version, method string, ok bool) {
 		return "", "", false
 	}
 	switch {
-	case version != "v1beta" && version != "v1alpha":
+	case !apiVersionServed(GeminiAPI, version):
 		return "", "", false
 	case method == "BidiGenerateContent":
 	case method == "BidiGenerateContentConstrained" && version == "v1alpha":
@@ -81,28 +81,65 @@ func parseLiveRPC(rpc string) (version, method string, ok bool) {
 	return version, method, true
 }
 
-// liveAuthorized mirrors what the genai client sends: x-goog-api-key (or
-// the ?key= of the raw-protocol docs), or "Authorization: Token ..." with
-// an ephemeral token on the constrained method.
+// parseVertexLiveRPC reads the version from the two last path elements of
+// a Vertex AI Live URL,
+// "google.cloud.aiplatform.v1beta1.LlmBidiService/BidiGenerateContent".
+func parseVertexLiveRPC(service, method string) (version string, ok bool) {
+	rest, ok := strings.CutPrefix(service, "google.cloud.aiplatform.")
+	if !ok || method != "BidiGenerateContent" {
+		return "", false
+	}
+	version, ok = strings.CutSuffix(rest, ".LlmBidiService")
+	if !ok || !apiVersionServed(VertexAI, version) {
+		return "", false
+	}
+	return version, true
+}
+
+// liveAuthorized mirrors what the genai clients send: x-goog-api-key (Go)
+// or ?key= (JS), or an ephemeral token on the constrained method
+// ("Authorization: Token ..." from Go, ?access_token= from JS).
 func liveAuthorized(r *http.Request, method string) bool {
 	if method == "BidiGenerateContentConstrained" {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Token ")
-		return ok && tok != ""
+		return ok && tok != "" || r.URL.Query().Get("access_token") != ""
 	}
-	return r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Get("key") != ""
+	return hasAPIKey(r)
 }
 
-// handleLive serves GET /ws/{rpc}. A wrong path is refused before the
-// upgrade (404, as the real front end does); everything else is answered
-// over the WebSocket: a missing key closes 1008, a bad or unresumable setup
-// closes 1007, like the real service, so the genai client surfaces the
-// reason as a *websocket.CloseError from Connect.
+// handleLive serves the Gemini API's GET /ws/{rpc}. A wrong path is refused
+// before the upgrade (404, as the real front end does); everything else is
+// answered over the WebSocket: a missing key closes 1008, a bad or
+// unresumable setup closes 1007, like the real service, so the genai
+// client surfaces the reason as a *websocket.CloseError from Connect.
 func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 	version, method, ok := parseLiveRPC(r.PathValue("rpc"))
 	if !ok {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("%s is not a Live endpoint of the fake Gemini API", r.URL.Path))
 		return
 	}
+	s.serveLiveConn(w, r, GeminiAPI, version, liveAuthorized(r, method))
+}
+
+// handleVertexLive serves Vertex AI's GET /ws/{service}/{method}. It wants
+// an OAuth access token; without one it refuses the upgrade with 401
+// (assumed: Google front ends answer unauthenticated HTTP requests so, and
+// the Go SDK then reports "bad handshake").
+func (s *Server) handleVertexLive(w http.ResponseWriter, r *http.Request) {
+	version, ok := parseVertexLiveRPC(r.PathValue("service"), r.PathValue("method"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("%s is not a Live endpoint of the fake Vertex AI API", r.URL.Path))
+		return
+	}
+	if _, ok := bearerToken(r); !ok {
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", msgNoBearer)
+		return
+	}
+	s.serveLiveConn(w, r, VertexAI, version, true)
+}
+
+// serveLiveConn upgrades r and runs the connection with the Live brain.
+func (s *Server) serveLiveConn(w http.ResponseWriter, r *http.Request, api API, version string, authorized bool) {
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		s.log.Info("fake gemini live: upgrade failed", "err", err)
@@ -112,8 +149,8 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(maxBodyBytes)
 
 	id := fmt.Sprintf("live-%d", s.live.seq.Add(1))
-	log := s.log.With("live", id)
-	if !liveAuthorized(r, method) {
+	log := s.log.With("live", id, "api", string(api))
+	if !authorized {
 		log.Info("fake gemini live: no API key")
 		closeNow(log, conn, websocket.StatusPolicyViolation, reasonBadKey)
 		return
@@ -127,18 +164,21 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	info, code, err := s.liveHandshake(r.Context(), conn)
+	info, code, err := s.liveHandshake(r.Context(), conn, api)
 	if err != nil {
 		log.Info("fake gemini live: setup refused", "err", err)
+		if errors.Is(err, errBadModel) {
+			s.violate("Live %s: %v", id, err)
+		}
 		if code != 0 {
 			closeNow(log, conn, code, reasonInvalidArgument)
 		}
 		return
 	}
 	_, info.record = brain.(frameRecorder)
-	info.id, info.apiVersion, info.header = id, version, r.Header.Clone()
+	info.id, info.api, info.apiVersion, info.header = id, api, version, r.Header.Clone()
 	log = log.With("model", info.setup.Model)
-	log.Debug("fake gemini live: session started", "resumed", info.resumed)
+	log.Debug("fake gemini live: session started", "version", version, "path", r.URL.Path, "resumed", info.resumed)
 
 	s.live.conns.Add(1)
 	defer s.live.conns.Add(-1)
@@ -148,14 +188,14 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 // liveHandshake reads the setup, resolves its resumption handle and
 // answers setupComplete. On failure it returns the close code to send (0
 // when the connection is already unusable).
-func (s *Server) liveHandshake(ctx context.Context, conn *websocket.Conn) (liveInfo, websocket.StatusCode, error) {
+func (s *Server) liveHandshake(ctx context.Context, conn *websocket.Conn, api API) (liveInfo, websocket.StatusCode, error) {
 	rctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	_, data, err := conn.Read(rctx)
 	cancel()
 	if err != nil {
 		return liveInfo{}, 0, fmt.Errorf("read setup: %w", err)
 	}
-	setup, err := decodeSetup(data)
+	setup, err := decodeSetup(data, api)
 	if err != nil {
 		return liveInfo{}, websocket.StatusInvalidFramePayloadData, err
 	}
@@ -188,11 +228,11 @@ func (s *Server) serveLive(reqCtx context.Context, conn *websocket.Conn, log *sl
 	defer stop()
 
 	ls := &LiveSession{
-		ID: info.id, APIVersion: info.apiVersion, Header: info.header, Setup: info.setup, Resumed: info.resumed,
+		ID: info.id, API: info.api, APIVersion: info.apiVersion, Header: info.header, Setup: info.setup, Resumed: info.resumed,
 		srv: s, conn: conn, log: log,
 		ctx: ctx, cancel: cancel, connCtx: connCtx, connCancel: connCancel,
 		events: make(chan ClientEvent, liveQueue), out: make(chan liveFrame, liveQueue), writerDone: make(chan struct{}),
-		state: info.state, record: info.record,
+		state: info.state, record: info.record, strict: s.strict.on.Load(),
 	}
 	ls.recordFrame(info.firstFrame)
 
@@ -238,6 +278,9 @@ func (s *LiveSession) writeLoop() {
 				}
 				return
 			}
+			// Strict mode learns from the frame before it leaves: the
+			// client cannot answer it earlier.
+			s.turn.apply(f.note)
 			ctx, cancel := context.WithTimeout(s.connCtx, liveWriteTimeout)
 			err := s.conn.Write(ctx, websocket.MessageBinary, f.data)
 			cancel()
@@ -267,6 +310,10 @@ func (s *LiveSession) readLoop() {
 		evs, err := decodeClientMessage(data)
 		if err != nil {
 			s.log.Info("fake gemini live: bad client message", "err", err)
+			_ = s.Close(int(websocket.StatusInvalidFramePayloadData), reasonInvalidArgument)
+			continue
+		}
+		if s.strict && !s.checkClientEvents(evs) {
 			_ = s.Close(int(websocket.StatusInvalidFramePayloadData), reasonInvalidArgument)
 			continue
 		}

@@ -23,8 +23,14 @@ type LiveBrain interface {
 
 // LiveSetup is the decoded setup message of a Live connection.
 type LiveSetup struct {
-	// Model is the model id without the "models/" prefix.
-	Model             string
+	// Model is the model id: the setup's model without the "models/" prefix
+	// (Gemini API) or the "projects/.../publishers/.../models/" one (Vertex
+	// AI). ModelName is the setup's model as sent.
+	Model     string
+	ModelName string
+	// Project and Location come from a Vertex AI model name (empty on the
+	// Gemini API).
+	Project, Location string
 	GenerationConfig  *genai.GenerationConfig
 	SystemInstruction *genai.Content
 	Tools             []*genai.Tool
@@ -108,6 +114,7 @@ func (e ClientEvent) UserText() string {
 // liveInfo is what the handshake learned about a connection.
 type liveInfo struct {
 	id         string
+	api        API
 	apiVersion string
 	header     http.Header
 	setup      LiveSetup

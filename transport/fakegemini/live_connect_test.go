@@ -73,7 +73,7 @@ func TestLiveSetupArrivesDecodedAndSetupCompleteIsEchoed(t *testing.T) {
 }
 
 func TestLiveSetupAcceptsInt64sAsNumbersOrStrings(t *testing.T) {
-	su, err := decodeSetup([]byte(`{"setup":{"model":"models/m","contextWindowCompression":{"triggerTokens":1000,"slidingWindow":{"targetTokens":"500"}}}}`))
+	su, err := decodeSetup([]byte(`{"setup":{"model":"models/m","contextWindowCompression":{"triggerTokens":1000,"slidingWindow":{"targetTokens":"500"}}}}`), GeminiAPI)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
@@ -81,7 +81,7 @@ func TestLiveSetupAcceptsInt64sAsNumbersOrStrings(t *testing.T) {
 	if *cw.TriggerTokens != 1000 || *cw.SlidingWindow.TargetTokens != 500 {
 		t.Errorf("trigger %d target %d, want 1000 500", *cw.TriggerTokens, *cw.SlidingWindow.TargetTokens)
 	}
-	if _, err := decodeSetup([]byte(`{"setup":{"model":"models/m","contextWindowCompression":{"triggerTokens":"lots"}}}`)); err == nil {
+	if _, err := decodeSetup([]byte(`{"setup":{"model":"models/m","contextWindowCompression":{"triggerTokens":"lots"}}}`), GeminiAPI); err == nil {
 		t.Error("a non-numeric triggerTokens decoded")
 	}
 }

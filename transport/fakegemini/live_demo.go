@@ -23,7 +23,9 @@ import (
 // (clientContent or realtimeInput.text) that asks a question calls
 // kb_search{query, limit: 3} and speaks an answer naming the first
 // result's title; "stop", "bye" or "switch to text" calls
-// end_voice_session{}. Transcripts are sent only when the setup enabled
+// end_voice_session{}; "/call NAME {json args}" calls any declared tool and
+// speaks a summary of its result (see demo_call.go). Transcripts are sent
+// only when the setup enabled
 // them, resumption updates only when it asked for them. Everything it says
 // depends only on what it receives.
 type LiveDemo struct {
@@ -63,15 +65,22 @@ type demoConn struct {
 	vad     *energyDetector
 	vadRate int
 
-	turnOpen     bool              // the model owes a turnComplete
-	pending      map[string]string // tool call id -> name, awaiting a response
-	promptTokens int               // input of the current turn
+	turnOpen     bool                   // the model owes a turnComplete
+	pending      map[string]pendingCall // by tool call id, awaiting a response
+	promptTokens int                    // input of the current turn
 
 	queue     []demoChunk // speech not yet sent
 	sent      int         // chunks of the current reply already sent
 	started   time.Time   // when the current reply's first chunk went out
 	spokenDur time.Duration
 	timer     *time.Timer
+}
+
+// pendingCall is a tool call the demo waits on; typed is true for a
+// /call, whose result is summarised whatever the tool.
+type pendingCall struct {
+	name  string
+	typed bool
 }
 
 type demoChunk struct {
@@ -169,27 +178,35 @@ func (c *demoConn) onText(text string) error {
 		return err
 	}
 	c.promptTokens += textTokens(text)
+	if sc, ok := parseSlashCall(text); ok {
+		sc.checkDeclared(declaredNames(c.s.Setup.Tools))
+		if sc.problem != "" {
+			return c.speak(sorryMelody, sc.problem)
+		}
+		return c.call(Call{Name: sc.name, Args: sc.args}, true)
+	}
 	switch {
 	case wantsToEndVoice(text):
-		return c.call(Call{Name: "end_voice_session", Args: map[string]any{}})
+		return c.call(Call{Name: "end_voice_session", Args: map[string]any{}}, false)
 	case looksLikeQuestion(text):
-		return c.call(Call{Name: "kb_search", Args: map[string]any{"query": text, "limit": 3}})
+		return c.call(Call{Name: "kb_search", Args: map[string]any{"query": text, "limit": 3}}, false)
 	}
 	return c.speak(answerMelody, fmt.Sprintf("You said: %s. I'm the offline demo model: ask me a question and "+
 		"I'll look it up in the knowledge base.", truncateWords(text, 120)))
 }
 
-// call asks the client to run one tool and waits for its response.
-func (c *demoConn) call(call Call) error {
+// call asks the client to run one tool and waits for its response; typed
+// marks a /call.
+func (c *demoConn) call(call Call, typed bool) error {
 	c.turnOpen = true
 	ids, err := c.s.SendToolCall(call)
 	if err != nil {
 		return err
 	}
 	if c.pending == nil {
-		c.pending = make(map[string]string)
+		c.pending = make(map[string]pendingCall)
 	}
-	c.pending[ids[0]] = call.Name
+	c.pending[ids[0]] = pendingCall{name: call.Name, typed: typed}
 	return nil
 }
 
@@ -198,15 +215,21 @@ func (c *demoConn) onToolResponse(rs []*genai.FunctionResponse) error {
 		if r == nil {
 			continue
 		}
-		name, ok := c.pending[r.ID]
+		p, ok := c.pending[r.ID]
 		if !ok {
 			continue // cancelled or unknown: the model has moved on
 		}
 		delete(c.pending, r.ID)
-		if msg, failed := toolFailure(r.Response); failed {
-			return c.speak(sorryMelody, fmt.Sprintf("Sorry, the %s tool failed: %s", name, msg))
+		msg, failed := toolFailure(r.Response)
+		switch {
+		case p.typed && failed:
+			return c.speak(sorryMelody, summarizeResult(p.name, r.Response))
+		case p.typed:
+			return c.speak(answerMelody, summarizeResult(p.name, r.Response))
+		case failed:
+			return c.speak(sorryMelody, fmt.Sprintf("Sorry, the %s tool failed: %s", p.name, msg))
 		}
-		switch name {
+		switch p.name {
 		case "end_voice_session":
 			return c.speak(answerMelody, "Okay, switching back to text. Talk to you there!")
 		case "kb_search":

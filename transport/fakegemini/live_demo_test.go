@@ -57,9 +57,6 @@ func summarize(t *testing.T, msgs []*genai.LiveServerMessage) heard {
 	return h
 }
 
-// pcmDuration is the length of 24 kHz PCM16 audio.
-func pcmDuration(pcm []byte) time.Duration { return time.Duration(len(pcm)/2) * time.Second / 24000 }
-
 func TestLiveDemoAnswersSpeechWithAMelodyAndATranscript(t *testing.T) {
 	srv, base := startLive(t, NewLiveDemo())
 	c := connectLive(t, base, demoConfig)

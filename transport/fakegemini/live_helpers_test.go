@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/turnstile-gw/turnstile/transport/geminilive"
 	"google.golang.org/genai"
 )
 
@@ -29,8 +28,12 @@ func startLive(t *testing.T, brain LiveBrain) (*Server, string) {
 	if brain != nil {
 		s.SetLiveBrain(brain)
 	}
-	return s, geminilive.BaseURL(base)
+	return s, wsBase(base)
 }
+
+// wsBase is the ws:// base URL the genai Live client needs for a fake
+// served at the http:// base: the SDK turns http into wss (TLS).
+func wsBase(httpBase string) string { return "ws" + strings.TrimPrefix(httpBase, "http") }
 
 // liveClient is a real genai Live session with one goroutine calling
 // Receive, as a gateway would.
@@ -209,7 +212,12 @@ func nextEvent(t *testing.T, s *LiveSession) ClientEvent {
 // the SDK cannot send (no key, a bad model, a bad message).
 func rawDial(t *testing.T, base, query string, header map[string]string) *websocket.Conn {
 	t.Helper()
-	u := strings.TrimSuffix(base, "/") + "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent" + query
+	return dialURL(t, strings.TrimSuffix(base, "/")+"/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"+query, header)
+}
+
+// dialURL opens a WebSocket to u without the SDK.
+func dialURL(t *testing.T, u string, header map[string]string) *websocket.Conn {
+	t.Helper()
 	h := make(map[string][]string)
 	for k, v := range header {
 		h[k] = []string{v}

@@ -32,7 +32,10 @@ const liveQueue = 64
 type LiveSession struct {
 	// ID names the connection in logs ("live-1", "live-2", ...).
 	ID string
-	// APIVersion is "v1beta" or "v1alpha", from the URL.
+	// API is the API the client connected to (GeminiAPI or VertexAI);
+	// APIVersion is from the URL: "v1beta", "v1alpha" or "v1" on the Gemini
+	// API, "v1beta1" or "v1" on Vertex AI.
+	API        API
 	APIVersion string
 	// Header is a copy of the upgrade request's headers.
 	Header http.Header
@@ -58,16 +61,21 @@ type LiveSession struct {
 	closeMu sync.Mutex
 	closing bool
 
-	mu     sync.Mutex
-	state  any
-	record bool
-	frames [][]byte
+	mu      sync.Mutex
+	state   any
+	record  bool
+	frames  [][]byte
+	playout time.Time // when the current turn's audio ends playing (Speak)
+
+	strict bool     // strict mode was on when the connection started
+	turn   liveTurn // what strict mode knows of the model's turn and calls
 }
 
 // liveFrame is one queued server frame, or the close frame that ends the
-// queue.
+// queue. note is what strict mode learns from it once it is written.
 type liveFrame struct {
 	data   []byte
+	note   frameNote
 	close  bool
 	code   websocket.StatusCode
 	reason string
@@ -149,9 +157,10 @@ func (s *LiveSession) SendGenerationComplete() error {
 }
 
 // SendTurnComplete ends the model's turn, with usage (nil for none); Live
-// usage counts output in responseTokenCount.
+// usage counts output in responseTokenCount (Vertex AI sends it as
+// candidatesTokenCount, which its SDK converts back).
 func (s *LiveSession) SendTurnComplete(usage *genai.UsageMetadata) error {
-	return s.Send(turnCompleteMessage(usage))
+	return s.Send(turnCompleteMessage(usage, s.API))
 }
 
 // SendInterrupted says the user spoke over the model: the client drops the
@@ -207,7 +216,11 @@ func (s *LiveSession) Send(msg map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("live %s: encode server message: %w", s.ID, err)
 	}
-	return s.enqueue(liveFrame{data: data})
+	f := liveFrame{data: data}
+	if s.strict {
+		f.note = observeFrame(data)
+	}
+	return s.enqueue(f)
 }
 
 // Close ends the connection with a close frame carrying code and reason

@@ -13,8 +13,11 @@ import (
 )
 
 // errBadClientMessage marks a client frame the real service would refuse
-// with close 1007.
-var errBadClientMessage = errors.New("invalid client message")
+// with close 1007; errBadModel a setup whose model name is malformed.
+var (
+	errBadClientMessage = errors.New("invalid client message")
+	errBadModel         = errors.New("malformed model name")
+)
 
 // wireClientMessage is the union of every frame a Live client sends. genai
 // types decode the Gemini API wire JSON directly, except where the SDK
@@ -86,8 +89,10 @@ func (n *flexInt64) ptr() *int64 {
 }
 
 // decodeSetup parses the first client frame, which must be
-// {"setup":{"model":"models/..."}}.
-func decodeSetup(data []byte) (LiveSetup, error) {
+// {"setup":{"model":"models/..."}} on the Gemini API and
+// {"setup":{"model":"projects/{p}/locations/{l}/publishers/{pub}/models/..."}}
+// on Vertex AI.
+func decodeSetup(data []byte, api API) (LiveSetup, error) {
 	var msg wireClientMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
 		return LiveSetup{}, fmt.Errorf("setup: %w: %w", errBadClientMessage, err)
@@ -96,9 +101,17 @@ func decodeSetup(data []byte) (LiveSetup, error) {
 	if w == nil {
 		return LiveSetup{}, fmt.Errorf("setup: %w: the first message is not a setup", errBadClientMessage)
 	}
-	model, ok := strings.CutPrefix(w.Model, "models/")
-	if !ok || model == "" {
-		return LiveSetup{}, fmt.Errorf("setup: %w: model %q does not start with models/", errBadClientMessage, w.Model)
+	var model, project, location string
+	if api == VertexAI {
+		var ok bool
+		if project, location, model, ok = vertexModel(w.Model); !ok {
+			return LiveSetup{}, fmt.Errorf("setup: %w: %w: model %q is not projects/{project}/locations/{location}/publishers/{publisher}/models/{model}",
+				errBadClientMessage, errBadModel, w.Model)
+		}
+	} else if m, ok := strings.CutPrefix(w.Model, "models/"); ok && m != "" && !strings.Contains(m, "/") {
+		model = m
+	} else {
+		return LiveSetup{}, fmt.Errorf("setup: %w: %w: model %q is not models/{model}", errBadClientMessage, errBadModel, w.Model)
 	}
 	var raw struct {
 		Setup json.RawMessage `json:"setup"`
@@ -106,6 +119,9 @@ func decodeSetup(data []byte) (LiveSetup, error) {
 	_ = json.Unmarshal(data, &raw) // cannot fail: data decoded above
 	s := LiveSetup{
 		Model:                    model,
+		ModelName:                w.Model,
+		Project:                  project,
+		Location:                 location,
 		GenerationConfig:         w.GenerationConfig,
 		SystemInstruction:        w.SystemInstruction,
 		Tools:                    w.Tools,
@@ -193,11 +209,28 @@ func transcriptionMessage(field, text string) map[string]any {
 	return serverContent(map[string]any{field: map[string]any{"text": text}})
 }
 
-func turnCompleteMessage(usage *genai.UsageMetadata) map[string]any {
+// turnCompleteMessage ends a turn with usage in the API's field names: the
+// Gemini API's Live usage says responseTokenCount, Vertex AI's says
+// candidatesTokenCount (its SDK renames it).
+func turnCompleteMessage(usage *genai.UsageMetadata, api API) map[string]any {
 	m := serverContent(map[string]any{"turnComplete": true})
-	if usage != nil {
-		m["usageMetadata"] = usage
+	if usage == nil {
+		return m
 	}
+	if api != VertexAI {
+		m["usageMetadata"] = usage
+		return m
+	}
+	var u map[string]any
+	data, _ := json.Marshal(usage) // plain struct of numbers and strings
+	_ = json.Unmarshal(data, &u)
+	for from, to := range map[string]string{"responseTokenCount": "candidatesTokenCount", "responseTokensDetails": "candidatesTokensDetails"} {
+		if v, ok := u[from]; ok {
+			delete(u, from)
+			u[to] = v
+		}
+	}
+	m["usageMetadata"] = u
 	return m
 }
 
@@ -216,8 +249,7 @@ func toolCallMessage(calls []Call) map[string]any {
 // goAwayMessage encodes timeLeft as a protobuf Duration string ("50s",
 // "0.5s"): the SDK parses it with time.ParseDuration and fails on numbers.
 func goAwayMessage(timeLeft time.Duration) map[string]any {
-	secs := strconv.FormatFloat(timeLeft.Seconds(), 'f', -1, 64)
-	return map[string]any{"goAway": map[string]any{"timeLeft": secs + "s"}}
+	return map[string]any{"goAway": map[string]any{"timeLeft": protoDuration(timeLeft)}}
 }
 
 func resumptionMessage(handle string) map[string]any {

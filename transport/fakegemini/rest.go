@@ -14,35 +14,52 @@ import (
 // payloads too.
 const maxBodyBytes = 32 << 20
 
-// handleModels serves POST /{version}/models/{model}:{method}.
+// handleModels serves the Gemini API's POST /{version}/models/{model}:{method}.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	version := r.PathValue("version")
 	model, method, _ := strings.Cut(r.PathValue("rest"), ":")
-	switch version {
-	case "v1", "v1beta", "v1alpha":
-	default:
-		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("API version %q is not served", version))
+	if !hasAPIKey(r) {
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", msgNoAPIKey)
 		return
 	}
-	var stream bool
+	s.serveGenerate(w, r, &Request{Model: model, API: GeminiAPI, APIVersion: r.PathValue("version")}, method)
+}
+
+// handleVertexModels serves Vertex AI's POST
+// /{version}/projects/{p}/locations/{l}/publishers/{pub}/models/{model}:{method},
+// which takes an OAuth access token instead of an API key.
+func (s *Server) handleVertexModels(w http.ResponseWriter, r *http.Request) {
+	model, method, _ := strings.Cut(r.PathValue("rest"), ":")
+	if _, ok := bearerToken(r); !ok {
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", msgNoBearer)
+		return
+	}
+	s.serveGenerate(w, r, &Request{
+		Model: model, API: VertexAI, APIVersion: r.PathValue("version"),
+		Project: r.PathValue("project"), Location: r.PathValue("location"),
+	}, method)
+}
+
+// serveGenerate answers generateContent or streamGenerateContent for req,
+// whose endpoint fields the route has filled in.
+func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req *Request, method string) {
+	model := req.Model
+	if !apiVersionServed(req.API, req.APIVersion) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("API version %q is not served", req.APIVersion))
+		return
+	}
 	switch method {
 	case "streamGenerateContent":
-		stream = true
+		req.Stream = true
 	case "generateContent":
 	default:
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("method %q is not found for models/%s", method, model))
-		return
-	}
-	if r.Header.Get("x-goog-api-key") == "" && r.URL.Query().Get("key") == "" {
-		writeError(w, http.StatusForbidden, "PERMISSION_DENIED",
-			"Method doesn't allow unregistered callers (callers without established identity). Please use API key or other form of API consumer identity to call this API.")
 		return
 	}
 	if model == "" {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "model name is empty")
 		return
 	}
-	if stream && r.URL.Query().Get("alt") != "sse" {
+	if req.Stream && r.URL.Query().Get("alt") != "sse" {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "the fake Gemini server streams only with alt=sse")
 		return
 	}
@@ -61,20 +78,17 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified")
 		return
 	}
-	req := &Request{
-		Model:             model,
-		Stream:            stream,
-		Contents:          wr.Contents,
-		SystemInstruction: wr.SystemInstruction,
-		Tools:             wr.Tools,
-		ToolConfig:        wr.ToolConfig,
-		GenerationConfig:  wr.GenerationConfig,
-		Header:            r.Header.Clone(),
-	}
-	log := s.log.With("model", model, "method", method)
+	req.Contents, req.SystemInstruction, req.Tools = wr.Contents, wr.SystemInstruction, wr.Tools
+	req.ToolConfig, req.GenerationConfig, req.Header = wr.ToolConfig, wr.GenerationConfig, r.Header.Clone()
+	log := s.log.With("api", string(req.API), "version", req.APIVersion, "model", model, "method", method)
 
-	ctx := r.Context()
-	reply := s.brain.Respond(ctx, req)
+	var reply Reply
+	if bad := s.checkContents(req.Contents); bad != nil {
+		reply = *bad // strict mode: the real API refuses the request
+	} else {
+		reply = s.brain.Respond(r.Context(), req)
+		s.noteRESTCalls(reply)
+	}
 	if reply.Status >= 400 {
 		log.Info("fake gemini: error reply", "status", reply.Status)
 		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
@@ -82,8 +96,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(errorBody(reply.Status, reply.Error))
 		return
 	}
+	ctx := r.Context()
 	rb := newResponseBuilder(req, body)
-	if stream {
+	if req.Stream {
 		err = s.stream(ctx, w, rb, reply)
 	} else {
 		err = s.unary(ctx, w, rb, reply)
@@ -107,6 +122,16 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rb *response
 	w.WriteHeader(http.StatusOK)
 	if err := rc.Flush(); err != nil {
 		return fmt.Errorf("stream: flush headers: %w", err)
+	}
+	if reply.BlockReason != "" {
+		data, err := rb.buildBlocked(reply.BlockReason)
+		if err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+		if err := writeEvent(w, rc, append([]byte("data: "), data...)); err != nil {
+			return fmt.Errorf("stream: blocked chunk: %w", err)
+		}
+		return nil
 	}
 	for i, c := range reply.Chunks {
 		if err := wait(ctx, c.Delay); err != nil {
@@ -158,7 +183,13 @@ func (s *Server) unary(ctx context.Context, w http.ResponseWriter, rb *responseB
 		<-ctx.Done()
 		return fmt.Errorf("unary: hang: %w", ctx.Err())
 	}
-	data, err := rb.build(merge(reply.Chunks))
+	var data []byte
+	var err error
+	if reply.BlockReason != "" {
+		data, err = rb.buildBlocked(reply.BlockReason)
+	} else {
+		data, err = rb.build(merge(reply.Chunks))
+	}
 	if err != nil {
 		return fmt.Errorf("unary: %w", err)
 	}

@@ -33,6 +33,7 @@ type Server struct {
 	handlers sync.WaitGroup
 	inFlight atomic.Int64
 	live     liveHub
+	strict   strictState
 }
 
 // New returns a server whose model answers come from brain. A nil log
@@ -44,7 +45,9 @@ func New(brain Brain, log *slog.Logger) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{brain: brain, log: log, mux: http.NewServeMux(), ctx: ctx, cancel: cancel}
 	s.mux.HandleFunc("POST /{version}/models/{rest}", s.handleModels)
+	s.mux.HandleFunc("POST /{version}/projects/{project}/locations/{location}/publishers/{publisher}/models/{rest}", s.handleVertexModels)
 	s.mux.HandleFunc("GET /ws/{rpc}", s.handleLive)
+	s.mux.HandleFunc("GET /ws/{service}/{method}", s.handleVertexLive)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("%s %s is not served by the fake Gemini API", r.Method, r.URL.Path))
 	})
@@ -73,7 +76,13 @@ func (s *Server) Handler() http.Handler {
 		defer cancel()
 		stop := context.AfterFunc(s.ctx, cancel)
 		defer stop()
-		s.mux.ServeHTTP(w, r.WithContext(ctx))
+		r = r.WithContext(ctx)
+		if p := cleanSlashes(r.URL.Path); p != r.URL.Path {
+			u := *r.URL
+			u.Path, u.RawPath = p, ""
+			r.URL = &u
+		}
+		s.mux.ServeHTTP(w, r)
 	})
 }
 

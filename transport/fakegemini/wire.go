@@ -21,12 +21,18 @@ type wireRequest struct {
 	GenerationConfig  *genai.GenerationConfig `json:"generationConfig"`
 }
 
-// wireResponse mirrors a recorded GenerateContentResponse chunk.
+// wireResponse mirrors a recorded GenerateContentResponse chunk. A blocked
+// prompt's answer has promptFeedback and no candidates.
 type wireResponse struct {
-	Candidates    []wireCandidate `json:"candidates"`
-	UsageMetadata wireUsage       `json:"usageMetadata"`
-	ModelVersion  string          `json:"modelVersion"`
-	ResponseID    string          `json:"responseId"`
+	Candidates     []wireCandidate     `json:"candidates,omitempty"`
+	PromptFeedback *wirePromptFeedback `json:"promptFeedback,omitempty"`
+	UsageMetadata  wireUsage           `json:"usageMetadata"`
+	ModelVersion   string              `json:"modelVersion"`
+	ResponseID     string              `json:"responseId"`
+}
+
+type wirePromptFeedback struct {
+	BlockReason string `json:"blockReason"`
 }
 
 type wireCandidate struct {
@@ -42,7 +48,7 @@ type wireContent struct {
 
 type wireUsage struct {
 	PromptTokenCount     int `json:"promptTokenCount"`
-	CandidatesTokenCount int `json:"candidatesTokenCount"`
+	CandidatesTokenCount int `json:"candidatesTokenCount,omitempty"`
 	TotalTokenCount      int `json:"totalTokenCount"`
 }
 
@@ -78,7 +84,11 @@ func (b *responseBuilder) build(c Chunk) ([]byte, error) {
 		if call.ID != "" {
 			fc["id"] = call.ID
 		}
-		parts = append(parts, map[string]any{"functionCall": fc})
+		part := map[string]any{"functionCall": fc}
+		if len(call.Signature) > 0 {
+			part["thoughtSignature"] = call.Signature // []byte: standard base64, as proto3 JSON bytes
+		}
+		parts = append(parts, part)
 	}
 	b.outputChars += len(c.Text)
 	for _, call := range c.Calls {
@@ -97,6 +107,22 @@ func (b *responseBuilder) build(c Chunk) ([]byte, error) {
 	data, err := json.Marshal(resp)
 	if err != nil {
 		return nil, fmt.Errorf("encode response chunk: %w", err)
+	}
+	return data, nil
+}
+
+// buildBlocked encodes the single chunk that answers a blocked prompt:
+// promptFeedback.blockReason, prompt usage, and no candidates.
+func (b *responseBuilder) buildBlocked(reason string) ([]byte, error) {
+	resp := wireResponse{
+		PromptFeedback: &wirePromptFeedback{BlockReason: reason},
+		UsageMetadata:  wireUsage{PromptTokenCount: b.promptTokens, TotalTokenCount: b.promptTokens},
+		ModelVersion:   b.model,
+		ResponseID:     b.responseID,
+	}
+	data, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode blocked response: %w", err)
 	}
 	return data, nil
 }

@@ -6,7 +6,10 @@ package geminitext
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"strings"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -28,8 +31,10 @@ func New(client *genai.Client, name string) *Model {
 // Name is the model id.
 func (m *Model) Name() string { return m.name }
 
-// Stream implements transport.TextModel. Errors are *transport.ModelError,
-// transport.ErrTruncated, or the context's error.
+// Stream implements transport.TextModel. Errors are *transport.ModelError
+// (with RetryAfter from a RetryInfo detail; a blocked prompt matches
+// transport.ErrPromptBlocked), transport.ErrTruncated, or the context's
+// error. Function calls carry their thoughtSignature as Signature.
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
 		cfg := &genai.GenerateContentConfig{SystemInstruction: SystemInstruction(req.System), Tools: Tools(req.Tools)}
@@ -89,9 +94,13 @@ func Tools(ts []transport.ToolDecl) []*genai.Tool {
 func fromResponse(resp *genai.GenerateContentResponse) (transport.Chunk, error) {
 	var c transport.Chunk
 	if len(resp.Candidates) == 0 {
-		if resp.PromptFeedback != nil && resp.PromptFeedback.BlockReason != "" {
-			return c, &transport.ModelError{Status: 400, Code: "BLOCKED",
-				Message: "the model refused the prompt: " + string(resp.PromptFeedback.BlockReason)}
+		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			msg := "the model refused the prompt (" + string(pf.BlockReason) + ")"
+			if pf.BlockReasonMessage != "" {
+				msg += ": " + pf.BlockReasonMessage
+			}
+			return c, &transport.ModelError{Status: 400, Code: transport.CodePromptBlocked, Message: msg,
+				Reason: string(pf.BlockReason)}
 		}
 		return c, nil
 	}
@@ -102,6 +111,7 @@ func fromResponse(resp *genai.GenerateContentResponse) (transport.Chunk, error) 
 			case p.FunctionCall != nil:
 				c.Calls = append(c.Calls, transport.FunctionCall{
 					ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.Args,
+					Signature: p.ThoughtSignature,
 				})
 			case p.Text != "" && !p.Thought:
 				c.Text += p.Text
@@ -118,13 +128,46 @@ func classify(ctx context.Context, err error) error {
 	}
 	var api genai.APIError
 	if errors.As(err, &api) {
-		return &transport.ModelError{Status: api.Code, Code: api.Status, Message: api.Message,
+		me := &transport.ModelError{Status: api.Code, Code: api.Status, Message: api.Message,
 			Retryable: transport.RetryableStatus(api.Code)}
+		readDetails(me, api.Details)
+		return me
 	}
 	return &transport.ModelError{Code: "UNAVAILABLE", Message: err.Error(), Retryable: true}
 }
 
-// Contents converts neutral history to Gemini contents: tool results travel
+// readDetails takes what a caller can act on from the google.rpc details of
+// an error body: the retry delay of a RetryInfo and the reason of an
+// ErrorInfo.
+func readDetails(me *transport.ModelError, details []map[string]any) {
+	for _, d := range details {
+		switch d["@type"] {
+		case "type.googleapis.com/google.rpc.RetryInfo":
+			if s, ok := d["retryDelay"].(string); ok {
+				if delay, err := parseProtoDuration(s); err == nil && delay > 0 {
+					me.RetryAfter = delay
+				}
+			}
+		case "type.googleapis.com/google.rpc.ErrorInfo":
+			if r, ok := d["reason"].(string); ok && me.Reason == "" {
+				me.Reason = r
+			}
+		}
+	}
+}
+
+// parseProtoDuration reads a google.protobuf.Duration in proto3 JSON:
+// decimal seconds with an "s" suffix ("29s", "2.463586755s").
+func parseProtoDuration(s string) (time.Duration, error) {
+	if !strings.HasSuffix(s, "s") || strings.ContainsAny(s, "hm") {
+		return 0, fmt.Errorf("duration %q is not in seconds", s)
+	}
+	return time.ParseDuration(s)
+}
+
+// Contents converts neutral history to Gemini contents: function calls go
+// back with the thoughtSignature they came with (thinking models refuse a
+// history without it), tool results travel
 // as user-role functionResponse parts, and consecutive entries of the same
 // role merge into one content (a failed turn leaves two user entries in a
 // row, which the API would otherwise refuse).
@@ -156,7 +199,10 @@ func Contents(history []transport.Entry) []*genai.Content {
 					synthetic[c.ID] = true
 					id = ""
 				}
-				parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: id, Name: c.Name, Args: c.Args}})
+				parts = append(parts, &genai.Part{
+					FunctionCall:     &genai.FunctionCall{ID: id, Name: c.Name, Args: c.Args},
+					ThoughtSignature: c.Signature,
+				})
 			}
 			add(genai.RoleModel, parts...)
 		case transport.RoleTool:
