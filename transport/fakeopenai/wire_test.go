@@ -156,7 +156,9 @@ func TestRequestsAreCheckedLikeTheRealAPI(t *testing.T) {
 	user := map[string]any{"role": "user", "content": "hi"}
 	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
 		map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}}}
-	tool := func(id string) map[string]any { return map[string]any{"role": "tool", "tool_call_id": id, "content": "{}"} }
+	tool := func(id string) map[string]any {
+		return map[string]any{"role": "tool", "tool_call_id": id, "content": "{}"}
+	}
 	fn := map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}
 	req := func(mut func(map[string]any)) map[string]any {
 		r := userRequest(true, false)
@@ -206,7 +208,11 @@ func TestRequestsAreCheckedLikeTheRealAPI(t *testing.T) {
 	if n := len(brain.Requests()); n != 0 {
 		t.Errorf("the brain saw %d invalid requests", n)
 	}
-	ok := req(func(r map[string]any) { r["messages"] = []any{user, asst, tool("call_1")}; r["tools"] = []any{fn}; r["tool_choice"] = "required" })
+	ok := req(func(r map[string]any) {
+		r["messages"] = []any{user, asst, tool("call_1")}
+		r["tools"] = []any{fn}
+		r["tool_choice"] = "required"
+	})
 	brain.Push(fo.Fixed(fo.TextReply("fine", 1)))
 	if resp, body := post(t, base, "/chat/completions", ok, nil); resp.StatusCode != 200 {
 		t.Errorf("a valid conversation with a call and its result: %d %s", resp.StatusCode, body)
