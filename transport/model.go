@@ -97,7 +97,7 @@ type TextRequest struct {
 // Calls are complete function calls, each with its final Args (or
 // ArgsError). A call in Calls keeps the ID it was announced with; a call in
 // Calls that was never announced in Started is started and complete at
-// once. If the stream ends in an error, calls announced in Started but not
+// once. One chunk may carry a call in both: Started is handled first. If the stream ends in an error, calls announced in Started but not
 // yet delivered in Calls are abandoned: they never run and need no answer.
 //
 // FinishReason is set on the last chunk of a stream that ended properly, in

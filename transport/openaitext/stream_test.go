@@ -226,3 +226,30 @@ func TestStreamWithoutAUsageChunkReportsNoUsage(t *testing.T) {
 		t.Errorf("last chunk = %+v, want stop without usage (the server sent none)", end)
 	}
 }
+
+func TestStreamAnnouncesAWholeCallWithoutIDTogetherWithItsEnd(t *testing.T) {
+	// Some servers send a call whole, in one fragment, and without an id.
+	m, _ := scripted(t, fo.Reply{Chunks: []fo.Chunk{
+		{Calls: []fo.CallDelta{{Index: 0, Name: "kb_get", Args: `{"id":"a"}`}}},
+		{FinishReason: "stop"},
+	}})
+	chunks, end := answer(t, m, hello)
+	if len(chunks) != 1 || len(end.Started) != 1 || len(end.Calls) != 1 {
+		t.Fatalf("chunks = %+v, want one final chunk announcing and delivering the call", chunks)
+	}
+	if id := end.Started[0].ID; !uuidPattern.MatchString(id) || end.Calls[0].ID != id || end.Calls[0].Args["id"] != "a" {
+		t.Errorf("announced %+v, delivered %+v, want the same minted id and the arguments", end.Started, end.Calls)
+	}
+}
+
+func TestStreamAssemblyStartsAfreshWithEachRequest(t *testing.T) {
+	m, _ := scripted(t,
+		fo.CallReply(fo.Call{ID: "call_1", Name: "kb_search", Args: `{"query":"first"}`}),
+		fo.CallReply(fo.Call{ID: "call_2", Name: "kb_get", Args: `{"id":"second"}`}))
+	answer(t, m, hello)
+	_, end := answer(t, m, hello)
+	want := []transport.FunctionCall{{ID: "call_2", Name: "kb_get", Args: map[string]any{"id": "second"}}}
+	if !reflect.DeepEqual(end.Calls, want) {
+		t.Errorf("second request's calls = %+v, want only its own %+v", end.Calls, want)
+	}
+}
