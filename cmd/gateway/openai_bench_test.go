@@ -9,7 +9,9 @@ import (
 
 type openAIBrainFunc func(*fakeopenai.Request) fakeopenai.Reply
 
-func (f openAIBrainFunc) Respond(_ context.Context, r *fakeopenai.Request) fakeopenai.Reply { return f(r) }
+func (f openAIBrainFunc) Respond(_ context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+	return f(r)
+}
 
 // BenchmarkTextTurnOpenAI is BenchmarkTextTurn with the openai text
 // provider: the real openai-go SDK streaming from the fake OpenAI server.
