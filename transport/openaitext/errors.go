@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -71,6 +72,13 @@ func bodyError(resp *http.Response) *transport.ModelError {
 	}
 	_, code, msg := parseErrorBody(body)
 	return modelError(resp.StatusCode, code, "", msg, resp.Header)
+}
+
+// errorsAs is errors.As for a target type, as a value.
+func errorsAs[T error](err error) (T, bool) {
+	var t T
+	ok := errors.As(err, &t)
+	return t, ok
 }
 
 // modelError is a provider error with the retry rules every adapter uses.

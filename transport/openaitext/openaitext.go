@@ -7,7 +7,6 @@ package openaitext
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -96,8 +95,9 @@ func (m *Model) Provider() string { return transport.ProviderOpenAI }
 // assembled calls, the finish reason and the usage. A call whose arguments
 // are not a JSON object is delivered with ArgsError set.
 //
-// finish_reason "stop" and "tool_calls" (and any reason this adapter does
-// not know) end the answer; "length" is transport.ErrTruncated (wrapped),
+// A refusal (delta.refusal) is streamed as text: it is the model's answer
+// to the user. finish_reason "stop" and "tool_calls" (and any reason this
+// adapter does not know) end the answer; "length" is transport.ErrTruncated (wrapped),
 // "content_filter" is transport.ErrRefused (wrapped), and a stream that
 // ends without a finish reason is transport.ErrTruncated. Other errors are
 // *transport.ModelError or the context's error.
@@ -206,10 +206,3 @@ func errMalformed(msg string) error {
 }
 
 var _ transport.TextModel = (*Model)(nil)
-
-// errorsAs is errors.As for a target type, as a value.
-func errorsAs[T error](err error) (T, bool) {
-	var t T
-	ok := errors.As(err, &t)
-	return t, ok
-}
