@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,7 @@ type Metrics struct {
 	ToolResultBytes   *prometheus.HistogramVec // tool
 	ModelRequests     *prometheus.CounterVec   // kind, outcome
 	ModelFirstToken   *prometheus.HistogramVec // kind
+	ModelTokens       *prometheus.CounterVec   // provider: gemini|openai|other, kind: input|output
 	BrowserMessages   *prometheus.CounterVec   // type
 	BrowserDisconnect *prometheus.CounterVec   // reason
 	RedisDuration     *prometheus.HistogramVec // op
@@ -87,6 +89,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		ModelFirstToken: f.histogramVec("turnstile_model_first_chunk_seconds",
 			"Time from a model request to its first streamed chunk.",
 			prometheus.ExponentialBuckets(0.01, 2, 12), "kind"),
+		ModelTokens: f.counterVec("turnstile_model_tokens_total",
+			"Tokens of text model requests as the provider reported them, by provider (gemini, openai) and kind (input, output; output includes reasoning tokens).",
+			"provider", "kind"),
 		BrowserMessages: f.counterVec("turnstile_browser_messages_total",
 			"Messages received from browsers, by protocol type (invalid ones as \"invalid\").", "type"),
 		BrowserDisconnect: f.counterVec("turnstile_browser_disconnects_total",
@@ -121,6 +126,10 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}
+	for _, p := range modelProviders {
+		m.ModelTokens.WithLabelValues(p, "input")
+		m.ModelTokens.WithLabelValues(p, "output")
+	}
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
 		"version", "commit", "goversion")
 	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)
@@ -134,6 +143,25 @@ func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
 	m.RedisDuration.WithLabelValues(op).Observe(d.Seconds())
 	if err != nil {
 		m.RedisErrors.WithLabelValues(op).Inc()
+	}
+}
+
+// modelProviders are the provider label values of turnstile_model_tokens_total;
+// any other provider is counted as "other", so the label stays bounded.
+var modelProviders = []string{"gemini", "openai"}
+
+// AddModelTokens counts the tokens one model request used, as its provider
+// reported them (provider "gemini" or "openai"; anything else is counted as
+// "other"). Negative counts are ignored.
+func (m *Metrics) AddModelTokens(provider string, input, output int) {
+	if !slices.Contains(modelProviders, provider) {
+		provider = "other"
+	}
+	if input > 0 {
+		m.ModelTokens.WithLabelValues(provider, "input").Add(float64(input))
+	}
+	if output > 0 {
+		m.ModelTokens.WithLabelValues(provider, "output").Add(float64(output))
 	}
 }
 

@@ -49,7 +49,7 @@ func TestMetricNamesPassLint(t *testing.T) {
 		"turnstile_gate_refusals_total", "turnstile_loop_detections_total",
 		"turnstile_intents_applied_total", "turnstile_confirmations_total",
 		"turnstile_tool_soft_latency_exceeded_total", "turnstile_tool_result_tokens",
-		"turnstile_tool_calls_per_turn", "turnstile_upstream_events_total",
+		"turnstile_tool_calls_per_turn", "turnstile_upstream_events_total", "turnstile_model_tokens_total",
 	} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
 			t.Errorf("%s: %d series, %v; want some", name, n, err)
@@ -87,5 +87,38 @@ func TestRedisErrorsCounted(t *testing.T) {
 	m.ObserveRedis("append", time.Millisecond, errors.New("x"))
 	if got := testutil.ToFloat64(m.RedisErrors.WithLabelValues("append")); got != 1 {
 		t.Fatalf("redis errors = %v, want 1", got)
+	}
+}
+
+func TestModelTokensStartAtZeroForEachProviderAndKind(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	New(reg, Build{})
+	if n, err := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); err != nil || n != 4 {
+		t.Fatalf("turnstile_model_tokens_total has %d series (%v), want gemini and openai × input and output", n, err)
+	}
+}
+
+func TestModelTokensAddUpPerProviderWithABoundedLabel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, Build{})
+	m.AddModelTokens("openai", 120, 30)
+	m.AddModelTokens("openai", 80, 0)
+	m.AddModelTokens("gemini", 10, 5)
+	m.AddModelTokens("llama-from-a-header", 7, 3)
+	m.AddModelTokens("gemini", -4, -1)
+	for _, c := range []struct {
+		provider, kind string
+		want           float64
+	}{
+		{"openai", "input", 200}, {"openai", "output", 30},
+		{"gemini", "input", 10}, {"gemini", "output", 5},
+		{"other", "input", 7}, {"other", "output", 3},
+	} {
+		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues(c.provider, c.kind)); got != c.want {
+			t.Errorf("tokens{%s,%s} = %v, want %v", c.provider, c.kind, got, c.want)
+		}
+	}
+	if n, _ := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); n != 6 {
+		t.Errorf("%d series, want 6: an unknown provider must not add a label value of its own", n)
 	}
 }

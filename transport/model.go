@@ -1,7 +1,8 @@
 // Package transport holds the provider-neutral model types the session
 // speaks: streaming text models (TextModel) and realtime voice sessions
-// (LiveModel). The adapters for real providers and the fake servers that
-// speak their wire protocols on loopback live in its sub-packages.
+// (LiveModel). The adapters (Gemini text streaming, Gemini Live,
+// OpenAI-compatible Chat Completions) and the fake servers that speak the
+// real wire protocols on loopback live in its sub-packages.
 package transport
 
 import (
@@ -10,6 +11,12 @@ import (
 	"fmt"
 	"iter"
 	"time"
+)
+
+// Providers of text models, as they appear in settings and metric labels.
+const (
+	ProviderGemini = "gemini"
+	ProviderOpenAI = "openai"
 )
 
 // Role says who produced an entry of the conversation.
@@ -39,11 +46,18 @@ type Entry struct {
 
 // FunctionCall is a tool call requested by the model. ID is stable within a
 // turn; when the provider sends none, the session invents one and marks it
-// Synthetic.
+// Synthetic (an adapter whose provider requires IDs may instead assign one
+// itself, unmarked, and send it back like a provider's own).
 type FunctionCall struct {
 	ID   string         `json:"id"`
 	Name string         `json:"name"`
 	Args map[string]any `json:"args,omitempty"`
+	// ArgsError is set when the provider's arguments could not be read as a
+	// JSON object (OpenAI-compatible models stream them as text, which may
+	// be broken): Args is nil and the call must not run; it is answered with
+	// a VALIDATION invalid_json error instead. It names the fault without
+	// quoting the arguments, so it is safe to log. Empty for a valid call.
+	ArgsError string `json:"argsError,omitempty"`
 	// Synthetic marks an ID the gateway invented because the provider sent
 	// none; adapters do not send such IDs back to the provider.
 	Synthetic bool `json:"synthetic,omitempty"`
@@ -78,13 +92,40 @@ type TextRequest struct {
 	Tools   []ToolDecl
 }
 
-// Chunk is one streamed piece of a model answer. Text is a delta. Calls are
-// complete function calls. FinishReason is set on the last chunk of a stream
-// that ended properly (e.g. "STOP").
+// Chunk is one streamed piece of a model answer.
+//
+// Text is a delta of the answer's text.
+//
+// Started announces calls as soon as their name is known, before their
+// arguments are complete: ID and Name are set, Args is nil. Adapters whose
+// provider streams calls piecemeal (OpenAI-compatible) announce every call
+// there first; adapters that receive whole calls (Gemini) never set it.
+//
+// Calls are complete function calls, each with its final Args (or
+// ArgsError). A call in Calls keeps the ID it was announced with; a call in
+// Calls that was never announced in Started is started and complete at
+// once. One chunk may carry a call in both: Started is handled first. If the stream ends in an error, calls announced in Started but not
+// yet delivered in Calls are abandoned: they never run and need no answer.
+//
+// FinishReason is set on the last chunk of a stream that ended properly, in
+// the provider's words (e.g. "STOP", "stop", "tool_calls").
+//
+// Usage, when the provider reports it, is set on the last chunk only and
+// counts the whole request.
 type Chunk struct {
 	Text         string
+	Started      []FunctionCall
 	Calls        []FunctionCall
 	FinishReason string
+	Usage        *Usage
+}
+
+// Usage is the token count of one model request as the provider reports
+// it. OutputTokens include reasoning ("thinking") tokens, which are billed
+// as output.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
 }
 
 // TextModel streams one model answer. The sequence ends after the chunk that
@@ -93,9 +134,17 @@ type TextModel interface {
 	Stream(ctx context.Context, req TextRequest) iter.Seq2[Chunk, error]
 }
 
-// ErrTruncated means the stream ended without a finish reason: the answer is
-// incomplete and must not be taken as final.
+// ErrTruncated means the answer is incomplete and must not be taken as
+// final: the stream ended without a finish reason, or the model stopped at
+// its output token limit (the error then wraps ErrTruncated and says so).
+// Trying again may help; the session reports it as model_truncated.
 var ErrTruncated = errors.New("model stream ended without a finish reason")
+
+// ErrRefused means the provider stopped the answer on purpose (a content
+// filter or a safety block): what was streamed must be dropped. Asking the
+// same again will be refused again, so it is not retryable; the session
+// reports it as model_refused. Adapters wrap it with the provider's reason.
+var ErrRefused = errors.New("the model refused to answer")
 
 // ModelError is an error answered by the model provider (an HTTP status or a
 // structured error inside the stream).

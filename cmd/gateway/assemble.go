@@ -20,9 +20,12 @@ import (
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
 	"github.com/turnstile-gw/turnstile/tools/kb"
+	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
+	"github.com/turnstile-gw/turnstile/transport/openaitext"
 	"github.com/turnstile-gw/turnstile/web"
 )
 
@@ -42,8 +45,9 @@ func (g *gateway) close() {
 // brains replace the offline demo model's brains; tests pass programmable
 // ones. Zero values mean the demo brains.
 type brains struct {
-	text fakegemini.Brain
-	live fakegemini.LiveBrain
+	text   fakegemini.Brain
+	live   fakegemini.LiveBrain
+	openai fakeopenai.Brain // the text model's with TURNSTILE_TEXT_PROVIDER=openai
 }
 
 // assemble builds the gateway from its configuration. On error, whatever it
@@ -90,6 +94,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err != nil {
 		return nil, err
 	}
+	textModel, modelName, err := textModel(cfg, log, gw, b, client)
+	if err != nil {
+		return nil, err
+	}
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -100,7 +108,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		ModelTimeout:      cfg.ModelTimeout,
 		StoreTimeout:      2 * cfg.RedisTimeout,
 		HistoryMax:        cfg.HistoryMax,
-		ModelName:         cfg.TextModel,
+		ModelName:         modelName,
 		Offline:           cfg.Offline(),
 
 		RestrictOutput:           cfg.RestrictOutput,
@@ -108,7 +116,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
 	}, session.Deps{
 		Store: st,
-		Model: geminitext.New(client, cfg.TextModel),
+		Model: textModel,
 		Live:  geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{}),
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{
 			Text:         budget(cfg, "text", cfg.TextMaxRetrieval, cfg.TextMaxCalls),
@@ -164,7 +172,7 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 // server running the demo brains without one.
 func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, b brains) (*genai.Client, *genai.Client, error) {
 	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
-	if cfg.Offline() {
+	if cfg.GeminiOffline() {
 		if b.text == nil {
 			// A short pause between chunks so that answers visibly stream.
 			b.text = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
@@ -180,8 +188,14 @@ func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gatewa
 		}
 		gw.closers = append(gw.closers, func() { _ = fake.Close() })
 		key, base = "offline-demo", url
-		log.Warn("OFFLINE DEMO MODEL: no GEMINI_API_KEY, answers come from a rule-based fake Gemini server on "+
-			"loopback, not from Google; set GEMINI_API_KEY for the real model", "fake_url", url)
+		if cfg.TextProvider == transport.ProviderOpenAI {
+			log.Warn("OFFLINE DEMO VOICE MODEL: no GEMINI_API_KEY, voice sessions (Gemini Live) come from a "+
+				"rule-based fake Gemini server on loopback, not from Google; set GEMINI_API_KEY for the real model",
+				"fake_url", url)
+		} else {
+			log.Warn("OFFLINE DEMO MODEL: no GEMINI_API_KEY, answers come from a rule-based fake Gemini server on "+
+				"loopback, not from Google; set GEMINI_API_KEY for the real model", "fake_url", url)
+		}
 	}
 	rest, err := genai.NewClient(ctx, &genai.ClientConfig{
 		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: base},
@@ -196,6 +210,42 @@ func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gatewa
 		return nil, nil, fmt.Errorf("gemini live client: %w", err)
 	}
 	return rest, live, nil
+}
+
+// textModel is the model of text turns and its name: Gemini through the
+// REST client, or an OpenAI-compatible server (the in-process fake OpenAI
+// server running the demo brain when it has neither key nor base URL).
+func textModel(cfg Config, log *slog.Logger, gw *gateway, b brains, gemini *genai.Client) (transport.TextModel, string, error) {
+	if cfg.TextProvider != transport.ProviderOpenAI {
+		if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
+			log.Info("OPENAI_API_KEY / OPENAI_BASE_URL are set but unused: TURNSTILE_TEXT_PROVIDER is gemini")
+		}
+		return geminitext.New(gemini, cfg.TextModel), cfg.TextModel, nil
+	}
+	key, base := string(cfg.OpenAIAPIKey), string(cfg.OpenAIBaseURL)
+	if cfg.OpenAIOffline() {
+		brain := b.openai
+		if brain == nil {
+			// A short pause between chunks so that answers visibly stream.
+			brain = &fakeopenai.DemoBrain{Pace: 30 * time.Millisecond}
+		}
+		fake := fakeopenai.New(brain, fakeopenai.Options{Log: log.With("component", "fakeopenai")})
+		url, err := fake.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, "", fmt.Errorf("start the offline demo model (fake OpenAI server): %w", err)
+		}
+		gw.closers = append(gw.closers, func() { _ = fake.Close() })
+		base = url
+		log.Warn("OFFLINE DEMO MODEL: TURNSTILE_TEXT_PROVIDER=openai without OPENAI_API_KEY or OPENAI_BASE_URL, text "+
+			"answers come from a rule-based fake OpenAI-compatible server on loopback, not from a real model; set "+
+			"OPENAI_BASE_URL (any compatible server) or OPENAI_API_KEY (OpenAI) for a real one", "fake_url", url)
+	}
+	m, err := openaitext.New(openaitext.NewClient(openaitext.ClientConfig{BaseURL: base, APIKey: key}),
+		cfg.OpenAIModel, openaitext.Options{ToolChoice: cfg.OpenAIToolChoice})
+	if err != nil {
+		return nil, "", fmt.Errorf("openai text model: %w", err)
+	}
+	return m, cfg.OpenAIModel, nil
 }
 
 func orSample(dir string) string {

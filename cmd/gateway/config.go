@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
@@ -22,13 +24,19 @@ type Config struct {
 	RedisURL       SecretURL     // "" = embedded miniredis
 	GeminiAPIKey   Secret        // "" = offline demo model
 	GeminiBaseURL  SecretURL     // "" = Google's endpoint
-	TextModel      string        // model for text turns
+	TextModel      string        // Gemini model for text turns
 	LiveModel      string        // model for voice (Gemini Live) sessions
 	AuthSecret     Secret        // HS256 secret for browser tokens; "" = dev mode
 	AllowedOrigins []string      // Origin patterns; empty = same host only
 	KBDir          string        // knowledge-base folder; "" = embedded sample
 	PolicyFile     string        // TURNSTILE_POLICY; "" = none
 	Policy         *tools.Policy // the loaded PolicyFile; nil = none
+
+	TextProvider     string    // who answers text turns: gemini or openai
+	OpenAIAPIKey     Secret    // "" = no key sent (local servers)
+	OpenAIBaseURL    SecretURL // "" = OpenAI's endpoint
+	OpenAIModel      string    // model for text turns with the openai provider
+	OpenAIToolChoice string    // tool_choice sent to the openai provider: auto, required or none
 
 	VoiceMaxRetrieval int // retrieval calls per voice turn
 	VoiceMaxCalls     int // tool calls per voice turn
@@ -60,8 +68,22 @@ type Config struct {
 // LoadConfig only allows it on a loopback listen address.
 func (c Config) DevMode() bool { return c.AuthSecret == "" }
 
-// Offline reports whether the gateway runs the in-process demo model because no API key is set.
-func (c Config) Offline() bool { return c.GeminiAPIKey == "" }
+// Offline reports whether text turns are answered by the in-process offline demo model: the text provider
+// has no credentials (Gemini: no GEMINI_API_KEY; OpenAI: neither OPENAI_API_KEY nor OPENAI_BASE_URL).
+func (c Config) Offline() bool {
+	if c.TextProvider == transport.ProviderOpenAI {
+		return c.OpenAIOffline()
+	}
+	return c.GeminiOffline()
+}
+
+// GeminiOffline reports whether Gemini (voice always, text with the gemini provider) is the in-process fake
+// Gemini server, because no GEMINI_API_KEY is set.
+func (c Config) GeminiOffline() bool { return c.GeminiAPIKey == "" }
+
+// OpenAIOffline reports whether the openai text provider would be the in-process fake OpenAI server: no key
+// and no base URL (a local server at OPENAI_BASE_URL needs no key).
+func (c Config) OpenAIOffline() bool { return c.OpenAIAPIKey == "" && c.OpenAIBaseURL == "" }
 
 // LogValue renders the configuration for slog with secrets shown only as set/unset and passwords
 // in URLs masked, so the startup log can carry it whole.
@@ -76,12 +98,21 @@ func (c Config) LogValue() slog.Value {
 	if base == "" {
 		base = "google"
 	}
+	openaiBase := string(c.OpenAIBaseURL)
+	if openaiBase == "" {
+		openaiBase = "openai"
+	}
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
 		slog.String("redis", orEmbedded(redactURL(string(c.RedisURL)))),
 		slog.Any("gemini_api_key", c.GeminiAPIKey),
 		slog.String("gemini_base_url", redactURL(base)),
 		slog.String("text_model", c.TextModel),
+		slog.String("text_provider", c.TextProvider),
+		slog.Any("openai_api_key", c.OpenAIAPIKey),
+		slog.String("openai_base_url", redactURL(openaiBase)),
+		slog.String("openai_model", c.OpenAIModel),
+		slog.String("openai_tool_choice", c.OpenAIToolChoice),
 		slog.String("live_model", c.LiveModel),
 		slog.Any("auth_secret", c.AuthSecret),
 		slog.Bool("dev_mode", c.DevMode()),
@@ -180,8 +211,42 @@ func configSettings() []configSetting {
 			}},
 		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
 			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
-		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "model for text turns",
+		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
 			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
+		{env: "TURNSTILE_TEXT_PROVIDER", def: transport.ProviderGemini,
+			usage: "who answers text turns: gemini, or openai for any OpenAI-compatible Chat Completions server (voice always uses Gemini Live)",
+			apply: func(c *Config, v string) error {
+				switch p := strings.ToLower(strings.TrimSpace(v)); p {
+				case transport.ProviderGemini, transport.ProviderOpenAI:
+					c.TextProvider = p
+					return nil
+				}
+				return errors.New("must be gemini or openai")
+			}},
+		{env: "OPENAI_API_KEY", defDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
+			secret: true, usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
+			apply: func(c *Config, v string) error {
+				if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+					return errors.New("contains whitespace or control characters")
+				}
+				c.OpenAIAPIKey = Secret(v)
+				return nil
+			}},
+		{env: "OPENAI_BASE_URL", defDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
+			usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
+			apply: parseOpenAIBaseURL},
+		{env: "TURNSTILE_OPENAI_MODEL", def: "gpt-4o-mini", usage: "model for text turns with TURNSTILE_TEXT_PROVIDER=openai, e.g. llama3.1 on Ollama",
+			apply: parseModelName(func(c *Config) *string { return &c.OpenAIModel })},
+		{env: "TURNSTILE_OPENAI_TOOL_CHOICE", def: openaitext.ToolChoiceAuto,
+			usage: "tool_choice sent to the openai provider: auto (the model decides), required (it must call a tool) or none (it may not)",
+			apply: func(c *Config, v string) error {
+				switch tc := strings.ToLower(strings.TrimSpace(v)); tc {
+				case openaitext.ToolChoiceAuto, openaitext.ToolChoiceRequired, openaitext.ToolChoiceNone:
+					c.OpenAIToolChoice = tc
+					return nil
+				}
+				return errors.New("must be auto, required or none")
+			}},
 		{env: "TURNSTILE_LIVE_MODEL", def: "gemini-2.5-flash-native-audio-preview-12-2025",
 			usage: "model for voice sessions (Gemini Live)", apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
 		{env: "TURNSTILE_AUTH_SECRET", defDoc: "unset: dev mode, anonymous users, loopback address only", secret: true,
@@ -380,7 +445,7 @@ func crossChecks(c Config, failed map[string]bool, shown map[string]string) []er
 // configDisplayValue is how a non-secret value appears in an error: URLs lose their passwords, and a long
 // value (the system prompt) is cut.
 func configDisplayValue(env, v string) string {
-	if env == "REDIS_URL" || env == "GEMINI_BASE_URL" {
+	if env == "REDIS_URL" || env == "GEMINI_BASE_URL" || env == "OPENAI_BASE_URL" {
 		return redactURL(v)
 	}
 	if r := []rune(v); len(r) > 80 {

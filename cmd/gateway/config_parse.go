@@ -156,6 +156,25 @@ func parseBaseURL(c *Config, v string) error {
 	return nil
 }
 
+// parseOpenAIBaseURL accepts an absolute http or https URL.
+func parseOpenAIBaseURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("must be an absolute http or https URL, e.g. http://localhost:11434/v1")
+	}
+	if u.Host == "" {
+		return errors.New("has no host")
+	}
+	c.OpenAIBaseURL = SecretURL(v)
+	return nil
+}
+
 // parseOrigins accepts scheme://host[:port] entries; the host may start with "*." to match subdomains.
 func parseOrigins(c *Config, v string) error {
 	var out, bad []string

@@ -38,6 +38,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
 		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
+		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", OpenAIToolChoice: "auto",
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
@@ -78,6 +79,11 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		"TURNSTILE_REDIS_TIMEOUT":       "50ms",
 		"TURNSTILE_MODEL_TIMEOUT":       "3m",
 		"TURNSTILE_SYSTEM_PROMPT":       "Be terse.",
+		"TURNSTILE_TEXT_PROVIDER":       " OpenAI ",
+		"OPENAI_API_KEY":                "sk-proj-123",
+		"OPENAI_BASE_URL":               "http://localhost:11434/v1",
+		"TURNSTILE_OPENAI_MODEL":        "llama3.1",
+		"TURNSTILE_OPENAI_TOOL_CHOICE":  "Required",
 	})
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
@@ -90,9 +96,12 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
 		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
+		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
+		OpenAIToolChoice: "required",
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
-		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" {
+		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" ||
+		string(c.OpenAIAPIKey) != "sk-proj-123" || string(c.OpenAIBaseURL) != "http://localhost:11434/v1" {
 		t.Errorf("from env\n got %+v\nwant %+v", c, want)
 	}
 	if c.DevMode() || c.Offline() {
@@ -169,6 +178,13 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_MODEL_TIMEOUT", "0", "TURNSTILE_MODEL_TIMEOUT=0: must be greater than 0"},
 		{"TURNSTILE_AUTH_SECRET", "short", "TURNSTILE_AUTH_SECRET: must be at least 32 bytes"},
 		{"GEMINI_API_KEY", "key with space", "GEMINI_API_KEY: contains whitespace"},
+		{"TURNSTILE_TEXT_PROVIDER", "anthropic", "TURNSTILE_TEXT_PROVIDER=anthropic: must be gemini or openai"},
+		{"OPENAI_API_KEY", "sk key", "OPENAI_API_KEY: contains whitespace"},
+		{"OPENAI_BASE_URL", "ws://localhost:11434/v1", "OPENAI_BASE_URL=ws://localhost:11434/v1: must be an absolute http or https URL"},
+		{"OPENAI_BASE_URL", "localhost:11434/v1", "OPENAI_BASE_URL=localhost:11434/v1: must be an absolute http or https URL"},
+		{"OPENAI_BASE_URL", "http://", "OPENAI_BASE_URL=http://: has no host"},
+		{"TURNSTILE_OPENAI_MODEL", "llama 3", `TURNSTILE_OPENAI_MODEL="llama 3": a model name`},
+		{"TURNSTILE_OPENAI_TOOL_CHOICE", "always", "TURNSTILE_OPENAI_TOOL_CHOICE=always: must be auto, required or none"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
@@ -284,6 +300,64 @@ func TestSecretsNeverShown(t *testing.T) {
 		"redis": "redis://user:xxxxx@127.0.0.1:6379/0", "gemini_base_url": "google"} {
 		if rec.Config[k] != want {
 			t.Errorf("logged %s = %v, want %v (log: %s)", k, rec.Config[k], want, buf.String())
+		}
+	}
+}
+
+func TestOpenAITextProviderIsOfflineOnlyWithoutKeyAndBaseURL(t *testing.T) {
+	cases := []struct {
+		name          string
+		env           map[string]string
+		offline, live bool // text offline, Gemini (voice) offline
+	}{
+		{"openai with nothing", map[string]string{"TURNSTILE_TEXT_PROVIDER": "openai"}, true, true},
+		{"openai with a local server", map[string]string{"TURNSTILE_TEXT_PROVIDER": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, false, true},
+		{"openai with a key", map[string]string{"TURNSTILE_TEXT_PROVIDER": "openai", "OPENAI_API_KEY": "sk-1"}, false, true},
+		{"openai and gemini keys", map[string]string{"TURNSTILE_TEXT_PROVIDER": "openai", "OPENAI_API_KEY": "sk-1", "GEMINI_API_KEY": "g"}, false, false},
+		{"gemini ignores openai settings", map[string]string{"OPENAI_API_KEY": "sk-1"}, true, true},
+		{"gemini with its key", map[string]string{"GEMINI_API_KEY": "g", "TURNSTILE_TEXT_PROVIDER": "gemini"}, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadTestConfig(t, nil, tc.env)
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			if c.Offline() != tc.offline || c.GeminiOffline() != tc.live {
+				t.Errorf("Offline=%v GeminiOffline=%v, want %v and %v", c.Offline(), c.GeminiOffline(), tc.offline, tc.live)
+			}
+		})
+	}
+}
+
+func TestOpenAISecretsNeverShown(t *testing.T) {
+	_, err := loadTestConfig(t, []string{"-openai-api-key", "sk-secret with-space"}, map[string]string{
+		"OPENAI_BASE_URL": "ftp://user:basepw@proxy.internal/v1"})
+	if err == nil || strings.Contains(err.Error(), "sk-secret") || strings.Contains(err.Error(), "basepw") ||
+		!strings.Contains(err.Error(), "-openai-api-key (OPENAI_API_KEY): contains whitespace") {
+		t.Fatalf("errors = %v, want both settings named and neither secret shown", err)
+	}
+	c, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_TEXT_PROVIDER": "openai", "OPENAI_API_KEY": "sk-valid-secret",
+		"OPENAI_BASE_URL": "https://user:basepw@llm.internal/v1"})
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", c)
+	js, _ := json.Marshal(c)
+	for _, text := range []string{buf.String(), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), string(js)} {
+		if strings.Contains(text, "sk-valid-secret") || strings.Contains(text, "basepw") {
+			t.Errorf("output reveals a secret: %s", text)
+		}
+	}
+	var rec struct{ Config map[string]any }
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("log line: %v", err)
+	}
+	for k, want := range map[string]any{"text_provider": "openai", "openai_api_key": "set", "offline": false,
+		"openai_base_url": "https://user:xxxxx@llm.internal/v1", "openai_model": "gpt-4o-mini", "openai_tool_choice": "auto"} {
+		if rec.Config[k] != want {
+			t.Errorf("logged %s = %v, want %v", k, rec.Config[k], want)
 		}
 	}
 }

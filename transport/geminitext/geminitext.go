@@ -31,14 +31,20 @@ func New(client *genai.Client, name string) *Model {
 // Name is the model id.
 func (m *Model) Name() string { return m.name }
 
+// Provider is transport.ProviderGemini.
+func (m *Model) Provider() string { return transport.ProviderGemini }
+
 // Stream implements transport.TextModel. Errors are *transport.ModelError
 // (with RetryAfter from a RetryInfo detail; a blocked prompt matches
 // transport.ErrPromptBlocked), transport.ErrTruncated, or the context's
-// error. Function calls carry their thoughtSignature as Signature.
+// error. Function calls carry their thoughtSignature as Signature. The last
+// chunk carries the usage of the latest usageMetadata (Gemini's counts are
+// cumulative).
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
 		cfg := &genai.GenerateContentConfig{SystemInstruction: SystemInstruction(req.System), Tools: Tools(req.Tools)}
 		finished := false
+		var usage *transport.Usage
 		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(req.History), cfg) {
 			if err != nil {
 				yield(transport.Chunk{}, classify(ctx, err))
@@ -49,8 +55,13 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 				yield(transport.Chunk{}, err)
 				return
 			}
+			if u := resp.UsageMetadata; u != nil {
+				usage = &transport.Usage{InputTokens: int(u.PromptTokenCount),
+					OutputTokens: int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount)}
+			}
 			if chunk.FinishReason != "" {
 				finished = true
+				chunk.Usage = usage
 			}
 			if !yield(chunk, nil) || finished {
 				return

@@ -1,0 +1,216 @@
+// Package fakedemo holds the offline demo model's rules, shared by the fake
+// model servers (fake Gemini, fake OpenAI): deterministic answers to
+// greetings and help requests, a knowledge-base lookup (kb_search, then
+// kb_get on the best hit, then a quote) for every other question, and
+// "/call NAME {json}" to call any declared tool by hand. It knows nothing of
+// wire formats: each fake turns its request into an Input and the Action
+// back into its own reply.
+package fakedemo
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Input is what the demo model reads of a conversation.
+type Input struct {
+	// Text is the last user message when the conversation ends with one.
+	Text string
+	// Results are the tool results when the conversation ends with them.
+	Results []Result
+	// LastUser is the newest user message, also when tool results follow
+	// it: results that answer a "/call" are reported as they are.
+	LastUser string
+	// Tools are the names of the declared tools.
+	Tools []string
+	// RawArgs says the provider carries arguments as text, so "/call" with
+	// arguments that are not a JSON object is sent as typed (to exercise
+	// the gateway's invalid-arguments path). Otherwise such a "/call" is
+	// answered with an explanation.
+	RawArgs bool
+}
+
+// Result is one tool result as the model received it: Response is
+// {"output": ...} on success, {"error": {"type","message","retryable"}} on
+// failure.
+type Result struct {
+	Name     string
+	Response map[string]any
+}
+
+// Action is what the demo model does next: say Text, or make Calls.
+type Action struct {
+	Text  string
+	Calls []Call
+}
+
+// Call is a tool call of the demo model. ArgsJSON is the arguments as text
+// (verbatim for "/call"); Args is the same decoded, nil when ArgsJSON is not
+// a JSON object (only with Input.RawArgs).
+type Call struct {
+	Name     string
+	Args     map[string]any
+	ArgsJSON string
+}
+
+const (
+	greeting = "Hello! I'm the offline demo model, so I can't chat freely, but I can look things up " +
+		"in the knowledge base. Ask me a question about it and I'll search for the answer."
+	help = "I'm the offline demo model: I don't really understand language, but I can search the " +
+		"knowledge base for you. Ask a question and I'll run kb_search, open the best match with kb_get, " +
+		"and tell you what it says. To call any tool yourself, type /call NAME {\"arg\": \"value\"}."
+	nothing = "I couldn't find anything about that in the knowledge base. Try other words, or ask about another topic."
+	// callPrefix starts a message that calls a tool by hand.
+	callPrefix = "/call"
+	// outputLimit bounds a quoted tool output, in runes.
+	outputLimit = 400
+)
+
+// Decide answers according to the end of the conversation.
+func Decide(in Input) Action {
+	if len(in.Results) > 0 {
+		if isCall(in.LastUser) {
+			return reportResults(in.Results)
+		}
+		return afterTools(in.Results)
+	}
+	text := strings.TrimSpace(in.Text)
+	switch {
+	case text == "":
+		return say("I didn't catch a question. Ask me something about the knowledge base.")
+	case isCall(text):
+		return manualCall(text, in)
+	case isGreeting(text):
+		return say(greeting)
+	case isHelp(text):
+		return say(help)
+	case !slices.Contains(in.Tools, "kb_search"):
+		return say("I can only answer from the knowledge base, and no kb_search tool is available here.")
+	}
+	return call("kb_search", map[string]any{"query": text, "limit": 3})
+}
+
+func say(text string) Action { return Action{Text: text} }
+
+func call(name string, args map[string]any) Action {
+	b, _ := json.Marshal(args) // maps of strings and numbers always encode
+	return Action{Calls: []Call{{Name: name, Args: args, ArgsJSON: string(b)}}}
+}
+
+func isCall(text string) bool {
+	text = strings.TrimSpace(text)
+	rest, ok := strings.CutPrefix(text, callPrefix)
+	return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n')
+}
+
+// manualCall runs "/call NAME [ARGS]": ARGS is a JSON object, {} when
+// absent.
+func manualCall(text string, in Input) Action {
+	rest := strings.TrimSpace(strings.TrimPrefix(text, callPrefix))
+	name, args, _ := strings.Cut(rest, " ")
+	name, args = strings.TrimSpace(name), strings.TrimSpace(args)
+	if name == "" {
+		return say(`Type /call NAME {"arg": "value"} to call a tool, e.g. /call kb_search {"query": "refunds"}. ` +
+			"Tools: " + toolList(in.Tools) + ".")
+	}
+	if !slices.Contains(in.Tools, name) {
+		return say(fmt.Sprintf("There is no tool called %s here. Tools: %s.", name, toolList(in.Tools)))
+	}
+	if args == "" {
+		args = "{}"
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(args), &m); err != nil || m == nil {
+		if !in.RawArgs {
+			return say(fmt.Sprintf("The arguments for %s must be a JSON object, e.g. /call %s {\"key\": \"value\"}.", name, name))
+		}
+		m = nil
+	}
+	return Action{Calls: []Call{{Name: name, Args: m, ArgsJSON: args}}}
+}
+
+func toolList(tools []string) string {
+	if len(tools) == 0 {
+		return "none declared"
+	}
+	return strings.Join(tools, ", ")
+}
+
+// reportResults says what each tool answered to a "/call".
+func reportResults(rs []Result) Action {
+	lines := make([]string, 0, len(rs))
+	for _, r := range rs {
+		if msg, retry, failed := failure(r); failed {
+			line := fmt.Sprintf("The %s tool failed: %s", r.Name, msg)
+			if retry {
+				line += " (retryable)"
+			}
+			lines = append(lines, line)
+			continue
+		}
+		out, err := json.Marshal(r.Response["output"])
+		if err != nil {
+			out = []byte("an output I cannot show")
+		}
+		lines = append(lines, fmt.Sprintf("The %s tool answered: %s", r.Name, truncateRunes(string(out), outputLimit)))
+	}
+	return say(strings.Join(lines, "\n"))
+}
+
+// afterTools answers the tool results of a knowledge-base lookup: a failure
+// first, then a fetched document, then search results.
+func afterTools(rs []Result) Action {
+	for _, r := range rs {
+		if msg, retry, failed := failure(r); failed {
+			text := fmt.Sprintf("Sorry, the %s tool failed: %s", r.Name, msg)
+			if retry {
+				text += " You can try again in a moment."
+			}
+			return say(text)
+		}
+	}
+	for _, r := range rs {
+		if r.Name == "kb_get" {
+			out, _ := r.Response["output"].(map[string]any)
+			title, _ := out["title"].(string)
+			body, _ := out["body"].(string)
+			ex := excerpt(body)
+			if ex == "" {
+				ex = "the document is empty."
+			}
+			return say(fmt.Sprintf("From “%s”: %s", title, ex))
+		}
+	}
+	for _, r := range rs {
+		if r.Name == "kb_search" {
+			out, _ := r.Response["output"].(map[string]any)
+			results, _ := out["results"].([]any)
+			if len(results) == 0 {
+				return say(nothing)
+			}
+			first, _ := results[0].(map[string]any)
+			id, _ := first["id"].(string)
+			if id == "" {
+				return say("The knowledge base answered with a result I can't open (it has no id).")
+			}
+			return call("kb_get", map[string]any{"id": id})
+		}
+	}
+	return say(fmt.Sprintf("I got an answer from %s, but the demo model only knows kb_search and kb_get.", rs[0].Name))
+}
+
+// failure reads an {"error": {...}} response.
+func failure(r Result) (msg string, retryable, failed bool) {
+	e, ok := r.Response["error"].(map[string]any)
+	if !ok {
+		return "", false, false
+	}
+	msg, _ = e["message"].(string)
+	if msg == "" {
+		msg = "no reason given"
+	}
+	retryable, _ = e["retryable"].(bool)
+	return msg, retryable, true
+}
