@@ -247,6 +247,13 @@ func leafCauses(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	return out
 }
 
+// GuideSummary returns the summary of a guide as the registry takes it from
+// guide.md: its first non-empty line that is not a Markdown heading, or ""
+// when there is none.
+func GuideSummary(guide string) string {
+	return guideSummary([]byte(guide))
+}
+
 // guideSummary returns the first non-empty line of a Markdown guide that is
 // not a heading (ATX "# x" or setext "x" underlined with = or -).
 func guideSummary(guide []byte) string {
