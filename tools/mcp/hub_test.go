@@ -424,7 +424,9 @@ func TestToolsSharingANameAreAStartupError(t *testing.T) {
 	s := sdk.NewServer(&sdk.Implementation{Name: "clash", Version: "v1"}, nil)
 	for _, name := range []string{"get.item", "get_item"} {
 		s.AddTool(&sdk.Tool{Name: name, Description: "x", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
 	}
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
 	defer mcptest.CloseSessions(s)
