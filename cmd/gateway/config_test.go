@@ -38,6 +38,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
 		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
+		MCPStartTimeout: 10 * time.Second,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
@@ -90,6 +91,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
 		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
+		MCPStartTimeout: 10 * time.Second,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" {
