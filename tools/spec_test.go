@@ -51,16 +51,18 @@ func TestNewToolRefusesBadSpecs(t *testing.T) {
 		mutate func(*tools.Spec)
 		want   string
 	}{
-		"unsafe name":      {func(s *tools.Spec) { s.Name = "shop.lookup" }, "not safe for every provider"},
-		"long name":        {func(s *tools.Spec) { s.Name = strings.Repeat("a", 65) }, "not safe for every provider"},
-		"no modes":         {func(s *tools.Spec) { s.Modes = nil }, "modes: must list"},
-		"bad mode":         {func(s *tools.Spec) { s.Modes = []string{"video"} }, `modes[0]: "video"`},
-		"bad category":     {func(s *tools.Spec) { s.Category = "misc" }, `category "misc"`},
-		"timeout":          {func(s *tools.Spec) { s.TimeoutMs = 600001 }, "timeoutMs: must be between"},
-		"no description":   {func(s *tools.Spec) { s.Description = " " }, "description is empty"},
-		"not an object":    {func(s *tools.Spec) { s.Parameters = json.RawMessage(`{"type": "string"}`) }, `top-level "type" must be "object"`},
-		"invalid schema":   {func(s *tools.Spec) { s.Parameters = json.RawMessage(`{"type": "object", "minProperties": -1}`) }, "not a valid JSON Schema"},
-		"external ref":     {func(s *tools.Spec) { s.Parameters = json.RawMessage(`{"type": "object", "$ref": "https://example.com/s.json"}`) }, "not a valid JSON Schema"},
+		"unsafe name":    {func(s *tools.Spec) { s.Name = "shop.lookup" }, "not safe for every provider"},
+		"long name":      {func(s *tools.Spec) { s.Name = strings.Repeat("a", 65) }, "not safe for every provider"},
+		"no modes":       {func(s *tools.Spec) { s.Modes = nil }, "modes: must list"},
+		"bad mode":       {func(s *tools.Spec) { s.Modes = []string{"video"} }, `modes[0]: "video"`},
+		"bad category":   {func(s *tools.Spec) { s.Category = "misc" }, `category "misc"`},
+		"timeout":        {func(s *tools.Spec) { s.TimeoutMs = 600001 }, "timeoutMs: must be between"},
+		"no description": {func(s *tools.Spec) { s.Description = " " }, "description is empty"},
+		"not an object":  {func(s *tools.Spec) { s.Parameters = json.RawMessage(`{"type": "string"}`) }, `top-level "type" must be "object"`},
+		"invalid schema": {func(s *tools.Spec) { s.Parameters = json.RawMessage(`{"type": "object", "minProperties": -1}`) }, "not a valid JSON Schema"},
+		"external ref": {func(s *tools.Spec) {
+			s.Parameters = json.RawMessage(`{"type": "object", "$ref": "https://example.com/s.json"}`)
+		}, "not a valid JSON Schema"},
 		"redact unknown":   {func(s *tools.Spec) { s.Redact.Args = []string{"item"} }, `redact.args lists "item"`},
 		"no handler":       {func(s *tools.Spec) { s.Handler = nil }, "handler is nil"},
 		"http block":       {func(s *tools.Spec) { s.HTTP = &tools.HTTPSpec{URL: "https://x"} }, "loaded from its folder"},
