@@ -78,13 +78,16 @@ type seen struct {
 	method, path, query, auth, tenant, contentType, body string
 }
 
-func recorder(t *testing.T, status int, contentType, answer string) (*httptest.Server, chan seen) {
+func recorder(t testing.TB, status int, contentType, answer string) (*httptest.Server, chan seen) {
 	t.Helper()
 	got := make(chan seen, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- seen{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("X-Tenant"),
-			r.Header.Get("Content-Type"), string(b)}
+		select { // the first requests are kept; a benchmark makes many more
+		case got <- seen{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("X-Tenant"),
+			r.Header.Get("Content-Type"), string(b)}:
+		default:
+		}
 		if contentType != "" {
 			w.Header().Set("Content-Type", contentType)
 		}

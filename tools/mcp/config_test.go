@@ -10,7 +10,7 @@ import (
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 )
 
-func writeConfig(t *testing.T, content string) string {
+func writeConfig(t testing.TB, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

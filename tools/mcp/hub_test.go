@@ -33,13 +33,13 @@ func TestMain(m *testing.M) {
 }
 
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	hub     *mcp.Hub
 	metrics *metrics.Metrics
 	changes atomic.Int64
 }
 
-func testLog(t *testing.T) *slog.Logger {
+func testLog(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -47,7 +47,7 @@ func testLog(t *testing.T) *slog.Logger {
 }
 
 // startHub writes an MCP config of servers and starts a hub on it.
-func startHub(t *testing.T, servers map[string]any, tune func(*mcp.Options)) *fixture {
+func startHub(t testing.TB, servers map[string]any, tune func(*mcp.Options)) *fixture {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"mcpServers": servers})
 	if err != nil {
