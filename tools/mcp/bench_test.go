@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/tools"
 )
@@ -35,5 +37,34 @@ func BenchmarkMCPCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSDKInMemoryCall is the SDK alone: its client and server joined
+// by its in-memory transport, one tools/call per iteration. It is the floor
+// under BenchmarkMCPCall, which the gateway cannot go below.
+func BenchmarkSDKInMemoryCall(b *testing.B) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "s", Version: "v1"}, nil)
+	s.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello"}}}, nil
+		})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = ss.Close() }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	params := &sdk.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"text": "hello"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cs.CallTool(context.Background(), params); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
