@@ -46,6 +46,20 @@ type ServerConfig struct {
 	Headers map[string]string
 }
 
+// String describes the server without the values of its env, headers and
+// args, which may hold secrets (fmt's %v and %+v use it).
+func (s ServerConfig) String() string {
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		host := "(unparseable URL)"
+		if err == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		return fmt.Sprintf("%s (http: %s, headers %s)", s.Name, host, strings.Join(sortedKeys(s.Headers), ", "))
+	}
+	return fmt.Sprintf("%s (stdio: %s, %d args, env %s)", s.Name, s.Command, len(s.Args), strings.Join(sortedKeys(s.Env), ", "))
+}
+
 // Transport is "stdio" or "http".
 func (s ServerConfig) Transport() string {
 	if s.URL != "" {

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,11 @@ func TestConfigReadsStdioAndHTTPServersWithEnvironmentReferences(t *testing.T) {
 	if notes.Name != "my.notes" || notes.Prefix != "my_notes" || notes.Transport() != "stdio" || notes.Command != "notes-mcp" ||
 		strings.Join(notes.Args, " ") != "--token n" || notes.Env["NOTES_DB"] != "/var/notes" || notes.Env["EMPTY"] != "" || notes.Cwd != "/tmp" {
 		t.Errorf("stdio server = %+v", notes)
+	}
+	for _, shown := range []string{fmt.Sprintf("%+v", cfg.Servers), fmt.Sprint(cfg.Servers)} {
+		if strings.Contains(shown, "tok") || strings.Contains(shown, "--token") || !strings.Contains(shown, "Authorization") {
+			t.Errorf("printing the servers shows secrets or hides header names: %s", shown)
+		}
 	}
 	if tickets.Prefix != "tickets" || tickets.Transport() != "http" || tickets.URL != "https://t.example/mcp" ||
 		tickets.Headers["Authorization"] != "Bearer tok" {
