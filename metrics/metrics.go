@@ -49,6 +49,9 @@ type Metrics struct {
 	ToolCallsPerTurn    *prometheus.HistogramVec // mode
 	UpstreamEvents      *prometheus.CounterVec   // kind: live|text, event: connect|resume|close|error, code
 
+	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
+	MCPRestarts *prometheus.CounterVec // server
+
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
 	Summary *Summary
@@ -123,6 +126,12 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		UpstreamEvents: f.counterVec("turnstile_upstream_events_total",
 			"Upstream model connection events by kind (live, text), event (connect, resume, close, error) and close code (or \"none\").",
 			"kind", "event", "code"),
+
+		MCPServerUp: f.gaugeVec("turnstile_mcp_server_up",
+			"1 while the gateway is connected to the MCP tool server, 0 while it is down or unreachable.", "server"),
+		MCPRestarts: f.counterVec("turnstile_mcp_restarts_total",
+			"Times the gateway started an MCP tool server again (stdio) or reconnected to it (HTTP) after it went down or could not be reached.",
+			"server"),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}

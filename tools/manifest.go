@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -66,6 +68,22 @@ type Manifest struct {
 	Description string `json:"description,omitempty"`
 	// Guide is the whole guide.md, for the system instruction.
 	Guide string `json:"guide,omitempty"`
+	// HTTP makes the tool a manifest-only HTTP tool (package
+	// tools/httptool): a call sends its arguments to this endpoint. Nil
+	// for tools with a Go handler.
+	HTTP *HTTPSpec `json:"http,omitempty"`
+}
+
+// HTTPSpec is the "http" block of a manifest-only HTTP tool.
+type HTTPSpec struct {
+	// URL is the absolute http or https endpoint.
+	URL string `json:"url"`
+	// Method is GET, POST, PUT, PATCH or DELETE; "" means POST.
+	Method string `json:"method,omitempty"`
+	// Headers are sent with every call. Values may reference environment
+	// variables as ${NAME}; they are kept here unexpanded and expanded
+	// when the handler is built, so that secrets never sit in a manifest.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 //go:embed manifest.schema.json
@@ -152,10 +170,52 @@ func (mc *manifestChecker) parse(folder string, raw []byte) (*parsedManifest, []
 			errs = append(errs, fmt.Errorf("redact.args lists %q, which is not a parameter", k))
 		}
 	}
+	if m.HTTP != nil {
+		if err := checkHTTPURL(m.HTTP.URL); err != nil {
+			errs = append(errs, fmt.Errorf("http.url: %w", err))
+		}
+		names := make([]string, 0, len(m.HTTP.Headers))
+		for k := range m.HTTP.Headers {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			switch {
+			case !headerName.MatchString(k):
+				errs = append(errs, fmt.Errorf("http.headers: %q is not a valid header name", clip(k, 64)))
+			case slices.Contains(gatewayHeaders, strings.ToLower(k)):
+				errs = append(errs, fmt.Errorf("http.headers: %s is set by the gateway, not by a manifest", k))
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return &parsedManifest{Manifest: m, args: args, properties: props}, nil
+}
+
+// headerName is an HTTP header field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+// gatewayHeaders are the headers an HTTP tool's manifest may not set.
+var gatewayHeaders = []string{"host", "content-length", "content-type", "transfer-encoding", "connection"}
+
+// checkHTTPURL accepts an absolute http or https URL with a host and no
+// credentials (they belong in headers, where they can come from the
+// environment).
+func checkHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("not a valid URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must be an absolute http or https URL")
+	case u.Host == "":
+		return errors.New("has no host")
+	case u.User != nil:
+		return errors.New("must not hold credentials; send them in a header, e.g. \"Authorization\": \"Bearer ${API_KEY}\"")
+	}
+	return nil
 }
 
 // metaError shortens a meta-validation failure to its leaf messages; other
@@ -187,6 +247,13 @@ func leafCauses(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 		out = append(out, leafCauses(c)...)
 	}
 	return out
+}
+
+// GuideSummary returns the summary of a guide as the registry takes it from
+// guide.md: its first non-empty line that is not a Markdown heading, or ""
+// when there is none.
+func GuideSummary(guide string) string {
+	return guideSummary([]byte(guide))
 }
 
 // guideSummary returns the first non-empty line of a Markdown guide that is

@@ -42,6 +42,17 @@ type ToolOverride struct {
 	SoftLatencyMs        *int      `json:"softLatencyMs,omitempty"`
 	TimeoutMs            *int      `json:"timeoutMs,omitempty"`
 	Category             *Category `json:"category,omitempty"`
+	// Redact replaces the tool's allow-lists: a nil list keeps the
+	// manifest's, an empty one shows nothing. It is how an operator lets
+	// the browser and logs see some arguments or results of a tool whose
+	// manifest they do not write (MCP tools show nothing by default).
+	Redact *RedactOverride `json:"redact,omitempty"`
+}
+
+// RedactOverride is the redact block of a policy's tool entry.
+type RedactOverride struct {
+	Args   []string `json:"args,omitempty"`
+	Result []string `json:"result,omitempty"`
 }
 
 // PolicyError is one problem of a policy file, naming the file, the line
@@ -225,7 +236,7 @@ func (pc *policyChecker) budgets(n *pnode) {
 }
 
 // overrideKeys are the manifest fields a policy may override.
-var overrideKeys = []string{"modes", "requiresConfirmation", "terminal", "softLatencyMs", "timeoutMs", "category"}
+var overrideKeys = []string{"modes", "requiresConfirmation", "terminal", "softLatencyMs", "timeoutMs", "category", "redact"}
 
 func (pc *policyChecker) tools(n *pnode) {
 	pc.p.Tools = map[string]ToolOverride{}
@@ -269,6 +280,9 @@ func (pc *policyChecker) tools(n *pnode) {
 					return
 				}
 				o.Category = &c
+			case "redact":
+				r, ok := pc.redact(fv, fkey)
+				o.Redact, bad = r, bad || !ok
 			}
 		})
 		if !bad && v.kind == pMap {
@@ -296,6 +310,41 @@ func (pc *policyChecker) modes(n *pnode, key string) ([]string, bool) {
 		out = append(out, item.text)
 	}
 	return out, true
+}
+
+// redact checks a redact override: a mapping with args and/or result, each
+// a list of distinct non-empty keys (possibly empty).
+func (pc *policyChecker) redact(n *pnode, key string) (*RedactOverride, bool) {
+	out, ok := &RedactOverride{}, true
+	pc.mapping(n, key, []string{"args", "result"}, func(field string, v *pnode) {
+		fkey := key + "." + field
+		if v.kind != pList {
+			pc.fail(v, fkey, "must be a list of keys (may be empty: nothing shown)")
+			ok = false
+			return
+		}
+		list := []string{}
+		for i, item := range v.items {
+			ikey := fmt.Sprintf("%s[%d]", fkey, i)
+			switch {
+			case item.kind != pString || item.text == "":
+				pc.fail(item, ikey, "must be a non-empty string")
+				ok = false
+				return
+			case slices.Contains(list, item.text):
+				pc.fail(item, ikey, "%s is listed twice", item.text)
+				ok = false
+				return
+			}
+			list = append(list, item.text)
+		}
+		if field == "args" {
+			out.Args = list
+		} else {
+			out.Result = list
+		}
+	})
+	return out, ok && n.kind == pMap
 }
 
 // integer checks a whole number in [lo, hi] (hi < 0: no upper bound).

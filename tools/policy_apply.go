@@ -22,20 +22,40 @@ import (
 // changes nothing (no overrides, or overrides equal to the manifests)
 // keeps r's version. A nil policy returns r.
 func (r *Registry) WithPolicy(p *Policy) (*Registry, error) {
+	out, _, err := r.WithPolicyMissing(p, nil)
+	return out, err
+}
+
+// WithPolicyMissing is WithPolicy for a registry that may lack some tools
+// for now: an override naming a tool r does not hold is not an error when
+// missing(name) reports true (a tool of an MCP server that cannot be
+// reached yet). Such overrides come back as warnings, *PolicyErrors like
+// the errors, and take effect once a registry holds the tool. A nil
+// missing tolerates nothing.
+func (r *Registry) WithPolicyMissing(p *Policy, missing func(name string) bool) (reg *Registry, warnings []error, err error) {
 	if p == nil {
-		return r, nil
+		return r, nil, nil
 	}
-	errs := r.unknownTools(p)
+	errs, warnings := r.unknownTools(p, missing)
 	for name, o := range p.Tools {
 		key := "tools." + name
 		for _, err := range o.check() {
 			errs = append(errs, &PolicyError{File: p.File, Line: p.lines[key], Key: key, Err: err})
 		}
+		if t, ok := r.byName[name]; ok && o.Redact != nil {
+			for _, k := range o.Redact.Args {
+				if !slices.Contains(t.properties, k) {
+					errs = append(errs, &PolicyError{File: p.File, Line: p.lines[key], Key: key + ".redact.args",
+						Err: fmt.Errorf("%q is not a parameter of %s (parameters: %s)", k, name, strings.Join(t.properties, ", "))})
+				}
+			}
+		}
 	}
 	if len(errs) > 0 {
 		sortPolicyErrors(errs)
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
+	sortPolicyErrors(warnings)
 
 	out := &Registry{tools: make([]*Tool, 0, len(r.tools)), byName: make(map[string]*Tool, len(r.tools))}
 	changed := false
@@ -53,7 +73,7 @@ func (r *Registry) WithPolicy(p *Policy) (*Registry, error) {
 	if changed {
 		out.version = policyVersion(r.version, out.tools)
 	}
-	return out, nil
+	return out, warnings, nil
 }
 
 // ApplyPolicyFile loads a policy file and applies it to r in one step,
@@ -61,24 +81,33 @@ func (r *Registry) WithPolicy(p *Policy) (*Registry, error) {
 // LoadPolicy followed by WithPolicy, a file with bad values still has its
 // tool names checked against r. It is what `gateway tools check` runs.
 func (r *Registry) ApplyPolicyFile(path string) (*Registry, *Policy, error) {
+	out, p, _, err := r.ApplyPolicyFileMissing(path, nil)
+	return out, p, err
+}
+
+// ApplyPolicyFileMissing is ApplyPolicyFile tolerating the tools missing
+// reports, as WithPolicyMissing does.
+func (r *Registry) ApplyPolicyFileMissing(path string, missing func(name string) bool) (*Registry, *Policy, []error, error) {
 	p, errs := readPolicy(path)
 	if p != nil {
-		errs = append(errs, r.unknownTools(p)...)
+		unknown, _ := r.unknownTools(p, missing)
+		errs = append(errs, unknown...)
 	}
 	if len(errs) > 0 {
 		sortPolicyErrors(errs)
-		return nil, nil, errors.Join(errs...)
+		return nil, nil, nil, errors.Join(errs...)
 	}
-	out, err := r.WithPolicy(p)
+	out, warnings, err := r.WithPolicyMissing(p, missing)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return out, p, nil
+	return out, p, warnings, nil
 }
 
 // unknownTools reports every tool the policy names that r does not hold,
-// including those whose overrides were invalid.
-func (r *Registry) unknownTools(p *Policy) []error {
+// including those whose overrides were invalid: as errors, or as warnings
+// for the names missing tolerates.
+func (r *Registry) unknownTools(p *Policy, missing func(string) bool) (errs, warnings []error) {
 	named := map[string]bool{}
 	for name := range p.Tools {
 		named[name] = true
@@ -88,15 +117,20 @@ func (r *Registry) unknownTools(p *Policy) []error {
 			named[name] = true
 		}
 	}
-	var errs []error
 	for name := range named {
-		if _, ok := r.byName[name]; !ok {
-			key := "tools." + name
-			errs = append(errs, &PolicyError{File: p.File, Line: p.lines[key], Key: key,
-				Err: fmt.Errorf("no such tool (registered: %s)", strings.Join(r.names(), ", "))})
+		if _, ok := r.byName[name]; ok {
+			continue
 		}
+		key := "tools." + name
+		if missing != nil && missing(name) {
+			warnings = append(warnings, &PolicyError{File: p.File, Line: p.lines[key], Key: key,
+				Err: errors.New("no such tool yet (its MCP server is not reachable); the entry applies once it is")})
+			continue
+		}
+		errs = append(errs, &PolicyError{File: p.File, Line: p.lines[key], Key: key,
+			Err: fmt.Errorf("no such tool (registered: %s)", strings.Join(r.names(), ", "))})
 	}
-	return errs
+	return errs, warnings
 }
 
 // sortPolicyErrors orders problems by line, then key, so that reports read
@@ -170,6 +204,12 @@ func (o ToolOverride) apply(m *Manifest) {
 	if o.Category != nil {
 		m.Category = *o.Category
 	}
+	if o.Redact != nil && o.Redact.Args != nil {
+		m.Redact.Args = slices.Clone(o.Redact.Args)
+	}
+	if o.Redact != nil && o.Redact.Result != nil {
+		m.Redact.Result = slices.Clone(o.Redact.Result)
+	}
 }
 
 // effectiveMetadata is what the orchestrator acts on, normalised so that
@@ -183,6 +223,7 @@ type effectiveMetadata struct {
 	Terminal             bool             `json:"terminal"`
 	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
 	TimeoutMs            int64            `json:"timeoutMs"`
+	Redact               Redact           `json:"redact"`
 }
 
 func metadataOf(t *Tool) effectiveMetadata {
@@ -196,7 +237,16 @@ func metadataOf(t *Tool) effectiveMetadata {
 		Terminal:             t.Terminal,
 		SoftLatencyMs:        t.softLatencyDoc(),
 		TimeoutMs:            t.Timeout().Milliseconds(),
+		Redact:               Redact{Args: sortedNonNil(t.Redact.Args), Result: sortedNonNil(t.Redact.Result)},
 	}
+}
+
+// sortedNonNil normalises an allow-list: order does not matter, and an
+// empty list equals a missing one.
+func sortedNonNil(s []string) []string {
+	out := append([]string{}, s...)
+	sort.Strings(out)
+	return out
 }
 
 func metadataKey(t *Tool) string {

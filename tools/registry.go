@@ -49,6 +49,29 @@ var (
 // the handler of the same name. It reports every problem at once, joined
 // with errors.Join, each a *LoadError naming the tool and file.
 func Load(fsys fs.FS, handlers map[string]Handler) (*Registry, error) {
+	return LoadWith(fsys, LoadOptions{Handlers: handlers})
+}
+
+// LoadOptions say where LoadWith's tools come from and how they get their
+// handlers.
+type LoadOptions struct {
+	// Origin names the folder in messages (Tool.Origin), e.g.
+	// "built-in tools" or "TURNSTILE_TOOLS_DIR /etc/turnstile/tools".
+	Origin string
+	// Handlers pairs folders with handlers by name. A handler without a
+	// folder is an error (ErrNoManifest).
+	Handlers map[string]Handler
+	// HandlerFor, when set, builds the handler of each tool that Handlers
+	// does not hold, from its loaded manifest (package httptool builds
+	// HTTP tools this way). Its error is reported as the tool's, in
+	// schema.json. When nil, a folder without a handler is an error
+	// (ErrNoHandler).
+	HandlerFor func(*Tool) (Handler, error)
+}
+
+// LoadWith reads every top-level folder of fsys as Load does, taking
+// handlers from opts.
+func LoadWith(fsys fs.FS, opts LoadOptions) (*Registry, error) {
 	checker, err := newManifestChecker()
 	if err != nil {
 		return nil, fmt.Errorf("tools: load: %w", err)
@@ -59,7 +82,7 @@ func Load(fsys fs.FS, handlers map[string]Handler) (*Registry, error) {
 	}
 
 	var errs []error
-	reg := &Registry{byName: make(map[string]*Tool)}
+	var loaded []*Tool
 	folders := make(map[string]bool)
 	for _, e := range entries {
 		name := e.Name()
@@ -69,21 +92,29 @@ func Load(fsys fs.FS, handlers map[string]Handler) (*Registry, error) {
 		folders[name] = true
 		t, toolErrs := loadTool(fsys, checker, name)
 		errs = append(errs, toolErrs...)
-		h, ok := handlers[name]
+		h, ok := opts.Handlers[name]
 		switch {
+		case !ok && opts.HandlerFor != nil:
+			if t == nil {
+				continue // the manifest's own problems are reported already
+			}
+			if h, err = opts.HandlerFor(t); err != nil {
+				errs = append(errs, &LoadError{Tool: name, File: SchemaFile, Err: err})
+				continue
+			}
 		case !ok:
 			errs = append(errs, &LoadError{Tool: name, Err: ErrNoHandler})
 		case h == nil:
 			errs = append(errs, &LoadError{Tool: name, Err: errors.New("handler is nil")})
 		}
-		if t != nil && len(toolErrs) == 0 {
+		if t != nil && len(toolErrs) == 0 && h != nil {
 			t.Handler = h
-			reg.tools = append(reg.tools, t)
-			reg.byName[name] = t
+			t.origin = opts.Origin
+			loaded = append(loaded, t)
 		}
 	}
 	var orphans []string
-	for name := range handlers {
+	for name := range opts.Handlers {
 		if !folders[name] {
 			orphans = append(orphans, name)
 		}
@@ -95,10 +126,52 @@ func Load(fsys fs.FS, handlers map[string]Handler) (*Registry, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	return newRegistry(loaded), nil
+}
 
+// Combine returns one registry holding every given tool, whatever loaded
+// it: built-in tools, HTTP tools, MCP tools. Two tools with one name are
+// an error naming both origins. Its version is the content hash of all the
+// tools, so combining one registry's tools alone keeps that registry's
+// version. Policies apply to the combined registry (WithPolicy).
+func Combine(parts ...[]*Tool) (*Registry, error) {
+	byName := map[string]*Tool{}
+	var all []*Tool
+	var errs []error
+	for _, part := range parts {
+		for _, t := range part {
+			if prev, dup := byName[t.Name]; dup {
+				errs = append(errs, &LoadError{Tool: t.Name, Err: fmt.Errorf("defined twice: by %s and by %s",
+					originOrUnknown(prev), originOrUnknown(t))})
+				continue
+			}
+			byName[t.Name] = t
+			all = append(all, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return newRegistry(all), nil
+}
+
+func originOrUnknown(t *Tool) string {
+	if t.origin == "" {
+		return "a tool folder"
+	}
+	return t.origin
+}
+
+// newRegistry indexes tools (whose names are unique) and computes the
+// content version.
+func newRegistry(ts []*Tool) *Registry {
+	reg := &Registry{tools: append([]*Tool(nil), ts...), byName: make(map[string]*Tool, len(ts))}
 	sort.Slice(reg.tools, func(i, j int) bool { return reg.tools[i].Name < reg.tools[j].Name })
+	for _, t := range reg.tools {
+		reg.byName[t.Name] = t
+	}
 	reg.version = contentVersion(reg.tools)
-	return reg, nil
+	return reg
 }
 
 // loadTool reads and checks one tool folder.

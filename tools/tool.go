@@ -18,8 +18,16 @@ type Tool struct {
 
 	args       *jsonschema.Schema
 	properties []string // top-level argument names, sorted
-	rawSchema  []byte   // schema.json as read, for the version hash
+	rawSchema  []byte   // schema.json as read (or the spec's JSON), for the version hash
 	rawGuide   []byte   // guide.md as read, for the version hash
+	origin     string   // where the tool comes from, for messages
+}
+
+// Origin says where the tool comes from, for messages: the Origin given to
+// LoadWith or NewTool (e.g. "built-in tools", "MCP server notes (tool
+// create-note)"), or "" when none was given.
+func (t *Tool) Origin() string {
+	return t.origin
 }
 
 // Timeout is the hard limit for one call: timeoutMs, or DefaultTimeout.

@@ -18,7 +18,6 @@ import (
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
-	"github.com/turnstile-gw/turnstile/tools/builtin"
 	"github.com/turnstile-gw/turnstile/tools/kb"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -33,6 +32,7 @@ import (
 type gateway struct {
 	edge     *server.Server
 	sessions *session.Manager
+	catalog  *tools.Catalog // the current tool registry (built-in, HTTP and MCP tools, policy applied)
 	closers  []func()
 }
 
@@ -55,9 +55,10 @@ type brains struct {
 func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *slog.Logger,
 	b brains) (gw *gateway, err error) {
 	gw = &gateway{}
+	started := gw // "return nil, err" clears gw before the deferred close runs
 	defer func() {
 		if err != nil {
-			gw.close()
+			started.close()
 		}
 	}()
 	m := metrics.New(reg, metrics.Build{Version: version, Commit: commit})
@@ -81,13 +82,15 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	gw.closers = append(gw.closers, func() { _ = index.Close() })
 	log.Info("knowledge base loaded", "documents", index.Len(), "dir", orSample(cfg.KBDir))
 
-	registry, err := tools.Load(builtin.FS, builtin.Handlers(index))
+	catalog, err := toolCatalog(ctx, cfg, index, m, log, gw)
 	if err != nil {
-		return nil, fmt.Errorf("tool registry: %w", err)
+		return nil, err
 	}
-	if registry, err = registry.WithPolicy(cfg.Policy); err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", cfg.PolicyFile, err)
-	}
+	gw.catalog = catalog
+	// Sessions started after an MCP server changed its tools should get
+	// catalog.Current() at their start; until session/ does, every
+	// session gets the registry built at startup.
+	registry := catalog.Current()
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
 
 	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)

@@ -14,23 +14,29 @@ import (
 	"unicode"
 
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tools/mcp"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
-	Addr           string        // listen address, host:port
-	RedisURL       SecretURL     // "" = embedded miniredis
-	GeminiAPIKey   Secret        // "" = offline demo model
-	GeminiBaseURL  SecretURL     // "" = Google's endpoint
-	TextModel      string        // Gemini model for text turns
-	LiveModel      string        // model for voice (Gemini Live) sessions
-	AuthSecret     Secret        // HS256 secret for browser tokens; "" = dev mode
-	AllowedOrigins []string      // Origin patterns; empty = same host only
-	KBDir          string        // knowledge-base folder; "" = embedded sample
-	PolicyFile     string        // TURNSTILE_POLICY; "" = none
-	Policy         *tools.Policy // the loaded PolicyFile; nil = none
+	Addr            string          // listen address, host:port
+	RedisURL        SecretURL       // "" = embedded miniredis
+	GeminiAPIKey    Secret          // "" = offline demo model
+	GeminiBaseURL   SecretURL       // "" = Google's endpoint
+	TextModel       string          // model for text turns
+	LiveModel       string          // model for voice (Gemini Live) sessions
+	AuthSecret      Secret          // HS256 secret for browser tokens; "" = dev mode
+	AllowedOrigins  []string        // Origin patterns; empty = same host only
+	KBDir           string          // knowledge-base folder; "" = embedded sample
+	PolicyFile      string          // TURNSTILE_POLICY; "" = none
+	Policy          *tools.Policy   // the loaded PolicyFile; nil = none
+	ToolsDir        string          // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
+	HTTPTools       *tools.Registry // the HTTP tools loaded from ToolsDir; nil = none
+	MCPConfigFile   string          // TURNSTILE_MCP_CONFIG; "" = none
+	MCP             *mcp.Config     // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
+	MCPStartTimeout time.Duration   // how long startup waits for each MCP server
 
 	TextProvider     string    // who answers text turns: gemini or openai
 	OpenAIAPIKey     Secret    // "" = no key sent (local servers)
@@ -119,6 +125,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("offline", c.Offline()),
 		slog.Any("allowed_origins", c.AllowedOrigins),
 		slog.String("kb_dir", orEmbedded(c.KBDir)),
+		slog.String("tools_dir", c.ToolsDir),
+		slog.String("mcp_config", c.MCPConfigFile),
+		slog.Duration("mcp_start_timeout", c.MCPStartTimeout),
 		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
 		slog.Int("voice_max_calls", c.VoiceMaxCalls),
 		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
@@ -279,6 +288,14 @@ func configSettings() []configSetting {
 		{env: "TURNSTILE_POLICY", defDoc: "unset: budgets from the settings below, tool metadata from the manifests",
 			usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
 			apply: parsePolicy},
+		{env: "TURNSTILE_TOOLS_DIR", defDoc: "unset: no HTTP tools",
+			usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
+			apply: parseToolsDirPath},
+		{env: "TURNSTILE_MCP_CONFIG", defDoc: "unset: no MCP tool servers",
+			usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
+			apply: parseMCPConfigPath},
+		durConfigSetting("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
 		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", 2, "retrieval tool calls allowed per voice turn", 0, -1,
 			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
 		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", 3, "tool calls allowed per voice turn", 0, -1,
@@ -413,6 +430,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 		}
 	}
 	errs = append(errs, crossChecks(c, failed, shown)...)
+	errs = append(errs, loadToolSources(&c, getenv, failed, shown)...)
 	if len(errs) > 0 {
 		// One problem per line; the caller adds its own heading.
 		return Config{}, errors.Join(errs...)

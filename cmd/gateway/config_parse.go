@@ -16,6 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tools/httptool"
+	"github.com/turnstile-gw/turnstile/tools/mcp"
 )
 
 func intConfigSetting(env string, def int, usage string, lo, hi int, field func(*Config) *int) configSetting {
@@ -76,6 +78,74 @@ func parsePolicy(c *Config, v string) error {
 	}
 	c.PolicyFile, c.Policy = v, p
 	return nil
+}
+
+// parseToolsDirPath and parseMCPConfigPath check the paths; the files are
+// loaded by loadToolSources, which can read the environment their
+// ${NAME} references need.
+func parseToolsDirPath(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use folder: %w", err)
+	case !fi.IsDir():
+		return errors.New("is not a directory")
+	}
+	c.ToolsDir = v
+	return nil
+}
+
+func parseMCPConfigPath(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use MCP config file: %w", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	c.MCPConfigFile = v
+	return nil
+}
+
+// lookupFrom turns getenv into a lookup in which an empty variable is an
+// unset one, as everywhere in the configuration.
+func lookupFrom(getenv func(string) string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	}
+}
+
+// loadToolSources loads the HTTP tools of TURNSTILE_TOOLS_DIR and the MCP
+// config file, expanding their ${NAME} references from the environment.
+// Each problem is one error naming the setting.
+func loadToolSources(c *Config, getenv func(string) string, failed map[string]bool, shown map[string]string) []error {
+	var errs []error
+	if c.ToolsDir != "" && !failed["TURNSTILE_TOOLS_DIR"] {
+		reg, err := httptool.Load(os.DirFS(c.ToolsDir), "TURNSTILE_TOOLS_DIR "+c.ToolsDir, httptool.Options{LookupEnv: lookupFrom(getenv)})
+		if err != nil {
+			for _, e := range flattenErrors(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", shown["TURNSTILE_TOOLS_DIR"], e))
+			}
+		}
+		c.HTTPTools = reg
+	}
+	if c.MCPConfigFile != "" && !failed["TURNSTILE_MCP_CONFIG"] {
+		cfg, err := mcp.LoadConfig(c.MCPConfigFile, lookupFrom(getenv))
+		if err != nil {
+			for _, e := range flattenErrors(err) {
+				errs = append(errs, fmt.Errorf("TURNSTILE_MCP_CONFIG: %w", e))
+			}
+		}
+		c.MCP = cfg
+	}
+	return errs
 }
 
 func parseModelName(field func(*Config) *string) func(*Config, string) error {

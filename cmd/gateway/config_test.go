@@ -39,6 +39,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
 		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
 		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", OpenAIToolChoice: "auto",
+		MCPStartTimeout: 10 * time.Second,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
@@ -98,6 +99,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
 		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
 		OpenAIToolChoice: "required",
+		MCPStartTimeout:  10 * time.Second,
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" ||

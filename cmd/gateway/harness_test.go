@@ -19,11 +19,13 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestMain(m *testing.M) {
+	mcptest.ServeStdioIfAsked() // this binary is also the stdio MCP server of the MCP tests
 	redis.SetLogger(redisLogger{slog.New(slog.NewTextHandler(io.Discard, nil))})
 	// genai (through opencensus) and bleve start workers when their packages
 	// load; they are not ours and live as long as the process.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,23 +14,30 @@ import (
 
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
+	"github.com/turnstile-gw/turnstile/tools/httptool"
 	"github.com/turnstile-gw/turnstile/tools/kb"
+	"github.com/turnstile-gw/turnstile/tools/mcp"
 )
 
 const toolsUsage = `Usage:
-  gateway tools check [-policy FILE]
-        validate the built-in tools, their provider renderings and a policy file;
-        prints every problem and exits 1 on any, else one summary line
-  gateway tools build [-o FILE] [-policy FILE]
+  gateway tools check [-policy FILE] [-dir DIR] [-mcp-config FILE]
+        validate the built-in tools, the HTTP tools of DIR, the tools of the MCP servers of FILE (which
+        it starts or connects to), their provider renderings and a policy file; prints every problem and
+        exits 1 on any, else one line per MCP server and a summary line
+  gateway tools build [-o FILE] [-policy FILE] [-dir DIR]
         write tool_registry.json (version, commit, build time, tools with provider schemas and guides)
+  gateway tools new [-dir DIR] NAME
+        scaffold a Go tool in the built-in tools package DIR (default tools/builtin): NAME/schema.json,
+        NAME/guide.md, NAME.go (handler), NAME_test.go, and its line in the constructors table
 
--policy defaults to $TURNSTILE_POLICY; -policy "" checks without one.
+-policy defaults to $TURNSTILE_POLICY, -dir (check, build) to $TURNSTILE_TOOLS_DIR and -mcp-config to
+$TURNSTILE_MCP_CONFIG; an empty value ("-policy ''") leaves it out.
 build takes its time from $SOURCE_DATE_EPOCH when set, for reproducible output.
 Exit status: 0 fine, 1 problems found, 2 usage error.
 `
 
 // toolsCommand runs the operator subcommands for the tool registry:
-// `gateway tools check` and `gateway tools build`.
+// `gateway tools check`, `build` and `new`.
 func toolsCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, toolsUsage)
@@ -40,6 +48,8 @@ func toolsCommand(args []string, getenv func(string) string, stdout, stderr io.W
 		return toolsCheck(args[1:], getenv, stdout, stderr)
 	case "build":
 		return toolsBuild(args[1:], getenv, stdout, stderr)
+	case "new":
+		return toolsNew(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, toolsUsage)
 		return 0
@@ -49,57 +59,89 @@ func toolsCommand(args []string, getenv func(string) string, stdout, stderr io.W
 	}
 }
 
-// toolsFlags parses a subcommand's flags; ok is false when the caller
-// should return code.
-func toolsFlags(name string, args []string, getenv func(string) string, stderr io.Writer,
-	extra func(fs *flag.FlagSet)) (policy string, code int, ok bool) {
+// toolSources are where a check or build takes tools from.
+type toolSources struct {
+	policy    string // policy file; "" = none
+	dir       string // TURNSTILE_TOOLS_DIR; "" = none
+	mcpConfig string // TURNSTILE_MCP_CONFIG; "" = none (build has no flag for it)
+}
+
+// toolsFlags parses a subcommand's flags: -policy always, -dir and
+// -mcp-config when withDir and withMCP; each defaults to its environment
+// variable unless given. ok is false when the caller should return code.
+func toolsFlags(name string, args []string, getenv func(string) string, stderr io.Writer, withMCP bool,
+	extra func(fs *flag.FlagSet)) (src toolSources, code int, ok bool) {
 	fs := flag.NewFlagSet("gateway tools "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, toolsUsage) }
-	p := fs.String("policy", "", "policy file (YAML or JSON); default $TURNSTILE_POLICY")
+	fs.StringVar(&src.policy, "policy", "", "policy file (YAML or JSON); default $TURNSTILE_POLICY")
+	fs.StringVar(&src.dir, "dir", "", "folder of HTTP tool folders; default $TURNSTILE_TOOLS_DIR")
+	if withMCP {
+		fs.StringVar(&src.mcpConfig, "mcp-config", "", "MCP servers file; default $TURNSTILE_MCP_CONFIG")
+	}
 	if extra != nil {
 		extra(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return "", 0, false
+			return src, 0, false
 		}
-		return "", 2, false
+		return src, 2, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gateway tools %s: unexpected argument %q\n", name, fs.Arg(0))
-		return "", 2, false
+		return src, 2, false
 	}
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "policy" })
-	if !set {
-		*p = getenv("TURNSTILE_POLICY")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for flagName, env := range map[string]string{"policy": "TURNSTILE_POLICY", "dir": "TURNSTILE_TOOLS_DIR", "mcp-config": "TURNSTILE_MCP_CONFIG"} {
+		if set[flagName] {
+			continue
+		}
+		switch flagName {
+		case "policy":
+			src.policy = getenv(env)
+		case "dir":
+			src.dir = getenv(env)
+		case "mcp-config":
+			if withMCP {
+				src.mcpConfig = getenv(env)
+			}
+		}
 	}
-	return *p, 0, true
+	return src, 0, true
 }
 
 func toolsCheck(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	var dir string
-	policy, code, ok := toolsFlags("check", args, getenv, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&dir, "dir", "", "folder of extra tool manifests (not supported yet)")
-	})
+	src, code, ok := toolsFlags("check", args, getenv, stderr, true, nil)
 	if !ok {
 		return code
 	}
-	if dir != "" {
-		fmt.Fprintln(stderr, "gateway tools check: -dir is not supported yet: only the built-in tools (and a policy) can be checked")
-		return 2
-	}
-	reg, problems := loadToolRegistry(policy)
+	loaded := loadToolRegistry(src, getenv)
+	reg, problems := loaded.reg, loaded.problems
 	if reg != nil {
-		problems = append(problems, renderProblems(reg)...)
+		for _, p := range renderProblems(reg) {
+			if loaded.mcp[p.tool] {
+				// MCP tools are declared with their JSON Schema as is; the
+				// Gemini Schema is only what tool_registry.json shows.
+				loaded.warnings = append(loaded.warnings, p.err)
+			} else {
+				problems = append(problems, p.err)
+			}
+		}
+	}
+	for _, w := range loaded.warnings {
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if reportProblems(stderr, "check", problems) {
 		return 1
 	}
+	for _, line := range loaded.servers {
+		fmt.Fprintln(stdout, line)
+	}
 	summary := fmt.Sprintf("ok: %d tools (%s), registry version %s", len(reg.Tools()), toolNames(reg), reg.Version())
-	if policy != "" {
-		summary += ", policy " + policy
+	if src.policy != "" {
+		summary += ", policy " + src.policy
 	}
 	fmt.Fprintln(stdout, summary)
 	return 0
@@ -107,7 +149,7 @@ func toolsCheck(args []string, getenv func(string) string, stdout, stderr io.Wri
 
 func toolsBuild(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var out string
-	policy, code, ok := toolsFlags("build", args, getenv, stderr, func(fs *flag.FlagSet) {
+	src, code, ok := toolsFlags("build", args, getenv, stderr, false, func(fs *flag.FlagSet) {
 		fs.StringVar(&out, "o", "tool_registry.json", `output file ("-" for standard output)`)
 	})
 	if !ok {
@@ -118,8 +160,9 @@ func toolsBuild(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "gateway tools build: %v\n", err)
 		return 2
 	}
-	reg, problems := loadToolRegistry(policy)
-	if reportProblems(stderr, "build", problems) {
+	loaded := loadToolRegistry(src, getenv)
+	reg := loaded.reg
+	if reportProblems(stderr, "build", loaded.problems) {
 		return 1
 	}
 	doc, err := reg.BuildManifest(commit, built)
@@ -142,40 +185,128 @@ func toolsBuild(args []string, getenv func(string) string, stdout, stderr io.Wri
 	return 0
 }
 
+// loadedTools is what loadToolRegistry found.
+type loadedTools struct {
+	reg      *tools.Registry // nil when there are problems
+	problems []error
+	warnings []error
+	servers  []string        // one line per MCP server
+	mcp      map[string]bool // names of MCP tools
+}
+
 // loadToolRegistry loads the built-in tools (their knowledge-base handlers
-// over the embedded sample, which no check calls) and applies the policy
-// file, if any. It returns every problem found; the registry is nil when
-// there is any problem loading it or applying the policy.
-func loadToolRegistry(policyFile string) (*tools.Registry, []error) {
+// over the embedded sample, which no check calls), the HTTP tools of
+// src.dir and the tools of src.mcpConfig's servers (started and closed
+// again), and applies the policy file, if any, as the gateway does at
+// startup. It returns every problem found; the registry is nil when there
+// is any.
+func loadToolRegistry(src toolSources, getenv func(string) string) loadedTools {
+	var out loadedTools
 	index, err := kb.Load(kb.Sample)
 	if err != nil {
-		return nil, []error{fmt.Errorf("embedded knowledge base: %w", err)}
+		out.problems = []error{fmt.Errorf("embedded knowledge base: %w", err)}
+		return out
 	}
 	defer func() { _ = index.Close() }()
 
-	reg, err := tools.Load(builtin.FS, builtin.Handlers(index))
-	switch {
-	case err != nil && policyFile != "":
-		// No registry to check tool names against; still report the file's own problems.
-		_, perr := tools.LoadPolicy(policyFile)
-		return nil, append(flattenErrors(err), flattenErrors(perr)...)
-	case err != nil:
-		return nil, flattenErrors(err)
-	case policyFile != "":
-		reg, _, err = reg.ApplyPolicyFile(policyFile)
-		if err != nil {
-			return nil, flattenErrors(err)
+	var parts [][]*tools.Tool
+	builtins, err := tools.LoadWith(builtin.FS, tools.LoadOptions{Origin: "the built-in tools", Handlers: builtin.Handlers(index)})
+	out.problems = append(out.problems, flattenErrors(err)...)
+	if builtins != nil {
+		parts = append(parts, builtins.Tools())
+	}
+	if src.dir != "" {
+		httpTools, err := httptool.Load(os.DirFS(src.dir), "the tools directory "+src.dir, httptool.Options{LookupEnv: lookupFrom(getenv)})
+		for _, e := range flattenErrors(err) {
+			out.problems = append(out.problems, fmt.Errorf("%s: %w", src.dir, e))
+		}
+		if httpTools != nil {
+			parts = append(parts, httpTools.Tools())
 		}
 	}
-	return reg, nil
+	missing := func(string) bool { return false }
+	if src.mcpConfig != "" {
+		hub := out.startMCP(src.mcpConfig, getenv)
+		if hub != nil {
+			defer hub.Close()
+			missing = hub.Missing
+			parts = append(parts, hub.Tools())
+		}
+	}
+
+	reg, err := tools.Combine(parts...)
+	out.problems = append(out.problems, flattenErrors(err)...)
+	switch {
+	case len(out.problems) > 0 && src.policy != "":
+		// No registry to check tool names against; still report the file's own problems.
+		_, perr := tools.LoadPolicy(src.policy)
+		out.problems = append(out.problems, flattenErrors(perr)...)
+	case len(out.problems) > 0:
+	case src.policy != "":
+		var warnings []error
+		reg, _, warnings, err = reg.ApplyPolicyFileMissing(src.policy, missing)
+		out.problems = append(out.problems, flattenErrors(err)...)
+		out.warnings = append(out.warnings, warnings...)
+	}
+	if len(out.problems) == 0 {
+		out.reg = reg
+	}
+	return out
+}
+
+// startMCP starts the MCP servers of the config file, waits for their
+// tools and reports each server; servers that cannot be reached are
+// warnings (the gateway starts without them), tools that cannot be
+// registered are problems.
+func (out *loadedTools) startMCP(path string, getenv func(string) string) *mcp.Hub {
+	cfg, err := mcp.LoadConfig(path, lookupFrom(getenv))
+	if err != nil {
+		out.problems = append(out.problems, flattenErrors(err)...)
+		return nil
+	}
+	timeout := DefaultMCPStartTimeout
+	if d, err := time.ParseDuration(getenv("TURNSTILE_MCP_START_TIMEOUT")); err == nil && d > 0 {
+		timeout = d
+	}
+	hub, err := mcp.Start(context.Background(), cfg, mcp.Options{StartTimeout: timeout, Version: version})
+	if err != nil {
+		out.problems = append(out.problems, flattenErrors(err)...)
+		return nil
+	}
+	out.mcp = map[string]bool{}
+	for _, t := range hub.Tools() {
+		out.mcp[t.Name] = true
+	}
+	for _, st := range hub.Status() {
+		if !st.Up && !st.Listed {
+			out.warnings = append(out.warnings, fmt.Errorf("MCP server %s (%s) cannot be reached, so its tools are not checked: %v",
+				st.Name, st.Transport, st.Err))
+			continue
+		}
+		out.servers = append(out.servers, fmt.Sprintf("MCP server %s (%s): %d tools", st.Name, st.Transport, st.Tools))
+		for _, e := range st.Skipped {
+			out.problems = append(out.problems, fmt.Errorf("MCP server %s: %w", st.Name, e))
+		}
+	}
+	return hub
+}
+
+// DefaultMCPStartTimeout is how long check waits for each MCP server
+// unless TURNSTILE_MCP_START_TIMEOUT says otherwise.
+const DefaultMCPStartTimeout = 10 * time.Second
+
+// renderProblem is a tool that a provider rendering fails for.
+type renderProblem struct {
+	tool string
+	err  error
 }
 
 // renderProblems tries every provider rendering that can fail.
-func renderProblems(reg *tools.Registry) []error {
-	var problems []error
+func renderProblems(reg *tools.Registry) []renderProblem {
+	var problems []renderProblem
 	for _, t := range reg.Tools() {
 		if _, err := tools.GeminiSchema(t.ParametersSchema()); err != nil {
-			problems = append(problems, fmt.Errorf("tool %s: cannot be rendered for Gemini: %w", t.Name, err))
+			problems = append(problems, renderProblem{t.Name, fmt.Errorf("tool %s: cannot be rendered for Gemini: %w", t.Name, err)})
 		}
 	}
 	return problems

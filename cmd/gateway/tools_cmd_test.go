@@ -132,7 +132,7 @@ func TestToolsCommandReportsToolsGeminiCannotRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := renderProblems(reg)
-	if len(problems) != 1 || !strings.Contains(problems[0].Error(), `tool pick: cannot be rendered for Gemini: gemini schema: at /properties/x: "oneOf"`) {
+	if len(problems) != 1 || !strings.Contains(problems[0].err.Error(), `tool pick: cannot be rendered for Gemini: gemini schema: at /properties/x: "oneOf"`) {
 		t.Errorf("problems = %v", problems)
 	}
 	if p := renderProblems(builtinTools(t)); len(p) != 0 {
@@ -214,7 +214,8 @@ func TestToolsCommandUsageErrors(t *testing.T) {
 		{"unknown subcommand", nil, []string{"lint"}, 2, `unknown subcommand "lint"`},
 		{"extra argument", nil, []string{"check", "kb_search"}, 2, `unexpected argument "kb_search"`},
 		{"unknown flag", nil, []string{"build", "-out", "x"}, 2, "flag provided but not defined: -out"},
-		{"extra manifests", nil, []string{"check", "-dir", "tools.d"}, 2, "-dir is not supported yet"},
+		{"new without a name", nil, []string{"new"}, 2, "give exactly one tool name"},
+		{"new with a bad name", nil, []string{"new", "Weather"}, 2, `"Weather" is not a tool name`},
 		{"bad SOURCE_DATE_EPOCH", map[string]string{"SOURCE_DATE_EPOCH": "yesterday"}, []string{"build", "-o", "-"}, 2, "SOURCE_DATE_EPOCH"},
 		{"help", nil, []string{"help"}, 0, ""},
 	}

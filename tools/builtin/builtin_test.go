@@ -3,6 +3,8 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,12 +57,71 @@ func TestBuiltinManifestsAreValid(t *testing.T) {
 			t.Errorf("%s: %+v", name, tool.Manifest)
 		}
 	}
-	var names []string
-	for _, tool := range reg.Tools() {
-		names = append(names, tool.Name)
+	// Every embedded folder is a registered tool with a handler, and the
+	// other way round (tools.Load refuses a folder without a handler and a
+	// handler without a folder; this also catches a folder the embed
+	// pattern missed).
+	entries, err := fs.ReadDir(builtin.FS, ".")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := strings.Join(names, ","); got != "end_voice_session,finish,ignore_user,kb_get,kb_search,start_voice_session" {
-		t.Errorf("built-in tools = %s", got)
+	var folders, registered []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), "_") && !strings.HasPrefix(e.Name(), ".") {
+			folders = append(folders, e.Name())
+		}
+	}
+	for _, tool := range reg.Tools() {
+		registered = append(registered, tool.Name)
+	}
+	got, want := strings.Join(registered, ","), strings.Join(builtin.Names(), ",")
+	if got != want || strings.Join(folders, ",") != want || len(folders) == 0 {
+		t.Errorf("registered tools %s, folders %v, constructors %s: want all three equal", got, folders, want)
+	}
+	// The interface tools of DESIGN §5 stay built in (a floor, not the list:
+	// adding a tool needs no change here).
+	for _, name := range []string{"kb_search", "kb_get", "ignore_user", "start_voice_session", "end_voice_session", "finish"} {
+		if !slices.Contains(registered, name) {
+			t.Errorf("%s is not built in", name)
+		}
+	}
+}
+
+func TestBuildGivesEachToolItsOwnDeps(t *testing.T) {
+	var asked []string
+	handlers, err := builtin.Build(nil, func(name string) tools.Deps {
+		asked = append(asked, name)
+		return tools.NewDeps(name, []string{"TURNSTILE_TOOL_KB_SEARCH__LIMIT=3"}, nil, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(asked, ",") != strings.Join(builtin.Names(), ",") || len(handlers) != len(asked) {
+		t.Errorf("deps asked for %v, %d handlers; want every built-in tool once", asked, len(handlers))
+	}
+	// Without a knowledge base the KB tools answer INTERNAL, not panic.
+	env := handlers["kb_get"].Handle(context.Background(), tools.Call{Args: json.RawMessage(`{"id": "x"}`)})
+	if env.OK || env.Error.Type != tools.ErrInternal {
+		t.Errorf("kb_get without a knowledge base: %+v", env)
+	}
+}
+
+func TestNewDepsReadsTheToolsSettingsAndSecrets(t *testing.T) {
+	d := tools.NewDeps("weather", []string{"TURNSTILE_TOOL_WEATHER__UNITS=metric", "TURNSTILE_TOOL_WEATHER__API_BASE=https://w",
+		"TURNSTILE_TOOL_WEATHERMAP__UNITS=imperial", "TURNSTILE_TOOL_WEATHER_UNITS=wrong", "WEATHER_KEY=k1", "EMPTY="}, nil, nil)
+	if len(d.Settings) != 2 || d.Settings["units"] != "metric" || d.Settings["api_base"] != "https://w" {
+		t.Errorf("settings = %v", d.Settings)
+	}
+	if v, ok := d.Secret("WEATHER_KEY"); !ok || v != "k1" {
+		t.Errorf("secret = %q %v", v, ok)
+	}
+	for _, name := range []string{"EMPTY", "MISSING"} {
+		if _, ok := d.Secret(name); ok {
+			t.Errorf("secret %s reported set", name)
+		}
+	}
+	if d.HTTP == nil || d.Log == nil {
+		t.Errorf("nil client or logger")
 	}
 }
 

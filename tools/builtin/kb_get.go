@@ -21,9 +21,22 @@ type kbGetArgs struct {
 // maxEchoedID bounds how much of an unknown id the error repeats.
 const maxEchoedID = 128
 
+func newKBGet(d Deps) (tools.Handler, error) {
+	return kbGet{index: d.KB}, nil
+}
+
+// noKB answers the knowledge-base tools when they were built without one
+// (a check of the manifests only).
+func noKB() tools.Envelope {
+	return tools.Fail(tools.ErrInternal, "the knowledge base is not loaded", false, false)
+}
+
 func (h kbGet) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	if env, done := cancelled(ctx); done {
 		return env
+	}
+	if h.index == nil {
+		return noKB()
 	}
 	var args kbGetArgs
 	if err := json.Unmarshal(call.Args, &args); err != nil || args.ID == "" {

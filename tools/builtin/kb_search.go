@@ -25,9 +25,16 @@ const (
 	searchMaxLimit     = 10
 )
 
+func newKBSearch(d Deps) (tools.Handler, error) {
+	return kbSearch{index: d.KB}, nil
+}
+
 func (h kbSearch) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	if env, done := cancelled(ctx); done {
 		return env
+	}
+	if h.index == nil {
+		return noKB()
 	}
 	var args kbSearchArgs
 	if err := json.Unmarshal(call.Args, &args); err != nil {
