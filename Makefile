@@ -6,7 +6,7 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test test-deps lint build docker clean
+.PHONY: run test test-js test-deps lint build docker clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/gateway
@@ -18,6 +18,10 @@ test: test-deps
 
 test-deps:
 	@scripts/install-test-deps
+
+# The browser client package: npm ci, tsc --noEmit, node --test.
+test-js:
+	@scripts/test-js
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
