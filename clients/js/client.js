@@ -8,7 +8,9 @@
 
 import { backoffDelay, closeAction, describeClose } from "./close.js";
 import { browserAudio } from "./devices.js";
-import { refreshDelay, tokenExpiry } from "./token.js";
+import { Emitter } from "./emitter.js";
+import { ResumeStore } from "./resume.js";
+import { TokenSource } from "./token.js";
 import { Voice } from "./voice.js";
 
 export const SUBPROTOCOL = "turnstile.v1";
@@ -52,17 +54,15 @@ export function connect(options) {
  */
 export class Client {
   #url;
-  #token; // the supplier, or null (a gateway in dev mode)
+  #tokens;
   #startMode;
-  #storage;
-  #storageKey;
+  #resume; // the session to resume
   #WebSocket;
   #random;
   #backoff;
   #pingIntervalMs;
   #pongTimeoutMs;
-  #refreshMarginMs;
-  #listeners = new Map();
+  #events = new Emitter();
 
   #ws = null;
   #generation = 0; // bumps whenever a connection attempt is given up on
@@ -72,10 +72,8 @@ export class Client {
   #everConnected = false;
   #resuming = false; // the current socket asked to resume a stored session
   #reauthed = false; // a 4001 was answered with a fresh token, not yet a session.ready
-  #saved = null; // {sessionId, resumeToken} of the session to resume
   #retryTimer = null;
   #pingTimer = null;
-  #refreshTimer = null;
   #lastFrameAt = 0;
   #lastPingAt = 0;
   #history = []; // pending history requests: {resolve, reject}
@@ -92,8 +90,6 @@ export class Client {
   oldestTurn = null;
   /** True when the gateway has older history than the client has seen. */
   moreHistory = false;
-  /** The token's expiry (ms since the epoch) as last known, or null. */
-  tokenExpiresAt = null;
   /** Voice: microphone, speaker, mode switches. */
   voice;
 
@@ -113,21 +109,16 @@ export class Client {
     switchTimeoutMs,
   }) {
     if (typeof url !== "string" || url === "") throw new TypeError("turnstile: connect needs a url");
-    if (token !== null && typeof token !== "function" && typeof token !== "string") {
-      throw new TypeError("turnstile: token must be a function returning the token (or a string)");
-    }
     if (typeof WS !== "function") throw new TypeError("turnstile: no WebSocket here; pass one as the WebSocket option");
     this.#url = url;
-    this.#token = typeof token === "string" ? () => token : token;
+    this.#tokens = new TokenSource(token, { marginMs: refreshMarginMs, onRefresh: () => this.#refresh() });
     this.#startMode = mode === "voice" ? "voice" : "text";
-    this.#storage = storage;
-    this.#storageKey = storageKey;
+    this.#resume = new ResumeStore(storage, storageKey);
     this.#WebSocket = WS;
     this.#random = random;
     this.#backoff = backoff;
     this.#pingIntervalMs = pingIntervalMs;
     this.#pongTimeoutMs = pongTimeoutMs;
-    this.#refreshMarginMs = refreshMarginMs;
     this.voice = new Voice({
       conn: this,
       devices: audio || null,
@@ -141,16 +132,18 @@ export class Client {
     return this.#ready;
   }
 
+  /** The token's expiry (ms since the epoch) as last known, or null. */
+  get tokenExpiresAt() {
+    return this.#tokens.expiresAt;
+  }
+
   /** Listens for `type`; returns a function that stops listening. */
   on(type, fn) {
-    let set = this.#listeners.get(type);
-    if (set === undefined) this.#listeners.set(type, (set = new Set()));
-    set.add(fn);
-    return () => this.off(type, fn);
+    return this.#events.on(type, fn);
   }
 
   off(type, fn) {
-    this.#listeners.get(type)?.delete(fn);
+    this.#events.off(type, fn);
   }
 
   /** Connects (or reconnects after a close), resuming the session it had. */
@@ -279,19 +272,16 @@ export class Client {
         : { state: "connecting" },
     );
     let url = this.#url;
-    if (this.#token !== null) {
+    if (this.#tokens.enabled) {
       let token;
       try {
-        token = await this.#token();
-        if (typeof token !== "string" || token === "") throw new Error("it returned no token");
-        const exp = tokenExpiry(token);
-        if (exp !== null && exp <= Date.now()) throw new Error("it returned a token that has expired");
+        token = await this.#tokens.next();
       } catch (err) {
         if (gen === this.#generation && !this.#stopped) this.#fail(err);
         return;
       }
       if (gen !== this.#generation || this.#stopped) return;
-      this.#tokenSupplied(token);
+      this.#tokens.sent(token);
       const u = new URL(url);
       u.searchParams.set("access_token", token);
       url = u.toString();
@@ -309,7 +299,7 @@ export class Client {
     ws.onopen = () => {
       if (ws !== this.#ws) return;
       this.#lastFrameAt = Date.now();
-      const saved = this.#load();
+      const saved = this.#resume.load();
       this.#resuming = saved !== null;
       this.send("session.start", saved ? { resume: saved } : this.#startMode === "voice" ? { mode: "voice" } : {});
       this.#pingTimer = setInterval(() => this.#tick(), this.#pingIntervalMs);
@@ -358,7 +348,7 @@ export class Client {
         break;
       case "auth.ok": {
         const at = typeof msg.expiresAt === "string" ? Date.parse(msg.expiresAt) : NaN;
-        if (Number.isFinite(at)) this.#scheduleRefresh(at);
+        if (Number.isFinite(at)) this.#tokens.schedule(at);
         break;
       }
       case "history":
@@ -398,7 +388,7 @@ export class Client {
   }
 
   #sessionReady(msg) {
-    this.#save(msg.sessionId, msg.resumeToken);
+    this.#resume.save(msg.sessionId, msg.resumeToken);
     this.sessionId = typeof msg.sessionId === "string" ? msg.sessionId : null;
     this.mode = msg.mode === "voice" ? "voice" : "text";
     this.turn = Number.isInteger(msg.turn) ? msg.turn : 0;
@@ -435,7 +425,7 @@ export class Client {
       case "reauth":
         // The token stopped being valid: a fresh one from the supplier and
         // a resume, once. A second 4001 before a session is ready is final.
-        if (this.#token !== null && !this.#reauthed) {
+        if (this.#tokens.enabled && !this.#reauthed) {
           this.#reauthed = true;
           this.#open();
           return;
@@ -472,35 +462,21 @@ export class Client {
     this.#setStatus({ state: "closed", by: "token", code: 0, reason: "", message: `Could not get an access token: ${why}`, error: err });
   }
 
-  // A token went out (on the URL or in `auth`): refresh it before it expires.
-  #tokenSupplied(token) {
-    this.tokenExpiresAt = tokenExpiry(token);
-    this.#scheduleRefresh(this.tokenExpiresAt);
-  }
-
-  #scheduleRefresh(expiresAt) {
-    clearTimeout(this.#refreshTimer);
-    this.#refreshTimer = null;
-    this.tokenExpiresAt = expiresAt;
-    const wait = refreshDelay(expiresAt, Date.now(), this.#refreshMarginMs);
-    if (wait === null || this.#token === null) return;
-    this.#refreshTimer = setTimeout(() => this.#refresh(), wait);
-  }
-
+  // The token in use is about to expire: a fresh one goes out in `auth`.
   async #refresh() {
-    this.#refreshTimer = null;
     const gen = this.#generation;
     let token;
     try {
-      token = await this.#token();
-      if (typeof token !== "string" || token === "") throw new Error("it returned no token");
+      token = await this.#tokens.next();
     } catch (err) {
       if (gen === this.#generation && !this.#stopped) this.#fail(err);
       return;
     }
-    if (gen !== this.#generation || this.#stopped) return;
-    // Not ready (reconnecting): the next socket takes a fresh token anyway.
-    if (this.send("auth", { token })) this.#tokenSupplied(token);
+    // The same token again (a fixed one) refreshes nothing: the gateway
+    // closes 4001 at its expiry, and the reconnect reports it. Not ready
+    // (reconnecting): the next socket takes a fresh token anyway.
+    if (gen !== this.#generation || this.#stopped || this.#tokens.isCurrent(token)) return;
+    if (this.send("auth", { token })) this.#tokens.sent(token);
   }
 
   #tick() {
@@ -545,10 +521,9 @@ export class Client {
   #clearTimers() {
     clearTimeout(this.#retryTimer);
     clearInterval(this.#pingTimer);
-    clearTimeout(this.#refreshTimer);
+    this.#tokens.cancel();
     this.#retryTimer = null;
     this.#pingTimer = null;
-    this.#refreshTimer = null;
     this.#lastPingAt = 0;
   }
 
@@ -568,49 +543,11 @@ export class Client {
   }
 
   #emit(type, payload) {
-    const set = this.#listeners.get(type);
-    if (set === undefined) return;
-    for (const fn of [...set]) {
-      try {
-        fn(payload);
-      } catch (err) {
-        // A listener's bug must not break the connection's state.
-        if (typeof reportError === "function") reportError(err);
-        else console.error(err);
-      }
-    }
-  }
-
-  #load() {
-    if (this.#saved !== null) return this.#saved;
-    try {
-      const saved = JSON.parse(this.#storage?.getItem(this.#storageKey) ?? "null");
-      if (typeof saved?.sessionId === "string" && typeof saved?.resumeToken === "string") {
-        this.#saved = { sessionId: saved.sessionId, resumeToken: saved.resumeToken };
-      }
-    } catch {
-      // unreadable or disabled storage: start a new session
-    }
-    return this.#saved;
-  }
-
-  #save(sessionId, resumeToken) {
-    if (typeof sessionId !== "string" || typeof resumeToken !== "string") return;
-    this.#saved = { sessionId, resumeToken };
-    try {
-      this.#storage?.setItem(this.#storageKey, JSON.stringify(this.#saved));
-    } catch {
-      // storage full or disabled: the session lasts as long as this page
-    }
+    this.#events.emit(type, payload);
   }
 
   #forget() {
-    this.#saved = null;
+    this.#resume.forget();
     this.sessionId = null;
-    try {
-      this.#storage?.removeItem(this.#storageKey);
-    } catch {
-      // nothing stored
-    }
   }
 }

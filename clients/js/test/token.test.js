@@ -134,3 +134,20 @@ test("after a 4001 the supplier's new token is used to resume", async () => {
   assert.equal((await third.next()).type, "session.start");
   assert.equal(calls, 3);
 });
+
+test("a fixed token is not re-sent as a refresh, and its expiry stops the client clearly", async () => {
+  const fixed = jwt({ sub: "u", exp: inSeconds(2) });
+  const client = open({ token: fixed, refreshMarginMs: 1500 });
+  const first = await gw.peer();
+  assert.equal(first.token, fixed);
+  await first.next();
+  first.ready();
+  assert.equal(await first.maybeNext(1500), undefined, "no auth message with the same token");
+  await until("expired", () => Date.now() > tokenExpiry(fixed));
+  const closed = closedStatus(client);
+  first.close(4001, "token expired");
+  const s = await closed;
+  assert.equal(s.by, "token");
+  assert.equal(s.message, "Could not get an access token: it returned a token that has expired");
+  assert.equal(gw.peers.length, 1);
+});
