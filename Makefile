@@ -6,7 +6,7 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test test-js test-deps lint build docker clean
+.PHONY: run test test-js test-js-sdk test-deps lint build docker clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/gateway
@@ -18,11 +18,15 @@ test: test-deps
 
 # The official JS SDK (@google/genai) against cmd/fakegemini; needs Node.js
 # 20+ and npm (test-deps installs them). CI runs it after `make test`.
-test-js: test-deps
+test-js-sdk: test-deps
 	scripts/test-js-sdk
 
 test-deps:
 	@scripts/install-test-deps
+
+# The browser client package: npm ci, tsc --noEmit, node --test.
+test-js: test-deps
+	@scripts/test-js
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }

@@ -8,30 +8,51 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	jsclient "github.com/turnstile-gw/turnstile/clients/js"
 )
 
-// These tests keep the page and docs/protocol.md from drifting apart: the
-// page may send only documented client messages, and it must handle every
-// documented server message.
+// These tests keep the client package, the demo page and docs/protocol.md
+// from drifting apart: they may send only documented client messages, and
+// each must handle every documented server message.
 
+// jsFile is a shipped JavaScript file: the page's (name "app.js") or the
+// client package's (name "client/client.js").
 type jsFile struct{ name, body string }
 
+func (f jsFile) client() bool { return strings.HasPrefix(f.name, "client/") }
+
+// jsFiles lists the page's and the client package's JavaScript.
 func jsFiles(t *testing.T) []jsFile {
 	t.Helper()
 	var out []jsFile
-	err := fs.WalkDir(static, "static", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(name) != ".js" {
+	add := func(fsys fs.FS, root, prefix string) {
+		err := fs.WalkDir(fsys, root, func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || path.Ext(name) != ".js" {
+				return err
+			}
+			b, err := fs.ReadFile(fsys, name)
+			out = append(out, jsFile{prefix + path.Base(name), string(b)})
 			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		b, err := fs.ReadFile(static, name)
-		out = append(out, jsFile{path.Base(name), string(b)})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if len(out) == 0 {
-		t.Fatal("no JavaScript shipped")
+	add(static, "static", "")
+	add(jsclient.FS(), ".", "client/")
+	if !slices.ContainsFunc(out, jsFile.client) || slices.IndexFunc(out, func(f jsFile) bool { return !f.client() }) < 0 {
+		t.Fatalf("found %d JavaScript files: want the page's and the client package's", len(out))
+	}
+	return out
+}
+
+func only(files []jsFile, client bool) []jsFile {
+	var out []jsFile
+	for _, f := range files {
+		if f.client() == client {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -122,10 +143,9 @@ func sentTypes(t *testing.T) []string {
 	return sent
 }
 
-func handledTypes(t *testing.T) []string {
-	t.Helper()
+func handledTypes(files []jsFile) []string {
 	var handled []string
-	for _, js := range jsFiles(t) {
+	for _, js := range files {
 		for _, loc := range typeSwitch.FindAllStringIndex(js.body, -1) {
 			depth, end := 0, len(js.body)
 			for i := loc[1] - 1; i < len(js.body); i++ {
@@ -152,12 +172,12 @@ func TestClientSendsOnlyDocumentedMessages(t *testing.T) {
 	sent := sentTypes(t)
 	for _, typ := range sent {
 		if !slices.Contains(documented, typ) {
-			t.Errorf("the page sends %q, which docs/protocol.md does not list as a client message (%v)", typ, documented)
+			t.Errorf("the client sends %q, which docs/protocol.md does not list as a client message (%v)", typ, documented)
 		}
 	}
-	for _, typ := range []string{"session.start", "text", "turn.cancel", "confirm", "ping", "voice.start", "voice.stop", "audio.end"} {
+	for _, typ := range documented {
 		if !slices.Contains(sent, typ) {
-			t.Errorf("the page never sends %q", typ)
+			t.Errorf("the client never sends %q", typ)
 		}
 	}
 }
@@ -186,29 +206,37 @@ func TestBinaryFramesAreAudioBothWaysAsDocumented(t *testing.T) {
 	for _, js := range jsFiles(t) {
 		all += js.body
 	}
-	// The page reads binary frames as ArrayBuffers and hands them to the
+	// The client reads binary frames as ArrayBuffers and hands them to the
 	// speaker; sendAudio is the only binary write (see rawSends).
-	for _, want := range []string{`binaryType = "arraybuffer"`, "onAudio(ev.data)", "sendAudio(buffer)"} {
+	for _, want := range []string{`binaryType = "arraybuffer"`, "this.voice.audio(ev.data)", "sendAudio(buffer)"} {
 		if !strings.Contains(all, want) {
-			t.Errorf("the page's JavaScript has no %s", want)
+			t.Errorf("the client's JavaScript has no %s", want)
 		}
 	}
 }
 
-func TestClientHandlesEveryDocumentedServerMessage(t *testing.T) {
+// Both the client package (which keeps its state and emits a typed event
+// for each) and the demo page (which shows each) must know every documented
+// server message, and no other.
+func TestClientAndPageHandleEveryDocumentedServerMessage(t *testing.T) {
 	documented := messageTypes(t, protocolDoc(t), "## Server → client")
-	handled := handledTypes(t)
-	if len(handled) == 0 {
-		t.Fatal("no `switch (msg.type)` dispatch found in the page's JavaScript")
-	}
-	for _, typ := range documented {
-		if !slices.Contains(handled, typ) {
-			t.Errorf("docs/protocol.md lists server message %q, which the page does not handle", typ)
+	for _, side := range []struct {
+		what   string
+		client bool
+	}{{"the client package", true}, {"the demo page", false}} {
+		handled := handledTypes(only(jsFiles(t), side.client))
+		if len(handled) == 0 {
+			t.Fatalf("no `switch (msg.type)` dispatch found in %s", side.what)
 		}
-	}
-	for _, typ := range handled {
-		if !slices.Contains(documented, typ) {
-			t.Errorf("the page handles %q, which docs/protocol.md does not list as a server message", typ)
+		for _, typ := range documented {
+			if !slices.Contains(handled, typ) {
+				t.Errorf("docs/protocol.md lists server message %q, which %s does not handle", typ, side.what)
+			}
+		}
+		for _, typ := range handled {
+			if !slices.Contains(documented, typ) {
+				t.Errorf("%s handles %q, which docs/protocol.md does not list as a server message", side.what, typ)
+			}
 		}
 	}
 }
@@ -224,7 +252,7 @@ func TestClientUsesTheDocumentedEndpoint(t *testing.T) {
 			found = found || strings.Contains(js.body, want)
 		}
 		if !found {
-			t.Errorf("the page's JavaScript does not use %s", want)
+			t.Errorf("the client's JavaScript does not use %s", want)
 		}
 	}
 }

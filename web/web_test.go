@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	jsclient "github.com/turnstile-gw/turnstile/clients/js"
 )
 
 func serve(t *testing.T, method, target string, header http.Header) *httptest.ResponseRecorder {
@@ -22,7 +24,7 @@ func serve(t *testing.T, method, target string, header http.Header) *httptest.Re
 	return rec
 }
 
-// staticFile reads one shipped file, failing the test when it is missing.
+// staticFile reads one file of the page, failing the test when it is missing.
 func staticFile(t *testing.T, name string) string {
 	t.Helper()
 	b, err := fs.ReadFile(static, "static/"+name)
@@ -30,6 +32,20 @@ func staticFile(t *testing.T, name string) string {
 		t.Fatalf("read %s: %v", name, err)
 	}
 	return string(b)
+}
+
+// shippedFile reads the embedded file served at urlPath: the page's, or the
+// client package's under /client/.
+func shippedFile(t *testing.T, urlPath string) string {
+	t.Helper()
+	if name, ok := strings.CutPrefix(urlPath, ClientPrefix); ok {
+		b, err := fs.ReadFile(jsclient.FS(), name)
+		if err != nil {
+			t.Fatalf("read client %s: %v", name, err)
+		}
+		return string(b)
+	}
+	return staticFile(t, strings.TrimPrefix(urlPath, "/"))
 }
 
 func cspDirectives(t *testing.T, policy string) map[string]string {
@@ -89,22 +105,21 @@ func TestFilesAreServedWithTheirContentTypes(t *testing.T) {
 	cases := []struct{ path, contentType string }{
 		{"/index.html", "text/html; charset=utf-8"},
 		{"/app.js", "text/javascript; charset=utf-8"},
-		{"/protocol.js", "text/javascript; charset=utf-8"},
 		{"/ui.js", "text/javascript; charset=utf-8"},
 		{"/dom.js", "text/javascript; charset=utf-8"},
 		{"/format.js", "text/javascript; charset=utf-8"},
 		{"/timeline.js", "text/javascript; charset=utf-8"},
-		{"/confirm.js", "text/javascript; charset=utf-8"},
 		{"/dialog.js", "text/javascript; charset=utf-8"},
-		{"/audio.js", "text/javascript; charset=utf-8"},
-		{"/playback.js", "text/javascript; charset=utf-8"},
-		{"/transcripts.js", "text/javascript; charset=utf-8"},
-		{"/voicelink.js", "text/javascript; charset=utf-8"},
-		{"/voice.js", "text/javascript; charset=utf-8"},
+		{"/approvals.js", "text/javascript; charset=utf-8"},
 		{"/voiceui.js", "text/javascript; charset=utf-8"},
-		{"/mic-worklet.js", "text/javascript; charset=utf-8"},
-		{"/player-worklet.js", "text/javascript; charset=utf-8"},
 		{"/mic.svg", "image/svg+xml"},
+		{"/client/index.js", "text/javascript; charset=utf-8"},
+		{"/client/client.js", "text/javascript; charset=utf-8"},
+		{"/client/mic-worklet.js", "text/javascript; charset=utf-8"},
+		{"/client/player-worklet.js", "text/javascript; charset=utf-8"},
+		{"/client/react.js", "text/javascript; charset=utf-8"},
+		{"/client/index.d.ts", "text/plain; charset=utf-8"},
+		{"/client/package.json", "application/json"},
 		{"/style.css", "text/css; charset=utf-8"},
 		{"/favicon.svg", "image/svg+xml"},
 	}
@@ -120,7 +135,7 @@ func TestFilesAreServedWithTheirContentTypes(t *testing.T) {
 			if rec.Header().Get("Content-Security-Policy") == "" || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
 				t.Errorf("security headers missing: %v", rec.Header())
 			}
-			if want := staticFile(t, tc.path[1:]); rec.Body.String() != want {
+			if want := shippedFile(t, tc.path); rec.Body.String() != want {
 				t.Errorf("body differs from the embedded file")
 			}
 		})
@@ -128,7 +143,8 @@ func TestFilesAreServedWithTheirContentTypes(t *testing.T) {
 }
 
 func TestUnknownPathsAreNotFound(t *testing.T) {
-	for _, p := range []string{"/nope.js", "/static/app.js", "/web.go", "/../web.go", "/%2e%2e/web.go", "/app.js/", "/css/", "//app.js"} {
+	for _, p := range []string{"/nope.js", "/static/app.js", "/web.go", "/../web.go", "/%2e%2e/web.go", "/app.js/", "/css/", "//app.js",
+		"/client/", "/client/jsclient.go", "/client/test/client.test.js", "/client/node_modules/ws/index.js", "/client/README.md", "/client/app.js"} {
 		rec := serve(t, http.MethodGet, p, nil)
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s = %d, want 404", p, rec.Code)
@@ -170,17 +186,58 @@ func TestRevalidationWithETagAnswersNotModified(t *testing.T) {
 }
 
 func TestEveryShippedFileIsServed(t *testing.T) {
-	err := fs.WalkDir(static, "static", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	for _, root := range []struct {
+		fsys fs.FS
+		dir  string
+	}{{static, "static"}, {jsclient.FS(), "."}} {
+		err := fs.WalkDir(root.fsys, root.dir, func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if _, ok := contentTypes[path.Ext(name)]; !ok {
+				t.Errorf("%s has no content type, so it is never served", name)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, ok := contentTypes[path.Ext(name)]; !ok {
-			t.Errorf("%s has no content type, so it is never served", name)
+	}
+}
+
+// A page on another origin imports the client's modules (and the browser
+// loads its worklets) in CORS mode: /client/ answers any origin. The page
+// itself is not shared.
+func TestClientPackageIsLoadableFromAnyOriginAndThePageIsNot(t *testing.T) {
+	origin := http.Header{"Origin": {"https://shop.example"}}
+	for _, p := range []string{"/client/index.js", "/client/mic-worklet.js", "/client/player-worklet.js", "/client/index.d.ts"} {
+		rec := serve(t, http.MethodGet, p, origin)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d", p, rec.Code)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		if got := rec.Header().Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("GET %s: Access-Control-Allow-Origin %q, want *", p, got)
+		}
+		if got := rec.Header().Get("Cross-Origin-Resource-Policy"); got != "cross-origin" {
+			t.Errorf("GET %s: Cross-Origin-Resource-Policy %q, want cross-origin", p, got)
+		}
+		if rec.Header().Get("Access-Control-Allow-Credentials") != "" {
+			t.Errorf("GET %s allows credentials", p)
+		}
+	}
+	etag := serve(t, http.MethodGet, "/client/index.js", nil).Header().Get("ETag")
+	notModified := serve(t, http.MethodGet, "/client/index.js", http.Header{"Origin": {"https://shop.example"}, "If-None-Match": {etag}})
+	if notModified.Code != http.StatusNotModified || notModified.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("revalidation: %d with ACAO %q, want 304 with *", notModified.Code, notModified.Header().Get("Access-Control-Allow-Origin"))
+	}
+	for _, p := range []string{"/", "/app.js", "/style.css"} {
+		rec := serve(t, http.MethodGet, p, origin)
+		if got := rec.Header().Get("Access-Control-Allow-Origin"); got != "" {
+			t.Errorf("GET %s: Access-Control-Allow-Origin %q; only /client/ is shared", p, got)
+		}
+		if got := rec.Header().Get("X-Frame-Options"); got != "DENY" {
+			t.Errorf("GET %s: X-Frame-Options %q, want DENY", p, got)
+		}
 	}
 }
 
@@ -198,20 +255,30 @@ func TestEverythingThePageLoadsExists(t *testing.T) {
 		refs = append(refs, m[1])
 	}
 	for _, js := range jsFiles(t) {
+		dir := "/"
+		if js.client() {
+			dir = ClientPrefix
+		}
 		for _, m := range importRef.FindAllStringSubmatch(js.body, -1) {
-			if !strings.HasPrefix(m[1], "./") {
-				t.Errorf("%s imports %q: only relative imports of shipped files work offline", js.name, m[1])
+			ref := m[1]
+			switch {
+			case js.name == "client/react.js" && ref == "react":
+				continue // the optional peer dependency, never loaded by the page
+			case js.client() && !strings.HasPrefix(ref, "./"):
+				t.Errorf("%s imports %q: the package imports only its own files, relatively", js.name, ref)
+			case !js.client() && !strings.HasPrefix(ref, "./") && !strings.HasPrefix(ref, ClientPrefix):
+				t.Errorf("%s imports %q: the page imports its own files or the client package at %s", js.name, ref, ClientPrefix)
 			}
-			refs = append(refs, m[1])
+			refs = append(refs, resolve(dir, ref))
 		}
 		for _, m := range moduleURLRef.FindAllStringSubmatch(js.body, -1) {
-			refs = append(refs, m[1])
+			refs = append(refs, resolve(dir, m[1]))
 		}
 	}
 	for _, m := range cssURLRef.FindAllStringSubmatch(staticFile(t, "style.css"), -1) {
 		refs = append(refs, m[1])
 	}
-	for _, want := range []string{"./mic-worklet.js", "./player-worklet.js", "mic.svg"} {
+	for _, want := range []string{"/client/mic-worklet.js", "/client/player-worklet.js", "/client/index.js", "mic.svg"} {
 		if !slices.Contains(refs, want) {
 			t.Errorf("found no reference to %s; the reference patterns no longer match the page", want)
 		}
@@ -224,11 +291,19 @@ func TestEverythingThePageLoadsExists(t *testing.T) {
 			t.Errorf("the page loads %q from elsewhere; the gateway may be offline", ref)
 			continue
 		}
-		p := "/" + strings.TrimPrefix(ref, "./")
+		p := resolve("/", ref)
 		if rec := serve(t, http.MethodGet, p, nil); rec.Code != http.StatusOK {
 			t.Errorf("the page loads %s, which answers %d", p, rec.Code)
 		}
 	}
+}
+
+// resolve is the URL path of ref as seen from a module in dir.
+func resolve(dir, ref string) string {
+	if strings.HasPrefix(ref, "/") {
+		return ref
+	}
+	return path.Join(dir, ref)
 }
 
 func TestPageHasNothingInlineThePolicyWouldBlock(t *testing.T) {

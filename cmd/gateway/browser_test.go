@@ -156,6 +156,9 @@ type chromiumTab struct {
 	t   *testing.T
 	ctx context.Context // the tab's
 	out *browserOutput  // the browser's stdout and stderr
+	// debugExpr is JavaScript giving, as a string, what fail reports of the
+	// page; default: the demo page's debug counters and text.
+	debugExpr string
 }
 
 // startBrowser starts Chromium with a fresh profile whose microphone plays
@@ -250,8 +253,11 @@ func (b *chromiumTab) fail(msg string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
-	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](
-		`JSON.stringify({debug: window.__turnstile ?? null, page: document.body?.innerText ?? ""}, null, 1)`))
+	expr := b.debugExpr
+	if expr == "" {
+		expr = `JSON.stringify({debug: window.__turnstile ?? null, page: document.body?.innerText ?? ""}, null, 1)`
+	}
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
 	if err != nil {
 		state = fmt.Sprintf("(cannot read the page: %v)", err)
 	}

@@ -1,12 +1,11 @@
-// The chat page: wires the connection (protocol.js) to the transcript
-// (ui.js, transcripts.js), the confirmations (approvals.js), voice
-// (voiceui.js) and the composer.
+// The demo chat page, built on the client package (served at /client/):
+// wires the client's events to the transcript (ui.js), the confirmations
+// (approvals.js), voice (voiceui.js), the tool list and the composer.
 
+import { Client, TurnTexts, gatewayURL } from "/client/index.js";
 import { Approvals } from "./approvals.js";
 import { parseTime } from "./format.js";
-import { Connection, describeClose, gatewayURL } from "./protocol.js";
-import { TurnTexts } from "./transcripts.js";
-import { Banner, BlockBanner, StatusIndicator, Transcript, clockTime } from "./ui.js";
+import { Banner, BlockBanner, StatusIndicator, ToolList, Transcript, clockTime } from "./ui.js";
 import { VoicePanel } from "./voiceui.js";
 
 const $ = (id) => document.getElementById(id);
@@ -17,7 +16,8 @@ const sendButton = $("send");
 const stopButton = $("stop");
 const modelName = $("model-name");
 const modeBadge = $("mode");
-const transcript = new Transcript($("transcript"), $("scroller"));
+const transcript = new Transcript($("transcript"), $("scroller"), $("earlier"));
+const toolList = new ToolList($("tools"));
 const status = new StatusIndicator($("status"), $("status-text"));
 const modelBanner = new Banner($("model-banner"));
 const connBanner = new Banner($("conn-banner"));
@@ -39,15 +39,18 @@ const state = {
   cancelRequested: false,
 };
 
-const conn = new Connection({
+// The page's own URL may carry the token (?access_token=, as `gateway
+// token` prints it); the gateway's dev mode needs none.
+const pageToken = new URLSearchParams(window.location.search).get("access_token");
+const client = new Client({
   url: gatewayURL(window.location),
+  token: pageToken ? () => pageToken : null,
   storage: window.sessionStorage,
-  onMessage: handleServerMessage,
-  onStatus: handleStatus,
-  onAudio: (buffer) => voice.audio(buffer),
 });
+client.on("message", handleServerMessage);
+client.on("status", handleStatus);
 const voice = new VoicePanel({
-  conn,
+  client,
   micButton: $("mic"),
   modeButton: $("voice-mode"),
   speaker: $("speaker"),
@@ -55,7 +58,7 @@ const voice = new VoicePanel({
   onChange: () => render(),
 });
 const counters = { messages: {}, transcriptsInput: 0, transcriptsOutput: 0 };
-const approvals = new Approvals({ conn, transcript, dialogRoot: $("confirm"), fallbackFocus: input });
+const approvals = new Approvals({ client, transcript, dialogRoot: $("confirm"), fallbackFocus: input });
 
 function handleServerMessage(msg) {
   counters.messages[msg.type] = (counters.messages[msg.type] ?? 0) + 1;
@@ -85,10 +88,12 @@ function handleServerMessage(msg) {
       onTranscript(msg, "output");
       break;
     case "audio.interrupted":
-      voice.interrupted();
-      break;
+      break; // the client has flushed the speaker
     case "tool.call":
       if (isTurn(msg.turn)) transcript.turn(msg.turn).toolCall(String(msg.id), String(msg.name ?? "tool"), msg.args);
+      break;
+    case "tool.args":
+      if (isTurn(msg.turn)) transcript.turn(msg.turn).toolArgs(String(msg.id), msg.args);
       break;
     case "tool.result":
       if (isTurn(msg.turn)) {
@@ -97,6 +102,7 @@ function handleServerMessage(msg) {
           refused: msg.refused === true,
           error: msg.error,
           durationMs: msg.durationMs,
+          result: msg.result,
         });
       }
       break;
@@ -118,8 +124,10 @@ function handleServerMessage(msg) {
     case "error":
       onError(msg);
       break;
-    case "pong":
-      break; // the connection counts every frame as a sign of life
+    case "auth.ok": // the client schedules the next token refresh
+    case "history": // answers loadEarlier's request
+    case "pong": // the client counts every frame as a sign of life
+      break;
     default:
       console.debug("turnstile: ignoring message type", msg.type);
   }
@@ -142,6 +150,7 @@ function onSessionReady(msg) {
   }
 
   setMode(msg.mode);
+  toolList.show(msg.tools);
   texts.clear();
   if (msg.sessionId !== state.sessionId) {
     const lost = state.resumeRefused || (state.sessionId !== null && !state.wantNew);
@@ -153,6 +162,7 @@ function onSessionReady(msg) {
   state.wantNew = false;
   state.resumeRefused = false;
   if (msg.resumed === true) transcript.restore(msg.history);
+  transcript.offerEarlier(client.moreHistory ? loadEarlier : null);
 
   // A turn that was running when the link dropped was cancelled; a text
   // sent but never accepted goes back into the composer.
@@ -170,7 +180,6 @@ function onSessionReady(msg) {
   state.activeTurn = null;
   state.cancelRequested = false;
   approvals.sessionReady(msg);
-  voice.sessionReady(msg.mode);
   if (msg.mode === "voice" && msg.resumed !== true) transcript.note("Voice mode: press the microphone to talk.", "info");
   render();
 }
@@ -254,7 +263,7 @@ function onError(msg) {
   const message = String(msg.message ?? "Something went wrong.");
   const retryable = msg.retryable === true;
 
-  if (voice.error(code, message)) return;
+  if (voice.answersSwitch(code)) return; // noted by the switchFailed event
   if (code === "resume_refused") {
     state.resumeRefused = true; // noted when the new session is ready
     return;
@@ -280,7 +289,9 @@ function onError(msg) {
     return;
   }
   const kind = retryable ? "warn" : "error";
-  const text = retryable ? `${message} (temporary: you can try again)` : message;
+  const text = code === "rate_limited"
+    ? "You are sending faster than the gateway allows: wait a moment, then try again."
+    : retryable ? `${message} (temporary: you can try again)` : message;
   if (!isTurn(msg.turn)) {
     transcript.note(text, kind, code);
     return;
@@ -294,15 +305,21 @@ function retryTurn(text, button) {
   if (sendText(text)) button.disabled = true;
 }
 
+// Older history, asked for by the "Load earlier" button.
+async function loadEarlier() {
+  const page = await client.loadHistory({ limit: 50 });
+  transcript.prependHistory(page.entries);
+  return page.more;
+}
+
 function handleStatus(s) {
-  state.connected = s.state === "connected";
+  state.connected = s.state === "ready";
   if (!state.connected) approvals.disconnected();
-  voice.connection(s.state);
   switch (s.state) {
     case "connecting":
       status.set("connecting", "Connecting…");
       break;
-    case "connected":
+    case "ready":
       status.set("connected", "Connected");
       connBanner.hide();
       break;
@@ -315,11 +332,11 @@ function handleStatus(s) {
         );
       }
       break;
-    case "stopped": {
+    case "closed": {
       status.set("stopped", s.code === 4003 ? "Blocked" : "Disconnected");
-      let detail = s.reason ? `Gateway said: “${s.reason}” (code ${s.code})` : `Code ${s.code}`;
+      let detail = s.reason ? `Gateway said: “${s.reason}” (code ${s.code})` : s.code ? `Code ${s.code}` : "";
       if (s.code === 4003 && blockBanner.until > Date.now()) detail = `You can reconnect after ${clockTime(blockBanner.until)}.`;
-      connBanner.show(describeClose(s.code), detail, { label: "Reconnect", run: () => conn.connect() });
+      connBanner.show(s.message, detail, { label: "Reconnect", run: () => client.connect() });
       break;
     }
   }
@@ -364,7 +381,6 @@ function onMode(msg) {
   const mode = String(msg.mode ?? "");
   const reason = String(msg.reason ?? "");
   setMode(mode);
-  voice.modeChanged(mode);
   let text = MODE_TEXT[mode]?.[reason] ?? `The session switched to ${mode} mode${reason ? ` (${reason})` : ""}.`;
   if (mode === "voice" && voice.micOn) text = "Voice mode: listening.";
   transcript.note(text, reason === "upstream_lost" ? "warn" : "info");
@@ -388,7 +404,7 @@ function sendText(raw) {
   if (!text || !state.connected || blockBanner.active) return false;
   if (voice.mode === "voice") return sendVoiceText(text);
   if (state.pendingText !== null || state.activeTurn !== null) return false;
-  if (!conn.send("text", { text })) return false;
+  if (!client.sendText(text)) return false;
   state.pendingText = text;
   render();
   return true;
@@ -398,7 +414,7 @@ function sendText(raw) {
 // running turn's input (or starts a turn for it) and does not echo it, so
 // the page shows it itself.
 function sendVoiceText(text) {
-  if (!conn.send("text", { text })) return false;
+  if (!client.sendText(text)) return false;
   if (state.activeTurn !== null) addTyped(state.activeTurn, text);
   else state.voiceTyped = text;
   return true;
@@ -418,8 +434,7 @@ function giveBack(text) {
 
 function stopTurn() {
   if (state.activeTurn === null || state.cancelRequested) return;
-  if (conn.send("turn.cancel")) {
-    voice.silence();
+  if (client.cancelTurn()) {
     state.cancelRequested = true;
     render();
   }
@@ -462,16 +477,16 @@ $("new-chat").addEventListener("click", () => {
   state.pendingText = null;
   state.activeTurn = null;
   approvals.clear();
-  voice.reset();
   texts.clear();
   transcript.reset();
-  conn.newSession();
+  toolList.show([]);
+  client.newSession();
   input.focus();
 });
 
-window.addEventListener("online", () => conn.retryNow());
+window.addEventListener("online", () => client.retryNow());
 document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible") conn.retryNow();
+  if (document.visibilityState === "visible") client.retryNow();
 });
 
 // ?debug=1 exposes live counters for browser tests and people debugging
@@ -490,4 +505,4 @@ if (new URLSearchParams(window.location.search).get("debug") === "1") {
 
 autosize();
 render();
-conn.connect();
+client.connect();

@@ -4,14 +4,14 @@
 // request on its confirm.done (from this tab or any other), on expiry, or
 // when a reconnect no longer lists it.
 
-import { ConfirmQueue } from "./confirm.js";
+import { ConfirmQueue } from "/client/index.js";
 import { ConfirmDialog } from "./dialog.js";
 
 // How many answered outcomes to remember for turns that have not started.
 const ANSWERED_MAX = 8;
 
 export class Approvals {
-  #conn;
+  #client;
   #transcript;
   #queue;
   #dialog;
@@ -19,11 +19,11 @@ export class Approvals {
   #timer = null;
   #answered = []; // {tool, outcome} from confirm.done, awaiting their turn.start
 
-  /** `conn` is the Connection, `transcript` the Transcript, `dialogRoot`
+  /** `client` is the Client, `transcript` the Transcript, `dialogRoot`
    * the <dialog> element; focus returns to `fallbackFocus` when no better
    * place is left after the dialog closes. */
-  constructor({ conn, transcript, dialogRoot, fallbackFocus }) {
-    this.#conn = conn;
+  constructor({ client, transcript, dialogRoot, fallbackFocus }) {
+    this.#client = client;
     this.#transcript = transcript;
     this.#dialog = new ConfirmDialog(dialogRoot, { onAnswer: (token, approve) => this.#answer(token, approve), fallbackFocus });
     this.#queue = new ConfirmQueue({ onChange: () => this.#show() });
@@ -93,7 +93,7 @@ export class Approvals {
   #answer(token, approve) {
     const fields = this.#queue.answer(token, approve);
     if (fields === null) return;
-    if (!this.#conn.send("confirm", fields)) this.#queue.unsend(token);
+    if (!this.#client.confirm(fields.token, fields.approve)) this.#queue.unsend(token);
   }
 
   #show() {

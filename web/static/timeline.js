@@ -35,21 +35,34 @@ export class ToolTimeline {
     this.node.append(this.#summary, this.#list);
   }
 
-  /** A tool.call: a new running row (or the existing one for `id`). */
+  /** A tool.call: a new running row (or the existing one for `id`).
+   * Without `args` the model's arguments are still streaming: tool.args
+   * brings them. */
   call(id, name, args) {
     const call = this.#call(id, name);
-    const line = compactArgs(args);
-    const argsNode = call.row.querySelector(".tool-args");
-    argsNode.textContent = line;
-    argsNode.title = args === undefined ? "" : JSON.stringify(args);
+    if (args === undefined) this.#showArgs(call, undefined, "…");
+    else this.#showArgs(call, args, compactArgs(args));
     this.#set(call, RUNNING, "running…");
   }
 
-  /** A tool.result: the row's outcome. */
-  result(id, name, { ok, refused, error, durationMs }) {
+  /** A tool.args: the arguments of a call announced without them. */
+  args(id, args) {
+    const call = this.#call(id, this.#calls.get(id)?.name ?? "tool");
+    this.#showArgs(call, args, compactArgs(args));
+  }
+
+  /** A tool.result: the row's outcome, and the allow-listed fields of the
+   * tool's output when the gateway sends them. */
+  result(id, name, { ok, refused, error, durationMs, result }) {
     const call = this.#call(id, name);
     call.durationMs = Number.isFinite(durationMs) && durationMs >= 0 ? durationMs : null;
     const took = formatDuration(call.durationMs);
+    call.row.querySelector(".tool-result")?.remove();
+    if (result !== null && typeof result === "object" && Object.keys(result).length > 0) {
+      const line = el("p", "tool-result", `→ ${compactArgs(result)}`);
+      line.title = JSON.stringify(result);
+      call.row.append(line);
+    }
     if (ok) {
       this.#set(call, OK, took || "done");
       this.#setError(call, null);
@@ -92,6 +105,12 @@ export class ToolTimeline {
       this.#list.append(row);
     }
     return call;
+  }
+
+  #showArgs(call, args, text) {
+    const node = call.row.querySelector(".tool-args");
+    node.textContent = text;
+    node.title = args === undefined ? "" : JSON.stringify(args);
   }
 
   #set(call, state, status) {

@@ -6,15 +6,63 @@ import { el, srOnly } from "./dom.js";
 import { formatRemaining } from "./format.js";
 import { ToolTimeline } from "./timeline.js";
 
-/** The transcript: one list item per turn, in turn order. */
+/** The transcript: one list item per turn, in turn order, and a "Load
+ * earlier" button above it while the gateway has older history. */
 export class Transcript {
   #list;
   #scroller;
+  #earlier;
+  #loadEarlier = null; // resolves to true while still more is left
   #turns = new Map(); // turn number → TurnView
 
-  constructor(list, scroller) {
+  constructor(list, scroller, earlier) {
     this.#list = list;
     this.#scroller = scroller;
+    this.#earlier = earlier;
+    earlier.addEventListener("click", () => this.#earlierClicked());
+  }
+
+  /** Shows the "Load earlier" button while `load` is set: load() fetches
+   * and shows the next older page and resolves to whether more is left. */
+  offerEarlier(load) {
+    this.#loadEarlier = load;
+    this.#earlier.hidden = load === null;
+    this.#earlier.disabled = false;
+  }
+
+  /** Draws older history entries (oldest first) above what is on screen,
+   * keeping the view where the reader is. */
+  prependHistory(entries) {
+    const s = this.#scroller;
+    const fromBottom = s.scrollHeight - s.scrollTop;
+    const drawn = new Set();
+    for (const entry of Array.isArray(entries) ? entries : []) {
+      const n = entry?.turn;
+      if (!Number.isInteger(n) || (this.#turns.has(n) && !drawn.has(n))) continue;
+      drawn.add(n);
+      const view = this.turn(n);
+      if (entry.role === "user") view.setUser(String(entry.text ?? ""));
+      else if (entry.role === "model") view.setAnswer(String(entry.text ?? ""));
+      view.finish();
+    }
+    s.scrollTop = s.scrollHeight - fromBottom;
+  }
+
+  async #earlierClicked() {
+    const load = this.#loadEarlier;
+    if (load === null) return;
+    const button = this.#earlier;
+    const label = button.textContent;
+    button.disabled = true;
+    button.textContent = "Loading…";
+    try {
+      if (!(await load())) this.offerEarlier(null);
+    } catch (err) {
+      this.note(`Could not load earlier messages: ${err?.message ?? err}`, "warn");
+    } finally {
+      button.disabled = false;
+      button.textContent = label;
+    }
   }
 
   /** The view of turn `n`, created (in order) when it is not on screen yet. */
@@ -38,6 +86,7 @@ export class Transcript {
   reset() {
     this.#turns.clear();
     this.#list.replaceChildren();
+    this.offerEarlier(null);
   }
 
   /** True when nothing is on screen. */
@@ -197,7 +246,12 @@ export class TurnView {
     this.#follow(() => this.#timeline().call(id, name, args));
   }
 
-  /** `outcome` is {ok, refused, error, durationMs} from tool.result. */
+  /** tool.args: the arguments of a call announced without them. */
+  toolArgs(id, args) {
+    this.#follow(() => this.#timeline().args(id, args));
+  }
+
+  /** `outcome` is {ok, refused, error, durationMs, result} from tool.result. */
   toolResult(id, name, outcome) {
     this.#follow(() => this.#timeline().result(id, name, outcome));
   }
@@ -245,6 +299,34 @@ export class TurnView {
       this.node.insertBefore(this.#tools.node, this.#answer ?? this.#notes);
     }
     return this.#tools;
+  }
+}
+
+/** The tools of the session's mode (session.ready `tools`): a collapsed
+ * list in the header, hidden when the gateway does not say. */
+export class ToolList {
+  #node;
+  #summary;
+  #list;
+
+  constructor(node) {
+    this.#node = node;
+    this.#summary = node.querySelector("summary");
+    this.#list = node.querySelector("ul");
+  }
+
+  show(tools) {
+    const list = Array.isArray(tools) ? tools.filter((t) => typeof t?.name === "string" && t.name !== "") : [];
+    this.#node.hidden = list.length === 0;
+    this.#summary.textContent = `Tools (${list.length})`;
+    this.#list.replaceChildren(...list.map((t) => {
+      const item = el("li", "tool-info");
+      const traits = Array.isArray(t.modes) ? [t.modes.filter((m) => typeof m === "string").join(" · ")] : [];
+      if (t.requiresConfirmation === true) traits.push("asks you first");
+      if (t.terminal === true) traits.push("ends the turn");
+      item.append(el("code", "tool-name", t.name), " ", el("span", "muted", traits.filter(Boolean).join(", ")));
+      return item;
+    }));
   }
 }
 

@@ -1,6 +1,8 @@
 // Sound in the browser for voice mode: one AudioContext, the microphone
 // (getUserMedia into mic-worklet.js) and the speaker (player-worklet.js).
-// What is sent and when is voicelink.js's job.
+// What is sent and when is voicelink.js's job. The worklets load from next
+// to this file (import.meta.url), so a page on another origin can use them
+// when the gateway serves this package with CORS (it does, at /client/).
 
 import { PLAYBACK_RATE } from "./audio.js";
 
@@ -166,7 +168,7 @@ function micError(err) {
 /** The speaker: queues the model's speech (PCM16 24 kHz frames) in the
  * player worklet; onReport({state, played, buffered, underruns, dropped,
  * flushed}) follows the worklet's progress (counts in 24 kHz samples). */
-export class Player {
+export class Speaker {
   #engine;
   #onReport;
   #onError;
@@ -219,4 +221,23 @@ export class Player {
       this.#loading = false;
     }
   }
+}
+
+/**
+ * The browser's sound devices for a Client's voice (the default `audio`
+ * option): one AudioContext made on first use, the microphone and the
+ * speaker. `handlers` are onFrame(ArrayBuffer), onEnded(), onReport(report)
+ * and onError(message).
+ */
+export function browserAudio(handlers) {
+  const engine = new AudioEngine();
+  return {
+    microphone: new Microphone(engine, handlers),
+    speaker: new Speaker(engine, handlers),
+    resume: () => engine.resume(),
+    get suspended() {
+      return engine.suspended;
+    },
+    warmUp: () => engine.context(),
+  };
 }

@@ -1,11 +1,14 @@
 // The queue of confirmation requests waiting for the user's answer
-// (docs/protocol.md, "Confirmations"). No DOM: the dialog (dialog.js) shows
-// the head of the queue, and the tests drive this class under Node.
+// (docs/protocol.md, "Confirmations"): a page shows the head of the queue
+// in a dialog, sends the answer once, and keeps the queue in step with the
+// gateway across reconnects. No DOM.
 
-import { parseTime } from "./format.js";
+function parseTime(value) {
+  return typeof value === "string" ? Date.parse(value) : NaN;
+}
 
 /**
- * A confirm.request as the page keeps it:
+ * A confirm.request as the queue keeps it:
  * { token, tool, args, turn, expiresAt (ms since the epoch), receivedAt, sent }.
  * `sent` is true between sending the user's answer and the gateway's
  * confirm.done (or a reconnect, which re-lists what is still pending).

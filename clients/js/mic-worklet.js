@@ -1,13 +1,12 @@
-// The microphone's AudioWorklet processor (loaded by voice.js with
-// audioWorklet.addModule, so it is a module under the page's script-src
-// 'self'): downmixes each render quantum to mono, converts it from the
+// The microphone's AudioWorklet processor (loaded by devices.js with
+// audioWorklet.addModule, as a module from next to devices.js): downmixes each render quantum to mono, converts it from the
 // context's rate to 16 kHz (audio.js: low-pass FIR, then decimation or
 // interpolation), and posts PCM16 little-endian frames of exactly 40 ms
-// (1280 bytes) to the page, which sends them to the gateway.
+// (1280 bytes) to the main thread, which sends them to the gateway.
 //
-// Messages from the page: "stop" — post the unfinished last frame as
+// Messages from the main thread: "stop" — post the unfinished last frame as
 // {tail} (null when empty) and produce nothing more.
-// Messages to the page: {frame: ArrayBuffer}, {tail: ArrayBuffer|null}.
+// Messages to the main thread: {frame: ArrayBuffer}, {tail: ArrayBuffer|null}.
 
 import { Downsampler, FRAME_SAMPLES, FrameAssembler, MIC_RATE, downmix } from "./audio.js";
 

@@ -1,11 +1,11 @@
-// The speaker's AudioWorklet processor (loaded by voice.js with
+// The speaker's AudioWorklet processor (loaded by devices.js with
 // audioWorklet.addModule): a jitter-buffered queue of the model's speech
-// (playback.js), fed PCM16 24 kHz frames by the page and rendered at the
+// (playback.js), fed PCM16 24 kHz frames by the main thread and rendered at the
 // context's rate.
 //
-// Messages from the page: an ArrayBuffer (PCM16 little-endian 24 kHz) to
+// Messages from the main thread: an ArrayBuffer (PCM16 little-endian 24 kHz) to
 // queue; "flush" to drop everything queued now (barge-in).
-// Messages to the page: {state, played, buffered, underruns, dropped,
+// Messages to the main thread: {state, played, buffered, underruns, dropped,
 // flushed} (counts in 24 kHz samples) when the state changes, after each
 // message, and every few render quanta while playing.
 

@@ -1,10 +1,10 @@
-// The page's voice protocol state (docs/protocol.md, "Voice"): the session's
+// The voice protocol state (docs/protocol.md, "Voice"): the session's
 // mode, a mode switch waiting for its `mode` event, and the microphone's
 // frames on their way to the gateway. It decides what goes out and when;
-// capturing sound is voice.js's job. No DOM: Node tests drive it against a
-// real Connection.
+// capturing sound is devices.js's job. No DOM: Node tests drive it against
+// a real Client.
 
-/** The microphone states (the mic button's data-state). */
+/** The microphone states. */
 export const MIC_OFF = "off";
 export const MIC_STARTING = "starting"; // asking for the microphone
 export const MIC_WAITING = "waiting"; // capturing; voice.start sent, the session is not in voice yet
@@ -31,7 +31,7 @@ export class VoiceLink {
   framesDropped = 0;
   audioEnds = 0;
 
-  /** `conn` is the Connection (send, sendAudio); onChange() runs after
+  /** `conn` is the Client (send, sendAudio); onChange() runs after
    * every change of mode, switching or mic. */
   constructor({ conn, onChange = () => {} }) {
     this.#conn = conn;

@@ -1,0 +1,288 @@
+// The connection against a real WebSocket server playing the gateway:
+// session start and resume, close codes, backoff, events, text and history.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { afterEach, beforeEach, test } from "node:test";
+
+import { Client, backoffDelay, closeAction, connect, describeClose } from "../index.js";
+import { ClientWebSocket, record, startGateway, until } from "./gateway.js";
+
+let gw;
+const clients = [];
+
+beforeEach(async () => {
+  gw = await startGateway();
+});
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  await gw.close();
+});
+
+function open(options = {}) {
+  const client = connect({
+    url: gw.url,
+    WebSocket: ClientWebSocket,
+    audio: false,
+    backoff: { minMs: 20, maxMs: 100 },
+    ...options,
+  });
+  clients.push(client);
+  return client;
+}
+
+test("connects with the subprotocol, starts a session and reports it ready", async () => {
+  const client = open({ mode: "voice" });
+  const log = record(client, "status", "session.ready");
+  const peer = await gw.peer();
+  assert.equal(peer.protocol, "turnstile.v1");
+  assert.equal(peer.token, null, "no token supplier: no access_token");
+  assert.deepEqual(await peer.next(), { type: "session.start", mode: "voice" });
+  peer.ready({ mode: "text", turn: 3 });
+  await until("ready", () => client.ready);
+  assert.deepEqual(log.map(([t, p]) => (t === "status" ? p.state : t)), ["connecting", "ready", "session.ready"]);
+  assert.equal(client.sessionId, "s1");
+  assert.equal(client.mode, "text");
+  assert.equal(client.turn, 3);
+  assert.equal(client.status, "ready");
+});
+
+test("resumes the session after a reconnect close code, with a fresh token each time", async () => {
+  let calls = 0;
+  const client = open({ token: async () => `tok-${++calls}` });
+  const states = [];
+  client.on("status", (s) => states.push(s.state));
+  const first = await gw.peer();
+  assert.equal(first.token, "tok-1");
+  assert.deepEqual(await first.next(), { type: "session.start" });
+  first.ready();
+  await until("ready", () => client.ready);
+  first.close(4100, "draining");
+
+  const second = await gw.peer();
+  assert.equal(second.token, "tok-2", "the supplier is asked again on reconnect");
+  assert.deepEqual(await second.next(), { type: "session.start", resume: { sessionId: "s1", resumeToken: "t1" } });
+  second.ready({ resumed: true });
+  await until("ready again", () => client.ready);
+  assert.deepEqual(states, ["connecting", "ready", "reconnecting", "reconnecting", "ready"]);
+});
+
+test("starts over without resume when the resume is refused (4004)", async () => {
+  const storage = new Map();
+  const store = { getItem: (k) => storage.get(k) ?? null, setItem: (k, v) => storage.set(k, v), removeItem: (k) => storage.delete(k) };
+  store.setItem("turnstile.session", JSON.stringify({ sessionId: "old", resumeToken: "gone" }));
+  const client = open({ storage: store });
+  const first = await gw.peer();
+  assert.deepEqual(await first.next(), { type: "session.start", resume: { sessionId: "old", resumeToken: "gone" } });
+  first.send({ type: "error", code: "resume_refused", message: "cannot resume", retryable: false });
+  first.close(4004, "resume refused");
+  const second = await gw.peer();
+  assert.deepEqual(await second.next(), { type: "session.start" });
+  second.ready({ sessionId: "s2", resumeToken: "t2" });
+  await until("ready", () => client.ready);
+  assert.equal(store.getItem("turnstile.session"), `{"sessionId":"s2","resumeToken":"t2"}`);
+});
+
+for (const [code, reason] of [[4005, "resumed elsewhere"], [4008, "rate abuse"], [4002, "protocol"]]) {
+  test(`stops for good on close ${code}, with the gateway's reason and a sentence`, async () => {
+    const client = open();
+    const peer = await gw.peer();
+    await peer.next();
+    peer.ready();
+    await until("ready", () => client.ready);
+    const closed = new Promise((resolve) => client.on("status", (s) => s.state === "closed" && resolve(s)));
+    peer.close(code, reason);
+    const s = await closed;
+    assert.deepEqual(s, { state: "closed", by: "server", code, reason, message: describeClose(code) });
+    assert.equal(await gw.peer(300).catch(() => null), null, "no reconnect after a terminal close");
+  });
+}
+
+test("reconnects and resumes after the idle close (4104)", async () => {
+  const client = open();
+  const first = await gw.peer();
+  await first.next();
+  first.ready();
+  await until("ready", () => client.ready);
+  first.close(4104, "idle");
+  const second = await gw.peer();
+  assert.equal((await second.next()).resume.sessionId, "s1");
+});
+
+test("a 4001 gets a fresh token and one resume; a second 4001 is final", async () => {
+  let calls = 0;
+  const client = open({ token: () => `tok-${++calls}` });
+  const first = await gw.peer();
+  await first.next();
+  first.ready();
+  await until("ready", () => client.ready);
+  first.send({ type: "error", code: "unauthenticated", message: "token expired", retryable: false });
+  first.close(4001, "token expired");
+
+  const second = await gw.peer();
+  assert.equal(second.token, "tok-2");
+  assert.equal((await second.next()).resume.sessionId, "s1", "the session is resumed with the new token");
+  const closed = new Promise((resolve) => client.on("status", (s) => s.state === "closed" && resolve(s)));
+  second.close(4001, "still not valid");
+  const s = await closed;
+  assert.equal(s.code, 4001);
+  assert.equal(s.by, "server");
+  assert.equal(await gw.peer(300).catch(() => null), null, "no third try");
+  assert.equal(calls, 2);
+});
+
+test("the close codes of docs/protocol.md are followed", () => {
+  const doc = readFileSync(new URL("../../../docs/protocol.md", import.meta.url), "utf8");
+  const section = doc.split("## Close codes")[1].split("\n## ")[0];
+  const rows = [...section.matchAll(/^\| (\d{4}) \| (\w+) \|/gm)].map((m) => [Number(m[1]), m[2]]);
+  assert.ok(rows.length >= 10, `found ${rows.length} close codes in the doc`);
+  for (const [code, kind] of rows) {
+    const want = code === 4001 ? "reauth" : code === 4004 ? "restart" : kind === "reconnect" ? "reconnect" : "stop";
+    assert.equal(closeAction(code), want, `close ${code} (${kind})`);
+  }
+  assert.ok(rows.some(([c]) => c === 4008) && rows.some(([c]) => c === 4104), "4008 and 4104 are documented");
+  // Undocumented codes follow the ranges; network failures reconnect.
+  for (const [code, want] of [[4003, "stop"], [4099, "stop"], [4102, "reconnect"], [4199, "reconnect"], [1001, "reconnect"], [1006, "reconnect"], [1011, "reconnect"]]) {
+    assert.equal(closeAction(code), want, `close ${code}`);
+  }
+});
+
+test("backoff doubles from half a second to ten, with jitter below", () => {
+  const ceilings = [500, 1000, 2000, 4000, 8000, 10000, 10000, 10000];
+  ceilings.forEach((ceiling, attempt) => {
+    const low = backoffDelay(attempt, () => 0);
+    const high = backoffDelay(attempt, () => 0.999999);
+    assert.equal(high, ceiling);
+    assert.ok(low < high && low >= ceiling * 0.6, `attempt ${attempt}: ${low}..${high}`);
+  });
+});
+
+test("reconnect attempts wait longer and longer while the gateway cannot be reached", async () => {
+  // A gateway that refuses the upgrade: the browser sees close 1006, as for
+  // a dead network.
+  const client = open({ url: "ws://127.0.0.1:9/v1/ws", backoff: { minMs: 10, maxMs: 40 }, random: () => 1 });
+  const delays = [];
+  client.on("status", (s) => s.state === "reconnecting" && s.delayMs > 0 && delays.push(s.delayMs));
+  await until("four attempts", () => delays.length >= 4);
+  client.close();
+  assert.deepEqual(delays.slice(0, 4), [10, 20, 40, 40]);
+});
+
+test("every server message is an event of its type and a message event, in order", async () => {
+  const client = open();
+  const log = record(client, "message", "turn.start", "tool.call", "tool.args", "tool.result", "history", "some.future.type", "audio");
+  const peer = await gw.peer();
+  await peer.next();
+  peer.ready({ tools: [{ name: "kb_search", modes: ["text", "voice"], requiresConfirmation: false, terminal: false }] });
+  await until("ready", () => client.ready);
+  peer.send({ type: "turn.start", turn: 1, text: "hi" });
+  peer.send({ type: "tool.call", turn: 1, id: "c1", name: "kb_search" });
+  peer.send({ type: "tool.args", turn: 1, id: "c1", args: { query: "hi" } });
+  peer.send({ type: "tool.result", turn: 1, id: "c1", name: "kb_search", ok: true, refused: false, durationMs: 3, result: { count: 2 } });
+  peer.send({ type: "some.future.type", x: 1 });
+  peer.sendBinary(Buffer.alloc(480));
+  peer.send({ type: "turn.done", turn: 1, reason: "end_turn" });
+  await until("turn.done", () => log.some(([, p]) => p?.type === "turn.done"));
+  const typed = log.filter(([t]) => t !== "message").map(([t, p]) => (t === "audio" ? `audio:${p.byteLength}` : `${t}:${JSON.stringify(p.args ?? p.result ?? null)}`));
+  assert.deepEqual(typed, ['turn.start:null', 'tool.call:null', 'tool.args:{"query":"hi"}', 'tool.result:{"count":2}', "some.future.type:null", "audio:480"]);
+  assert.deepEqual(log.filter(([t]) => t === "message").map(([, p]) => p.type),
+    ["session.ready", "turn.start", "tool.call", "tool.args", "tool.result", "some.future.type", "turn.done"]);
+  assert.equal(client.turn, 1);
+});
+
+test("a throwing listener does not break the connection", async () => {
+  const client = open();
+  const seen = [];
+  const origError = console.error;
+  const saved = globalThis.reportError;
+  globalThis.reportError = () => {};
+  try {
+    client.on("session.ready", () => {
+      throw new Error("listener bug");
+    });
+    client.on("session.ready", (m) => seen.push(m.sessionId));
+    const peer = await gw.peer();
+    await peer.next();
+    peer.ready();
+    await until("the second listener", () => seen.length === 1);
+    assert.ok(client.ready);
+  } finally {
+    globalThis.reportError = saved;
+    console.error = origError;
+  }
+});
+
+test("text goes out without control characters, only once a session is ready", async () => {
+  const client = open();
+  assert.equal(client.sendText("too early"), false);
+  const peer = await gw.peer();
+  await peer.next();
+  peer.ready();
+  await until("ready", () => client.ready);
+  assert.equal(client.sendText("  \u0007"), false, "nothing left to send");
+  assert.equal(client.sendText(" How\u0000 long\tdoes\nshipping take? "), true);
+  assert.deepEqual(await peer.next(), { type: "text", text: "How long\tdoes\nshipping take?" });
+  assert.equal(client.confirm("ct1", "yes"), true);
+  assert.deepEqual(await peer.next(), { type: "confirm", token: "ct1", approve: false });
+  assert.equal(client.cancelTurn(), true);
+  assert.deepEqual(await peer.next(), { type: "turn.cancel" });
+});
+
+test("older history is asked for before the oldest turn and arrives oldest first", async () => {
+  const client = open();
+  const peer = await gw.peer();
+  await peer.next();
+  peer.ready({
+    resumed: true, turn: 12, historyTruncated: true,
+    history: [{ role: "user", text: "q11", turn: 11 }, { role: "model", text: "a11", turn: 11 }, { role: "user", text: "q12", turn: 12 }],
+  });
+  await until("ready", () => client.ready);
+  assert.equal(client.oldestTurn, 11);
+  assert.equal(client.moreHistory, true);
+
+  const page = client.loadHistory({ limit: 500 });
+  assert.deepEqual(await peer.next(), { type: "history", before: 11, limit: 100 });
+  const entries = [{ role: "user", text: "q9", turn: 9 }, { role: "model", text: "a9", turn: 9 }, { role: "user", text: "yes", turn: 10, kind: "confirmation" }];
+  peer.send({ type: "history", entries, more: false });
+  assert.deepEqual(await page, { entries, more: false });
+  assert.equal(client.oldestTurn, 9);
+  assert.equal(client.moreHistory, false);
+
+  const lost = client.loadHistory();
+  assert.deepEqual(await peer.next(), { type: "history", before: 9, limit: 50 });
+  peer.close(4100, "draining");
+  await assert.rejects(lost, /connection dropped/);
+});
+
+test("a dead link (a ping without answer) is noticed and the session resumed", async () => {
+  const client = open({ pingIntervalMs: 20, pongTimeoutMs: 50 });
+  const first = await gw.peer();
+  await first.next();
+  first.ready();
+  await until("ready", () => client.ready);
+  assert.deepEqual(await first.next(), { type: "ping" });
+  // No pong: the client gives the socket up and resumes on a new one.
+  const second = await gw.peer();
+  assert.equal((await second.next()).resume.sessionId, "s1");
+  assert.ok((await first.closed).code === 1000);
+});
+
+test("close() stops reconnecting and says so", async () => {
+  const client = open();
+  const peer = await gw.peer();
+  await peer.next();
+  peer.ready();
+  await until("ready", () => client.ready);
+  const log = record(client, "status");
+  client.close();
+  assert.equal((await peer.closed).code, 1000);
+  assert.deepEqual(log, [["status", { state: "closed", by: "client", code: 1000, reason: "", message: "Disconnected." }]]);
+  assert.equal(await gw.peer(200).catch(() => null), null);
+});
+
+test("the constructor refuses what cannot work", () => {
+  assert.throws(() => new Client({ url: "" }), /url/);
+  assert.throws(() => new Client({ url: "ws://x", token: 42 }), /token/);
+  assert.throws(() => new Client({ url: "ws://x", WebSocket: null }), /WebSocket/);
+});
