@@ -122,7 +122,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		s.d.Log.Info("websocket refused", "err", err, "remote", r.RemoteAddr)
 		return
 	}
-	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, user)
+	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, session.Identity{User: user})
 }
 
 // hijackWatch keeps the raw connection the WebSocket library takes over,

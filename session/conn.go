@@ -27,6 +27,8 @@ type conn struct {
 	q    *queue
 	user string
 	log  *slog.Logger
+	// expires is when the connection's token expires (zero: never).
+	expires time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -164,11 +164,18 @@ func (m *Manager) Active() int {
 	return len(m.all)
 }
 
+// Identity is who a connection is, as the edge authenticated it.
+type Identity struct {
+	User string
+	// ExpiresAt is when the token that admitted the connection expires;
+	// zero when it does not (dev mode).
+	ExpiresAt time.Time
+}
+
 // Serve runs one accepted WebSocket until it ends. raw is the network
 // connection under it (nil when unknown), which lets the session drop a
-// connection at once however stuck the WebSocket is; user is the
-// authenticated user. Serve closes ws.
-func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, user string) {
+// connection at once however stuck the WebSocket is. Serve closes ws.
+func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity) {
 	m.mu.Lock()
 	if m.draining {
 		m.mu.Unlock()
@@ -176,8 +183,8 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, u
 		_ = ws.Close(websocket.StatusCode(protocol.DisconnectDraining.Code), protocol.DisconnectDraining.Reason)
 		return
 	}
-	c := newConn(m, ws, user)
-	c.raw = raw
+	c := newConn(m, ws, id.User)
+	c.raw, c.expires = raw, id.ExpiresAt
 	m.all[c] = struct{}{}
 	m.wg.Add(1)
 	m.mu.Unlock()
