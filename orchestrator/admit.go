@@ -9,6 +9,9 @@ import (
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
+// InvalidJSON is the error code of a call whose arguments did not parse.
+const InvalidJSON = "invalid_json"
+
 // refuse answers a call without running it. Such refusals are never
 // retryable as they stand and have no side effects: the model must change
 // something (arguments, approach, the user's approval) before calling again.
@@ -21,7 +24,7 @@ func refuse(a admission, t tools.ErrorType, msg string) admission {
 func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	a := admission{label: unknownTool}
 	// 1. lookup
-	tool, ok := t.o.Registry.Lookup(c.Name)
+	tool, ok := t.reg.Lookup(c.Name)
 	if !ok {
 		return refuse(a, tools.ErrNotFound, "there is no tool with that name; use one of the declared tools")
 	}
@@ -30,6 +33,12 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	// 2. mode restriction
 	if !tool.AllowedIn(t.s.Mode) {
 		return refuse(a, tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", tool.Name, t.s.Mode))
+	}
+	// Arguments the model sent but nobody could read are fed back as such.
+	if c.ArgsError != "" {
+		a = refuse(a, tools.ErrValidation, "Invalid tool arguments JSON")
+		a.refusal.Error.Code = InvalidJSON
+		return a
 	}
 	// 3. loop detection on canonical arguments, before the gates: a loop
 	// is refused as a loop (the feedback says what to do instead) and does
@@ -135,7 +144,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	}
 	conf := Confirmation{
 		Token: newConfirmToken(), SessionID: t.s.ID, UserID: t.s.UserID, Tool: c.Name,
-		ArgsDigest: a.digest, Args: t.o.RedactedArgs(c.Name, c.Args), Turn: t.n,
+		ArgsDigest: a.digest, Args: redactedArgs(t.reg, c.Name, c.Args), Turn: t.n,
 		// Whole seconds, rounded up: the user never gets less than the TTL.
 		ExpiresAt: t.o.cfg.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
 	}

@@ -276,8 +276,8 @@ func errorOf(t *testing.T, out orchestrator.Outcome) map[string]any {
 		(hasPartial && partial != true) || hasPartial != out.Envelope.Error.PartialSideEffects {
 		t.Fatalf("response = %#v, want {\"v\":1,\"ok\":false,\"error\":{...}} with partialSideEffects only when true", out.Response)
 	}
-	if len(e) != 3 {
-		t.Fatalf("error = %#v, want exactly type, message and retryable", e)
+	if _, coded := e["code"]; len(e) != 3 && !(coded && len(e) == 4) {
+		t.Fatalf("error = %#v, want exactly type, message, retryable (and a code when there is one)", e)
 	}
 	return e
 }

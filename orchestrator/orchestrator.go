@@ -103,9 +103,13 @@ func (o *Orchestrator) Config() Config { return o.cfg }
 
 // Call is one tool call in a session's turn.
 type Call struct {
-	ID        string
-	Name      string
-	Args      map[string]any
+	ID   string
+	Name string
+	Args map[string]any
+	// ArgsError is set when the model's arguments could not be read (e.g.
+	// not JSON); the call is answered with a VALIDATION error and never
+	// runs. It never carries the arguments themselves.
+	ArgsError string
 	SessionID string
 	UserID    string
 	Mode      string
@@ -133,7 +137,11 @@ type Outcome struct {
 // only the keys the tool's allow-list names keep their values. Arguments of
 // unknown tools are all redacted.
 func (o *Orchestrator) RedactedArgs(name string, args map[string]any) map[string]any {
-	if t, ok := o.Registry.Lookup(name); ok {
+	return redactedArgs(o.Registry, name, args)
+}
+
+func redactedArgs(reg *tools.Registry, name string, args map[string]any) map[string]any {
+	if t, ok := reg.Lookup(name); ok {
 		return t.RedactArgs(args)
 	}
 	out := make(map[string]any, len(args))
@@ -157,7 +165,7 @@ const EnvelopeVersion = 1
 // modelResponse is the envelope a model is sent for a call:
 //
 //	{"v":1,"ok":true,"output":…}
-//	{"v":1,"ok":false,"error":{"type","message","retryable"},"partialSideEffects":true}
+//	{"v":1,"ok":false,"error":{"type","code"?,"message","retryable"},"partialSideEffects":true}
 //
 // partialSideEffects appears only when it is true (the call may have done
 // something before it failed). A successful call without data answers "ok".
@@ -169,9 +177,11 @@ func modelResponse(env tools.Envelope) map[string]any {
 		}
 		return map[string]any{"v": EnvelopeVersion, "ok": true, "output": data}
 	}
-	m := map[string]any{"v": EnvelopeVersion, "ok": false, "error": map[string]any{
-		"type": string(env.Error.Type), "message": env.Error.Message, "retryable": env.Error.Retryable,
-	}}
+	e := map[string]any{"type": string(env.Error.Type), "message": env.Error.Message, "retryable": env.Error.Retryable}
+	if env.Error.Code != "" {
+		e["code"] = env.Error.Code
+	}
+	m := map[string]any{"v": EnvelopeVersion, "ok": false, "error": e}
 	if env.Error.PartialSideEffects {
 		m["partialSideEffects"] = true
 	}

@@ -57,7 +57,7 @@ func (t *Turn) Round(ctx context.Context, calls []transport.FunctionCall, ev Eve
 			fc.ID, fc.Synthetic = fmt.Sprintf("c%d-%d-%d", t.n, round, i), true
 		}
 		r.Calls[i] = fc
-		oc[i] = Call{ID: fc.ID, Name: fc.Name, Args: fc.Args}
+		oc[i] = Call{ID: fc.ID, Name: fc.Name, Args: fc.Args, ArgsError: fc.ArgsError}
 	}
 	r.Results = t.Handle(ctx, oc, ev)
 

@@ -100,3 +100,22 @@ func TestOutcomeShowsOnlyAllowListedResultFields(t *testing.T) {
 		}
 	}
 }
+
+// Arguments that did not parse are never run: the model is told, with a
+// code it can act on, and the turn goes on.
+func TestCallWithUnreadableArgumentsIsFedBackAndNeverRuns(t *testing.T) {
+	f := newFixture(t)
+	ev := &events{}
+	rd := textTurn(f).Round(t.Context(), []transport.FunctionCall{
+		{ID: "bad", Name: "noop", ArgsError: "unexpected end of JSON input"}}, ev)
+	if f.runs("noop") != 0 {
+		t.Fatal("a call with unreadable arguments ran")
+	}
+	e := errorOf(t, rd.Results[0].Outcome)
+	if e["type"] != "VALIDATION" || e["code"] != orchestrator.InvalidJSON || e["message"] != "Invalid tool arguments JSON" {
+		t.Errorf("error %v, want VALIDATION invalid_json", e)
+	}
+	if len(rd.Responses) != 1 || rd.Responses[0].ID != "bad" {
+		t.Errorf("responses %+v, want the call answered under its ID", rd.Responses)
+	}
+}

@@ -22,6 +22,9 @@ type Session struct {
 	ID     string
 	UserID string
 	Mode   string
+	// Tools is the registry the session pinned at its start; nil means the
+	// orchestrator's own (Deps.Registry).
+	Tools *tools.Registry
 }
 
 // Events lets the session show calls as they move through the pipeline.
@@ -52,6 +55,7 @@ type End struct {
 type Turn struct {
 	o      *Orchestrator
 	s      Session
+	reg    *tools.Registry
 	n      int
 	budget Budget
 	loops  *loopdetect.Detector
@@ -75,7 +79,11 @@ func (o *Orchestrator) NewTurn(s Session, n int, loops *loopdetect.Detector) *Tu
 	if s.Mode == protocol.ModeVoice {
 		b = o.cfg.Voice
 	}
-	return &Turn{o: o, s: s, n: n, budget: b, loops: loops}
+	reg := s.Tools
+	if reg == nil {
+		reg = o.Registry
+	}
+	return &Turn{o: o, s: s, reg: reg, n: n, budget: b, loops: loops}
 }
 
 // Number is the turn's number in its session.
@@ -114,7 +122,7 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 			continue
 		}
 		if ev != nil {
-			ev.CallReceived(c, t.o.RedactedArgs(c.Name, c.Args))
+			ev.CallReceived(c, redactedArgs(t.reg, c.Name, c.Args))
 		}
 		a := t.admit(ctx, c, ev)
 		if a.refusal != nil {
@@ -187,7 +195,7 @@ func (t *Turn) again(ctx context.Context, c Call, rec CallRecord, ev Events) Out
 
 // label is a tool's metric label: its name, or "unknown".
 func (t *Turn) label(name string) string {
-	if _, ok := t.o.Registry.Lookup(name); ok {
+	if _, ok := t.reg.Lookup(name); ok {
 		return name
 	}
 	return unknownTool

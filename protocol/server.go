@@ -33,6 +33,17 @@ type SessionReady struct {
 	History         []HistoryItem `json:"history,omitempty"`
 	// PendingConfirmations are confirm.request events still unanswered.
 	PendingConfirmations []ConfirmRequest `json:"pendingConfirmations,omitempty"`
+	// Tools are the tools declared to the model in the session's current
+	// mode, with their effective metadata (policy applied).
+	Tools []ToolInfo `json:"tools"`
+}
+
+// ToolInfo is one declared tool as the browser sees it.
+type ToolInfo struct {
+	Name                 string   `json:"name"`
+	Modes                []string `json:"modes"`
+	RequiresConfirmation bool     `json:"requiresConfirmation"`
+	Terminal             bool     `json:"terminal"`
 }
 
 // ConfirmRequest asks the user to approve a call.
@@ -53,11 +64,12 @@ type ConfirmDone struct {
 	Outcome string `json:"outcome"`
 }
 
-// Mode reports a mode change.
+// Mode reports a mode change, with the tools declared in the new mode.
 type Mode struct {
-	Type   string `json:"type"`
-	Mode   string `json:"mode"`
-	Reason string `json:"reason"`
+	Type   string     `json:"type"`
+	Mode   string     `json:"mode"`
+	Reason string     `json:"reason"`
+	Tools  []ToolInfo `json:"tools,omitempty"`
 }
 
 // Blocked tells the user that input is refused until Until (RFC 3339).
@@ -85,9 +97,28 @@ type ToolCall struct {
 	Args map[string]any `json:"args"`
 }
 
+// ToolCallStarted announces a call whose name is known while its
+// arguments are still streaming (tool.call without args); ToolArgs follows
+// once they are complete.
+type ToolCallStarted struct {
+	Type string `json:"type"`
+	Turn int    `json:"turn"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ToolArgs carries the (redacted) arguments of a call announced early.
+type ToolArgs struct {
+	Type string         `json:"type"`
+	Turn int            `json:"turn"`
+	ID   string         `json:"id"`
+	Args map[string]any `json:"args"`
+}
+
 // ToolError is the browser's view of a failed call.
 type ToolError struct {
 	Type    string `json:"type"`
+	Code    string `json:"code,omitempty"`
 	Message string `json:"message"`
 }
 

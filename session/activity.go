@@ -103,7 +103,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	c := a.c
 	start := time.Now()
 	rec := c.st.record()
-	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText}, turn, c.loops)
+	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg}, turn, c.loops)
 	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log},
 		textHost{c}, ot, note)
 	ot.CancelAll() // nothing of this turn may run on
@@ -201,7 +201,8 @@ func (a *activity) startVoice(reason, handle string) {
 
 	rec := c.st.record()
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
-		Session: orchestrator.Session{ID: rec.ID, UserID: c.user}, Loops: c.loops, Metrics: c.m.Metrics, Log: c.log},
+		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg}, Loops: c.loops,
+		Metrics: c.m.Metrics, Log: c.log},
 		voiceHost{c}, handle)
 
 	a.mu.Lock()

@@ -34,6 +34,7 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 
+	ts    *toolset // the tools pinned at the session's start
 	st    *state
 	pst   *persister
 	loops *loopdetect.Detector // the session's loop history (last turns)

@@ -22,7 +22,7 @@ func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome)
 	ev := protocol.ToolResult{Type: protocol.TypeToolResult, Turn: e.turn, ID: call.ID, Name: call.Name,
 		OK: o.Envelope.OK, Refused: o.Refused, DurationMs: o.Duration.Milliseconds(), Result: o.Shown}
 	if err := o.Envelope.Error; err != nil {
-		ev.Error = &protocol.ToolError{Type: string(err.Type), Message: err.Message}
+		ev.Error = &protocol.ToolError{Type: string(err.Type), Code: err.Code, Message: err.Message}
 	}
 	e.c.send(ev)
 }

@@ -16,7 +16,7 @@ import (
 // textConfig is what this session's text turns run with.
 func (c *conn) textConfig() textturn.Config {
 	cfg := c.m.cfg
-	return textturn.Config{System: c.m.text.system, Tools: c.m.text.decls, Provider: cfg.TextProvider,
+	return textturn.Config{System: c.ts.text.system, Tools: c.ts.text.decls, Provider: cfg.TextProvider,
 		MaxToolIterations: cfg.MaxToolIterations, ModelTimeout: cfg.ModelTimeout,
 		RestrictOutput: cfg.RestrictOutput, RestrictionMessage: cfg.RestrictionMessage,
 		RestrictionMaxInjections: cfg.RestrictionMaxInjections}
@@ -24,7 +24,7 @@ func (c *conn) textConfig() textturn.Config {
 
 // voiceConfig is what this session's voice side runs with.
 func (c *conn) voiceConfig() voice.Config {
-	return voice.Config{System: c.m.voice.system, Tools: c.m.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
+	return voice.Config{System: c.ts.voice.system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
 }
 
 // textHost is the connection as a text turn sees it.
@@ -154,7 +154,7 @@ func (c *conn) setMode(mode, reason string) {
 		c.m.Metrics.SessionsActive.WithLabelValues(old).Dec()
 		c.m.Metrics.SessionsActive.WithLabelValues(mode).Inc()
 	}
-	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason})
+	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
 }
 

@@ -103,9 +103,12 @@ type Deps struct {
 	Model        transport.TextModel
 	Live         transport.LiveModel // nil: voice is not available
 	Orchestrator *orchestrator.Orchestrator
-	Registry     *tools.Registry
-	Metrics      *metrics.Metrics
-	Log          *slog.Logger
+	// Tools gives the current tool registry; a session pins the one that
+	// is current when it starts (*tools.Catalog is one, tools.Fixed
+	// another).
+	Tools   ToolSource
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 }
 
 // Manager runs sessions and knows which are live on this node, so that a
@@ -115,47 +118,38 @@ type Manager struct {
 	cfg Config
 	Deps
 
-	text        modePrompt
-	voice       modePrompt
 	offlineNote string
 
 	mu       sync.Mutex
-	live     map[string]*conn // by session id
+	toolsets map[string]*toolset // by registry version, the newest few
+	live     map[string]*conn    // by session id
 	all      map[*conn]struct{}
 	draining bool
 	wg       sync.WaitGroup
 }
 
-// modePrompt is what a mode's model is told before the conversation.
-type modePrompt struct {
-	system string
-	decls  []transport.ToolDecl
-	tokens int // the session-init estimate
+// ToolSource gives the tool registry that is current now.
+type ToolSource interface {
+	Current() *tools.Registry
 }
 
 // NewManager prepares a manager; it starts nothing.
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
-	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{}}
-	m.text = newModePrompt(cfg.SystemPrompt, d.Registry.ForMode(protocol.ModeText))
-	m.voice = newModePrompt(cfg.SystemPrompt+"\n\n"+voicePrompt, d.Registry.ForMode(protocol.ModeVoice))
-	d.Metrics.SetInitTokens(protocol.ModeText, m.text.tokens)
-	d.Metrics.SetInitTokens(protocol.ModeVoice, m.voice.tokens)
+	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
+		toolsets: map[string]*toolset{}}
+	m.currentToolset()
 	d.Metrics.Summary.SetLoopState(m.loopState)
 	if cfg.Offline {
-		m.offlineNote = "offline demo model: answers come from a rule-based fake that reads the knowledge base, not from Gemini"
+		m.offlineNote = "offline demo model: answers come from a rule-based fake that reads the knowledge base, " +
+			"not from a real model"
 	}
 	return m
 }
 
-func newModePrompt(base string, ts []*tools.Tool) modePrompt {
-	system, decls := systemAndTools(base, ts)
-	return modePrompt{system: system, decls: decls, tokens: estimateTokens(system, decls)}
-}
-
 // InitTokens is the estimated size, in tokens, of what every text session
 // sends before the conversation (system instruction plus tool declarations).
-func (m *Manager) InitTokens() int { return m.text.tokens }
+func (m *Manager) InitTokens() int { return m.currentToolset().text.tokens }
 
 // Active returns the number of live connections on this node.
 func (m *Manager) Active() int {

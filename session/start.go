@@ -37,9 +37,11 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		return ok
 	}
 	wantVoice, handle := false, ""
+	c.ts = c.m.currentToolset()
 	ready := protocol.SessionReady{
 		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
-		RegistryVersion: c.m.Registry.Version(),
+		RegistryVersion: c.ts.reg.Version(),
+		Tools:           c.ts.text.listed,
 		Model:           protocol.ModelInfo{Name: c.m.cfg.ModelName, Offline: c.m.cfg.Offline},
 		Notice:          c.m.offlineNote,
 	}
@@ -94,7 +96,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.send(ready)
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
 	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
-		"init_tokens_estimate", c.m.text.tokens)
+		"init_tokens_estimate", c.ts.text.tokens)
 	switch {
 	case wantVoice:
 		c.act.startVoice("resume", handle)

@@ -32,8 +32,11 @@ const (
 
 // Error is the error half of the envelope.
 type Error struct {
-	Type      ErrorType `json:"type"`
-	Message   string    `json:"message"`
+	Type ErrorType `json:"type"`
+	// Code refines the type for a caller that branches on it, e.g.
+	// "invalid_json" for a VALIDATION error whose arguments did not parse.
+	Code      string `json:"code,omitempty"`
+	Message   string `json:"message"`
 	Retryable bool      `json:"retryable"`
 	// PartialSideEffects is false for errors raised before the handler ran
 	// and true when nobody can say (panics, timeouts, unknown failures).

@@ -87,9 +87,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		return nil, err
 	}
 	gw.catalog = catalog
-	// Sessions started after an MCP server changed its tools should get
-	// catalog.Current() at their start; until session/ does, every
-	// session gets the registry built at startup.
+	// Each session pins catalog.Current() at its start: after an MCP
+	// server changes its tools, new sessions get the new registry.
 	registry := catalog.Current()
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
 
@@ -112,6 +111,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		StoreTimeout:      2 * cfg.RedisTimeout,
 		HistoryMax:        cfg.HistoryMax,
 		ModelName:         modelName,
+		TextProvider:      cfg.TextProvider,
 		Offline:           cfg.Offline(),
 
 		RestrictOutput:           cfg.RestrictOutput,
@@ -127,11 +127,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			StoreTimeout: 2 * cfg.RedisTimeout,
 			ConfirmTTL:   cfg.ConfirmTTL,
 		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
-		Registry: registry,
-		Metrics:  m,
-		Log:      log,
+		Tools:   catalog,
+		Metrics: m,
+		Log:     log,
 	})
-	log.Info("session init size", "mode", "text", "tokens_estimate", gw.sessions.InitTokens())
 
 	if cfg.DevMode() {
 		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET, every browser is the anonymous user; allowed on loopback only")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 
@@ -41,12 +42,20 @@ func TestOpenAIProviderRunsATextTurnWithAKBSearchCall(t *testing.T) {
 	}
 
 	evs := c.ask("Can I return coffee?")
-	calls, results := ofType(evs, "tool.call"), ofType(evs, "tool.result")
+	calls, results, argEvs := ofType(evs, "tool.call"), ofType(evs, "tool.result"), ofType(evs, "tool.args")
 	if len(calls) != 1 || calls[0].str("name") != "kb_search" || calls[0].str("id") != "call_kb1" {
 		t.Fatalf("tool.call events = %v, want kb_search with the model's id", calls)
 	}
-	if args, _ := calls[0]["args"].(map[string]any); args["query"] != "return a bag à coffee" {
-		t.Errorf("tool.call args = %v, want the arguments assembled from their fragments", calls[0]["args"])
+	// The call is shown as soon as its name is known, its arguments once
+	// they are complete.
+	if _, has := calls[0]["args"]; has || len(argEvs) != 1 || argEvs[0].str("id") != "call_kb1" {
+		t.Fatalf("tool.call %v then tool.args %v, want the call announced without args, then its args", calls, argEvs)
+	}
+	if args, _ := argEvs[0]["args"].(map[string]any); args["query"] != "return a bag à coffee" {
+		t.Errorf("tool.args args = %v, want the arguments assembled from their fragments", argEvs[0]["args"])
+	}
+	if indexOf(evs, "tool.call") > indexOf(evs, "tool.args") || indexOf(evs, "tool.args") > indexOf(evs, "tool.result") {
+		t.Errorf("events out of order: %v", evs)
 	}
 	if len(results) != 1 || results[0]["ok"] != true || results[0].str("id") != "call_kb1" {
 		t.Fatalf("tool.result events = %v", results)
@@ -201,5 +210,70 @@ func TestOpenAIProviderCarriesTheConversationAcrossVoiceAndBack(t *testing.T) {
 		"user:And to Canada?|assistant:Canada takes a week.|user:Thanks!"
 	if got := strings.Join(said, "|"); got != want {
 		t.Fatalf("the OpenAI model saw %q, want %q", got, want)
+	}
+}
+
+func indexOf(evs []event, typ string) int {
+	for i, e := range evs {
+		if e.typ() == typ {
+			return i
+		}
+	}
+	return -1
+}
+
+// Arguments that do not parse are fed back to the model as that call's
+// tool message, never run, and the turn goes on.
+func TestOpenAICallWithInvalidJSONArgumentsIsFedBackNotRun(t *testing.T) {
+	brain := fakeopenai.NewScript(
+		fakeopenai.Fixed(fakeopenai.CallReply(fakeopenai.Call{ID: "call_bad", Name: "kb_get",
+			Pieces: []string{`{"id": "shipp`, `ing"`}})),
+		fakeopenai.Fixed(fakeopenai.TextReply("Sorry, let me try that again later.", 2)),
+	)
+	g := startGateway(t, openAIConfig(t, brain), nil)
+	c := g.dial("", nil)
+	c.start(nil)
+	evs := c.ask("Shipping?")
+	r := resultsByID(evs)["call_bad"]
+	e, _ := r["error"].(map[string]any)
+	if r["ok"] != false || e["type"] != "VALIDATION" || e["code"] != "invalid_json" {
+		t.Fatalf("tool.result %v, want VALIDATION invalid_json", r)
+	}
+	if len(ofType(evs, "tool.args")) != 0 {
+		t.Errorf("unreadable arguments were shown: %v", ofType(evs, "tool.args"))
+	}
+	msgs := brain.Requests()[1].Messages
+	tool := msgs[len(msgs)-1]
+	if tool.Role != "tool" || tool.ToolCallID != "call_bad" || !strings.Contains(string(tool.Content), `"invalid_json"`) ||
+		!strings.Contains(string(tool.Content), "Invalid tool arguments JSON") || strings.Contains(string(tool.Content), "shipp") {
+		t.Fatalf("tool message %+v, want the invalid_json error under the call's id, without the arguments", tool)
+	}
+	if end := last(evs); end.str("reason") != "end_turn" {
+		t.Fatalf("turn.done %v, want the turn to go on to an answer", end)
+	}
+}
+
+func TestOpenAIContentFilterIsModelRefusedAndTokensAreCounted(t *testing.T) {
+	answer := fakeopenai.TextReply("Fine.", 1)
+	answer.Usage = &fakeopenai.Usage{PromptTokens: 120, CompletionTokens: 7}
+	brain := fakeopenai.NewScript(
+		fakeopenai.Fixed(fakeopenai.Reply{Chunks: []fakeopenai.Chunk{{Text: "I can"}, {FinishReason: "content_filter"}}}),
+		fakeopenai.Fixed(answer),
+	)
+	g := startGateway(t, openAIConfig(t, brain), nil)
+	c := g.dial("", nil)
+	c.start(nil)
+	evs := c.ask("something it will not answer")
+	errs := ofType(evs, "error")
+	if len(errs) != 1 || errs[0].str("code") != "model_refused" || errs[0]["retryable"] != false {
+		t.Fatalf("errors %v, want one non-retryable model_refused", errs)
+	}
+	if end := last(evs); end.str("reason") != "error" {
+		t.Fatalf("turn.done %v, want error", end)
+	}
+	c.ask("something else")
+	if in, out := testutil.ToFloat64(g.gw.sessions.Metrics.ModelTokens.WithLabelValues("openai", "input")),
+		testutil.ToFloat64(g.gw.sessions.Metrics.ModelTokens.WithLabelValues("openai", "output")); in != 120 || out != 7 {
+		t.Errorf("tokens counted %v in, %v out; want 120 and 7", in, out)
 	}
 }

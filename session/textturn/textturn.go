@@ -87,6 +87,7 @@ func (l *loop) run(ctx context.Context, note string) string {
 	injections := 0
 	inject := ""
 	history := l.h.History()
+	announced := map[string]bool{} // calls shown with tool.call before their arguments were complete
 	for iter := 1; ; iter++ {
 		system := l.cfg.System
 		if note != "" {
@@ -98,7 +99,7 @@ func (l *loop) run(ctx context.Context, note string) string {
 		req := transport.TextRequest{System: system, Tools: l.cfg.Tools,
 			History: append(history[:len(history):len(history)], produced...)}
 
-		text, calls, err := l.streamOnce(ctx, req, !restrict)
+		text, calls, err := l.streamOnce(ctx, req, !restrict, announced)
 		if err != nil {
 			return l.failed(ctx, err)
 		}
@@ -127,7 +128,7 @@ func (l *loop) run(ctx context.Context, note string) string {
 		if !restrict {
 			said += text
 		}
-		rd := l.ot.Round(ctx, calls, l.h.ToolEvents(l.turn))
+		rd := l.ot.Round(ctx, calls, earlyEvents{Events: l.h.ToolEvents(l.turn), h: l.h, turn: l.turn, announced: announced})
 		if ctx.Err() != nil {
 			return l.failed(ctx, ctx.Err())
 		}
@@ -151,8 +152,11 @@ func (l *loop) run(ctx context.Context, note string) string {
 }
 
 // streamOnce runs one model call, forwarding text deltas as they arrive
-// when stream is true.
-func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream bool) (string, []transport.FunctionCall, error) {
+// when stream is true. A call whose name is known before its arguments are
+// complete is shown at once (tool.call without args) and noted in
+// announced; usage is counted.
+func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream bool,
+	announced map[string]bool) (string, []transport.FunctionCall, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.ModelTimeout)
 	defer cancel()
 	start := time.Now()
@@ -174,10 +178,38 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, chunk.Text))
 			}
 		}
+		for _, c := range chunk.Started {
+			if c.ID != "" && !announced[c.ID] {
+				announced[c.ID] = true
+				l.h.Send(protocol.ToolCallStarted{Type: protocol.TypeToolCall, Turn: l.turn, ID: c.ID, Name: c.Name})
+			}
+		}
+		if u := chunk.Usage; u != nil {
+			l.d.Metrics.AddModelTokens(l.cfg.Provider, u.InputTokens, u.OutputTokens)
+		}
 		calls = append(calls, chunk.Calls...)
 	}
 	l.d.Metrics.ModelRequests.WithLabelValues("text", "ok").Inc()
 	return text.String(), calls, nil
+}
+
+// earlyEvents shows a call the browser already saw announced (tool.call
+// without args) with tool.args instead of a second tool.call; a call whose
+// arguments could not be read gets no tool.args.
+type earlyEvents struct {
+	orchestrator.Events
+	h         Host
+	turn      int
+	announced map[string]bool
+}
+
+func (e earlyEvents) CallReceived(c orchestrator.Call, redacted map[string]any) {
+	switch {
+	case !e.announced[c.ID]:
+		e.Events.CallReceived(c, redacted)
+	case c.ArgsError == "":
+		e.h.Send(protocol.ToolArgs{Type: protocol.TypeToolArgs, Turn: e.turn, ID: c.ID, Args: redacted})
+	}
 }
 
 // failed reports why a turn ended early; what the model produced in it is
@@ -191,6 +223,10 @@ func (l *loop) failed(ctx context.Context, err error) string {
 		return protocol.ReasonInterrupted
 	case ctx.Err() != nil:
 		return protocol.ReasonInterrupted // the connection is gone
+	case errors.Is(err, transport.ErrRefused), errors.Is(err, transport.ErrPromptBlocked):
+		l.d.Log.Warn("model refused to answer", "turn", turn, "err", err)
+		l.h.Send(protocol.NewError(protocol.CodeModelRefused,
+			"the model declined to answer this; try rephrasing", false, turn))
 	case errors.Is(err, transport.ErrTruncated):
 		l.d.Log.Warn("model stream ended without a finish reason", "turn", turn)
 		l.h.Send(protocol.NewError(protocol.CodeModelTruncated,
@@ -220,6 +256,8 @@ var ErrCancelled = errors.New("turn cancelled by the user")
 func Outcome(err error) string {
 	var me *transport.ModelError
 	switch {
+	case errors.Is(err, transport.ErrRefused), errors.Is(err, transport.ErrPromptBlocked):
+		return "refused"
 	case errors.Is(err, transport.ErrTruncated):
 		return "truncated"
 	case errors.Is(err, context.Canceled):
