@@ -69,6 +69,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
 		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
+		WaitReplicas: cfg.RedisWaitReplicas,
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -150,7 +151,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 
 // redisClient connects to REDIS_URL, or starts the embedded miniredis.
 func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
-	url := string(cfg.RedisURL)
+	url, mode := string(cfg.RedisURL), cfg.RedisMode
+	if url == "" || mode == "" {
+		mode = store.RedisSingle
+	}
 	if url == "" {
 		mr, err := store.StartEmbedded()
 		if err != nil {
@@ -161,7 +165,7 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 		log.Warn("no REDIS_URL: using an embedded in-process miniredis; session state lives only in this process "+
 			"and resume works only on this node", "addr", mr.Addr())
 	}
-	rdb, err := store.NewRedisClient(url, cfg.RedisTimeout)
+	rdb, err := store.NewRedisModeClient(mode, url, cfg.RedisTimeout)
 	if err != nil {
 		return nil, err
 	}
