@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
@@ -93,6 +94,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	// session gets the registry built at startup.
 	registry := catalog.Current()
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
+	m.InitTools(metricToolNames(registry))
 
 	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)
 	if err != nil {
@@ -132,7 +134,11 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Metrics:  m,
 		Log:      log,
 	})
-	log.Info("session init size", "mode", "text", "tokens_estimate", gw.sessions.InitTokens())
+	for _, mode := range protocol.Modes {
+		ic := m.InitContextOf(mode)
+		log.Info("session init size", "mode", mode, "tokens_estimate", ic.TotalTokens,
+			"system_prompt_tokens", ic.SystemPromptTokens, "tool_declaration_tokens", ic.ToolDeclarationTokens)
+	}
 
 	if cfg.DevMode() {
 		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET, every browser is the anonymous user; allowed on loopback only")
@@ -145,6 +151,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Summary:  m.Summary,
 		Web:      web.Handler(),
 		Log:      log,
+		Ready:    m.SetReady,
 	})
 	return gw, nil
 }
@@ -260,6 +267,15 @@ func orSample(dir string) string {
 		return "embedded sample"
 	}
 	return dir
+}
+
+// metricToolNames are the registry's tool names, whose metric series start at zero.
+func metricToolNames(r *tools.Registry) []string {
+	var names []string
+	for _, t := range r.Tools() {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // budget is a mode's per-turn gate: the policy file's, else the settings'.
