@@ -22,26 +22,22 @@ import (
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
-	Addr      string          // listen address, host:port
-	RedisURL  SecretURL       // "" = embedded miniredis
-	RedisMode store.RedisMode // how RedisURL is read: single, cluster or sentinel
-	// RedisWaitReplicas is how many replicas must have a user message
-	// before turn.start (WAIT); 0 = none.
-	RedisWaitReplicas int
-	GeminiAPIKey      Secret          // "" = offline demo model
-	GeminiBaseURL     SecretURL       // "" = Google's endpoint
-	TextModel         string          // model for text turns
-	LiveModel         string          // model for voice (Gemini Live) sessions
-	AuthSecret        Secret          // HS256 secret for browser tokens; "" = dev mode
-	AllowedOrigins    []string        // Origin patterns; empty = same host only
-	KBDir             string          // knowledge-base folder; "" = embedded sample
-	PolicyFile        string          // TURNSTILE_POLICY; "" = none
-	Policy            *tools.Policy   // the loaded PolicyFile; nil = none
-	ToolsDir          string          // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
-	HTTPTools         *tools.Registry // the HTTP tools loaded from ToolsDir; nil = none
-	MCPConfigFile     string          // TURNSTILE_MCP_CONFIG; "" = none
-	MCP               *mcp.Config     // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
-	MCPStartTimeout   time.Duration   // how long startup waits for each MCP server
+	Addr            string          // listen address, host:port
+	RedisURL        SecretURL       // "" = embedded miniredis
+	GeminiAPIKey    Secret          // "" = offline demo model
+	GeminiBaseURL   SecretURL       // "" = Google's endpoint
+	TextModel       string          // model for text turns
+	LiveModel       string          // model for voice (Gemini Live) sessions
+	AuthSecret      Secret          // HS256 secret for browser tokens; "" = dev mode
+	AllowedOrigins  []string        // Origin patterns; empty = same host only
+	KBDir           string          // knowledge-base folder; "" = embedded sample
+	PolicyFile      string          // TURNSTILE_POLICY; "" = none
+	Policy          *tools.Policy   // the loaded PolicyFile; nil = none
+	ToolsDir        string          // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
+	HTTPTools       *tools.Registry // the HTTP tools loaded from ToolsDir; nil = none
+	MCPConfigFile   string          // TURNSTILE_MCP_CONFIG; "" = none
+	MCP             *mcp.Config     // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
+	MCPStartTimeout time.Duration   // how long startup waits for each MCP server
 
 	TextProvider     string    // who answers text turns: gemini or openai
 	OpenAIAPIKey     Secret    // "" = no key sent (local servers)
@@ -73,6 +69,9 @@ type Config struct {
 	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
+
+	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
+	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
 }
 
 // DevMode reports whether browser authentication is off (no auth secret): every user is anonymous.
