@@ -121,12 +121,20 @@ func (s *Sentinels) Master(t testing.TB) string {
 	return addr
 }
 
-// Failover makes the sentinel promote the replica now (SENTINEL FAILOVER)
-// and waits until the promoted server is a master and the sentinel reports
-// it. Then it points the former master at the new one (REPLICAOF, as the
-// sentinel itself does only 10 to 20 s later) and waits until it is in
-// sync, so that WAIT has a replica again. It returns the new master.
+// Failover makes the sentinel promote the replica now and waits until the
+// set is whole again (BeginFailover, then AwaitFailover). It returns the
+// new master.
 func (s *Sentinels) Failover(t testing.TB) string {
+	t.Helper()
+	promoted := s.BeginFailover(t)
+	s.AwaitFailover(t, promoted)
+	return promoted
+}
+
+// BeginFailover sends SENTINEL FAILOVER and returns at once, with the
+// address of the server that is being promoted: the failover goes on in
+// the sentinel while the caller keeps working.
+func (s *Sentinels) BeginFailover(t testing.TB) string {
 	t.Helper()
 	// After an earlier failover the sentinel needs a moment to list the
 	// former master as a replica it may promote.
@@ -140,9 +148,21 @@ func (s *Sentinels) Failover(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("redistest: SENTINEL FAILOVER: %v", err)
 	}
-	promoted := s.Servers[0]
 	if old == s.Servers[0] {
-		promoted = s.Servers[1]
+		return s.Servers[1]
+	}
+	return s.Servers[0]
+}
+
+// AwaitFailover waits until promoted is a master and the sentinel reports
+// it; then it points the former master at the new one (REPLICAOF, as the
+// sentinel itself does only 10 to 20 s later) and waits until it is in
+// sync, so that WAIT has a replica again.
+func (s *Sentinels) AwaitFailover(t testing.TB, promoted string) {
+	t.Helper()
+	old := s.Servers[0]
+	if promoted == s.Servers[0] {
+		old = s.Servers[1]
 	}
 	host, port := splitAddr(promoted)
 	steps := []struct {
@@ -177,7 +197,6 @@ func (s *Sentinels) Failover(t testing.TB) string {
 			t.Fatalf("redistest: after SENTINEL FAILOVER: %v", err)
 		}
 	}
-	return promoted
 }
 
 // replicaKnown holds once the sentinel lists a healthy replica of the
