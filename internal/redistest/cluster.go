@@ -124,14 +124,20 @@ func (c *Cluster) NodeFor(t testing.TB, key string) string {
 	err = with(c.Addrs[0], func(rc *redis.Client) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		slots, err := rc.ClusterSlots(ctx).Result()
+		shards, err := rc.ClusterShards(ctx).Result()
 		if err != nil {
 			return err
 		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				node = s.Nodes[0].Addr
-				return nil
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start <= slot && slot <= r.End {
+					for _, n := range sh.Nodes {
+						if n.Role == "master" {
+							node = loopback(int(n.Port))
+							return nil
+						}
+					}
+				}
 			}
 		}
 		return fmt.Errorf("slot %d is not assigned", slot)

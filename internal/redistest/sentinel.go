@@ -188,7 +188,7 @@ func (s *Sentinels) AwaitFailover(t testing.TB, promoted string) {
 			})
 		}},
 		{"former master " + old + " replicates " + promoted, func(ctx context.Context) error {
-			return with(old, func(c *redis.Client) error { return c.SlaveOf(ctx, host, port).Err() })
+			return with(old, func(c *redis.Client) error { return c.ReplicaOf(ctx, host, port).Err() })
 		}},
 		{"former master " + old + " in sync", func(ctx context.Context) error { return replicaInSync(ctx, old) }},
 	}
