@@ -52,6 +52,15 @@ type Metrics struct {
 	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
 	MCPRestarts *prometheus.CounterVec // server
 
+	Ready            prometheus.Gauge       // 1 while /readyz answers 200 (SetReady)
+	SessionsRefused  *prometheus.CounterVec // reason: SessionRefusalReasons (RefuseSession)
+	InitSystemTokens *prometheus.GaugeVec   // mode: the system-prompt part of InitTokens
+	InitToolTokens   *prometheus.GaugeVec   // mode: the tool-declaration part of InitTokens
+	ContextBudget    prometheus.Gauge       // the configured context budget in tokens (SetContextBudget)
+	PeakContext      prometheus.Histogram   // the largest context estimate of each ended session
+	CallsPerSession  prometheus.Histogram   // tool calls of each ended session
+	sessions         *liveSessions          // the live sessions' context estimates (OpenSession)
+
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
 	Summary *Summary
@@ -85,8 +94,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Tool handler latency.",
 			prometheus.ExponentialBuckets(0.001, 2.5, 12), "tool"),
 		ToolResultBytes: f.histogramVec("turnstile_tool_result_bytes",
-			"Size of tool results sent to the model, after shaping.",
-			prometheus.ExponentialBuckets(64, 4, 8), "tool"),
+			"Size of tool results sent to the model, after shaping (a bucket bound at the 1500 warning size).",
+			resultBytesBuckets, "tool"),
 		ModelRequests: f.counterVec("turnstile_model_requests_total",
 			"Calls to the upstream model, by kind and outcome.", "kind", "outcome"),
 		ModelFirstToken: f.histogramVec("turnstile_model_first_chunk_seconds",
@@ -119,7 +128,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Tool calls that answered after their soft latency budget, by tool and mode.", "tool", "mode"),
 		ToolResultTokens: f.histogramVec("turnstile_tool_result_tokens",
 			"Estimated tokens (bytes/4) of tool results sent to the model, after shaping.",
-			prometheus.ExponentialBuckets(16, 4, 8), "tool"),
+			resultTokensBuckets, "tool"),
 		ToolCallsPerTurn: f.histogramVec("turnstile_tool_calls_per_turn",
 			"Tool calls made during one turn, by mode.",
 			[]float64{0, 1, 2, 3, 4, 6, 8, 12, 16, 24}, "mode"),
@@ -133,12 +142,32 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Times the gateway started an MCP tool server again (stdio) or reconnected to it (HTTP) after it went down or could not be reached.",
 			"server"),
 
+		Ready: f.gauge("turnstile_ready",
+			"1 while this node is ready for new sessions (its last /readyz check passed), 0 while it is not (Redis unreachable, draining, or not checked yet)."),
+		SessionsRefused: f.counterVec("turnstile_sessions_refused_total",
+			"Browsers that did not get a session, by reason (unauthenticated, origin, max_sessions, max_sessions_per_user, draining, store_unavailable, resume_refused, blocked, other).",
+			"reason"),
+		InitSystemTokens: f.gaugeVec("turnstile_session_init_system_tokens_estimate",
+			"Estimated tokens (chars/4) of the system instruction every session of a mode starts with.", "mode"),
+		InitToolTokens: f.gaugeVec("turnstile_session_init_tool_tokens_estimate",
+			"Estimated tokens (chars/4) of the tool declarations every session of a mode starts with.", "mode"),
+		ContextBudget: f.gauge("turnstile_session_context_budget_tokens",
+			"The configured bound on a model request's context, in estimated tokens; 0 when none is configured."),
+		PeakContext: f.histogram("turnstile_session_peak_context_tokens",
+			"The largest context estimate (chars/4) a session sent the model, observed when the session ends.",
+			contextBuckets),
+		CallsPerSession: f.histogram("turnstile_tool_calls_per_session",
+			"Tool calls made during one browser connection's session, observed when it ends.",
+			[]float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256}),
+
 		Summary: NewSummary(DefaultSummaryWindow),
 	}
-	for _, p := range modelProviders {
-		m.ModelTokens.WithLabelValues(p, "input")
-		m.ModelTokens.WithLabelValues(p, "output")
-	}
+	m.sessions = newLiveSessions()
+	m.Summary.live = m.sessions
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_session_context_tokens",
+		Help: "The largest current context estimate (chars/4) among this node's live sessions; compare with turnstile_session_context_budget_tokens."},
+		func() float64 { return float64(m.sessions.max()) }))
+	m.initZero()
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
 		"version", "commit", "goversion")
 	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)
@@ -174,7 +203,22 @@ func (m *Metrics) AddModelTokens(provider string, input, output int) {
 	}
 }
 
+// Histogram buckets. The result-size ones have a bound at the size the
+// gateway warns about (ResultSizeWarnBytes, and a quarter of it in tokens),
+// so that an alert on p95 above it is exact at the threshold.
+var (
+	resultBytesBuckets  = []float64{64, 256, 512, 1024, ResultSizeWarnBytes, 2048, 4096, 16384, 65536, 262144}
+	resultTokensBuckets = []float64{16, 64, 128, 256, ResultSizeWarnBytes / 4, 512, 1024, 4096, 16384, 65536}
+	contextBuckets      = prometheus.ExponentialBuckets(500, 2, 12) // 500 … ~1M tokens
+)
+
 type factory struct{ reg prometheus.Registerer }
+
+func (f factory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
 
 func (f factory) counter(name, help string) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})

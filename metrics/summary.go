@@ -31,6 +31,16 @@ type Summary struct {
 	tools     map[string]*toolStats
 	context   map[string]int
 	loopState func() any
+
+	// The context view: init estimates by mode, the configured budget, the
+	// live sessions (set by New; nil for a summary on its own), and the
+	// peak context and tool-call count of the last window ended sessions.
+	init         map[string]InitContext
+	budget       int
+	live         *liveSessions
+	ended        uint64
+	sessionPeaks ring
+	sessionCalls ring
 }
 
 type toolStats struct {
@@ -46,7 +56,39 @@ func NewSummary(window int) *Summary {
 	if window <= 0 {
 		window = DefaultSummaryWindow
 	}
-	return &Summary{window: window, tools: map[string]*toolStats{}, context: map[string]int{}}
+	return &Summary{window: window, tools: map[string]*toolStats{}, context: map[string]int{},
+		init: map[string]InitContext{}, sessionPeaks: newRing(window), sessionCalls: newRing(window)}
+}
+
+func (s *Summary) setInitContext(mode string, system, tools int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init[mode] = InitContext{SystemPromptTokens: system, ToolDeclarationTokens: tools, TotalTokens: system + tools}
+}
+
+// initContextOf is the split set for mode, or only its total when the
+// split was never given.
+func (s *Summary) initContextOf(mode string) InitContext {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ic, ok := s.init[mode]; ok && ic.TotalTokens == s.context[mode] {
+		return ic
+	}
+	return InitContext{TotalTokens: s.context[mode]}
+}
+
+func (s *Summary) setContextBudget(tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.budget = tokens
+}
+
+func (s *Summary) observeSessionEnd(peak, calls int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended++
+	s.sessionPeaks.add(int64(peak))
+	s.sessionCalls.add(int64(calls))
 }
 
 // ObserveTool records one finished tool call. outcome is "ok" or the
@@ -95,13 +137,51 @@ func (s *Summary) SetLoopState(provider func() any) {
 	s.loopState = provider
 }
 
-// SummaryView is the JSON document served at /metrics/summary.
+// SummaryView is the JSON document served at /metrics/summary. The spec's
+// figures are ResponseSizes, ResponseTokens, Context and LoopDetection;
+// Tools holds each tool's whole line, and ContextTokens and LoopState are
+// the earlier names of the init totals and the loop state, kept for
+// readers of the first version.
 type SummaryView struct {
 	GeneratedAt   time.Time           `json:"generated_at"`
 	Window        int                 `json:"window"`
 	Tools         map[string]ToolView `json:"tools"`
 	ContextTokens map[string]int      `json:"context_tokens"`
 	LoopState     any                 `json:"loop_state"`
+
+	// ResultSizeWarnBytes is the size a tool's p95 result should stay
+	// under; ResponseSizes flags the tools above it.
+	ResultSizeWarnBytes int                      `json:"resultSizeWarnBytes"`
+	ResponseSizes       map[string]ResponseSizes `json:"responseSizes"`
+	ResponseTokens      map[string]TokenStats    `json:"responseTokens"`
+	Context             ContextView              `json:"context"`
+	LoopDetection       any                      `json:"loopDetection"`
+}
+
+// ResponseSizes are a tool's result sizes in bytes over its last Window
+// results with a known size.
+type ResponseSizes struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+	P99     float64 `json:"p99"`
+	// OverWarning is true when P95 is above ResultSizeWarnBytes.
+	OverWarning bool `json:"overWarning"`
+}
+
+// ContextView is the context part of the summary: what every session
+// starts with, per mode; the configured budget; the live sessions' largest
+// current estimate; and, over the last Window ended sessions, their peak
+// context and their tool-call counts (nearest-rank percentiles).
+type ContextView struct {
+	Init                map[string]InitContext `json:"init"`
+	BudgetTokens        int                    `json:"budgetTokens"`
+	LiveSessions        int                    `json:"liveSessions"`
+	LargestLiveTokens   int                    `json:"largestLiveTokens"`
+	EndedSessions       uint64                 `json:"endedSessions"`
+	SessionSamples      int                    `json:"sessionSamples"`
+	PeakTokens          Percentiles            `json:"peakTokens"`
+	ToolCallsPerSession Percentiles            `json:"toolCallsPerSession"`
 }
 
 // ToolView is one tool's line in the summary. Calls and Outcomes count every
@@ -155,13 +235,33 @@ func (s *Summary) Snapshot() SummaryView {
 	}
 	context := maps.Clone(s.context)
 	provider := s.loopState
+	cv := ContextView{Init: maps.Clone(s.init), BudgetTokens: s.budget, EndedSessions: s.ended}
+	peaks, calls := s.sessionPeaks.values(), s.sessionCalls.values()
+	live := s.live
 	s.mu.Unlock()
 
+	if live != nil {
+		cv.LiveSessions, cv.LargestLiveTokens = live.stats()
+	}
+	for mode, total := range context {
+		if ic, ok := cv.Init[mode]; !ok || ic.TotalTokens != total {
+			cv.Init[mode] = InitContext{TotalTokens: total}
+		}
+	}
+	slices.Sort(peaks)
+	slices.Sort(calls)
+	cv.SessionSamples = len(peaks)
+	cv.PeakTokens = percentiles(peaks, 1)
+	cv.ToolCallsPerSession = percentiles(calls, 1)
 	v := SummaryView{
-		GeneratedAt:   time.Now().UTC(),
-		Window:        s.window,
-		Tools:         make(map[string]ToolView, len(raw)),
-		ContextTokens: context,
+		GeneratedAt:         time.Now().UTC(),
+		Window:              s.window,
+		Tools:               make(map[string]ToolView, len(raw)),
+		ContextTokens:       context,
+		ResultSizeWarnBytes: ResultSizeWarnBytes,
+		ResponseSizes:       make(map[string]ResponseSizes, len(raw)),
+		ResponseTokens:      make(map[string]TokenStats, len(raw)),
+		Context:             cv,
 	}
 	for name, c := range raw {
 		slices.Sort(c.bytes)
@@ -193,11 +293,25 @@ func (s *Summary) Snapshot() SummaryView {
 			tv.ResultTokens.Avg = float64(sum) / float64(len(tokens))
 		}
 		v.Tools[name] = tv
+		v.ResponseSizes[name] = ResponseSizes{Samples: tv.SizeSamples, P50: tv.ResultBytes.P50,
+			P95: tv.ResultBytes.P95, P99: tv.ResultBytes.P99, OverWarning: tv.ResultBytes.P95 > ResultSizeWarnBytes}
+		v.ResponseTokens[name] = tv.ResultTokens
 	}
 	if provider != nil {
 		v.LoopState = provider()
+		v.LoopDetection = v.LoopState
 	}
 	return v
+}
+
+// percentiles are the nearest-rank p50, p95 and p99 of sorted, each
+// divided by unit.
+func percentiles(sorted []int64, unit float64) Percentiles {
+	return Percentiles{
+		P50: float64(nearestRank(sorted, 50)) / unit,
+		P95: float64(nearestRank(sorted, 95)) / unit,
+		P99: float64(nearestRank(sorted, 99)) / unit,
+	}
 }
 
 // nearestRank returns the p-th percentile (0 < p <= 100) of sorted by the

@@ -46,6 +46,9 @@ type Deps struct {
 	Summary  *metrics.Summary // for /metrics/summary; nil: not served
 	Web      http.Handler
 	Log      *slog.Logger
+	// Ready records every readiness result (turnstile_ready: metrics'
+	// SetReady); nil: not recorded.
+	Ready func(ready bool)
 }
 
 // Server routes HTTP requests.
@@ -80,7 +83,16 @@ func (s *Server) Handler() http.Handler { return s.mux }
 
 // SetDraining makes /readyz fail so that load balancers stop sending new
 // connections while the sessions drain.
-func (s *Server) SetDraining() { s.draining.Store(true) }
+func (s *Server) SetDraining() {
+	s.draining.Store(true)
+	s.setReady(false)
+}
+
+func (s *Server) setReady(ready bool) {
+	if s.d.Ready != nil {
+		s.d.Ready(ready)
+	}
+}
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
@@ -88,16 +100,19 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
+		s.setReady(false)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "draining"})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
 	defer cancel()
 	if err := s.d.Store.Ping(ctx); err != nil {
+		s.setReady(false)
 		s.d.Log.Warn("not ready: session store unreachable", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "redis unreachable"})
 		return
 	}
+	s.setReady(true)
 	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 }
 

@@ -104,9 +104,10 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	start := time.Now()
 	rec := c.st.record()
 	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg}, turn, c.loops)
-	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log},
-		textHost{c}, ot, note)
+	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log,
+		Observe: c.observeRequest}, textHost{c}, ot, note)
 	ot.CancelAll() // nothing of this turn may run on
+	c.stats.AddToolCalls(ot.Calls())
 	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
 	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason).Inc()
 	c.m.Metrics.TurnDuration.WithLabelValues(protocol.ModeText).Observe(time.Since(start).Seconds())
@@ -202,7 +203,7 @@ func (a *activity) startVoice(reason, handle string) {
 	rec := c.st.record()
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg}, Loops: c.loops,
-		Metrics: c.m.Metrics, Log: c.log},
+		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log},
 		voiceHost{c}, handle)
 
 	a.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/loopdetect"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -41,7 +42,8 @@ type conn struct {
 	act   activity
 	out   closer
 
-	audioIn prometheus.Counter // browser audio frames, resolved once
+	audioIn prometheus.Counter    // browser audio frames, resolved once
+	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready
 }
 
 func newConn(m *Manager, ws *websocket.Conn, user string) *conn {
@@ -104,6 +106,7 @@ func (c *conn) run(parent context.Context) {
 	mode, turns := c.st.mode(), c.st.turnsTaken()
 	c.m.Metrics.BrowserDisconnect.WithLabelValues(d.Label).Inc()
 	if ok {
+		c.stats.Close()
 		c.m.Metrics.SessionsActive.WithLabelValues(mode).Dec()
 		c.m.Metrics.SessionDuration.Observe(time.Since(started).Seconds())
 		c.m.Metrics.TurnsPerSession.Observe(float64(turns))

@@ -42,7 +42,7 @@ func (h textHost) Commit(entries []transport.Entry) {
 }
 
 func (h textHost) Apply(turn int, ins []intents.Intent) {
-	intents.Apply(ins, textTarget{h.c}, func(in intents.Intent, applied bool) {
+	intents.Apply(ins, textTarget(h), func(in intents.Intent, applied bool) {
 		h.c.intentApplied(turn, string(in.Type), applied)
 	})
 }
@@ -193,4 +193,10 @@ func (c *conn) setBlocked(b store.Block) {
 	}
 	c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: b.Until.Format(time.RFC3339), Reason: b.Reason})
 	c.act.blockVoice()
+}
+
+// observeRequest records a text model request's estimated size (system
+// instruction, declarations and history) as the session's context.
+func (c *conn) observeRequest(req transport.TextRequest) {
+	c.stats.ObserveContext(c.ts.text.toolTokens + len(req.System)/4 + historyTokens(req.History))
 }

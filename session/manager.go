@@ -174,6 +174,7 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 	if m.draining {
 		m.mu.Unlock()
 		m.Metrics.BrowserDisconnect.WithLabelValues(protocol.DisconnectDraining.Label).Inc()
+		m.Metrics.RefuseSession("draining")
 		_ = ws.Close(websocket.StatusCode(protocol.DisconnectDraining.Code), protocol.DisconnectDraining.Reason)
 		return
 	}

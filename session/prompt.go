@@ -40,12 +40,30 @@ func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl
 	return b.String(), decls
 }
 
-// estimateTokens is the session-init estimate: characters of the system
-// instruction and the JSON of the declarations, divided by four.
-func estimateTokens(system string, decls []transport.ToolDecl) int {
-	n := len(system)
+// estimateTokens is the session-init estimate, in tokens: characters of
+// the system instruction and of the JSON of the declarations, divided by
+// four.
+func estimateTokens(system string, decls []transport.ToolDecl) (systemTokens, toolTokens int) {
+	n := 0
 	if b, err := json.Marshal(decls); err == nil {
-		n += len(b)
+		n = len(b)
+	}
+	return len(system) / 4, n / 4
+}
+
+// historyTokens estimates the tokens of a history the same way.
+func historyTokens(h []transport.Entry) int {
+	n := 0
+	for _, e := range h {
+		n += len(e.Text)
+		for _, c := range e.Calls {
+			n += len(c.Name) + 16*len(c.Args)
+		}
+		for _, r := range e.Results {
+			if b, err := json.Marshal(r.Response); err == nil {
+				n += len(b)
+			}
+		}
 	}
 	return n / 4
 }

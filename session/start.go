@@ -54,6 +54,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		}
 		if errors.Is(err, store.ErrResumeRefused) {
 			c.m.Metrics.ResumeRefused.Inc()
+			c.m.Metrics.RefuseSession("resume_refused")
 			c.log.Info("resume refused", "session", msg.Resume.SessionID)
 			c.send(protocol.NewError(protocol.CodeResumeRefused,
 				"this session cannot be resumed; start a new one", false, 0))
@@ -94,6 +95,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.log = c.log.With("session", ready.SessionID)
 	c.pst.log = c.log
 	c.send(ready)
+	c.stats = c.m.Metrics.OpenSession()
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
 	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"init_tokens_estimate", c.ts.text.tokens)
@@ -113,6 +115,7 @@ func (c *conn) resume(r *protocol.Resume) (store.Record, []transport.Entry, erro
 }
 
 func (c *conn) storeDown(err error) bool {
+	c.m.Metrics.RefuseSession("store_unavailable")
 	c.log.Error("session store unavailable; refusing the session", "err", err)
 	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
 		"session state is unavailable right now; try again shortly", true, 0))
@@ -145,6 +148,7 @@ func (c *conn) checkBlock() (bool, bool) {
 		return c.storeDown(err), false
 	}
 	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.cfg.Now()) {
+		c.m.Metrics.RefuseSession("blocked")
 		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
 		c.close(protocol.DisconnectBlocked)
 		return false, false

@@ -20,7 +20,9 @@ type toolset struct {
 type modePrompt struct {
 	system string
 	decls  []transport.ToolDecl
-	tokens int // the session-init estimate
+	tokens int // the session-init estimate: system and tool declarations
+	// systemTokens and toolTokens split it.
+	systemTokens, toolTokens int
 	// listed are the tools declared in the mode, as session.ready shows
 	// them.
 	listed []protocol.ToolInfo
@@ -47,10 +49,12 @@ func (m *Manager) currentToolset() *toolset {
 		clear(m.toolsets)
 	}
 	m.toolsets[reg.Version()] = ts
-	m.Metrics.SetInitTokens(protocol.ModeText, ts.text.tokens)
-	m.Metrics.SetInitTokens(protocol.ModeVoice, ts.voice.tokens)
-	m.Log.Info("session init size", "registry_version", reg.Version(),
-		"text_tokens_estimate", ts.text.tokens, "voice_tokens_estimate", ts.voice.tokens)
+	for _, mode := range protocol.Modes {
+		p := ts.mode(mode)
+		m.Metrics.SetInitContext(mode, p.systemTokens, p.toolTokens)
+		m.Log.Info("session init size", "registry_version", reg.Version(), "mode", mode, "tokens_estimate", p.tokens,
+			"system_prompt_tokens", p.systemTokens, "tool_declaration_tokens", p.toolTokens)
+	}
 	return ts
 }
 
@@ -61,7 +65,8 @@ func newModePrompt(base string, ts []*tools.Tool) modePrompt {
 		listed = append(listed, protocol.ToolInfo{Name: t.Name, Modes: t.Modes,
 			RequiresConfirmation: t.RequiresConfirmation, Terminal: t.Terminal})
 	}
-	return modePrompt{system: system, decls: decls, tokens: estimateTokens(system, decls), listed: listed}
+	sys, tool := estimateTokens(system, decls)
+	return modePrompt{system: system, decls: decls, tokens: sys + tool, systemTokens: sys, toolTokens: tool, listed: listed}
 }
 
 // mode returns the prompt of a mode.

@@ -36,6 +36,12 @@ type RedisStoreOptions struct {
 	// Now is the clock confirmations and blocks expire by; default
 	// time.Now.
 	Now func() time.Time
+	// WaitReplicas is how many replicas must have a user message before
+	// the browser is told it was accepted (WAIT after the write, on the
+	// connection that wrote it), so that a failover cannot lose it; a
+	// timeout there is a store error. 0: no WAIT. TURNSTILE_REDIS_WAIT_REPLICAS;
+	// store.DefaultWaitReplicas gives the default of each mode.
+	WaitReplicas int
 }
 
 // RedisStore is the Store kept in Redis. A session is two keys sharing the

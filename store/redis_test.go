@@ -55,9 +55,7 @@ func (b *backend) store(o RedisStoreOptions) *RedisStore { return NewRedisStore(
 func (b *backend) allContents(t *testing.T) (keys, values []string) {
 	t.Helper()
 	ctx := context.Background()
-	iter := b.client.Scan(ctx, 0, "*", 100).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
+	for _, k := range b.keys(t) {
 		keys = append(keys, k)
 		switch typ := b.client.Type(ctx, k).Val(); typ {
 		case "hash":
@@ -71,9 +69,6 @@ func (b *backend) allContents(t *testing.T) (keys, values []string) {
 		default:
 			t.Fatalf("key %s has unexpected type %q", k, typ)
 		}
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return keys, values
 }
@@ -101,15 +96,14 @@ func TestRedisStore(t *testing.T) {
 	}{
 		{"miniredis", startMiniredis},
 		{"redis-server", startRedisServer},
+		{"redis-cluster", startRedisCluster}, // cluster_test.go
 	}
 	for _, bk := range backends {
 		t.Run(bk.name, func(t *testing.T) {
 			b := bk.start(t)
 			for _, c := range suite {
 				t.Run(c.name, func(t *testing.T) {
-					if err := b.client.FlushAll(context.Background()).Err(); err != nil {
-						t.Fatal(err)
-					}
+					b.flush(t)
 					c.run(t, b)
 				})
 			}

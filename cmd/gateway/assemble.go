@@ -72,6 +72,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
 		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
+		WaitReplicas: cfg.RedisWaitReplicas,
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -94,6 +95,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	// server changes its tools, new sessions get the new registry.
 	registry := catalog.Current()
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
+	m.InitTools(metricToolNames(registry))
 
 	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)
 	if err != nil {
@@ -146,13 +148,17 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Summary:  m.Summary,
 		Web:      web.Handler(),
 		Log:      log,
+		Ready:    m.SetReady,
 	})
 	return gw, nil
 }
 
 // redisClient connects to REDIS_URL, or starts the embedded miniredis.
 func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
-	url := string(cfg.RedisURL)
+	url, mode := string(cfg.RedisURL), cfg.RedisMode
+	if url == "" || mode == "" {
+		mode = store.RedisSingle
+	}
 	if url == "" {
 		mr, err := store.StartEmbedded()
 		if err != nil {
@@ -163,7 +169,7 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 		log.Warn("no REDIS_URL: using an embedded in-process miniredis; session state lives only in this process "+
 			"and resume works only on this node", "addr", mr.Addr())
 	}
-	rdb, err := store.NewRedisClient(url, cfg.RedisTimeout)
+	rdb, err := store.NewRedisModeClient(mode, url, cfg.RedisTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -261,10 +267,19 @@ func orSample(dir string) string {
 	return dir
 }
 
+// metricToolNames are the registry's tool names, whose metric series start at zero.
+func metricToolNames(r *tools.Registry) []string {
+	var names []string
+	for _, t := range r.Tools() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
 // budget is a mode's per-turn gate: the policy file's, else the settings'.
 func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Budget {
 	if b, ok := cfg.Policy.Budget(mode); ok {
-		return orchestrator.Budget{MaxRetrieval: b.MaxRetrieval, MaxCalls: b.MaxCalls}
+		return b
 	}
 	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -68,6 +69,9 @@ type Config struct {
 	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
+
+	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
+	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
 }
 
 // DevMode reports whether browser authentication is off (no auth secret): every user is anonymous.
@@ -111,6 +115,8 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
 		slog.String("redis", orEmbedded(redactURL(string(c.RedisURL)))),
+		slog.String("redis_mode", string(c.RedisMode)),
+		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
 		slog.Any("gemini_api_key", c.GeminiAPIKey),
 		slog.String("gemini_base_url", redactURL(base)),
 		slog.String("text_model", c.TextModel),
@@ -207,8 +213,24 @@ func flagName(env string) string {
 func configSettings() []configSetting {
 	return []configSetting{
 		{env: "TURNSTILE_ADDR", def: "127.0.0.1:8080", usage: "listen address, host:port", apply: parseAddr},
+		// Before REDIS_URL, which is checked against the mode.
+		{env: "TURNSTILE_REDIS_MODE", def: string(store.RedisSingle),
+			usage: "how REDIS_URL is read: single (one server), cluster (a Redis Cluster: redis://h1:p1?addr=h2:p2&addr=h3:p3) " +
+				"or sentinel (redis://s1:26379?master_name=NAME&addr=s2:26379)",
+			apply: func(c *Config, v string) error {
+				m, err := store.ParseRedisMode(v)
+				if err != nil {
+					return err
+				}
+				c.RedisMode = m
+				return nil
+			}},
 		{env: "REDIS_URL", defDoc: "unset: embedded miniredis, state lives in this process only",
-			usage: "redis:// or rediss:// URL of the Redis that holds session state", apply: parseRedisURL},
+			usage: "redis:// or rediss:// URL of the Redis that holds session state, in the form TURNSTILE_REDIS_MODE reads",
+			apply: parseRedisURL},
+		{env: "TURNSTILE_REDIS_WAIT_REPLICAS", defDoc: "1 in cluster and sentinel mode, 0 in single mode",
+			usage: "replicas that must have a user message (Redis WAIT) before the browser is told it was accepted, so that a failover cannot lose it; 0: no WAIT (between 0 and 16)",
+			apply: parseRedisWaitReplicas},
 		{env: "GEMINI_API_KEY", defDoc: "unset: offline demo model", secret: true,
 			usage: "key for the Gemini API (prefer the environment: flags show in ps)",
 			apply: func(c *Config, v string) error {
@@ -453,6 +475,7 @@ func crossChecks(c Config, failed map[string]bool, shown map[string]string) []er
 				shown[g.retrieval], shown[g.calls]))
 		}
 	}
+	errs = append(errs, redisCrossChecks(c, failed, shown)...)
 	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && c.DevMode() && !isLoopbackAddr(c.Addr) {
 		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset (dev mode, anonymous users) and the address "+
 			"is not loopback; set TURNSTILE_AUTH_SECRET or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))

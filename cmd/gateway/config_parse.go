@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
@@ -199,11 +199,54 @@ func parseRedisURL(c *Config, v string) error {
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
 		return errors.New("must be a redis:// or rediss:// URL")
 	}
-	if _, err := redis.ParseURL(v); err != nil {
-		return fmt.Errorf("parse redis URL: %w", err)
+	// An empty mode is a TURNSTILE_REDIS_MODE that failed: its own error
+	// says so, and the URL cannot be read without it.
+	if c.RedisMode != "" {
+		if err := store.CheckRedisURL(c.RedisMode, v); err != nil {
+			return err
+		}
 	}
 	c.RedisURL = SecretURL(v)
 	return nil
+}
+
+// maxWaitReplicas bounds TURNSTILE_REDIS_WAIT_REPLICAS: more replicas than
+// that are a typo, and every one of them is waited for on each message.
+const maxWaitReplicas = 16
+
+// parseRedisWaitReplicas reads TURNSTILE_REDIS_WAIT_REPLICAS; unset, it is
+// the default of TURNSTILE_REDIS_MODE (parsed before it).
+func parseRedisWaitReplicas(c *Config, v string) error {
+	if strings.TrimSpace(v) == "" {
+		c.RedisWaitReplicas = store.DefaultWaitReplicas(c.RedisMode)
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return errors.New("not a whole number")
+	case n < 0 || n > maxWaitReplicas:
+		return fmt.Errorf("must be between 0 and %d", maxWaitReplicas)
+	}
+	c.RedisWaitReplicas = n
+	return nil
+}
+
+// redisCrossChecks refuses Redis settings that need a REDIS_URL without
+// one: the embedded miniredis is one server with no replicas.
+func redisCrossChecks(c Config, failed map[string]bool, shown map[string]string) []error {
+	if c.RedisURL != "" || failed["REDIS_URL"] {
+		return nil
+	}
+	var errs []error
+	if !failed["TURNSTILE_REDIS_MODE"] && c.RedisMode != store.RedisSingle {
+		errs = append(errs, fmt.Errorf("%s: needs REDIS_URL (the embedded miniredis is a single server)",
+			shown["TURNSTILE_REDIS_MODE"]))
+	} else if !failed["TURNSTILE_REDIS_WAIT_REPLICAS"] && c.RedisWaitReplicas > 0 {
+		errs = append(errs, fmt.Errorf("%s: needs REDIS_URL (the embedded miniredis has no replicas)",
+			shown["TURNSTILE_REDIS_WAIT_REPLICAS"]))
+	}
+	return errs
 }
 
 func parseBaseURL(c *Config, v string) error {

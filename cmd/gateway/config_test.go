@@ -37,7 +37,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		VoiceMaxRetrieval: 2, VoiceMaxCalls: 3, TextMaxRetrieval: 5, TextMaxCalls: 10, MaxToolIterations: 20,
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
-		RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
+		RedisMode: "single", RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
 		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", OpenAIToolChoice: "auto",
 		MCPStartTimeout: 10 * time.Second,
 	}
@@ -90,7 +90,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("LoadConfig: %v", err)
 	}
 	want := Config{
-		Addr: "0.0.0.0:9000", RedisURL: "redis://:pw@127.0.0.1:6379/2", GeminiAPIKey: "key-123",
+		Addr: "0.0.0.0:9000", RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", GeminiAPIKey: "key-123",
 		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", AuthSecret: testAuthSecret,
 		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
 		VoiceMaxRetrieval: 1, VoiceMaxCalls: 1, TextMaxRetrieval: 0, TextMaxCalls: 4, MaxToolIterations: 1,
@@ -147,7 +147,7 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_ADDR", "8080", "TURNSTILE_ADDR=8080: must be host:port"},
 		{"TURNSTILE_ADDR", "127.0.0.1:99999", "TURNSTILE_ADDR=127.0.0.1:99999: port must be"},
 		{"REDIS_URL", "http://127.0.0.1:6379", "REDIS_URL=http://127.0.0.1:6379: must be a redis:// or rediss://"},
-		{"REDIS_URL", "redis://127.0.0.1:6379/notadb", "REDIS_URL=redis://127.0.0.1:6379/notadb: parse redis URL"},
+		{"REDIS_URL", "redis://127.0.0.1:6379/notadb", "REDIS_URL=redis://127.0.0.1:6379/notadb: REDIS_URL is not a valid single-mode URL"},
 		{"GEMINI_BASE_URL", "ftp://x", "GEMINI_BASE_URL=ftp://x: must be an absolute http"},
 		{"GEMINI_BASE_URL", "/relative", "GEMINI_BASE_URL=/relative: must be an absolute"},
 		{"GEMINI_BASE_URL", "http://", "GEMINI_BASE_URL=http://: has no host"},

@@ -60,6 +60,9 @@ type Deps struct {
 	Model   transport.TextModel
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
+	// Observe, when set, is shown every request before it goes to the
+	// model (for the session's context metrics).
+	Observe func(req transport.TextRequest)
 }
 
 // Run runs the turn ot to its end and returns its turn.done reason. note is
@@ -99,6 +102,9 @@ func (l *loop) run(ctx context.Context, note string) string {
 		req := transport.TextRequest{System: system, Tools: l.cfg.Tools,
 			History: append(history[:len(history):len(history)], produced...)}
 
+		if l.d.Observe != nil {
+			l.d.Observe(req)
+		}
 		text, calls, err := l.streamOnce(ctx, req, !restrict, announced)
 		if err != nil {
 			return l.failed(ctx, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -384,7 +383,6 @@ var (
 	genComplete  = transport.LiveEvent{Kind: transport.LiveGenerationComplete}
 )
 
-func joined(s []string) string { return strings.Join(s, " ") }
 
 func (h *fakeHost) audioLen() int {
 	h.mu.Lock()

@@ -278,6 +278,9 @@ func (v *Session) finalize(t *turn) {
 	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
 	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason).Inc()
 	v.d.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(t.ot.Calls()))
+	if v.d.Stats != nil {
+		v.d.Stats.AddToolCalls(t.ot.Calls())
+	}
 	v.d.Log.Info("voice turn done", "turn", t.n, "reason", reason, "tool_calls", t.ot.Calls())
 	if ending && idle {
 		v.closeUpstreamWhenIdle()

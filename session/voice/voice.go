@@ -124,7 +124,9 @@ type Deps struct {
 	// Loops is the session's loop-detection history.
 	Loops   *loopdetect.Detector
 	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	// Stats are the session's figures (tool calls per session); nil: none.
+	Stats *metrics.SessionStats
+	Log   *slog.Logger
 }
 
 // Session is the voice side of one session.

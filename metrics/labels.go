@@ -1,0 +1,174 @@
+package metrics
+
+import (
+	"strings"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// The closed label sets of the collectors. New creates every series of
+// these sets at zero, so that dashboards and alerts see a metric before its
+// first event (a rate over a series that does not exist yet is no data, not
+// 0). Sets owned by other packages are copied here because those packages
+// sit above this one; metrics' tests check each copy against its source.
+var (
+	// SessionStartKinds label turnstile_sessions_started_total.
+	SessionStartKinds = []string{"new", "resumed"}
+
+	// SessionRefusalReasons label turnstile_sessions_refused_total: why a
+	// browser did not get a session. Anything else is counted as "other".
+	SessionRefusalReasons = []string{
+		"unauthenticated",       // no or bad token: HTTP 401 before the upgrade
+		"origin",                // Origin not allowed: HTTP 403 before the upgrade
+		"max_sessions",          // this node is full (TURNSTILE_MAX_SESSIONS): HTTP 503
+		"max_sessions_per_user", // the user has too many sessions (TURNSTILE_MAX_SESSIONS_PER_USER): HTTP 429
+		"draining",              // the node is shutting down
+		"store_unavailable",     // Redis unreachable: error store_unavailable, close 4103
+		"resume_refused",        // unknown or expired session, wrong token, other user: close 4004
+		"blocked",               // the user is blocked (ignore_user): close 4003
+		"other",
+	}
+
+	// ModelRequestKinds and ModelOutcomes label
+	// turnstile_model_requests_total (session/textturn.Outcome's values).
+	ModelRequestKinds = []string{"text"}
+	ModelOutcomes     = []string{"ok", "rate_limited", "server_error", "client_error", "truncated", "refused", "timeout",
+		"unavailable", "cancelled", "error"}
+
+	// RedisOps label the session-store metrics (the ops store.RedisStore
+	// reports to its Observe hook).
+	RedisOps = []string{"create", "resume", "append", "sync", "ping", "ledger", "confirm", "block"}
+
+	// Gates label turnstile_gate_refusals_total (orchestrator budgets).
+	Gates = []string{"retrieval", "total"}
+
+	// LoopRules label turnstile_loop_detections_total (loopdetect.Rule).
+	LoopRules = []string{"repeated_call", "empty_results"}
+
+	// IntentTypes label turnstile_intents_applied_total (intents.Type).
+	IntentTypes = []string{"END_VOICE_SESSION", "SUPPRESS_AUDIO", "SUPPRESS_TRANSCRIPT", "SET_PENDING_MESSAGE",
+		"START_VOICE_SESSION", "BLOCK_USER"}
+
+	// ConfirmationOutcomes label turnstile_confirmations_total.
+	ConfirmationOutcomes = []string{"requested", "approved", "denied", "expired", "consumed", "invalid"}
+
+	// ToolErrorTypes are tools.ErrorType's values; a tool call's outcome
+	// label is "ok" or one of them in lower case.
+	ToolErrorTypes = []string{"VALIDATION", "NOT_FOUND", "INTERNAL", "MODE_RESTRICTED", "BUDGET_EXCEEDED",
+		"CONFIRMATION_REQUIRED", "LOOP_DETECTED", "TIMEOUT", "SESSION_INACTIVE", "TRANSIENT", "PERMANENT",
+		"CONFLICT", "AUTH", "RATE_LIMIT"}
+
+	// UnknownTool is the tool label of calls to a tool the registry does
+	// not have (orchestrator).
+	UnknownTool = "unknown"
+
+	// upstreamEvents are the (kind, event, code) series of
+	// turnstile_upstream_events_total that exist before any event; close
+	// codes beyond "none" appear when they happen.
+	upstreamEvents = [][3]string{
+		{"live", "connect", "none"}, {"live", "resume", "none"}, {"live", "goaway", "none"},
+		{"live", "close", "none"}, {"live", "error", "none"}, {"live", "error", "lost"},
+	}
+)
+
+// ToolOutcomes are the outcome label values of a tool call: "ok" and the
+// lower-case error types.
+func ToolOutcomes() []string {
+	out := []string{"ok"}
+	for _, t := range ToolErrorTypes {
+		out = append(out, strings.ToLower(t))
+	}
+	return out
+}
+
+// BrowserMessageTypes label turnstile_browser_messages_total: the client
+// message types, "audio" (binary frames) and "invalid" (refused frames).
+func BrowserMessageTypes() []string {
+	return []string{protocol.TypeSessionStart, protocol.TypeText, protocol.TypeTurnCancel, protocol.TypePing,
+		protocol.TypeAudioEnd, protocol.TypeVoiceStart, protocol.TypeVoiceStop, protocol.TypeConfirm, "audio", "invalid"}
+}
+
+// DisconnectReasons label turnstile_browser_disconnects_total.
+func DisconnectReasons() []string {
+	out := make([]string, 0, len(protocol.Disconnects))
+	for _, d := range protocol.Disconnects {
+		out = append(out, d.Label)
+	}
+	return out
+}
+
+// initZero creates every series of the closed label sets at zero.
+func (m *Metrics) initZero() {
+	for _, mode := range protocol.Modes {
+		m.SessionsActive.WithLabelValues(mode)
+		m.TurnDuration.WithLabelValues(mode)
+		m.InitTokens.WithLabelValues(mode)
+		m.InitSystemTokens.WithLabelValues(mode)
+		m.InitToolTokens.WithLabelValues(mode)
+		m.ToolCallsPerTurn.WithLabelValues(mode)
+		for _, r := range protocol.TurnEndReasons {
+			m.Turns.WithLabelValues(mode, r)
+		}
+		for _, g := range Gates {
+			m.GateRefusals.WithLabelValues(g, mode)
+		}
+	}
+	for _, k := range SessionStartKinds {
+		m.SessionsStarted.WithLabelValues(k)
+	}
+	for _, r := range SessionRefusalReasons {
+		m.SessionsRefused.WithLabelValues(r)
+	}
+	for _, k := range ModelRequestKinds {
+		m.ModelFirstToken.WithLabelValues(k)
+		for _, o := range ModelOutcomes {
+			m.ModelRequests.WithLabelValues(k, o)
+		}
+	}
+	for _, p := range modelProviders {
+		m.ModelTokens.WithLabelValues(p, "input")
+		m.ModelTokens.WithLabelValues(p, "output")
+	}
+	for _, typ := range BrowserMessageTypes() {
+		m.BrowserMessages.WithLabelValues(typ)
+	}
+	for _, r := range DisconnectReasons() {
+		m.BrowserDisconnect.WithLabelValues(r)
+	}
+	for _, op := range RedisOps {
+		m.RedisDuration.WithLabelValues(op)
+		m.RedisErrors.WithLabelValues(op)
+	}
+	for _, r := range LoopRules {
+		m.LoopDetections.WithLabelValues(r)
+	}
+	for _, typ := range IntentTypes {
+		m.IntentsApplied.WithLabelValues(typ)
+	}
+	for _, o := range ConfirmationOutcomes {
+		m.Confirmations.WithLabelValues(o)
+	}
+	for _, e := range upstreamEvents {
+		m.UpstreamEvents.WithLabelValues(e[0], e[1], e[2])
+	}
+	m.InitTools([]string{UnknownTool})
+}
+
+// InitTools creates, at zero, the per-tool series of the given tools (the
+// registry's, at startup): calls by every outcome, latency, result size and
+// tokens, and soft-latency overruns by mode. Tools added later (MCP) get
+// their series at their first call.
+func (m *Metrics) InitTools(tools []string) {
+	outcomes := ToolOutcomes()
+	for _, tool := range tools {
+		for _, o := range outcomes {
+			m.ToolCalls.WithLabelValues(tool, o)
+		}
+		m.ToolDuration.WithLabelValues(tool)
+		m.ToolResultBytes.WithLabelValues(tool)
+		m.ToolResultTokens.WithLabelValues(tool)
+		for _, mode := range protocol.Modes {
+			m.SoftLatencyExceeded.WithLabelValues(tool, mode)
+		}
+	}
+}
