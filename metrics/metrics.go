@@ -52,6 +52,8 @@ type Metrics struct {
 	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
 	MCPRestarts *prometheus.CounterVec // server
 
+	Refusals *prometheus.CounterVec // reason: see RefusalReasons; count through Refusal
+
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
 	Summary *Summary
@@ -132,6 +134,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		MCPRestarts: f.counterVec("turnstile_mcp_restarts_total",
 			"Times the gateway started an MCP tool server again (stdio) or reconnected to it (HTTP) after it went down or could not be reached.",
 			"server"),
+
+		Refusals: newRefusals(f),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}
