@@ -49,7 +49,7 @@ type jwks struct {
 	throttle  *logThrottle
 
 	kf     atomic.Pointer[keyfunc.Keyfunc] // nil until the first fetch succeeded
-	cancel context.CancelFunc               // ends the fetch loop and the library's refreshes
+	cancel context.CancelFunc              // ends the fetch loop and the library's refreshes
 	done   chan struct{}
 	once   sync.Once
 }

@@ -113,6 +113,9 @@ func New(cfg Config, d Deps) *Server {
 	return s
 }
 
+// Metrics are the collectors the edge counts its refusals on.
+func (s *Server) Metrics() *metrics.Metrics { return s.d.Metrics }
+
 // Close stops renewing per-user leases. Call it after the sessions ended.
 func (s *Server) Close() { s.admit.close() }
 

@@ -36,7 +36,7 @@ type Provider struct {
 	down     atomic.Bool
 	fetches  atomic.Int32 // answered with the set
 	requests atomic.Int32 // all, failed ones included
-	srv     *http.Server
+	srv      *http.Server
 }
 
 type key struct {
