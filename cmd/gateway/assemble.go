@@ -134,17 +134,39 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	log.Info("session init size", "mode", "text", "tokens_estimate", gw.sessions.InitTokens())
 
 	if cfg.DevMode() {
-		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET, every browser is the anonymous user; allowed on loopback only")
+		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET nor TURNSTILE_AUTH_JWKS_URL, every browser is the anonymous user; " +
+			"allowed on loopback only")
 	}
-	gw.edge = server.New(server.Config{AllowedOrigins: cfg.AllowedOrigins}, server.Deps{
+	auth, err := server.NewAuthenticator(server.AuthConfig{
+		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
+		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
+		Log: log.With("component", "auth"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	gw.closers = append(gw.closers, auth.Close)
+	gw.edge = server.New(server.Config{
+		AllowedOrigins:     cfg.AllowedOrigins,
+		ReadHeaderTimeout:  cfg.HTTPReadHeaderTimeout,
+		IdleTimeout:        cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:     cfg.HTTPMaxHeaderBytes,
+		MaxConnections:     cfg.MaxConnections,
+		MaxSessions:        cfg.MaxSessions,
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
+		LeaseTTL:           cfg.UserLeaseTTL,
+	}, server.Deps{
 		Sessions: gw.sessions,
-		Auth:     server.NewAuthenticator([]byte(cfg.AuthSecret)),
+		Auth:     auth,
 		Store:    st,
+		Leases:   st,
+		Metrics:  m,
 		Gatherer: reg,
 		Summary:  m.Summary,
 		Web:      web.Handler(),
 		Log:      log,
 	})
+	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil
 }
 
