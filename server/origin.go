@@ -31,7 +31,7 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	}
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("Origin %q is not an http(s)://host origin", origin)
+		return fmt.Errorf("origin %q is not an http(s)://host origin", origin)
 	}
 	target := strings.ToLower(u.Scheme + "://" + u.Host)
 	for _, p := range s.cfg.AllowedOrigins {
@@ -43,11 +43,11 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	case dev && isLoopbackHost(u.Hostname()):
 		return nil
 	case dev:
-		return fmt.Errorf("dev mode: Origin %q is not loopback nor in TURNSTILE_ALLOWED_ORIGINS", origin)
+		return fmt.Errorf("dev mode: origin %q is not loopback nor in TURNSTILE_ALLOWED_ORIGINS", origin)
 	case strings.EqualFold(u.Host, r.Host):
 		return nil
 	}
-	return fmt.Errorf("Origin %q is not in TURNSTILE_ALLOWED_ORIGINS", origin)
+	return fmt.Errorf("origin %q is not in TURNSTILE_ALLOWED_ORIGINS", origin)
 }
 
 // hostname is the host of a Host header, without port or brackets.

@@ -101,6 +101,16 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err != nil {
 		return nil, err
 	}
+	// Before the sessions: the session's in-session token refresh (`auth`) verifies with it too.
+	auth, err := server.NewAuthenticator(server.AuthConfig{
+		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
+		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
+		Log: log.With("component", "auth"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	gw.closers = append(gw.closers, auth.Close)
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -137,15 +147,6 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET nor TURNSTILE_AUTH_JWKS_URL, every browser is the anonymous user; " +
 			"allowed on loopback only")
 	}
-	auth, err := server.NewAuthenticator(server.AuthConfig{
-		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
-		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
-		Log: log.With("component", "auth"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	gw.closers = append(gw.closers, auth.Close)
 	gw.edge = server.New(server.Config{
 		AllowedOrigins:     cfg.AllowedOrigins,
 		ReadHeaderTimeout:  cfg.HTTPReadHeaderTimeout,
@@ -283,7 +284,7 @@ func orSample(dir string) string {
 // budget is a mode's per-turn gate: the policy file's, else the settings'.
 func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Budget {
 	if b, ok := cfg.Policy.Budget(mode); ok {
-		return orchestrator.Budget{MaxRetrieval: b.MaxRetrieval, MaxCalls: b.MaxCalls}
+		return b
 	}
 	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
 }

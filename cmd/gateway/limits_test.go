@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -272,5 +273,25 @@ func TestConnectionCapKeepsHealthChecksAnswering(t *testing.T) {
 	}
 	if n := g.refusals(metrics.RefusedMaxConnections); n < 1 {
 		t.Fatalf("max_connections refusals = %v", n)
+	}
+}
+
+func TestRedisDownAtAdmissionAdmitsAndCountsIt(t *testing.T) {
+	mr := miniredis.RunT(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + mr.Addr())
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.MaxSessionsPerUser = 1
+	g := startGateway(t, cfg, fakegemini.NewScript())
+	alice := bearer(t, cfg, "alice")
+	mr.Close()
+	for i := range 2 {
+		if c, r := g.tryUpgrade(alice, ""); c == nil {
+			t.Fatalf("connection %d with Redis down: %+v, want admitted (the limit fails open)", i, r)
+		}
+	}
+	failed := testutil.ToFloat64(g.gw.edge.Metrics().RedisErrors.WithLabelValues("lease_acquire"))
+	if failed != 2 || g.refusals(metrics.RefusedMaxSessionsPerUser) != 0 {
+		t.Fatalf("lease_acquire errors %v, refusals %v; want 2 and 0", failed, g.refusals(metrics.RefusedMaxSessionsPerUser))
 	}
 }
