@@ -60,6 +60,7 @@ type Metrics struct {
 	PeakContext      prometheus.Histogram   // the largest context estimate of each ended session
 	CallsPerSession  prometheus.Histogram   // tool calls of each ended session
 	sessions         *liveSessions          // the live sessions' context estimates (OpenSession)
+	Refusals         *prometheus.CounterVec // reason: see RefusalReasons; count through Refusal
 
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
@@ -159,6 +160,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		CallsPerSession: f.histogram("turnstile_tool_calls_per_session",
 			"Tool calls made during one browser connection's session, observed when it ends.",
 			[]float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256}),
+		Refusals: newRefusals(f),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/session"
 )
 
 // AnonymousUser is the user of every request in dev mode (no auth secret).
@@ -20,75 +23,197 @@ const AnonymousUser = "anon"
 const (
 	maxTokenBytes   = 4096
 	maxSubjectChars = 128
-	// clockSkew tolerates small clock differences between the token issuer and this gateway.
-	clockSkew = 30 * time.Second
+)
+
+// Defaults of AuthConfig.
+const (
+	// DefaultAuthMaxTTL bounds how far in the future a token's exp may be: a stolen token is
+	// useful for at most this long.
+	DefaultAuthMaxTTL = 24 * time.Hour
+	// DefaultAuthLeeway tolerates clock differences between the token issuer and this gateway.
+	DefaultAuthLeeway = 30 * time.Second
 )
 
 var (
 	// ErrNoToken means the request carried no token at all (answer 401 and ask the user to sign in).
 	ErrNoToken = errors.New("auth: no token")
 	// ErrBadToken means a token was presented but is not acceptable: malformed, forged, expired,
-	// signed with a refused algorithm, or with a missing or invalid subject.
+	// too long-lived, for another audience or issuer, signed with a refused algorithm or an
+	// unknown key, or with a missing or invalid subject.
 	ErrBadToken = errors.New("auth: invalid token")
 )
 
-// Authenticator verifies browser tokens before the WebSocket upgrade: HS256 JWTs whose `sub`
-// claim names the user and whose `exp` claim is required. It is safe for concurrent use.
-type Authenticator struct {
-	secret []byte      // empty = dev mode
-	parser *jwt.Parser // nil in dev mode
+// AuthConfig says which browser tokens are accepted. With neither Secret nor JWKSURL the
+// Authenticator is in dev mode.
+type AuthConfig struct {
+	// Secret verifies HS256 tokens; empty: HS256 is refused. It is copied.
+	Secret []byte
+	// JWKSURL is a JSON Web Key Set whose keys verify RS256, ES256 and EdDSA tokens; "": those are
+	// refused. An https URL, or http on a loopback host.
+	JWKSURL string
+	// JWKSRefresh is how often the key set is fetched again; default 15 min. A token signed with a
+	// key the set does not have also triggers a fetch, at most one per jwksUnknownKIDEvery.
+	JWKSRefresh time.Duration
+	// Audience, when set, must be the token's aud: the string itself, or an array containing it.
+	// A token without aud is then refused.
+	Audience string
+	// Issuer, when set, must be the token's iss.
+	Issuer string
+	// MaxTTL bounds exp − now (plus Leeway); default DefaultAuthMaxTTL.
+	MaxTTL time.Duration
+	// Leeway tolerates clock differences for exp, nbf and MaxTTL; default DefaultAuthLeeway.
+	Leeway time.Duration
+	// Now is the clock tokens are judged by; default time.Now.
+	Now func() time.Time
+	// Log receives the key set's fetch failures (throttled); default: discarded.
+	Log *slog.Logger
 }
 
-// NewAuthenticator returns an Authenticator for tokens signed with secret. A nil or empty secret
-// is dev mode: every request is AnonymousUser, and the caller is responsible for only allowing
-// that on a loopback listen address. The secret is copied.
-func NewAuthenticator(secret []byte) *Authenticator {
-	if len(secret) == 0 {
-		return &Authenticator{}
+// Authenticator verifies browser tokens before the WebSocket upgrade and when a session
+// refreshes its token: JWTs whose `sub` names the user and whose numeric `exp` is required and
+// not too far away. It is safe for concurrent use; Close stops its key-set refreshes.
+type Authenticator struct {
+	cfg    AuthConfig
+	parser *jwt.Parser // nil in dev mode
+	keys   *jwks       // nil without JWKSURL
+}
+
+// NewAuthenticator returns an Authenticator for cfg, and starts fetching its key set when it has
+// one: an unreachable key set does not fail here (its tokens are refused and Ready reports it
+// until it answers). In dev mode every request is AnonymousUser, and the caller is responsible
+// for only allowing that on a loopback listen address.
+func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
+	cfg.Secret = bytes.Clone(cfg.Secret)
+	if cfg.MaxTTL <= 0 {
+		cfg.MaxTTL = DefaultAuthMaxTTL
 	}
-	return &Authenticator{
-		secret: bytes.Clone(secret),
-		parser: jwt.NewParser(
-			// The allow-list is what stops `alg: none` and RS/HS confusion: nothing but HS256 is verified.
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-			jwt.WithExpirationRequired(),
-			jwt.WithLeeway(clockSkew),
-		),
+	if cfg.Leeway <= 0 {
+		cfg.Leeway = DefaultAuthLeeway
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &Authenticator{cfg: cfg}
+	if a.DevMode() {
+		return a, nil
+	}
+	// The allow-list is what stops `alg: none` and key confusion: only the algorithms of the
+	// configured keys are verified, and key picks a key of the token's own kind.
+	var methods []string
+	if len(cfg.Secret) > 0 {
+		methods = append(methods, jwt.SigningMethodHS256.Alg())
+	}
+	if cfg.JWKSURL != "" {
+		keys, err := startJWKS(cfg.JWKSURL, cfg.JWKSRefresh, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		a.keys = keys
+		methods = append(methods, jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg(), jwt.SigningMethodEdDSA.Alg())
+	}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(methods),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(cfg.Leeway),
+		jwt.WithTimeFunc(cfg.Now),
+	}
+	if cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	}
+	if cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	}
+	a.parser = jwt.NewParser(opts...)
+	return a, nil
+}
+
+// Close stops the key set's refreshes. The Authenticator must not be used afterwards.
+func (a *Authenticator) Close() {
+	if a.keys != nil {
+		a.keys.close()
 	}
 }
 
 // DevMode reports whether the Authenticator accepts everyone as AnonymousUser.
-func (a *Authenticator) DevMode() bool { return len(a.secret) == 0 }
+func (a *Authenticator) DevMode() bool { return len(a.cfg.Secret) == 0 && a.cfg.JWKSURL == "" }
 
-// Authenticate returns the user a request is made by. The token comes from an
+// Ready reports an error while a configured key set has never been fetched: tokens signed with
+// its keys are refused until it is.
+func (a *Authenticator) Ready() error {
+	if a.keys != nil && !a.keys.ready() {
+		return errors.New("auth: the JWKS has not been fetched yet")
+	}
+	return nil
+}
+
+// Authenticate returns who a request is made by. The token comes from an
 // `Authorization: Bearer <token>` header or, since browsers cannot set headers on a WebSocket,
 // from the `access_token` query parameter. Errors wrap ErrNoToken or ErrBadToken and never
 // contain the token.
-func (a *Authenticator) Authenticate(r *http.Request) (user string, err error) {
+func (a *Authenticator) Authenticate(r *http.Request) (session.Identity, error) {
 	if a.DevMode() {
-		return AnonymousUser, nil
+		return session.Identity{User: AnonymousUser}, nil
 	}
 	raw, err := tokenFrom(r)
 	if err != nil {
-		return "", err
+		return session.Identity{}, err
 	}
-	var claims jwt.RegisteredClaims
-	if _, err := a.parser.ParseWithClaims(raw, &claims, a.key); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadToken, err)
-	}
-	if err := validUser(claims.Subject); err != nil {
-		return "", fmt.Errorf("%w: sub: %w", ErrBadToken, err)
-	}
-	return claims.Subject, nil
+	return a.Verify(raw)
 }
 
-func (a *Authenticator) key(t *jwt.Token) (any, error) {
-	// WithValidMethods has already refused other algorithms; this keeps the key tied to HMAC
-	// even if the parser options change.
-	if _, ok := t.Method.(*jwt.SigningMethodHMAC); !ok {
-		return nil, fmt.Errorf("unexpected signing method %s", t.Method.Alg())
+// Verify checks a token as Authenticate does, for a session refreshing its token with an `auth`
+// message: the identity has the token's user and expiry. In dev mode every token (even an empty
+// one) is AnonymousUser without an expiry. Errors wrap ErrBadToken and never contain the token.
+func (a *Authenticator) Verify(token string) (session.Identity, error) {
+	if a.DevMode() {
+		return session.Identity{User: AnonymousUser}, nil
 	}
-	return a.secret, nil
+	switch {
+	case token == "":
+		return session.Identity{}, fmt.Errorf("%w: empty token", ErrBadToken)
+	case len(token) > maxTokenBytes:
+		return session.Identity{}, fmt.Errorf("%w: longer than %d bytes", ErrBadToken, maxTokenBytes)
+	}
+	// MapClaims, not RegisteredClaims: its exp must be a JSON number (RegisteredClaims also takes
+	// a numeric string), its sub a string, and its aud a string or an array of strings.
+	claims := jwt.MapClaims{}
+	if _, err := a.parser.ParseWithClaims(token, claims, a.key); err != nil {
+		return session.Identity{}, fmt.Errorf("%w: %w", ErrBadToken, err)
+	}
+	exp, err := claims.GetExpirationTime()
+	if err != nil || exp == nil {
+		return session.Identity{}, fmt.Errorf("%w: exp: missing or not a number", ErrBadToken)
+	}
+	if ttl := exp.Sub(a.cfg.Now()); ttl > a.cfg.MaxTTL+a.cfg.Leeway {
+		return session.Identity{}, fmt.Errorf("%w: exp: %s away, more than the %s allowed", ErrBadToken,
+			ttl.Truncate(time.Second), a.cfg.MaxTTL)
+	}
+	sub, _ := claims["sub"].(string)
+	if err := validUser(sub); err != nil {
+		return session.Identity{}, fmt.Errorf("%w: sub: %w", ErrBadToken, err)
+	}
+	return session.Identity{User: sub, ExpiresAt: exp.Time}, nil
+}
+
+// key picks the key of the token's own kind: the secret for HMAC, the key set for the others.
+// WithValidMethods has already refused algorithms without a configured key.
+func (a *Authenticator) key(t *jwt.Token) (any, error) {
+	switch t.Method.(type) {
+	case *jwt.SigningMethodHMAC:
+		if len(a.cfg.Secret) == 0 {
+			return nil, errors.New("HS256 tokens are not accepted")
+		}
+		return a.cfg.Secret, nil
+	case *jwt.SigningMethodRSA, *jwt.SigningMethodECDSA, *jwt.SigningMethodEd25519:
+		if a.keys == nil {
+			return nil, fmt.Errorf("%s tokens are not accepted", t.Method.Alg())
+		}
+		return a.keys.key(t)
+	}
+	return nil, fmt.Errorf("unexpected signing method %s", t.Method.Alg())
 }
 
 // tokenFrom extracts the raw token. A Bearer header wins; any other Authorization scheme (for
@@ -130,6 +255,12 @@ func validUser(user string) error {
 // MintToken signs an HS256 token for user that expires after ttl; `gateway token` uses it to hand
 // out development tokens. The user must be a valid subject (1..128 characters, no control characters).
 func MintToken(secret []byte, user string, ttl time.Duration) (string, error) {
+	return MintTokenFor(secret, user, ttl, "", "")
+}
+
+// MintTokenFor is MintToken with an audience and an issuer ("" leaves the claim out), for a
+// gateway that checks them (TURNSTILE_AUTH_AUDIENCE, TURNSTILE_AUTH_ISSUER).
+func MintTokenFor(secret []byte, user string, ttl time.Duration, audience, issuer string) (string, error) {
 	if len(secret) == 0 {
 		return "", errors.New("mint token: no secret")
 	}
@@ -140,12 +271,16 @@ func MintToken(secret []byte, user string, ttl time.Duration) (string, error) {
 		return "", fmt.Errorf("mint token: ttl %s: must be positive", ttl)
 	}
 	now := time.Now()
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
+	claims := jwt.RegisteredClaims{
 		Subject:   user,
+		Issuer:    issuer,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
-	})
-	s, err := tok.SignedString(secret)
+	}
+	if audience != "" {
+		claims.Audience = jwt.ClaimStrings{audience}
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
 	if err != nil {
 		return "", fmt.Errorf("mint token: sign: %w", err)
 	}

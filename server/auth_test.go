@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,7 +18,7 @@ import (
 var authTestSecret = []byte("test-secret-test-secret-test-secret-0123")
 
 // signed builds a token with arbitrary claims and method, for cases MintToken refuses to make.
-func signed(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
+func signed(t testing.TB, method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
 	if err != nil {
@@ -38,6 +39,17 @@ func withHeader(tok string) *http.Request {
 
 func withQuery(tok string) *http.Request {
 	return httptest.NewRequest(http.MethodGet, "/v1/ws?access_token="+url.QueryEscape(tok), nil)
+}
+
+// hsAuth is an Authenticator for HS256 tokens signed with authTestSecret.
+func hsAuth(t testing.TB) *Authenticator {
+	t.Helper()
+	a, err := NewAuthenticator(AuthConfig{Secret: authTestSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
 }
 
 func TestAuthenticateAcceptsValidTokens(t *testing.T) {
@@ -66,15 +78,18 @@ func TestAuthenticateAcceptsValidTokens(t *testing.T) {
 		{"non-bearer header, query used", proxyBasic, "alice"},
 		{"unicode subject", withHeader(zoe), "Zoë 🎧"},
 	}
-	a := NewAuthenticator(authTestSecret)
+	a := hsAuth(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			user, err := a.Authenticate(tc.req)
+			id, err := a.Authenticate(tc.req)
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if user != tc.want {
-				t.Errorf("user = %q, want %q", user, tc.want)
+			if id.User != tc.want {
+				t.Errorf("user = %q, want %q", id.User, tc.want)
+			}
+			if left := time.Until(id.ExpiresAt); left <= 0 || left > time.Hour {
+				t.Errorf("expires in %s, want the token's exp (within the hour)", left)
 			}
 		})
 	}
@@ -123,16 +138,19 @@ func TestAuthenticateRefusesBadTokens(t *testing.T) {
 		{"sub too long", withHeader(hs256(claims(func(c jwt.MapClaims) { c["sub"] = strings.Repeat("é", maxSubjectChars+1) }))), ErrBadToken},
 		{"sub with control character", withHeader(hs256(claims(func(c jwt.MapClaims) { c["sub"] = "alice\nadmin" }))), ErrBadToken},
 		{"sub not a string", withHeader(hs256(claims(func(c jwt.MapClaims) { c["sub"] = 42 }))), ErrBadToken},
+		{"exp a numeric string", withHeader(hs256(claims(func(c jwt.MapClaims) { c["exp"] = fmt.Sprint(now.Add(time.Hour).Unix()) }))), ErrBadToken},
+		{"exp beyond the max TTL", withHeader(hs256(claims(func(c jwt.MapClaims) { c["exp"] = now.Add(25 * time.Hour).Unix() }))), ErrBadToken},
+		{"exp absurdly far", withHeader(hs256(claims(func(c jwt.MapClaims) { c["exp"] = 1e300 }))), ErrBadToken},
 	}
-	a := NewAuthenticator(authTestSecret)
+	a := hsAuth(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			user, err := a.Authenticate(tc.req)
+			id, err := a.Authenticate(tc.req)
 			if !errors.Is(err, tc.want) {
-				t.Fatalf("Authenticate = (%q, %v), want %v", user, err, tc.want)
+				t.Fatalf("Authenticate = (%+v, %v), want %v", id, err, tc.want)
 			}
-			if user != "" {
-				t.Errorf("refused request still got user %q", user)
+			if id.User != "" {
+				t.Errorf("refused request still got user %q", id.User)
 			}
 			if tok := tc.req.Header.Get("Authorization") + tc.req.URL.Query().Get("access_token"); len(tok) > 20 &&
 				strings.Contains(err.Error(), tok[len(tok)-20:]) {
@@ -145,39 +163,45 @@ func TestAuthenticateRefusesBadTokens(t *testing.T) {
 func TestAuthenticateMaxLengthSubjectAccepted(t *testing.T) {
 	sub := strings.Repeat("é", maxSubjectChars)
 	tok := signed(t, jwt.SigningMethodHS256, authTestSecret, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Minute).Unix()})
-	if user, err := NewAuthenticator(authTestSecret).Authenticate(withHeader(tok)); err != nil || user != sub {
-		t.Fatalf("Authenticate = (%q, %v), want the 128-character subject", user, err)
+	if id, err := hsAuth(t).Authenticate(withHeader(tok)); err != nil || id.User != sub {
+		t.Fatalf("Authenticate = (%+v, %v), want the 128-character subject", id, err)
 	}
 }
 
 func TestDevModeIsAnonymous(t *testing.T) {
 	forged := signed(t, jwt.SigningMethodHS256, []byte("whatever"), validClaims())
 	for _, secret := range [][]byte{nil, {}} {
-		a := NewAuthenticator(secret)
-		if !a.DevMode() {
-			t.Fatalf("NewAuthenticator(%v) is not dev mode", secret)
+		a, err := NewAuthenticator(AuthConfig{Secret: secret})
+		if err != nil || !a.DevMode() {
+			t.Fatalf("NewAuthenticator(%v) is not dev mode: %v", secret, err)
 		}
 		for _, r := range []*http.Request{httptest.NewRequest(http.MethodGet, "/v1/ws", nil), withHeader(forged)} {
-			if user, err := a.Authenticate(r); err != nil || user != AnonymousUser {
-				t.Errorf("dev mode: Authenticate = (%q, %v), want (%q, nil)", user, err, AnonymousUser)
+			if id, err := a.Authenticate(r); err != nil || id.User != AnonymousUser || !id.ExpiresAt.IsZero() {
+				t.Errorf("dev mode: Authenticate = (%+v, %v), want (%q, nil)", id, err, AnonymousUser)
 			}
 		}
+		if a.Ready() != nil {
+			t.Error("dev mode is not ready")
+		}
 	}
-	if NewAuthenticator(authTestSecret).DevMode() {
+	if hsAuth(t).DevMode() {
 		t.Error("an Authenticator with a secret reports dev mode")
 	}
 }
 
 func TestAuthenticatorKeepsItsOwnCopyOfTheSecret(t *testing.T) {
 	secret := append([]byte(nil), authTestSecret...)
-	a := NewAuthenticator(secret)
+	a, err := NewAuthenticator(AuthConfig{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tok, err := MintToken(authTestSecret, "bob", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret[0] ^= 0xff
-	if user, err := a.Authenticate(withHeader(tok)); err != nil || user != "bob" {
-		t.Fatalf("after caller changed its slice: Authenticate = (%q, %v)", user, err)
+	if id, err := a.Authenticate(withHeader(tok)); err != nil || id.User != "bob" {
+		t.Fatalf("after caller changed its slice: Authenticate = (%+v, %v)", id, err)
 	}
 }
 

@@ -1,6 +1,8 @@
-// Package server is the gateway's HTTP edge: the routes (/v1/ws, /healthz,
-// /readyz, /metrics, the web client), and authentication and Origin checks
-// before a WebSocket is accepted.
+// Package server is the gateway's HTTP edge: the public routes (/v1/ws, the
+// web client, /healthz, /readyz) and the admin ones (/metrics,
+// /metrics/summary, /healthz, /readyz); the HTTP limits and the connection
+// cap; and, before a WebSocket is accepted, the Origin check,
+// authentication and admission (sessions per node, connections per user).
 package server
 
 import (
@@ -28,13 +30,30 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Config is the edge's part of the gateway configuration.
+// Config is the edge's part of the gateway configuration. Zero values take
+// the defaults noted; a zero limit is no limit.
 type Config struct {
-	// AllowedOrigins are Origin host patterns (path.Match syntax, e.g.
-	// "app.example.com", "*.example.com"). Empty: same host only.
+	// AllowedOrigins are Origin patterns, scheme://host[:port] with
+	// path.Match syntax in the host (e.g. "https://*.example.com"); see
+	// checkOrigin for what else is allowed.
 	AllowedOrigins []string
 	// ReadyTimeout bounds the store ping of /readyz; default 1 s.
 	ReadyTimeout time.Duration
+
+	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout
+	IdleTimeout       time.Duration // keep-alive; default DefaultIdleTimeout
+	MaxHeaderBytes    int           // default DefaultMaxHeaderBytes
+	// MaxConnections caps open connections on the public listener (see
+	// LimitListener); 0: no cap.
+	MaxConnections int
+	// MaxSessions caps upgraded connections on this node (HTTP 503 beyond).
+	MaxSessions int
+	// MaxSessionsPerUser caps one user's open connections across all
+	// nodes (HTTP 429 beyond); needs Deps.Leases. Not applied in dev mode.
+	MaxSessionsPerUser int
+	// LeaseTTL is the life of a per-user lease without renewal; default
+	// DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Deps are the parts the edge hands work to.
@@ -42,6 +61,8 @@ type Deps struct {
 	Sessions *session.Manager
 	Auth     *Authenticator
 	Store    Pinger
+	Leases   Leases // for MaxSessionsPerUser; nil: no per-user limit
+	Metrics  *metrics.Metrics
 	Gatherer prometheus.Gatherer
 	Summary  *metrics.Summary // for /metrics/summary; nil: not served
 	Web      http.Handler
@@ -56,30 +77,56 @@ type Server struct {
 	cfg      Config
 	d        Deps
 	draining atomic.Bool
-	mux      *http.ServeMux
+	public   *http.ServeMux
+	admin    *http.ServeMux
+	throttle *logThrottle
+	admit    *admission
 }
 
-// New builds the routes.
+// New builds the routes. When per-user leases are on it starts renewing
+// them; Close stops that.
 func New(cfg Config, d Deps) *Server {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = time.Second
 	}
-	s := &Server{cfg: cfg, d: d, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
-	if d.Summary != nil {
-		s.mux.Handle("GET /metrics/summary", SummaryHandler(d.Summary))
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
-	s.mux.HandleFunc("GET /v1/ws", s.ws)
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	s := &Server{cfg: cfg, d: d, public: http.NewServeMux(), admin: http.NewServeMux(),
+		throttle: newLogThrottle(logEvery, nil)}
+	s.admit = newAdmission(cfg, d, s.throttle)
+	for _, mux := range []*http.ServeMux{s.public, s.admin} {
+		mux.HandleFunc("GET /healthz", s.healthz)
+		mux.HandleFunc("GET /readyz", s.readyz)
+	}
+	s.admin.Handle("GET /metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
+	if d.Summary != nil {
+		s.admin.Handle("GET /metrics/summary", SummaryHandler(d.Summary))
+	}
+	s.public.HandleFunc("GET /v1/ws", s.ws)
 	if d.Web != nil {
-		s.mux.Handle("GET /", d.Web)
+		s.public.Handle("GET /", d.Web)
 	}
 	return s
 }
 
-// Handler is the root handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Metrics are the collectors the edge counts its refusals on.
+func (s *Server) Metrics() *metrics.Metrics { return s.d.Metrics }
+
+// Close stops renewing per-user leases. Call it after the sessions ended.
+func (s *Server) Close() { s.admit.close() }
+
+// Handler is the public listener's handler.
+func (s *Server) Handler() http.Handler { return s.public }
+
+// AdminHandler is the admin listener's handler.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
 
 // SetDraining makes /readyz fail so that load balancers stop sending new
 // connections while the sessions drain.
@@ -104,6 +151,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "draining"})
 		return
 	}
+	if err := s.d.Auth.Ready(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "jwks not fetched"})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
 	defer cancel()
 	if err := s.d.Store.Ping(ctx); err != nil {
@@ -116,28 +167,74 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 }
 
+// ws checks a WebSocket request in order of cost — Origin and Host, token,
+// the node's session count, the user's connections across nodes — and
+// answers each refusal over plain HTTP before the upgrade.
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
-	user, err := s.d.Auth.Authenticate(r)
+	if err := s.checkOrigin(r); err != nil {
+		s.refused(metrics.RefusedOrigin, r.RemoteAddr, err)
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this page's origin may not connect"})
+		return
+	}
+	id, err := s.d.Auth.Authenticate(r)
 	if err != nil {
 		msg := "a valid token is required"
 		if errors.Is(err, ErrNoToken) {
 			msg = "no token: send Authorization: Bearer <token> or ?access_token=<token>"
 		}
-		s.d.Log.Info("websocket refused: unauthenticated", "err", err, "remote", r.RemoteAddr)
+		s.refused(metrics.RefusedUnauthenticated, r.RemoteAddr, err)
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": msg})
 		return
 	}
+	leaveNode, ok := s.admit.admitSession()
+	if !ok {
+		s.refused(metrics.RefusedMaxSessions, r.RemoteAddr, nil)
+		w.Header().Set("Retry-After", retryAfter(retryAfterNodeFull))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "this node is at its session limit; try again later",
+			"reason": metrics.RefusedMaxSessions})
+		return
+	}
+	defer leaveNode()
+	leaveUser, ok := s.admit.admitUser(r.Context(), id.User)
+	if !ok {
+		s.refused(metrics.RefusedMaxSessionsPerUser, r.RemoteAddr, nil)
+		w.Header().Set("Retry-After", retryAfter(retryAfterUserFull))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many open connections for this user; close one",
+			"reason": metrics.RefusedMaxSessionsPerUser})
+		return
+	}
+	defer leaveUser()
 	hw := &hijackWatch{ResponseWriter: w}
 	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
-		Subprotocols:   []string{protocol.Subprotocol},
-		OriginPatterns: s.cfg.AllowedOrigins,
+		Subprotocols: []string{protocol.Subprotocol},
+		// checkOrigin has decided; the library's own check trusts Host.
+		InsecureSkipVerify: true,
 	})
 	if err != nil {
-		// Accept has already answered (403 for a bad Origin, 400 otherwise).
+		// Accept has already answered (400 for a request that is no upgrade).
 		s.d.Log.Info("websocket refused", "err", err, "remote", r.RemoteAddr)
 		return
 	}
-	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, session.Identity{User: user})
+	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, id)
+}
+
+// refused counts a refusal and logs it, at most once per reason per
+// logEvery on this node, with how many there were since the last line.
+func (s *Server) refused(reason, remote string, err error) {
+	s.d.Metrics.Refusal(reason)
+	count, ok := s.throttle.allow(reason)
+	if !ok {
+		return
+	}
+	attrs := []any{"reason", reason, "count", count, "remote", remote}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	level := slog.LevelWarn
+	if reason == metrics.RefusedUnauthenticated || reason == metrics.RefusedOrigin {
+		level = slog.LevelInfo
+	}
+	s.d.Log.Log(context.Background(), level, "connection refused", attrs...)
 }
 
 // hijackWatch keeps the raw connection the WebSocket library takes over,

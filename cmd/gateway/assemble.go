@@ -105,6 +105,16 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err != nil {
 		return nil, err
 	}
+	// Before the sessions: the session's in-session token refresh (`auth`) verifies with it too.
+	auth, err := server.NewAuthenticator(server.AuthConfig{
+		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
+		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
+		Log: log.With("component", "auth"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	gw.closers = append(gw.closers, auth.Close)
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -138,18 +148,31 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	})
 
 	if cfg.DevMode() {
-		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET, every browser is the anonymous user; allowed on loopback only")
+		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET nor TURNSTILE_AUTH_JWKS_URL, every browser is the anonymous user; " +
+			"allowed on loopback only")
 	}
-	gw.edge = server.New(server.Config{AllowedOrigins: cfg.AllowedOrigins}, server.Deps{
+	gw.edge = server.New(server.Config{
+		AllowedOrigins:     cfg.AllowedOrigins,
+		ReadHeaderTimeout:  cfg.HTTPReadHeaderTimeout,
+		IdleTimeout:        cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:     cfg.HTTPMaxHeaderBytes,
+		MaxConnections:     cfg.MaxConnections,
+		MaxSessions:        cfg.MaxSessions,
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
+		LeaseTTL:           cfg.UserLeaseTTL,
+	}, server.Deps{
 		Sessions: gw.sessions,
-		Auth:     server.NewAuthenticator([]byte(cfg.AuthSecret)),
+		Auth:     auth,
 		Store:    st,
+		Leases:   st,
+		Metrics:  m,
 		Gatherer: reg,
 		Summary:  m.Summary,
 		Web:      web.Handler(),
 		Log:      log,
 		Ready:    m.SetReady,
 	})
+	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
@@ -72,11 +73,32 @@ type Config struct {
 
 	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
 	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
+
+	// The edge: listeners, HTTP limits, admission and tokens.
+	AdminAddr             string        // host:port of /metrics, /metrics/summary, /healthz, /readyz
+	HTTPReadHeaderTimeout time.Duration // a request's headers must arrive within this
+	HTTPIdleTimeout       time.Duration // an idle keep-alive connection is closed after this
+	HTTPMaxHeaderBytes    int           // request headers larger than this are refused (431)
+	MaxConnections        int           // open connections on the public listener, enforced at accept
+	MaxSessions           int           // upgraded connections on this node (503 beyond)
+	MaxSessionsPerUser    int           // one user's open connections across all nodes (429 beyond); 0 = no limit
+	UserLeaseTTL          time.Duration // life of a per-user connection lease without renewal
+	AuthMaxTTL            time.Duration // a token's exp may be at most this far away
+	AuthLeeway            time.Duration // clock skew tolerated for exp, nbf and AuthMaxTTL
+	AuthAudience          string        // "" = aud not checked
+	AuthIssuer            string        // "" = iss not checked
+	AuthJWKSURL           string        // "" = no RS256/ES256/EdDSA tokens
+	AuthJWKSRefresh       time.Duration // how often the JWKS is fetched again
+	FileLimit             uint64        // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
+
+	// Warnings are settings the gateway adjusted instead of refusing them
+	// (a default that conflicted with an explicit value); logged at start.
+	Warnings []string
 }
 
-// DevMode reports whether browser authentication is off (no auth secret): every user is anonymous.
-// LoadConfig only allows it on a loopback listen address.
-func (c Config) DevMode() bool { return c.AuthSecret == "" }
+// DevMode reports whether browser authentication is off (no auth secret and no JWKS URL): every user
+// is anonymous. LoadConfig only allows it on a loopback listen address.
+func (c Config) DevMode() bool { return c.AuthSecret == "" && c.AuthJWKSURL == "" }
 
 // Offline reports whether text turns are answered by the in-process offline demo model: the text provider
 // has no credentials (Gemini: no GEMINI_API_KEY; OpenAI: neither OPENAI_API_KEY nor OPENAI_BASE_URL).
@@ -150,6 +172,21 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("redis_timeout", c.RedisTimeout),
 		slog.Duration("model_timeout", c.ModelTimeout),
 		slog.Int("system_prompt_chars", len([]rune(c.SystemPrompt))),
+		slog.String("admin_addr", c.AdminAddr),
+		slog.Duration("http_read_header_timeout", c.HTTPReadHeaderTimeout),
+		slog.Duration("http_idle_timeout", c.HTTPIdleTimeout),
+		slog.Int("http_max_header_bytes", c.HTTPMaxHeaderBytes),
+		slog.Int("max_connections", c.MaxConnections),
+		slog.Int("max_sessions", c.MaxSessions),
+		slog.Int("max_sessions_per_user", c.MaxSessionsPerUser),
+		slog.Duration("user_lease_ttl", c.UserLeaseTTL),
+		slog.Uint64("file_limit", c.FileLimit),
+		slog.Duration("auth_max_ttl", c.AuthMaxTTL),
+		slog.Duration("auth_leeway", c.AuthLeeway),
+		slog.String("auth_audience", c.AuthAudience),
+		slog.String("auth_issuer", c.AuthIssuer),
+		slog.String("auth_jwks_url", c.AuthJWKSURL),
+		slog.Duration("auth_jwks_refresh", c.AuthJWKSRefresh),
 	)
 }
 
@@ -392,6 +429,54 @@ func configSettings() []configSetting {
 				c.PprofAddr = v
 				return nil
 			}},
+		{env: "TURNSTILE_ADMIN_ADDR", def: "127.0.0.1:9090",
+			usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz (the public one serves no metrics)",
+			apply: func(c *Config, v string) error {
+				if err := parseAddr(&Config{}, v); err != nil {
+					return err
+				}
+				c.AdminAddr = v
+				return nil
+			}},
+		durConfigSetting("TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "5s", "a request's headers must arrive within this, or the connection is closed", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout }),
+		durConfigSetting("TURNSTILE_HTTP_IDLE_TIMEOUT", "60s", "an idle keep-alive connection is closed after this", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.HTTPIdleTimeout }),
+		intConfigSetting("TURNSTILE_HTTP_MAX_HEADER_BYTES", 16<<10, "largest request headers accepted, in bytes (431 beyond)", 8<<10, 1<<20,
+			func(c *Config) *int { return &c.HTTPMaxHeaderBytes }),
+		{env: "TURNSTILE_MAX_CONNECTIONS", defDoc: "half of what the open-file limit leaves after 256 for Redis, the model and files",
+			usage: "open connections on the public listener; more are closed at accept (at least 1, and room must remain below the open-file limit)",
+			apply: optionalInt(1, func(c *Config) *int { return &c.MaxConnections })},
+		{env: "TURNSTILE_MAX_SESSIONS", defDoc: "10000, or 90% of TURNSTILE_MAX_CONNECTIONS if lower",
+			usage: "WebSocket sessions on this node; more are refused with HTTP 503 and Retry-After before the upgrade (at least 1)",
+			apply: optionalInt(1, func(c *Config) *int { return &c.MaxSessions })},
+		intConfigSetting("TURNSTILE_MAX_SESSIONS_PER_USER", 10, "open WebSocket connections of one user across all nodes; more are refused with HTTP 429 and Retry-After (0: no limit; not applied in dev mode)", 0, -1,
+			func(c *Config) *int { return &c.MaxSessionsPerUser }),
+		durConfigSetting("TURNSTILE_USER_LEASE_TTL", "30s", "how long a connection still counts for its user after its node stopped renewing it (died); renewed three times per TTL", time.Second,
+			func(c *Config) *time.Duration { return &c.UserLeaseTTL }),
+		durConfigSetting("TURNSTILE_AUTH_MAX_TTL", "24h", "a token whose exp is further away than this is refused", time.Minute,
+			func(c *Config) *time.Duration { return &c.AuthMaxTTL }),
+		durConfigSetting("TURNSTILE_AUTH_LEEWAY", "30s", "clock difference tolerated with the token issuer (exp, nbf, TURNSTILE_AUTH_MAX_TTL)", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.AuthLeeway }),
+		{env: "TURNSTILE_AUTH_AUDIENCE", defDoc: "unset: aud not checked",
+			usage: "the token's aud must be this (or an array containing it); tokens without aud are refused",
+			apply: plainString(func(c *Config) *string { return &c.AuthAudience })},
+		{env: "TURNSTILE_AUTH_ISSUER", defDoc: "unset: iss not checked", usage: "the token's iss must be this",
+			apply: plainString(func(c *Config) *string { return &c.AuthIssuer })},
+		{env: "TURNSTILE_AUTH_JWKS_URL", defDoc: "unset: no RS256/ES256/EdDSA tokens",
+			usage: "JSON Web Key Set of an identity provider: RS256, ES256 and EdDSA tokens signed with its keys are accepted (alone, or beside TURNSTILE_AUTH_SECRET); https, or http on loopback",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				if err := server.CheckJWKSURL(v); err != nil {
+					return err
+				}
+				c.AuthJWKSURL = v
+				return nil
+			}},
+		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
+			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
 	}
 }
 
@@ -432,12 +517,14 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	var c Config
 	var errs []error
 	failed := map[string]bool{}
-	shown := map[string]string{} // how each setting is named in cross-setting errors
+	explicit := map[string]bool{} // set by a flag or the environment, not defaulted
+	shown := map[string]string{}  // how each setting is named in cross-setting errors
 	for _, s := range all {
 		v, label := getenv(s.env), s.env
 		if name := flagName(s.env); fromFlag[name] {
 			v, label = *flagVals[s.env], fmt.Sprintf("-%s (%s)", name, s.env)
 		}
+		explicit[s.env] = v != ""
 		if v == "" {
 			v = s.def
 		}
@@ -451,7 +538,8 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 		}
 	}
-	errs = append(errs, crossChecks(c, failed, shown)...)
+	c.FileLimit = openFileLimit()
+	errs = append(errs, crossChecks(&c, failed, explicit, shown)...)
 	errs = append(errs, loadToolSources(&c, getenv, failed, shown)...)
 	if len(errs) > 0 {
 		// One problem per line; the caller adds its own heading.
@@ -460,26 +548,41 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	return c, nil
 }
 
-// crossChecks enforces rules between settings, skipping those whose inputs already failed.
-func crossChecks(c Config, failed map[string]bool, shown map[string]string) []error {
+// crossChecks enforces rules between settings, skipping those whose inputs already failed. When an
+// explicit value conflicts with another setting's default, the default gives way, with a warning.
+func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]string) []error {
 	var errs []error
 	for _, g := range []struct {
 		retrieval, calls string
-		r, n             int
+		r, n             *int
 	}{
-		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "TURNSTILE_VOICE_MAX_CALLS", c.VoiceMaxRetrieval, c.VoiceMaxCalls},
-		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "TURNSTILE_TEXT_MAX_CALLS", c.TextMaxRetrieval, c.TextMaxCalls},
+		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "TURNSTILE_VOICE_MAX_CALLS", &c.VoiceMaxRetrieval, &c.VoiceMaxCalls},
+		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "TURNSTILE_TEXT_MAX_CALLS", &c.TextMaxRetrieval, &c.TextMaxCalls},
 	} {
-		if !failed[g.retrieval] && !failed[g.calls] && g.r > g.n {
+		if failed[g.retrieval] || failed[g.calls] || *g.r <= *g.n {
+			continue
+		}
+		switch {
+		case explicit[g.calls] && !explicit[g.retrieval]:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: the default %s lowered to %d to fit it (retrieval calls count toward the call budget)",
+				shown[g.calls], g.retrieval, *g.n))
+			*g.r = *g.n
+		case explicit[g.retrieval] && !explicit[g.calls]:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: the default %s raised to %d to fit it (retrieval calls count toward the call budget)",
+				shown[g.retrieval], g.calls, *g.r))
+			*g.n = *g.r
+		default:
 			errs = append(errs, fmt.Errorf("%s: must not exceed %s (retrieval calls count toward the call budget)",
 				shown[g.retrieval], shown[g.calls]))
 		}
 	}
-	errs = append(errs, redisCrossChecks(c, failed, shown)...)
-	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && c.DevMode() && !isLoopbackAddr(c.Addr) {
-		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset (dev mode, anonymous users) and the address "+
-			"is not loopback; set TURNSTILE_AUTH_SECRET or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
+	errs = append(errs, redisCrossChecks(*c, failed, shown)...)
+	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && !failed["TURNSTILE_AUTH_JWKS_URL"] &&
+		c.DevMode() && !isLoopbackAddr(c.Addr) {
+		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset and so is TURNSTILE_AUTH_JWKS_URL (dev mode, anonymous users), "+
+			"and the address is not loopback; set one of them or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
 	}
+	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
 	return errs
 }
 

@@ -41,6 +41,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", OpenAIToolChoice: "auto",
 		MCPStartTimeout: 10 * time.Second,
 	}
+	withEdgeDefaults(&want)
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
 	}
@@ -101,6 +102,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		OpenAIToolChoice: "required",
 		MCPStartTimeout:  10 * time.Second,
 	}
+	withEdgeDefaults(&want)
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" ||
 		string(c.OpenAIAPIKey) != "sk-proj-123" || string(c.OpenAIBaseURL) != "http://localhost:11434/v1" {
@@ -187,6 +189,21 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"OPENAI_BASE_URL", "http://", "OPENAI_BASE_URL=http://: has no host"},
 		{"TURNSTILE_OPENAI_MODEL", "llama 3", `TURNSTILE_OPENAI_MODEL="llama 3": a model name`},
 		{"TURNSTILE_OPENAI_TOOL_CHOICE", "always", "TURNSTILE_OPENAI_TOOL_CHOICE=always: must be auto, required or none"},
+		{"TURNSTILE_ADMIN_ADDR", "9090", "TURNSTILE_ADMIN_ADDR=9090: must be host:port"},
+		{"TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "0s", "TURNSTILE_HTTP_READ_HEADER_TIMEOUT=0s: must be greater than 0"},
+		{"TURNSTILE_HTTP_IDLE_TIMEOUT", "soon", "TURNSTILE_HTTP_IDLE_TIMEOUT=soon: not a duration"},
+		{"TURNSTILE_HTTP_MAX_HEADER_BYTES", "4096", "TURNSTILE_HTTP_MAX_HEADER_BYTES=4096: must be between 8192 and 1048576"},
+		{"TURNSTILE_MAX_CONNECTIONS", "0", "TURNSTILE_MAX_CONNECTIONS=0: must be at least 1"},
+		{"TURNSTILE_MAX_SESSIONS", "many", "TURNSTILE_MAX_SESSIONS=many: not a whole number"},
+		{"TURNSTILE_MAX_SESSIONS_PER_USER", "-1", "TURNSTILE_MAX_SESSIONS_PER_USER=-1: must be at least 0"},
+		{"TURNSTILE_USER_LEASE_TTL", "500ms", "TURNSTILE_USER_LEASE_TTL=500ms: must be at least 1s"},
+		{"TURNSTILE_AUTH_MAX_TTL", "30s", "TURNSTILE_AUTH_MAX_TTL=30s: must be at least 1m0s"},
+		{"TURNSTILE_AUTH_LEEWAY", "-1s", "TURNSTILE_AUTH_LEEWAY=-1s: must be greater than 0"},
+		{"TURNSTILE_AUTH_AUDIENCE", " turnstile", `TURNSTILE_AUTH_AUDIENCE=" turnstile": has control characters or surrounding blanks`},
+		{"TURNSTILE_AUTH_ISSUER", "a\nb", `TURNSTILE_AUTH_ISSUER="a\nb": has control characters`},
+		{"TURNSTILE_AUTH_JWKS_URL", "http://idp.example.com/jwks", "TURNSTILE_AUTH_JWKS_URL=http://idp.example.com/jwks: http:// is only allowed for a loopback host"},
+		{"TURNSTILE_AUTH_JWKS_URL", "idp.example.com/jwks", "TURNSTILE_AUTH_JWKS_URL=idp.example.com/jwks: must be an absolute URL"},
+		{"TURNSTILE_AUTH_JWKS_REFRESH", "10ms", "TURNSTILE_AUTH_JWKS_REFRESH=10ms: must be at least 1s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
@@ -209,8 +226,24 @@ func TestFlagErrorNamesFlagAndVariable(t *testing.T) {
 	}
 }
 
-func TestRetrievalBudgetMayNotExceedCallBudget(t *testing.T) {
-	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_VOICE_MAX_RETRIEVAL": "4", "TURNSTILE_TEXT_MAX_CALLS": "4"})
+// withEdgeDefaults sets the edge settings' defaults on a Config, the caps
+// derived from this process's open-file limit as LoadConfig derives them.
+func withEdgeDefaults(c *Config) {
+	c.AdminAddr = "127.0.0.1:9090"
+	c.HTTPReadHeaderTimeout, c.HTTPIdleTimeout, c.HTTPMaxHeaderBytes = 5*time.Second, time.Minute, 16<<10
+	c.FileLimit = openFileLimit()
+	c.MaxConnections = unknownFileLimitConnections
+	if c.FileLimit > 0 {
+		c.MaxConnections = connectionRoom(c.FileLimit)
+	}
+	c.MaxSessions = min(10000, c.MaxConnections*9/10)
+	c.MaxSessionsPerUser, c.UserLeaseTTL = 10, 30*time.Second
+	c.AuthMaxTTL, c.AuthLeeway, c.AuthJWKSRefresh = 24*time.Hour, 30*time.Second, 15*time.Minute
+}
+
+func TestTwoExplicitBudgetsThatConflictAreRefused(t *testing.T) {
+	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_VOICE_MAX_RETRIEVAL": "4", "TURNSTILE_VOICE_MAX_CALLS": "3",
+		"TURNSTILE_TEXT_MAX_RETRIEVAL": "5", "TURNSTILE_TEXT_MAX_CALLS": "4"})
 	for _, want := range []string{
 		"TURNSTILE_VOICE_MAX_RETRIEVAL=4: must not exceed TURNSTILE_VOICE_MAX_CALLS=3",
 		"TURNSTILE_TEXT_MAX_RETRIEVAL=5: must not exceed TURNSTILE_TEXT_MAX_CALLS=4",
@@ -218,6 +251,72 @@ func TestRetrievalBudgetMayNotExceedCallBudget(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want error containing %q, got %v", want, err)
 		}
+	}
+}
+
+func TestAnExplicitBudgetClampsAConflictingDefaultWithAWarning(t *testing.T) {
+	c, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_TEXT_MAX_CALLS": "2", "TURNSTILE_VOICE_MAX_RETRIEVAL": "4"})
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if c.TextMaxCalls != 2 || c.TextMaxRetrieval != 2 {
+		t.Errorf("text budget calls %d retrieval %d, want the retrieval default lowered to 2", c.TextMaxCalls, c.TextMaxRetrieval)
+	}
+	if c.VoiceMaxRetrieval != 4 || c.VoiceMaxCalls != 4 {
+		t.Errorf("voice budget calls %d retrieval %d, want the calls default raised to 4", c.VoiceMaxCalls, c.VoiceMaxRetrieval)
+	}
+	warnings := strings.Join(c.Warnings, "\n")
+	for _, want := range []string{
+		"TURNSTILE_TEXT_MAX_CALLS=2: the default TURNSTILE_TEXT_MAX_RETRIEVAL lowered to 2",
+		"TURNSTILE_VOICE_MAX_RETRIEVAL=4: the default TURNSTILE_VOICE_MAX_CALLS raised to 4",
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings %q lack %q", warnings, want)
+		}
+	}
+}
+
+func TestConnectionRoomBelowTheFileLimit(t *testing.T) {
+	for limit, want := range map[uint64]int{0: 0, 256: 0, 258: 1, 1024: 384, 20000: 9872, 1 << 20: 524160} {
+		if got := connectionRoom(limit); got != want {
+			t.Errorf("connectionRoom(%d) = %d, want %d", limit, got, want)
+		}
+	}
+}
+
+func TestEdgeCapsAreCheckedAgainstTheFileLimitAndEachOther(t *testing.T) {
+	limit := openFileLimit()
+	if limit == 0 {
+		t.Skip("no open-file limit to check against here")
+	}
+	room := connectionRoom(limit)
+	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_MAX_CONNECTIONS": fmt.Sprint(room + 1)})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("TURNSTILE_MAX_CONNECTIONS=%d: leaves no room below the open-file limit (RLIMIT_NOFILE %d): at most %d", room+1, limit, room)) {
+		t.Errorf("a cap beyond the file limit: %v", err)
+	}
+	c, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_MAX_CONNECTIONS": "100"})
+	if err != nil || c.MaxConnections != 100 || c.MaxSessions != 90 {
+		t.Errorf("MaxConnections=100: (%d, %d, %v), want the session default at 90", c.MaxConnections, c.MaxSessions, err)
+	}
+	_, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_MAX_CONNECTIONS": "100", "TURNSTILE_MAX_SESSIONS": "101"})
+	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_MAX_SESSIONS=101: would never be reached") {
+		t.Errorf("sessions above connections: %v", err)
+	}
+	_, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": "127.0.0.1:7000", "TURNSTILE_ADMIN_ADDR": "127.0.0.1:7000"})
+	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_ADMIN_ADDR=127.0.0.1:7000: must differ from TURNSTILE_ADDR") {
+		t.Errorf("admin on the public address: %v", err)
+	}
+	c, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADMIN_ADDR": "0.0.0.0:9090"})
+	if err != nil || !strings.Contains(strings.Join(c.Warnings, "\n"), "TURNSTILE_ADMIN_ADDR=0.0.0.0:9090 is not loopback") {
+		t.Errorf("admin beyond loopback: %v, warnings %q", err, c.Warnings)
+	}
+}
+
+func TestAJWKSAloneTurnsAuthOn(t *testing.T) {
+	c, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": "0.0.0.0:8080",
+		"TURNSTILE_AUTH_JWKS_URL": "https://idp.example.com/.well-known/jwks.json", "TURNSTILE_AUTH_AUDIENCE": "turnstile"})
+	if err != nil || c.DevMode() || c.AuthAudience != "turnstile" {
+		t.Fatalf("(%v, dev mode %v, audience %q)", err, c.DevMode(), c.AuthAudience)
 	}
 }
 

@@ -244,7 +244,7 @@ func checkPromQL(exp exposition, expr string) []string {
 // that would see no data before the first event fails here.
 func TestDashboardAndAlertsUseOnlyWhatAFreshGatewayExposes(t *testing.T) {
 	g := startGateway(t, defaultTestConfig(t), nil)
-	exp := scrapeExposition(t, g.url+"/metrics")
+	exp := scrapeExposition(t, g.adminURL+"/metrics")
 	dash, alerts := dashboardExprs(t), alertExprs(t)
 	if len(dash) < 30 || len(alerts) < 8 {
 		t.Fatalf("%d dashboard and %d alert expressions: the files were not read", len(dash), len(alerts))

@@ -208,28 +208,44 @@ func TestHealthReadyAndMetricsEndpoints(t *testing.T) {
 	c := g.dial("", nil)
 	c.start(nil)
 	c.ask("what is your shipping time?")
-	for path, want := range map[string][]string{
-		"/healthz": {`"ok"`},
-		"/readyz":  {`"ready":true`},
-		"/metrics": {"turnstile_build_info{", `turnstile_tool_calls_total{outcome="ok",tool="kb_search"} 1`,
+	for _, tc := range []struct {
+		base, path string
+		want       []string
+	}{
+		{g.adminURL, "/healthz", []string{`"ok"`}},
+		{g.adminURL, "/readyz", []string{`"ready":true`}},
+		{g.adminURL, "/metrics", []string{"turnstile_build_info{", `turnstile_tool_calls_total{outcome="ok",tool="kb_search"} 1`,
 			`turnstile_sessions_active{mode="text"} 1`, `turnstile_turns_total{mode="text",reason="end_turn"} 1`,
-			"go_goroutines", "process_resident_memory_bytes", "turnstile_redis_duration_seconds_bucket"},
-		"/": {"<!doctype html>"},
+			"go_goroutines", "process_resident_memory_bytes", "turnstile_redis_duration_seconds_bucket",
+			`turnstile_refusals_total{reason="max_sessions"} 0`}},
+		{g.adminURL, "/metrics/summary", []string{`"tools"`}},
+		// Load balancers probe the public listener.
+		{g.url, "/healthz", []string{`"ok"`}},
+		{g.url, "/readyz", []string{`"ready":true`}},
+		{g.url, "/", []string{"<!doctype html>"}},
 	} {
-		resp, err := http.Get(g.url + path)
-		if err != nil {
-			t.Fatal(err)
+		code, body := get(t, tc.base+tc.path)
+		if code != 200 {
+			t.Fatalf("%s%s: HTTP %d", tc.base, tc.path, code)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: HTTP %d", path, resp.StatusCode)
-		}
-		for _, w := range want {
-			if !strings.Contains(string(body), w) {
-				t.Fatalf("%s does not contain %q", path, w)
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Fatalf("%s%s does not contain %q", tc.base, tc.path, w)
 			}
 		}
+	}
+}
+
+func TestPublicListenerServesNoMetrics(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), nil)
+	for _, path := range []string{"/metrics", "/metrics/summary", "/debug/pprof/"} {
+		code, body := get(t, g.url+path)
+		if code != http.StatusNotFound || strings.Contains(body, "turnstile_") {
+			t.Errorf("public %s: HTTP %d %.80q, want 404 without metrics", path, code, body)
+		}
+	}
+	if code, _ := get(t, g.adminURL+"/v1/ws"); code != http.StatusNotFound {
+		t.Errorf("admin /v1/ws: HTTP %d, want 404: sessions are on the public listener only", code)
 	}
 }
 

@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,17 +31,26 @@ func TestMain(m *testing.M) {
 	// load; they are not ours and live as long as the process.
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
-		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
+		goleak.Cleanup(func(code int) {
+			if binaryDir != "" {
+				_ = os.RemoveAll(binaryDir)
+			}
+			os.Exit(code)
+		}))
 }
 
-// testGateway is a whole gateway, wired exactly as the binary wires it, on
-// an httptest server, with the offline fake model driven by brain.
+// testGateway is a whole gateway, wired and served exactly as the binary
+// wires and serves it (both listeners, on free loopback ports), with the
+// offline fake model driven by brain.
 type testGateway struct {
-	t   testing.TB
-	url string
-	reg *prometheus.Registry
-	gw  *gateway
-	cfg Config
+	t        testing.TB
+	url      string // the public listener
+	adminURL string // the admin listener: /metrics, /metrics/summary
+	reg      *prometheus.Registry
+	gw       *gateway
+	cfg      Config
+	stop     func() // drains and stops it; the test's cleanup calls it too
 }
 
 func defaultTestConfig(t testing.TB) Config {
@@ -70,6 +79,12 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	if cfg.Addr == "" || cfg.Addr == "127.0.0.1:8080" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.AdminAddr == "" || cfg.AdminAddr == "127.0.0.1:9090" {
+		cfg.AdminAddr = "127.0.0.1:0"
+	}
 	gw, err := assemble(context.Background(), cfg, reg, log, b)
 	if err != nil {
 		t.Fatalf("assemble: %v", err)
@@ -79,15 +94,24 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 		// service accepts.
 		fakegemini.Strict(t, gw.fake)
 	}
-	srv := httptest.NewServer(gw.edge.Handler())
-	tg := &testGateway{t: t, url: srv.URL, reg: reg, gw: gw, cfg: cfg}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		gw.sessions.Drain(ctx)
-		srv.Close()
+	l, err := listen(cfg, gw, log)
+	if err != nil {
 		gw.close()
-	})
+		t.Fatalf("listen: %v", err)
+	}
+	tg := &testGateway{t: t, url: "http://" + l.publicAddr.String(), adminURL: "http://" + l.adminAddr.String(),
+		reg: reg, gw: gw, cfg: cfg}
+	var once sync.Once
+	tg.stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			gw.sessions.Drain(ctx)
+			l.shutdown(ctx, log)
+			gw.close()
+		})
+	}
+	t.Cleanup(tg.stop)
 	return tg
 }
 

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -51,8 +50,13 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	redis.SetLogger(redisLogger{log})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	for _, w := range cfg.Warnings {
+		log.Warn("setting adjusted: " + w)
+	}
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("gateway stopped with an error", "err", err)
+		// Also plainly, for whoever reads a terminal rather than JSON.
+		fmt.Fprintf(stderr, "gateway: %v\n", err)
 		return 1
 	}
 	return 0
@@ -76,20 +80,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	l, err := listen(cfg, gw, log)
 	if err != nil {
-		return fmt.Errorf("listen on TURNSTILE_ADDR=%s: %w", cfg.Addr, err)
+		return err
 	}
-	httpSrv := &http.Server{Handler: gw.edge.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
-	log.Info("gateway listening", "url", "http://"+ln.Addr().String()+"/", "dev_mode", cfg.DevMode(),
-		"offline_demo_model", cfg.Offline())
+	log.Info("gateway listening", "url", "http://"+l.publicAddr.String()+"/", "admin_url", "http://"+l.adminAddr.String()+"/",
+		"dev_mode", cfg.DevMode(), "offline_demo_model", cfg.Offline(), "max_connections", cfg.MaxConnections,
+		"max_sessions", cfg.MaxSessions, "max_sessions_per_user", cfg.MaxSessionsPerUser)
 
+	var stopErr error
 	select {
-	case err := <-serveErr:
-		return fmt.Errorf("http server: %w", err)
+	case err := <-l.errs:
+		stopErr = fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining sessions", "deadline", cfg.ShutdownTimeout, "sessions", gw.sessions.Active())
@@ -97,13 +99,62 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	gw.sessions.Drain(dctx)
-	if err := httpSrv.Shutdown(dctx); err != nil {
-		log.Warn("http shutdown did not finish in time", "err", err)
-		_ = httpSrv.Close()
-	}
-	<-serveErr
+	l.shutdown(dctx, log)
 	log.Info("gateway stopped")
-	return nil
+	return stopErr
+}
+
+// listeners are the gateway's two HTTP servers: the public one (the web
+// client, /v1/ws, /healthz, /readyz; connections capped at accept) and the
+// admin one (/metrics, /metrics/summary, /healthz, /readyz).
+type listeners struct {
+	public, admin         *http.Server
+	publicAddr, adminAddr net.Addr
+	errs                  chan error // a server that stopped on its own
+	stopped               chan struct{}
+}
+
+// listen opens both listeners and serves them in the background.
+func listen(cfg Config, gw *gateway, log *slog.Logger) (*listeners, error) {
+	pub, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on TURNSTILE_ADDR=%s: %w", cfg.Addr, err)
+	}
+	adm, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		_ = pub.Close()
+		return nil, fmt.Errorf("listen on TURNSTILE_ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
+	}
+	l := &listeners{public: gw.edge.PublicServer(), admin: gw.edge.AdminServer(), publicAddr: pub.Addr(),
+		adminAddr: adm.Addr(), errs: make(chan error, 2), stopped: make(chan struct{})}
+	done := make(chan struct{}, 2)
+	for srv, ln := range map[*http.Server]net.Listener{l.public: gw.edge.LimitListener(pub), l.admin: adm} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				l.errs <- err
+			}
+		}()
+	}
+	go func() {
+		<-done
+		<-done
+		close(l.stopped)
+	}()
+	log.Debug("listening", "public", pub.Addr().String(), "admin", adm.Addr().String())
+	return l, nil
+}
+
+// shutdown stops the public server, then the admin one (metrics stay
+// readable while the sessions drain), within ctx.
+func (l *listeners) shutdown(ctx context.Context, log *slog.Logger) {
+	for _, srv := range []*http.Server{l.public, l.admin} {
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("http shutdown did not finish in time", "err", err)
+			_ = srv.Close()
+		}
+	}
+	<-l.stopped
 }
 
 // redisLogger adapts slog to go-redis's internal logger.

@@ -63,7 +63,7 @@ func TestSixthRetrievalInOneMessageIsRefusedAndTheNextTurnHasFreshBudgets(t *tes
 	if r := ofType(evs, "tool.result"); len(r) != 1 || r[0]["ok"] != true {
 		t.Fatalf("next turn's retrieval: %v", r)
 	}
-	_, body := get(t, g.url+"/metrics")
+	_, body := get(t, g.adminURL+"/metrics")
 	if want := `turnstile_gate_refusals_total{gate="retrieval",mode="text"} 1`; !strings.Contains(body, want) {
 		t.Fatalf("/metrics lacks %q", want)
 	}
@@ -94,7 +94,7 @@ func TestTotalGateSpansTheTurnsIterations(t *testing.T) {
 	if typ, msg := responseError(resp[1]); typ != "BUDGET_EXCEEDED" || !strings.Contains(msg, "3 tool calls") {
 		t.Fatalf("model told %s %q", typ, msg)
 	}
-	_, body := get(t, g.url+"/metrics")
+	_, body := get(t, g.adminURL+"/metrics")
 	if want := `turnstile_gate_refusals_total{gate="total",mode="text"} 1`; !strings.Contains(body, want) {
 		t.Fatalf("/metrics lacks %q", want)
 	}
@@ -123,7 +123,7 @@ func TestThirdIdenticalSearchIsRefusedAsALoopWithoutEchoingTheQuery(t *testing.T
 			t.Fatalf("loop message echoes the query (%q): %s", word, msg)
 		}
 	}
-	_, body := get(t, g.url+"/metrics")
+	_, body := get(t, g.adminURL+"/metrics")
 	if want := `turnstile_loop_detections_total{rule="repeated_call"} 1`; !strings.Contains(body, want) {
 		t.Fatalf("/metrics lacks %q", want)
 	}
@@ -157,7 +157,7 @@ func TestRepeatingAnEmptySearchAfterTwoEmptyResultsIsRefusedButNewTermsRun(t *te
 	if r := resultsByID(evs)["c1-4-0"]; r["ok"] != true {
 		t.Fatalf("a search with new terms: %v", r)
 	}
-	_, body := get(t, g.url+"/metrics")
+	_, body := get(t, g.adminURL+"/metrics")
 	if want := `turnstile_loop_detections_total{rule="empty_results"} 1`; !strings.Contains(body, want) {
 		t.Fatalf("/metrics lacks %q", want)
 	}
@@ -201,7 +201,7 @@ func TestMetricsSummaryShowsPerToolStatsAndContextTokens(t *testing.T) {
 	c.start(nil)
 	c.ask("a few questions")
 
-	code, body := get(t, g.url+"/metrics/summary")
+	code, body := get(t, g.adminURL+"/metrics/summary")
 	if code != 200 {
 		t.Fatalf("/metrics/summary: HTTP %d", code)
 	}

@@ -361,7 +361,7 @@ func TestVoiceGatesRefuseCallsOverTheTurnsBudget(t *testing.T) {
 			if len(ofType(evs, "tool.call")) != n {
 				t.Fatalf("%d tool.call events, want %d", len(ofType(evs, "tool.call")), n)
 			}
-			_, body := get(t, g.url+"/metrics")
+			_, body := get(t, g.adminURL+"/metrics")
 			if want := `turnstile_gate_refusals_total{gate="` + tc.gate + `",mode="voice"} 1`; !strings.Contains(body, want) {
 				t.Fatalf("/metrics lacks %q", want)
 			}

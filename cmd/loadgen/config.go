@@ -45,8 +45,8 @@ func parseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.DurationVar(&c.Silence, "silence", 2*time.Second,
 		"silence per cycle; must outlast the model's answer or the next speech interrupts it")
 	fs.StringVar(&c.Token, "token", "", "bearer token for the gateway (unset: none, for a dev-mode gateway)")
-	fs.StringVar(&c.MetricsURL, "metrics", "http://127.0.0.1:8080/metrics",
-		"gateway Prometheus endpoint for CPU, RSS and goroutines (loopback only; empty: skip)")
+	fs.StringVar(&c.MetricsURL, "metrics", "http://127.0.0.1:9090/metrics",
+		"gateway Prometheus endpoint (its admin listener, TURNSTILE_ADMIN_ADDR) for CPU, RSS and goroutines (loopback only; empty: skip)")
 	fs.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&c.Relay, "relay", false,
 		"relaybench's load: 640-byte chunks every 20 ms, continuously, with a round trip per chunk "+

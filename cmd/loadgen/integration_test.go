@@ -21,11 +21,11 @@ func TestLoadAgainstTheRealGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway binary")
 	}
-	base := startGateway(t)
+	base, admin := startGateway(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rep, err := run(ctx, Config{
-		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: base + "/metrics",
+		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: admin + "/metrics",
 		Sessions: 2, Duration: 5 * time.Second, Ramp: 500 * time.Millisecond,
 		Speech: 1200 * time.Millisecond, Silence: 2 * time.Second,
 	})
@@ -84,11 +84,11 @@ func TestRelayLoadAgainstTheRealGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer echo.close()
-	base := startGateway(t, "GEMINI_API_KEY=test", "GEMINI_BASE_URL=http://"+echo.addr)
+	base, admin := startGateway(t, "GEMINI_API_KEY=test", "GEMINI_BASE_URL=http://"+echo.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rep, err := run(ctx, Config{
-		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: base + "/metrics",
+		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: admin + "/metrics",
 		Sessions: 2, Duration: 4 * time.Second, Ramp: 500 * time.Millisecond,
 		Speech: frameDur, Silence: frameDur, Relay: true, Late: 200 * time.Millisecond,
 	})
@@ -122,7 +122,7 @@ func TestRelayLoadAgainstTheRealGateway(t *testing.T) {
 // startGateway builds cmd/gateway and serves it offline on a free port
 // until the test ends (then SIGTERM); it returns the base http URL. env
 // adds settings (e.g. GEMINI_BASE_URL) to the offline environment.
-func startGateway(t *testing.T, env ...string) string {
+func startGateway(t *testing.T, env ...string) (base, admin string) {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -134,12 +134,12 @@ func startGateway(t *testing.T, env ...string) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the gateway: %v\n%s", err, out)
 	}
-	addr := freeLoopbackAddr(t)
+	addr, adminAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	logFile, err := os.Create(filepath.Join(dir, "gateway.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-addr", addr, "-log-level", "warn")
+	cmd := exec.Command(bin, "-addr", addr, "-admin-addr", adminAddr, "-log-level", "warn")
 	cmd.Env = append(offlineEnv(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -166,9 +166,9 @@ func startGateway(t *testing.T, env ...string) string {
 			}
 		}
 	})
-	base := "http://" + addr
+	base, admin = "http://"+addr, "http://"+adminAddr
 	waitReady(t, base+"/readyz")
-	return base
+	return base, admin
 }
 
 // freeLoopbackAddr finds a port nobody listens on; the gateway's

@@ -1,0 +1,63 @@
+package metrics
+
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Refusal reasons: the closed set of turnstile_refusals_total's reason label.
+// Each names the limit that refused something; docs/operations.md has a
+// section per limit. A reason outside the set is counted as "other".
+const (
+	// RefusedMaxConnections: a new connection to the public listener was
+	// closed at accept because TURNSTILE_MAX_CONNECTIONS were open.
+	RefusedMaxConnections = "max_connections"
+	// RefusedMaxSessions: a WebSocket upgrade was answered 503 because the
+	// node held TURNSTILE_MAX_SESSIONS upgraded connections.
+	RefusedMaxSessions = "max_sessions"
+	// RefusedMaxSessionsPerUser: a WebSocket upgrade was answered 429
+	// because the user held TURNSTILE_MAX_SESSIONS_PER_USER connections
+	// across all nodes.
+	RefusedMaxSessionsPerUser = "max_sessions_per_user"
+	// RefusedUnauthenticated: a WebSocket upgrade was answered 401 (no
+	// token, or a token that is not acceptable).
+	RefusedUnauthenticated = "unauthenticated"
+	// RefusedOrigin: a WebSocket upgrade was answered 403 for its Origin
+	// or, in dev mode, its Host.
+	RefusedOrigin = "origin"
+)
+
+// refusalReasons is the closed set, each series created at zero so that a
+// rate over it is defined before the first refusal.
+var refusalReasons = []string{
+	RefusedMaxConnections,
+	RefusedMaxSessions,
+	RefusedMaxSessionsPerUser,
+	RefusedUnauthenticated,
+	RefusedOrigin,
+}
+
+// refusalOther counts a reason outside the set, keeping the label bounded.
+const refusalOther = "other"
+
+// RefusalReasons returns the reason label values, "other" last.
+func RefusalReasons() []string { return append(slices.Clone(refusalReasons), refusalOther) }
+
+func newRefusals(f factory) *prometheus.CounterVec {
+	c := f.counterVec("turnstile_refusals_total",
+		"Requests, connections and messages refused by a limit of the edge or the session, by reason.", "reason")
+	for _, r := range RefusalReasons() {
+		c.WithLabelValues(r)
+	}
+	return c
+}
+
+// Refusal counts one refusal for reason (one of the Refused* constants;
+// anything else is counted as "other").
+func (m *Metrics) Refusal(reason string) {
+	if !slices.Contains(refusalReasons, reason) {
+		reason = refusalOther
+	}
+	m.Refusals.WithLabelValues(reason).Inc()
+}

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/server/jwkstest"
+)
+
+func jwksAuth(t *testing.T, cfg AuthConfig) *Authenticator {
+	t.Helper()
+	a, err := NewAuthenticator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+func userClaims(user string) jwt.MapClaims {
+	return jwt.MapClaims{"sub": user, "exp": time.Now().Add(time.Hour).Unix()}
+}
+
+// waitUntil polls cond for up to 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestJWKSAcceptsRSAECAndEdDSAKeysBesideTheSecret(t *testing.T) {
+	idp := jwkstest.New(t)
+	for kid, alg := range map[string]string{"rsa": "RS256", "ec": "ES256", "ed": "EdDSA"} {
+		idp.AddKey(kid, alg)
+	}
+	idp.Serve("rsa", "ec", "ed")
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Secret: authTestSecret})
+	waitUntil(t, "the key set's first fetch", func() bool { return a.Ready() == nil })
+	for _, kid := range []string{"rsa", "ec", "ed"} {
+		if id, err := a.Verify(idp.Sign(kid, userClaims("alice-"+kid))); err != nil || id.User != "alice-"+kid {
+			t.Errorf("%s token: (%+v, %v)", kid, id, err)
+		}
+	}
+	hs := signed(t, jwt.SigningMethodHS256, authTestSecret, userClaims("bob"))
+	if id, err := a.Verify(hs); err != nil || id.User != "bob" {
+		t.Errorf("HS256 token beside the key set: (%+v, %v)", id, err)
+	}
+	// A token whose header names an RSA key but that is signed HS256 with
+	// some other secret gets no key-confusion help: HMAC uses our secret.
+	forged := jwt.NewWithClaims(jwt.SigningMethodHS256, userClaims("mallory"))
+	forged.Header["kid"] = "rsa"
+	raw, _ := forged.SignedString([]byte("not-our-secret-not-our-secret-!!"))
+	if _, err := a.Verify(raw); !errors.Is(err, ErrBadToken) {
+		t.Errorf("forged HS256 token with an RSA kid: %v", err)
+	}
+}
+
+func TestJWKSWithoutSecretRefusesHS256(t *testing.T) {
+	idp := jwkstest.New(t)
+	idp.AddKey("rsa", "RS256")
+	idp.Serve("rsa")
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
+	if a.DevMode() {
+		t.Fatal("a key set alone is dev mode")
+	}
+	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	hs := signed(t, jwt.SigningMethodHS256, authTestSecret, userClaims("bob"))
+	if _, err := a.Verify(hs); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("HS256 without a secret: %v", err)
+	}
+}
+
+func TestJWKSRotation(t *testing.T) {
+	idp := jwkstest.New(t)
+	idp.AddKey("old", "RS256")
+	idp.AddKey("new", "ES256")
+	idp.Serve("old")
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
+	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	oldTok := idp.Sign("old", userClaims("alice"))
+	if _, err := a.Verify(oldTok); err != nil {
+		t.Fatalf("old key before rotation: %v", err)
+	}
+
+	idp.Serve("new") // the provider rotates: the old key is withdrawn
+	before := idp.Fetches()
+	if id, err := a.Verify(idp.Sign("new", userClaims("alice"))); err != nil || id.User != "alice" {
+		t.Fatalf("new key after rotation: (%+v, %v); the unknown kid should have refreshed the set", id, err)
+	}
+	if idp.Fetches() != before+1 {
+		t.Fatalf("%d fetches for the unknown kid, want 1", idp.Fetches()-before)
+	}
+	if _, err := a.Verify(oldTok); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("old key after rotation: %v, want refused", err)
+	}
+	// Unknown kids do not make the gateway hammer the provider.
+	for range 20 {
+		_, _ = a.Verify(idp.Sign("old", userClaims("mallory")))
+	}
+	if n := idp.Fetches() - before; n > 1 {
+		t.Fatalf("%d fetches for 21 unknown kids within seconds, want them rate-limited to 1", n)
+	}
+}
+
+func TestJWKSUnreachableAtStartRefusesItsTokensUntilItAnswers(t *testing.T) {
+	idp := jwkstest.Unstarted(t)
+	idp.AddKey("rsa", "RS256")
+	idp.Serve("rsa")
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
+	tok := idp.Sign("rsa", userClaims("alice"))
+	if a.Ready() == nil {
+		t.Fatal("ready before the key set was ever fetched")
+	}
+	if _, err := a.Verify(tok); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("token before the first fetch: %v, want refused", err)
+	}
+	idp.Start()
+	waitUntil(t, "the key set to be fetched once it answers", func() bool { return a.Ready() == nil })
+	if id, err := a.Verify(tok); err != nil || id.User != "alice" {
+		t.Fatalf("token after the first fetch: (%+v, %v)", id, err)
+	}
+}
+
+func TestJWKSThatFailsLaterKeepsItsKeys(t *testing.T) {
+	idp := jwkstest.New(t)
+	idp.AddKey("rsa", "RS256")
+	idp.Serve("rsa")
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), JWKSRefresh: 20 * time.Millisecond})
+	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	idp.SetDown(true)
+	failedFrom := idp.Requests()
+	waitUntil(t, "several failed refreshes", func() bool { return idp.Requests() >= failedFrom+3 })
+	if id, err := a.Verify(idp.Sign("rsa", userClaims("alice"))); err != nil || id.User != "alice" || a.Ready() != nil {
+		t.Fatalf("after failed refreshes: (%+v, %v), ready %v", id, err, a.Ready())
+	}
+}
+
+func TestCheckJWKSURL(t *testing.T) {
+	for u, ok := range map[string]bool{
+		"https://idp.example.com/.well-known/jwks.json": true,
+		"http://127.0.0.1:8081/jwks":                    true,
+		"http://localhost/jwks":                         true,
+		"http://[::1]:9000/jwks":                        true,
+		"http://idp.example.com/jwks":                   false,
+		"http://10.0.0.1/jwks":                          false,
+		"ftp://idp.example.com/jwks":                    false,
+		"https://user:pw@idp.example.com/jwks":          false,
+		"/jwks":                                         false,
+	} {
+		if err := CheckJWKSURL(u); (err == nil) != ok {
+			t.Errorf("CheckJWKSURL(%q) = %v, want ok=%v", u, err, ok)
+		}
+	}
+	if _, err := NewAuthenticator(AuthConfig{JWKSURL: "http://idp.example.com/jwks"}); err == nil {
+		t.Error("NewAuthenticator took a plain-http non-loopback key set")
+	}
+}
