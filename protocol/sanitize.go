@@ -39,18 +39,31 @@ func StripControl(s string) string {
 func HasControl(s string) bool { return needsStrip(s) }
 
 func needsStrip(s string) bool {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
-		switch {
-		case c < utf8.RuneSelf:
-			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+		if c < utf8.RuneSelf {
+			if asciiControl[c] {
 				return true
 			}
-		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
-			return true // U+0080–U+009F encode as C2 80 … C2 9F
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r <= 0x9f || r == utf8.RuneError && n == 1 {
+			return true // C1 (U+0080–U+009F), or not UTF-8
+		}
+		i += n
 	}
-	return !utf8.ValidString(s)
+	return false
+}
+
+// asciiControl marks the ASCII bytes StripControl removes.
+var asciiControl = [utf8.RuneSelf]bool{
+	0x00: true, 0x01: true, 0x02: true, 0x03: true, 0x04: true, 0x05: true, 0x06: true, 0x07: true,
+	0x08: true, 0x0b: true, 0x0c: true, 0x0e: true, 0x0f: true,
+	0x10: true, 0x11: true, 0x12: true, 0x13: true, 0x14: true, 0x15: true, 0x16: true, 0x17: true,
+	0x18: true, 0x19: true, 0x1a: true, 0x1b: true, 0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true,
+	0x7f: true,
 }
 
 // isControl reports whether StripControl removes r.

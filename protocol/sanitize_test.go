@@ -78,3 +78,13 @@ func FuzzStripControl(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkHasControlCleanText(b *testing.B) {
+	s := strings.Repeat("Refunds are issued within five business days, café. ", 20)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if HasControl(s) {
+			b.Fatal("clean text has controls")
+		}
+	}
+}
