@@ -169,7 +169,7 @@ func (h *fakeHost) toolResponses() map[string]map[string]any {
 
 type noEvents struct{}
 
-func (noEvents) CallReceived(orchestrator.Call, map[string]any)      {}
+func (noEvents) CallReceived(orchestrator.Call, map[string]any)       {}
 func (noEvents) CallFinished(orchestrator.Call, orchestrator.Outcome) {}
 func (noEvents) ConfirmRequested(orchestrator.Confirmation)           {}
 
