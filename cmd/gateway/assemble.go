@@ -32,7 +32,8 @@ import (
 type gateway struct {
 	edge     *server.Server
 	sessions *session.Manager
-	catalog  *tools.Catalog // the current tool registry (built-in, HTTP and MCP tools, policy applied)
+	catalog  *tools.Catalog     // the current tool registry (built-in, HTTP and MCP tools, policy applied)
+	fake     *fakegemini.Server // the offline model, when it runs in-process
 	closers  []func()
 }
 
@@ -48,6 +49,8 @@ type brains struct {
 	text   fakegemini.Brain
 	live   fakegemini.LiveBrain
 	openai fakeopenai.Brain // the text model's with TURNSTILE_TEXT_PROVIDER=openai
+	// tools are test-only tools added to the registry beside the others.
+	tools []*tools.Tool
 }
 
 // assemble builds the gateway from its configuration. On error, whatever it
@@ -82,7 +85,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	gw.closers = append(gw.closers, func() { _ = index.Close() })
 	log.Info("knowledge base loaded", "documents", index.Len(), "dir", orSample(cfg.KBDir))
 
-	catalog, err := toolCatalog(ctx, cfg, index, m, log, gw)
+	catalog, err := toolCatalog(ctx, cfg, index, m, log, gw, b.tools)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +187,7 @@ func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gatewa
 		}
 		fake := fakegemini.New(b.text, log.With("component", "fakegemini"))
 		fake.SetLiveBrain(b.live)
+		gw.fake = fake
 		url, err := fake.Start("127.0.0.1:0")
 		if err != nil {
 			return nil, nil, fmt.Errorf("start the offline demo model: %w", err)

@@ -19,7 +19,8 @@ import (
 // TURNSTILE_MCP_CONFIG, with the policy applied. It starts the MCP servers
 // (closed with gw) and rebuilds the catalog whenever one of them changes
 // its tools; a rebuild that fails keeps the current registry.
-func toolCatalog(ctx context.Context, cfg Config, index *kb.Index, m *metrics.Metrics, log *slog.Logger, gw *gateway) (*tools.Catalog, error) {
+func toolCatalog(ctx context.Context, cfg Config, index *kb.Index, m *metrics.Metrics, log *slog.Logger, gw *gateway,
+	extra []*tools.Tool) (*tools.Catalog, error) {
 	client := &http.Client{} // Go tools' outbound calls; each is bounded by its call's ctx
 	environ := os.Environ()
 	handlers, err := builtin.Build(index, func(name string) tools.Deps {
@@ -74,7 +75,7 @@ func toolCatalog(ctx context.Context, cfg Config, index *kb.Index, m *metrics.Me
 		if hub != nil {
 			mcpTools = hub.Tools()
 		}
-		reg, err := tools.Combine(builtins.Tools(), httpTools, mcpTools)
+		reg, err := tools.Combine(builtins.Tools(), httpTools, mcpTools, extra)
 		if err != nil {
 			return nil, fmt.Errorf("tool registry: %w", err)
 		}

@@ -74,6 +74,11 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 	if err != nil {
 		t.Fatalf("assemble: %v", err)
 	}
+	if gw.fake != nil {
+		// Every request the gateway makes is checked against what the real
+		// service accepts.
+		fakegemini.Strict(t, gw.fake)
+	}
 	srv := httptest.NewServer(gw.edge.Handler())
 	tg := &testGateway{t: t, url: srv.URL, reg: reg, gw: gw, cfg: cfg}
 	t.Cleanup(func() {

@@ -157,3 +157,43 @@ func TestMCPPolicyEntryForAnUnknownToolOfAReachableServerIsAnError(t *testing.T)
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// After an MCP server changes its tools (notifications/tools/list_changed),
+// new sessions get the new list; a session that was running keeps its own
+// (the tool registry is pinned per session).
+func TestMCPListChangedReachesNewSessionsOnly(t *testing.T) {
+	srv := mcptest.NewHTTP()
+	defer srv.Close()
+	cfg := configWith(t, map[string]string{"TURNSTILE_MCP_CONFIG": writeMCPConfig(t, map[string]any{"tickets": map[string]any{"url": srv.URL}})})
+	brain := fakegemini.NewScript(callStep(fakegemini.Call{Name: "tickets__added_later", Args: map[string]any{}}), textStep("ok"))
+	g := startGateway(t, cfg, brain)
+	toolNames := func(ready event) string {
+		var names []string
+		list, _ := ready["tools"].([]any)
+		for _, x := range list {
+			names = append(names, x.(map[string]any)["name"].(string))
+		}
+		return strings.Join(names, ",")
+	}
+	old := g.dial("", nil)
+	before := old.start(nil)
+	if strings.Contains(toolNames(before), "tickets__added_later") || !strings.Contains(toolNames(before), "tickets__echo") {
+		t.Fatalf("tools at start: %s", toolNames(before))
+	}
+
+	srv.Grow()
+	waitFor(t, "the new tool in the registry", func() bool {
+		_, ok := g.gw.catalog.Current().Lookup("tickets__added_later")
+		return ok
+	})
+	fresh := g.dial("", nil)
+	if after := fresh.start(nil); !strings.Contains(toolNames(after), "tickets__added_later") ||
+		after.str("registryVersion") == before.str("registryVersion") {
+		t.Fatalf("a new session's tools: %s (version %s)", toolNames(after), after.str("registryVersion"))
+	}
+	// The running session keeps the registry it started with.
+	evs := old.ask("use the new tool")
+	if r := ofType(evs, "tool.result"); len(r) != 1 || !refusedWith(r[0], "NOT_FOUND") {
+		t.Fatalf("the old session called a tool it never had: %v", r)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -186,7 +187,7 @@ type userTurn struct {
 // one seeded with the history) and starts the pump. ctx is the connection's.
 func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Session, error) {
 	cfg.defaults()
-	d.Session.Mode = "voice"
+	d.Session.Mode = protocol.ModeVoice
 	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{}), drops: throttle{every: time.Minute}}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle)

@@ -1,0 +1,178 @@
+package session_test
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
+)
+
+// The whole voice relay, per 20 ms chunk: a browser (a real WebSocket
+// client) sends 640 bytes of microphone audio; the session reads it and
+// sends it up through the Live adapter over a real loopback WebSocket; the
+// upstream answers every chunk with 960 bytes of model audio, which comes
+// back through the adapter, the voice pump, the send queue and the writer
+// to the browser. Allocations count the whole process, both peers
+// included: they read and write without allocating.
+
+// echoUpstream completes the Live setup and answers every client message
+// with one model-audio message.
+func echoUpstream(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer func() { _ = c.CloseNow() }()
+	if _, _, err := c.Read(r.Context()); err != nil { // setup
+		return
+	}
+	if c.Write(r.Context(), websocket.MessageBinary, []byte(`{"setupComplete":{}}`)) != nil {
+		return
+	}
+	answer := []byte(`{"serverContent":{"modelTurn":{"parts":[{"inlineData":{"data":"` +
+		base64.StdEncoding.EncodeToString(make([]byte, 960)) + `","mimeType":"audio/pcm;rate=24000"}}]}}}`)
+	buf := make([]byte, 64<<10)
+	for {
+		_, rd, err := c.Reader(context.Background())
+		if err != nil {
+			return
+		}
+		for {
+			if _, err := rd.Read(buf); err != nil {
+				break
+			}
+		}
+		if c.Write(context.Background(), websocket.MessageBinary, answer) != nil {
+			return
+		}
+	}
+}
+
+type fixedTools struct{ reg *tools.Registry }
+
+func (f fixedTools) Current() *tools.Registry { return f.reg }
+
+func BenchmarkVoiceRelayChunk(b *testing.B) {
+	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
+		b.Setenv(v, "")
+	}
+	up := httptest.NewServer(http.HandlerFunc(echoUpstream))
+	defer up.Close()
+	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{Backend: genai.BackendGeminiAPI,
+		APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: "ws://" + strings.TrimPrefix(up.URL, "http://") + "/"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mr := miniredis.RunT(b)
+	rdb, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = rdb.Close() }()
+	reg, err := tools.Combine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "bench"})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
+	mgr := session.NewManager(session.Config{}, session.Deps{Store: st, Live: geminilive.New(client, "m", geminilive.Options{}),
+		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
+			Ledger: st, Confirms: st}),
+		Tools: fixedTools{reg}, Metrics: m, Log: log})
+	var wg sync.WaitGroup
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		defer wg.Done()
+		mgr.Serve(context.WithoutCancel(r.Context()), ws, nil, session.Identity{User: "u"})
+	}))
+	defer gw.Close()
+
+	ctx := context.Background()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(gw.URL, "http")+"/v1/ws",
+		&websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = c.CloseNow() }()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"session.start","mode":"voice"}`)); err != nil {
+		b.Fatal(err)
+	}
+	// session.ready, then mode voice.
+	for n := 0; n < 2; {
+		typ, _, err := c.Read(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if typ == websocket.MessageText {
+			n++
+		}
+	}
+	mic := make([]byte, 640)
+	buf := make([]byte, 64<<10)
+	read := func() {
+		for {
+			typ, rd, err := c.Reader(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for {
+				k, err := rd.Read(buf[n:])
+				n += k
+				if err != nil {
+					break
+				}
+			}
+			if typ == websocket.MessageBinary {
+				if n != 960 {
+					b.Fatalf("model audio frame of %d bytes, want 960", n)
+				}
+				return
+			}
+		}
+	}
+	// The first chunk opens the voice turn (turn.start): warm up.
+	if err := c.Write(context.Background(), websocket.MessageBinary, mic); err != nil {
+		b.Fatal(err)
+	}
+	read()
+	b.SetBytes(int64(len(mic)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := c.Write(context.Background(), websocket.MessageBinary, mic); err != nil {
+			b.Fatal(err)
+		}
+		read()
+	}
+	b.StopTimer()
+	_ = c.Close(websocket.StatusNormalClosure, "")
+	ctxD, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	mgr.Drain(ctxD)
+	wg.Wait()
+}
