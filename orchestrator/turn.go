@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -227,12 +228,17 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	if !t.ledger.start(c.ID, cancel) {
 		return t.cancelled(ctx, c, a, 0, ev)
 	}
-	t.o.Log.Debug("executing tool", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID)
+	// Debug lines are built only when they are written: the pipeline
+	// allocates nothing for them otherwise.
+	debug := t.o.Log.Enabled(ctx, slog.LevelDebug)
+	if debug {
+		t.o.Log.Debug("executing tool", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID)
+	}
 	start := time.Now()
 	env, timedOut := t.o.execute(cctx, a.tool, tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID,
 		Mode: t.s.Mode, Args: a.raw})
 	d := time.Since(start)
-	if !env.OK {
+	if debug && !env.OK {
 		t.o.Log.Debug("tool execution failed", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID,
 			"error_type", env.Error.Type)
 	}
