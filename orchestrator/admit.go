@@ -29,7 +29,7 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 		return refuse(a, tools.ErrNotFound, "there is no tool with that name; use one of the declared tools")
 	}
 	a.tool, a.label = tool, tool.Name
-	a.terminal = tool.Terminal || tool.Name == FinishTool
+	a.terminal = tool.Terminal
 	// 2. mode restriction
 	if !tool.AllowedIn(t.s.Mode) {
 		return refuse(a, tools.ErrModeRestricted, fmt.Sprintf("%s is not available in %s mode", tool.Name, t.s.Mode))
@@ -59,8 +59,9 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 		}
 	}
 	// 4. per-turn gates, counted in arrival order. Tools that end the turn
-	// are exempt: a model out of budget must still be able to finish.
-	if gate, ok := t.takeBudget(tool, a.terminal || tool.Name == "end_voice_session"); !ok {
+	// (terminal) or a session (endsSession) are exempt: a model out of
+	// budget must still be able to finish or say goodbye.
+	if gate, ok := t.takeBudget(tool, tool.Terminal || tool.EndsSession); !ok {
 		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
 		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate))
 	}

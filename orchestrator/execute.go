@@ -31,7 +31,7 @@ func (o *Orchestrator) execute(ctx context.Context, t *tools.Tool, call tools.Ca
 	}()
 	select {
 	case env := <-done:
-		return checkEnvelope(env), false
+		return sanitize(checkEnvelope(env)), false
 	case <-ctx.Done():
 		if ctx.Err() == context.DeadlineExceeded {
 			return tools.Fail(tools.ErrTimeout, fmt.Sprintf("%s did not answer within %s", t.Name, t.Timeout()), true, true), true
@@ -41,10 +41,12 @@ func (o *Orchestrator) execute(ctx context.Context, t *tools.Tool, call tools.Ca
 }
 
 // checkEnvelope turns a malformed envelope into an INTERNAL error rather
-// than passing nonsense to the model.
+// than passing nonsense to the model: ok with an error, neither, or a
+// termination that failed or carries data besides its note.
 func checkEnvelope(env tools.Envelope) tools.Envelope {
 	switch {
-	case env.OK && env.Error != nil, !env.OK && env.Error == nil:
+	case env.OK && env.Error != nil, !env.OK && env.Error == nil,
+		env.Terminate != nil && (!env.OK || env.Data != nil):
 		return tools.Fail(tools.ErrInternal, "the tool returned a malformed result", false, true)
 	case !env.OK && !tools.KnownErrorType(env.Error.Type):
 		// An error type outside the closed set means nothing to the model

@@ -192,6 +192,9 @@ func newFixture(t testing.TB) *fixture {
 	for name, s := range policyTools() {
 		specs[name] = s
 	}
+	for name, s := range endingTools() {
+		specs[name] = s
+	}
 	fsys := fstest.MapFS{}
 	handlers := map[string]tools.Handler{}
 	f.ran = map[string]*atomic.Int64{}

@@ -131,6 +131,8 @@ type Outcome struct {
 	// Shown is what the browser may see of a successful object output: its
 	// fields on the tool's result allow-list (nil when there are none).
 	Shown map[string]any
+
+	end *End // the end of the turn this call stands for, if it succeeded
 }
 
 // RedactedArgs returns the arguments as the browser and logs may see them:

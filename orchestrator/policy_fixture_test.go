@@ -131,17 +131,20 @@ func counted(h tools.Handler, ran map[string]*atomic.Int64, name string) tools.H
 	})
 }
 
+// finishTool is the built-in tool that ends a run.
+const finishTool = "finish"
+
 // addBuiltinFinish adds the real built-in finish tool, manifest and handler.
 func addBuiltinFinish(t testing.TB, fsys fstest.MapFS, handlers map[string]tools.Handler, ran map[string]*atomic.Int64) {
 	t.Helper()
 	for _, file := range []string{"schema.json", "guide.md"} {
-		b, err := fs.ReadFile(builtin.FS, orchestrator.FinishTool+"/"+file)
+		b, err := fs.ReadFile(builtin.FS, finishTool+"/"+file)
 		if err != nil {
 			t.Fatalf("read built-in finish: %v", err)
 		}
-		fsys[orchestrator.FinishTool+"/"+file] = &fstest.MapFile{Data: b}
+		fsys[finishTool+"/"+file] = &fstest.MapFile{Data: b}
 	}
-	handlers[orchestrator.FinishTool] = counted(builtin.Handlers(nil)[orchestrator.FinishTool], ran, orchestrator.FinishTool)
+	handlers[finishTool] = counted(builtin.Handlers(nil)[finishTool], ran, finishTool)
 }
 
 // with returns an orchestrator over the fixture's tools, metrics and log

@@ -146,7 +146,7 @@ func drawCall(rng *rand.Rand, id string, n int) plannedCall {
 		}
 		c = call(id, "hang_up", map[string]any{"text": text})
 	case "finish":
-		c = call(id, orchestrator.FinishTool, nil)
+		c = call(id, finishTool, nil)
 	case "quitter":
 		c = call(id, "quitter", nil)
 	}

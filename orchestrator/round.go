@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -50,6 +51,9 @@ func (t *Turn) Round(ctx context.Context, calls []transport.FunctionCall, ev Eve
 	before := len(t.intents)
 	t.mu.Unlock()
 
+	if t.o.Log.Enabled(ctx, slog.LevelDebug) {
+		t.o.Log.Debug("executing tool calls", "session", t.s.ID, "turn", t.n, "iteration", round, "count", len(calls))
+	}
 	r := Round{Calls: make([]transport.FunctionCall, len(calls))}
 	oc := make([]Call, len(calls))
 	for i, fc := range calls {

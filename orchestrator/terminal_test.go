@@ -51,7 +51,7 @@ func TestFinishEndsTheTurnWithItsNoteOrFinished(t *testing.T) {
 	} {
 		f := newFixture(t)
 		tr := textTurn(f)
-		o := handleOne(t, tr, call("f", orchestrator.FinishTool, tc.args), nil)
+		o := handleOne(t, tr, call("f", finishTool, tc.args), nil)
 		if !o.Envelope.OK {
 			t.Fatalf("finish(%v): %+v", tc.args, o.Envelope)
 		}
@@ -60,7 +60,7 @@ func TestFinishEndsTheTurnWithItsNoteOrFinished(t *testing.T) {
 }
 
 func TestSecondTerminalCallInOneMessageIsAConflictAndNeverRuns(t *testing.T) {
-	for _, second := range []string{"hang_up", orchestrator.FinishTool} {
+	for _, second := range []string{"hang_up", finishTool} {
 		t.Run(second, func(t *testing.T) {
 			f := newFixture(t)
 			tr := textTurn(f)
@@ -74,7 +74,7 @@ func TestSecondTerminalCallInOneMessageIsAConflictAndNeverRuns(t *testing.T) {
 			if errType(res[1].Outcome) != tools.ErrConflict || !res[1].Outcome.Refused || !res[1].Send {
 				t.Fatalf("second terminal call: %+v, want a CONFLICT refusal", res[1].Outcome.Envelope)
 			}
-			if got := f.runs("hang_up") + f.runs(orchestrator.FinishTool); got != 1 {
+			if got := f.runs("hang_up") + f.runs(finishTool); got != 1 {
 				t.Errorf("terminal handlers ran %d times, want 1", got)
 			}
 			wantEnd(t, tr, orchestrator.End{Reason: protocol.ReasonTerminalTool, Text: "Bye.", CallID: "first"})
@@ -85,7 +85,7 @@ func TestSecondTerminalCallInOneMessageIsAConflictAndNeverRuns(t *testing.T) {
 func TestTerminalCallAfterTheTurnEndedIsAConflict(t *testing.T) {
 	f := newFixture(t)
 	tr := textTurn(f)
-	handleOne(t, tr, call("f", orchestrator.FinishTool, map[string]any{"note": "Done."}), nil)
+	handleOne(t, tr, call("f", finishTool, map[string]any{"note": "Done."}), nil)
 	o := handleOne(t, tr, call("h", "hang_up", map[string]any{"text": "Bye."}), nil)
 	if errType(o) != tools.ErrConflict || f.runs("hang_up") != 0 {
 		t.Errorf("terminal call after finish: %+v (ran %d), want CONFLICT, not run", o.Envelope, f.runs("hang_up"))

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -12,10 +13,6 @@ import (
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
-
-// FinishTool is the built-in tool that ends a run; its message is the
-// turn's final answer.
-const FinishTool = "finish"
 
 // Session identifies who a turn belongs to.
 type Session struct {
@@ -43,7 +40,10 @@ type Result struct {
 	Send    bool
 }
 
-// End says that a tool ended the turn, and with which final answer.
+// End says that a tool ended the turn, and with which final answer: a
+// terminal tool's output (protocol.ReasonTerminalTool), or the note of a
+// handler's termination, tools.Terminate, which is how finish ends a run
+// (protocol.ReasonFinish).
 type End struct {
 	Reason string // protocol.ReasonTerminalTool or protocol.ReasonFinish
 	Text   string
@@ -142,6 +142,15 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 		}()
 	}
 	wg.Wait()
+	// The first call, in the calls' order, that ended the turn ends it,
+	// whichever finished first.
+	t.mu.Lock()
+	for _, r := range results {
+		if t.end == nil && r.Outcome.end != nil {
+			t.end = r.Outcome.end
+		}
+	}
+	t.mu.Unlock()
 	return results
 }
 
@@ -219,10 +228,20 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	if !t.ledger.start(c.ID, cancel) {
 		return t.cancelled(ctx, c, a, 0, ev)
 	}
+	// Debug lines are built only when they are written: the pipeline
+	// allocates nothing for them otherwise.
+	debug := t.o.Log.Enabled(ctx, slog.LevelDebug)
+	if debug {
+		t.o.Log.Debug("executing tool", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID)
+	}
 	start := time.Now()
 	env, timedOut := t.o.execute(cctx, a.tool, tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID,
 		Mode: t.s.Mode, Args: a.raw})
 	d := time.Since(start)
+	if debug && !env.OK {
+		t.o.Log.Debug("tool execution failed", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID,
+			"error_type", env.Error.Type)
+	}
 	if soft := a.tool.SoftLatencyIn(t.s.Mode); soft > 0 && d > soft {
 		t.o.Metrics.SoftLatencyExceeded.WithLabelValues(a.tool.Name, t.s.Mode).Inc()
 		t.o.Log.Warn("tool call over its soft latency budget", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name,
@@ -235,28 +254,37 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	if !t.ledger.move(c.ID, state) {
 		return t.cancelled(ctx, c, a, d, ev)
 	}
+	var end *End
 	if env.OK {
+		if env.Terminate != nil {
+			// A termination answers the model with its note.
+			env.Data = env.Terminate.Text()
+		}
 		a.empty = loopdetect.IsEmptyResult(env.Data)
 		t.loops.RecordResult(t.n, a.tool.Name, a.digest, a.empty)
-		t.collect(c.ID, a, env)
+		end = t.collect(c.ID, a, env)
 	} else {
 		t.releaseTerminal(a)
 	}
-	return t.finish(c, a, env, d, ev)
+	out := t.finish(c, a, env, d, ev)
+	out.end = end
+	return out
 }
 
-// collect keeps a successful call's intents and terminal answer (step 11).
-func (t *Turn) collect(id string, a admission, env tools.Envelope) {
+// collect keeps a successful call's intents (step 11) and returns the end
+// of the turn it stands for, if any: a handler's termination, or a
+// terminal tool's output.
+func (t *Turn) collect(id string, a admission, env tools.Envelope) *End {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.intents = append(t.intents, env.Intents...)
-	if a.terminal && t.end == nil {
-		reason := protocol.ReasonTerminalTool
-		if a.tool.Name == FinishTool {
-			reason = protocol.ReasonFinish
-		}
-		t.end = &End{Reason: reason, Text: terminalText(env.Data), CallID: id}
+	t.mu.Unlock()
+	switch {
+	case env.Terminate != nil:
+		return &End{Reason: protocol.ReasonFinish, Text: env.Terminate.Text(), CallID: id}
+	case a.terminal:
+		return &End{Reason: protocol.ReasonTerminalTool, Text: terminalText(env.Data), CallID: id}
 	}
+	return nil
 }
 
 // cancelled finishes a call whose answer must never be sent.
@@ -362,7 +390,8 @@ func (t *Turn) CancelAll() { t.Cancel(t.ledger.ids()...) }
 // cancelled yet.
 func (t *Turn) Pending() int { return t.ledger.pending() }
 
-// End reports whether a terminal tool or finish ended the turn.
+// End reports whether a terminal tool or a handler's termination (finish)
+// ended the turn.
 func (t *Turn) End() (End, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"unicode"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -84,10 +84,11 @@ func Decode(data []byte, lim Limits) (ClientMessage, error) {
 		if w.Text == nil {
 			return m, &DecodeError{CodeBadMessage, "text needs a \"text\" field"}
 		}
-		if err := validText(*w.Text, lim.maxText()); err != nil {
+		text, err := cleanText(*w.Text, lim.maxText())
+		if err != nil {
 			return m, err
 		}
-		m.Text = *w.Text
+		m.Text = text
 	case TypeConfirm:
 		if w.Approve == nil || !validID(w.Token, maxResumeTokenLen) {
 			return m, &DecodeError{CodeBadMessage, "confirm needs a token and approve"}
@@ -121,28 +122,19 @@ func validID(s string, max int) bool {
 	return true
 }
 
-func validText(s string, max int) error {
+// cleanText strips control characters from a user message (see
+// StripControl) and checks what is left: valid UTF-8, not blank, at most
+// max characters.
+func cleanText(s string, max int) (string, error) {
 	if !utf8.ValidString(s) {
-		return &DecodeError{CodeBadMessage, "text is not valid UTF-8"}
+		return "", &DecodeError{CodeBadMessage, "text is not valid UTF-8"}
 	}
-	n, blank := 0, true
-	for _, r := range s {
-		n++
-		if r == '\n' || r == '\t' || r == '\r' {
-			continue
-		}
-		if unicode.IsControl(r) {
-			return &DecodeError{CodeBadMessage, "text contains control characters"}
-		}
-		if !unicode.IsSpace(r) {
-			blank = false
-		}
+	s = StripControl(s)
+	if strings.TrimSpace(s) == "" {
+		return "", &DecodeError{CodeBadMessage, "text is empty"}
 	}
-	if blank {
-		return &DecodeError{CodeBadMessage, "text is empty"}
+	if utf8.RuneCountInString(s) > max {
+		return "", &DecodeError{CodeBadMessage, fmt.Sprintf("text is longer than %d characters", max)}
 	}
-	if n > max {
-		return &DecodeError{CodeBadMessage, fmt.Sprintf("text is longer than %d characters", max)}
-	}
-	return nil
+	return s, nil
 }

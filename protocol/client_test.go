@@ -32,6 +32,24 @@ func TestDecodeAcceptsValidMessages(t *testing.T) {
 	}
 }
 
+func TestDecodeStripsControlCharactersFromText(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"type":"text","text":"a\u0000b"}`, "ab"},
+		{`{"type":"text","text":"\u001b[31mred\u001b[0m"}`, "[31mred[0m"},
+		{`{"type":"text","text":"tab\tline\nreturn\r\u007f\u0085end"}`, "tab\tline\nreturn\rend"},
+	}
+	for _, c := range cases {
+		got, err := Decode([]byte(c.in), Limits{})
+		if err != nil || got.Text != c.want {
+			t.Errorf("Decode(%s) = %q, %v; want %q", c.in, got.Text, err, c.want)
+		}
+	}
+	// The length limit counts what is left.
+	if _, err := Decode([]byte(`{"type":"text","text":"0123456789\u0000\u0000"}`), Limits{MaxTextChars: 10}); err != nil {
+		t.Errorf("ten characters and two NULs refused with a limit of ten: %v", err)
+	}
+}
+
 func TestDecodeResume(t *testing.T) {
 	m, err := Decode([]byte(`{"type":"session.start","resume":{"sessionId":"s_abc","resumeToken":"tok-_1"}}`), Limits{})
 	if err != nil {
@@ -55,8 +73,7 @@ func TestDecodeRefusesBadInputWithCode(t *testing.T) {
 		{`{"type":"launch.missiles"}`, CodeUnknownType},
 		{`{"type":"text"}`, CodeBadMessage},
 		{`{"type":"text","text":"   "}`, CodeBadMessage},
-		{`{"type":"text","text":"a\u0000b"}`, CodeBadMessage},
-		{`{"type":"text","text":"a\u001bb"}`, CodeBadMessage},
+		{`{"type":"text","text":"\u0000\u001b \u007f"}`, CodeBadMessage}, // nothing left but a space
 		{`{"type":"text","text":"` + long + `"}`, CodeBadMessage},
 		{`{"type":"session.start","mode":"video"}`, CodeBadMessage},
 		{`{"type":"session.start","resume":{"sessionId":"../etc","resumeToken":"x"}}`, CodeBadMessage},
@@ -80,7 +97,7 @@ func TestDecodeErrorNeverEchoesInput(t *testing.T) {
 	secret := "SECRET-PAYLOAD-1234"
 	for _, in := range []string{
 		`{"type":"` + secret + `"}`,
-		`{"type":"text","text":"` + secret + "\u0007" + `"}`,
+		`{"type":"text","text":"` + secret + strings.Repeat("x", 8000) + `"}`,
 		`{"type":"session.start","mode":"` + secret + `"}`,
 	} {
 		_, err := Decode([]byte(in), Limits{})
@@ -114,7 +131,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if m.Type == TypeText && (utf8.RuneCountInString(m.Text) > 100 || strings.TrimSpace(m.Text) == "") {
+		if m.Type == TypeText && (utf8.RuneCountInString(m.Text) > 100 || strings.TrimSpace(m.Text) == "" || HasControl(m.Text)) {
 			t.Fatalf("accepted bad text %q", m.Text)
 		}
 		if m.Type == TypeSessionStart && m.Mode != ModeText && m.Mode != ModeVoice {

@@ -67,6 +67,7 @@ const (
 	CodeModelTruncated      = "model_truncated"
 	CodeModelUnavailable    = "model_unavailable"
 	CodeModelRefused        = "model_refused"
+	CodeMaxIterations       = "max_iterations"
 	CodeTurnCancelled       = "turn_cancelled"
 	CodeResumeRefused       = "resume_refused"
 	CodeStoreUnavailable    = "store_unavailable"

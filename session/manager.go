@@ -47,10 +47,11 @@ type Config struct {
 	TextProvider string
 	Offline      bool // the model is the offline demo model
 	// RestrictOutput makes the model answer through tools (finish or a
-	// terminal tool): a text answer without a tool call is refused, and
-	// RestrictionMessage is added to that turn's system instruction before
-	// the model is asked again, at most RestrictionMaxInjections times per
-	// turn (0: no limit but the iteration limit).
+	// terminal tool): a text answer without a tool call is not the answer;
+	// RestrictionMessage ("": textturn.DefaultRestrictionMessage)
+	// follows it in that turn's history and the model is asked again, at
+	// most RestrictionMaxInjections times per turn (0: no limit but the
+	// iteration limit).
 	RestrictOutput           bool
 	RestrictionMessage       string
 	RestrictionMaxInjections int
@@ -77,9 +78,6 @@ func (c *Config) defaults() {
 	def(&c.MaxTextChars, 8000)
 	def(&c.SendQueueBytes, 256<<10)
 	def(&c.HistoryMax, 200)
-	if c.RestrictionMessage == "" {
-		c.RestrictionMessage = "Do not answer in plain text. Use your tools, and give your final answer by calling finish with it as the note."
-	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 64 << 10
 	}

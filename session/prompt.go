@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
-// systemAndTools builds the system instruction (the base prompt followed by
-// each declared tool's guide) and the declarations for one mode. The base
-// prompt itself is never altered.
+// systemAndTools builds the system instruction (the base prompt, the list
+// of terminal tools, then each declared tool's guide) and the declarations
+// for one mode, each with both renderings of its schema (JSON Schema for
+// text models, Gemini's native Schema for Live). The base prompt itself is
+// never altered.
 func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl) {
 	var b strings.Builder
 	b.WriteString(base)
@@ -19,18 +20,10 @@ func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl
 	if len(ts) > 0 {
 		b.WriteString("\n\n# Tools\n")
 	}
-	var terminal []string
+	writeTerminalTools(&b, ts)
 	for _, t := range ts {
-		if t.Terminal || t.Name == orchestrator.FinishTool {
-			terminal = append(terminal, t.Name)
-		}
-	}
-	if len(terminal) > 0 {
-		b.WriteString("\nTerminal tools: " + strings.Join(terminal, ", ") + ". When one of them succeeds, its " +
-			"output is shown to the user as your final answer and the turn ends; add nothing after it.\n")
-	}
-	for _, t := range ts {
-		decls = append(decls, transport.ToolDecl{Name: t.Name, Description: t.Description, Parameters: t.ParametersSchema()})
+		decls = append(decls, transport.ToolDecl{Name: t.Name, Description: t.Description,
+			Parameters: t.ParametersSchema(), ParametersOpenAPI: nativeSchema(t)})
 		b.WriteString("\n## ")
 		b.WriteString(t.Name)
 		b.WriteString("\n")
@@ -38,6 +31,38 @@ func systemAndTools(base string, ts []*tools.Tool) (string, []transport.ToolDecl
 		b.WriteString("\n")
 	}
 	return b.String(), decls
+}
+
+// writeTerminalTools lists the terminal tools, each with its one-line
+// description, and says that their output is the response.
+func writeTerminalTools(b *strings.Builder, ts []*tools.Tool) {
+	first := true
+	for _, t := range ts {
+		if !t.Terminal {
+			continue
+		}
+		if first {
+			first = false
+			b.WriteString("\nTerminal tools: when one of these succeeds, its output is your response. It is shown to " +
+				"the user exactly as it is and your turn ends, so add nothing after it.\n")
+		}
+		b.WriteString("- " + t.Name + ": " + t.Description + "\n")
+	}
+}
+
+// nativeSchema is the tool's argument schema as Gemini's native Schema
+// (JSON), or nil when that cannot express it (`gateway tools check` reports
+// such tools); Live then declares the tool with its JSON Schema.
+func nativeSchema(t *tools.Tool) json.RawMessage {
+	s, err := tools.GeminiSchema(t.ParametersSchema())
+	if err != nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // estimateTokens is the session-init estimate, in tokens: characters of

@@ -50,18 +50,50 @@ type Meta struct {
 }
 
 // Envelope is what every tool call ends with:
-// {ok:true,data,intents,meta} or {ok:false,error,meta}.
+// {ok:true,data,intents,meta}, {ok:true,terminate,intents,meta} or
+// {ok:false,error,meta}.
 type Envelope struct {
 	OK      bool             `json:"ok"`
 	Data    any              `json:"data,omitempty"`
 	Intents []intents.Intent `json:"intents,omitempty"`
 	Error   *Error           `json:"error,omitempty"`
-	Meta    Meta             `json:"meta"`
+	// Terminate, on a successful envelope without Data, ends the turn at
+	// run time (see Terminate).
+	Terminate *Termination `json:"terminate,omitempty"`
+	Meta      Meta         `json:"meta"`
+}
+
+// Termination is a handler's decision to end the turn now.
+type Termination struct {
+	// Note is the turn's final answer, and what the model is answered;
+	// empty means FinishedNote.
+	Note string `json:"note,omitempty"`
+}
+
+// FinishedNote is the answer of a termination without a note.
+const FinishedNote = "Finished"
+
+// Text is the termination's answer: its note, or FinishedNote.
+func (t Termination) Text() string {
+	if t.Note == "" {
+		return FinishedNote
+	}
+	return t.Note
 }
 
 // OK builds a successful envelope.
 func OK(data any, in ...intents.Intent) Envelope {
 	return Envelope{OK: true, Data: data, Intents: in}
+}
+
+// Terminate builds a successful envelope that ends the turn: the model is
+// answered with the note (or "Finished" when it is empty), the note is the
+// turn's final answer (text.done), the turn ends with turn.done "finish",
+// and a text model is not called again. Any tool may end the turn this way
+// when its handler decides to; the built-in finish tool does nothing else.
+// A mode change requested in the same turn still wins (docs/tools.md).
+func Terminate(note string, in ...intents.Intent) Envelope {
+	return Envelope{OK: true, Intents: in, Terminate: &Termination{Note: note}}
 }
 
 // Fail builds a failed envelope. partial says whether side effects may have

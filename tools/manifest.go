@@ -55,6 +55,11 @@ type Manifest struct {
 	Modes                []string `json:"modes"`
 	RequiresConfirmation bool     `json:"requiresConfirmation,omitempty"`
 	Terminal             bool     `json:"terminal,omitempty"`
+	// EndsSession marks a tool that ends the conversation or its current
+	// mode (end_voice_session, a hand-over to a person). Like terminal
+	// tools, such tools are exempt from the per-turn budget, so that a
+	// model out of budget can still end what it must.
+	EndsSession bool `json:"endsSession,omitempty"`
 	// SoftLatencyMs and TimeoutMs are zero when the manifest leaves them
 	// out; Tool.SoftLatencyIn and Tool.Timeout apply the defaults.
 	SoftLatencyMs LatencyMs `json:"softLatencyMs,omitzero"`

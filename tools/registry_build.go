@@ -27,6 +27,7 @@ type toolDoc struct {
 	Modes                []string         `json:"modes"`
 	RequiresConfirmation bool             `json:"requiresConfirmation"`
 	Terminal             bool             `json:"terminal"`
+	EndsSession          bool             `json:"endsSession"`
 	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
 	TimeoutMs            int64            `json:"timeoutMs"`
 	Redact               Redact           `json:"redact"`
@@ -80,6 +81,7 @@ func (r *Registry) BuildManifest(commit string, built time.Time) ([]byte, error)
 			Modes:                t.Modes,
 			RequiresConfirmation: t.RequiresConfirmation,
 			Terminal:             t.Terminal,
+			EndsSession:          t.EndsSession,
 			SoftLatencyMs:        t.softLatencyDoc(),
 			TimeoutMs:            t.Timeout().Milliseconds(),
 			Redact:               Redact{Args: nonNil(t.Redact.Args), Result: nonNil(t.Redact.Result)},

@@ -22,6 +22,7 @@ type builtDoc struct {
 		Modes                []string         `json:"modes"`
 		RequiresConfirmation bool             `json:"requiresConfirmation"`
 		Terminal             bool             `json:"terminal"`
+		EndsSession          bool             `json:"endsSession"`
 		SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
 		TimeoutMs            int64            `json:"timeoutMs"`
 		Redact               tools.Redact     `json:"redact"`

@@ -7,6 +7,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -77,12 +78,22 @@ type FunctionResult struct {
 	Response map[string]any `json:"response"`
 }
 
-// ToolDecl declares one tool to the model. Parameters is a JSON Schema
-// (draft 2020-12) object for the tool's arguments.
+// ToolDecl declares one tool to the model, with its arguments' schema in
+// the two renderings the adapters send: text adapters send Parameters,
+// Gemini Live sends ParametersOpenAPI (the spec's voice architecture: Live
+// gets Gemini-native schemas).
 type ToolDecl struct {
 	Name        string
 	Description string
-	Parameters  map[string]any
+	// Parameters is the arguments' JSON Schema (draft 2020-12) object.
+	Parameters map[string]any
+	// ParametersOpenAPI is the same schema as the JSON of an OpenAPI 3.0
+	// Schema object, in the subset and spelling Gemini's native
+	// "parameters" take (UPPERCASE type names; the registry renders it with
+	// tools.GeminiSchema). Nil when the schema cannot be expressed in that
+	// subset: Live then declares the tool with Parameters. It is left out
+	// of the declaration's JSON, which sizes the session-init estimate.
+	ParametersOpenAPI json.RawMessage `json:"-"`
 }
 
 // TextRequest is one call to a streaming text model.

@@ -91,8 +91,9 @@ type Config struct {
 	AuthJWKSRefresh       time.Duration // how often the JWKS is fetched again
 	FileLimit             uint64        // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
 
-	// Warnings are settings the gateway adjusted instead of refusing them
-	// (a default that conflicted with an explicit value); logged at start.
+	// Warnings are settings the gateway adjusted instead of refusing them (a
+	// default that conflicted with an explicit value, a value below its
+	// minimum taken as the minimum); logged at start.
 	Warnings []string
 }
 
@@ -363,8 +364,20 @@ func configSettings() []configSetting {
 			func(c *Config) *int { return &c.TextMaxRetrieval }),
 		intConfigSetting("TURNSTILE_TEXT_MAX_CALLS", 10, "tool calls allowed per text turn", 0, -1,
 			func(c *Config) *int { return &c.TextMaxCalls }),
-		intConfigSetting("TURNSTILE_MAX_TOOL_ITERATIONS", 20, "model↔tool rounds per text turn", 1, -1,
-			func(c *Config) *int { return &c.MaxToolIterations }),
+		{env: "TURNSTILE_MAX_TOOL_ITERATIONS", def: "20",
+			usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
+			apply: func(c *Config, v string) error {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("not a whole number")
+				}
+				if n < 1 {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("TURNSTILE_MAX_TOOL_ITERATIONS=%d is below 1: using 1", n))
+					n = 1
+				}
+				c.MaxToolIterations = n
+				return nil
+			}},
 		{env: "TURNSTILE_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn or error",
 			apply: func(c *Config, v string) error {
 				switch strings.ToLower(v) {

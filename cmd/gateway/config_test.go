@@ -167,7 +167,7 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_VOICE_MAX_CALLS", "three", "TURNSTILE_VOICE_MAX_CALLS=three: not a whole number"},
 		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "1.5", "TURNSTILE_TEXT_MAX_RETRIEVAL=1.5: not a whole number"},
 		{"TURNSTILE_TEXT_MAX_CALLS", "-3", "TURNSTILE_TEXT_MAX_CALLS=-3: must be at least 0"},
-		{"TURNSTILE_MAX_TOOL_ITERATIONS", "0", "TURNSTILE_MAX_TOOL_ITERATIONS=0: must be at least 1"},
+		{"TURNSTILE_MAX_TOOL_ITERATIONS", "many", "TURNSTILE_MAX_TOOL_ITERATIONS=many: not a whole number"},
 		{"TURNSTILE_LOG_LEVEL", "verbose", "TURNSTILE_LOG_LEVEL=verbose: must be debug, info, warn or error"},
 		{"TURNSTILE_SHUTDOWN_TIMEOUT", "15", "TURNSTILE_SHUTDOWN_TIMEOUT=15: not a duration"},
 		{"TURNSTILE_SHUTDOWN_TIMEOUT", "0s", "TURNSTILE_SHUTDOWN_TIMEOUT=0s: must be greater than 0"},
@@ -218,9 +218,25 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 	}
 }
 
+func TestMaxToolIterationsBelowOneIsTakenAsOneWithAWarning(t *testing.T) {
+	for _, v := range []string{"0", "-3"} {
+		cfg, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_MAX_TOOL_ITERATIONS": v})
+		if err != nil {
+			t.Fatalf("TURNSTILE_MAX_TOOL_ITERATIONS=%s refused: %v", v, err)
+		}
+		want := "TURNSTILE_MAX_TOOL_ITERATIONS=" + v + " is below 1: using 1"
+		if cfg.MaxToolIterations != 1 || len(cfg.Warnings) != 1 || cfg.Warnings[0] != want {
+			t.Errorf("=%s: MaxToolIterations %d, warnings %q; want 1 and %q", v, cfg.MaxToolIterations, cfg.Warnings, want)
+		}
+	}
+	if cfg, err := loadTestConfig(t, nil, nil); err != nil || len(cfg.Warnings) != 0 {
+		t.Errorf("defaults: warnings %q, err %v; want none", cfg.Warnings, err)
+	}
+}
+
 func TestFlagErrorNamesFlagAndVariable(t *testing.T) {
-	_, err := loadTestConfig(t, []string{"-max-tool-iterations", "0"}, map[string]string{"TURNSTILE_MAX_TOOL_ITERATIONS": "5"})
-	want := "-max-tool-iterations (TURNSTILE_MAX_TOOL_ITERATIONS)=0: must be at least 1"
+	_, err := loadTestConfig(t, []string{"-max-text-chars", "0"}, map[string]string{"TURNSTILE_MAX_TEXT_CHARS": "5"})
+	want := "-max-text-chars (TURNSTILE_MAX_TEXT_CHARS)=0: must be at least 1"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("want error containing %q, got %v", want, err)
 	}
@@ -578,14 +594,14 @@ func TestLoadConfigNamesEveryPolicyProblem(t *testing.T) {
 	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_POLICY": path, "TURNSTILE_MAX_TOOL_ITERATIONS": "0"})
+	_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_POLICY": path, "TURNSTILE_MAX_TEXT_CHARS": "0"})
 	if err == nil {
 		t.Fatal("an invalid policy was accepted")
 	}
 	for _, want := range []string{
 		"TURNSTILE_POLICY=" + path + ": " + path + ":1: budgets.text: maxRetrieval (6) must not exceed maxCalls (5)",
 		path + ":2: tools.kb_get.modes[0]: unknown mode",
-		"TURNSTILE_MAX_TOOL_ITERATIONS=0: must be at least 1",
+		"TURNSTILE_MAX_TEXT_CHARS=0: must be at least 1",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

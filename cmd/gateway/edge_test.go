@@ -24,7 +24,7 @@ func TestBadInputGetsAnErrorAndTheSessionGoesOn(t *testing.T) {
 		{`"just a string"`, "bad_json"},
 		{`{"type":"teleport"}`, "unknown_type"},
 		{`{"type":"text"}`, "bad_message"},
-		{`{"type":"text","text":"\u0007bell"}`, "bad_message"},
+		{`{"type":"text","text":"\u0007\u0000 "}`, "bad_message"}, // nothing left once stripped
 	} {
 		c.sendRaw([]byte(tc.raw))
 		ev := c.next()
@@ -45,8 +45,13 @@ func TestBadInputGetsAnErrorAndTheSessionGoesOn(t *testing.T) {
 	if ev := c.next(); ev.typ() != "pong" {
 		t.Fatalf("ping → %v", ev)
 	}
-	if evs := c.ask("hello?"); last(evs).str("reason") != "end_turn" {
+	// Control characters are stripped, not refused: the turn goes on without them.
+	evs := c.ask("hel\x00lo\u0007?")
+	if last(evs).str("reason") != "end_turn" {
 		t.Fatalf("session did not go on: %v", evs)
+	}
+	if start := ofType(evs, "turn.start"); len(start) != 1 || start[0].str("text") != "hello?" {
+		t.Fatalf("turn.start = %v, want the text without control characters", start)
 	}
 }
 

@@ -66,6 +66,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 // timeout.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("starting turnstile gateway", "version", version, "commit", commit, "config", cfg)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration adjusted", "setting", w)
+	}
 	reg := prometheus.NewRegistry()
 	gw, err := assemble(ctx, cfg, reg, log, brains{})
 	if err != nil {

@@ -349,14 +349,20 @@ func TestRestrictedOutputAsksAgainUntilTheModelFinishes(t *testing.T) {
 		t.Fatalf("model called %d times, want 3", len(reqs))
 	}
 	base := systemText(reqs[0])
-	if strings.Contains(base, rule) {
-		t.Fatal("the restriction was in the system instruction before the model answered in plain text")
+	for i, req := range reqs {
+		if got := systemText(req); got != base {
+			t.Fatalf("request %d changed the system instruction:\n%q\nwant\n%q", i, got, base)
+		}
 	}
-	if got := systemText(reqs[1]); !strings.HasPrefix(got, base) || !strings.Contains(got, rule) {
-		t.Fatalf("second call's system instruction lacks the restriction: %q", got)
+	// The second call sees the plain answer, then the restriction.
+	contents := reqs[1].Contents
+	if n := len(contents); n < 2 || contents[n-2].Role != "model" || contents[n-2].Parts[0].Text != "a plain answer the user must not see" ||
+		contents[n-1].Role != "user" || contents[n-1].Parts[0].Text != rule {
+		t.Fatalf("second call's contents end with %s, want the plain answer then the restriction", mustJSON(t, contents))
 	}
-	if got := systemText(reqs[2]); got != base {
-		t.Fatalf("the base system prompt changed in the next turn:\n%q\nwant\n%q", got, base)
+	// The next turn's history holds neither.
+	if got := mustJSON(t, reqs[2].Contents); strings.Contains(got, rule) || strings.Contains(got, "must not see") {
+		t.Fatalf("the next turn's history holds what the user never saw: %s", got)
 	}
 }
 

@@ -158,6 +158,10 @@ func TestTurnStopsAtMaxToolIterations(t *testing.T) {
 	if end := last(evs); end.str("reason") != "max_iterations" {
 		t.Fatalf("turn.done = %v, want max_iterations", end)
 	}
+	if errs := ofType(evs, "error"); len(errs) != 1 || errs[0].str("code") != "max_iterations" ||
+		errs[0].str("message") != "max tool iterations (2) exceeded" {
+		t.Fatalf("errors = %v, want one max_iterations error before turn.done", errs)
+	}
 	if n := len(brain.Requests()); n != 2 {
 		t.Fatalf("model called %d times, want 2", n)
 	}

@@ -46,14 +46,26 @@ type Config struct {
 	MaxToolIterations int           // model↔tool rounds per turn (≥ 1)
 	ModelTimeout      time.Duration // one model call
 	// RestrictOutput makes the model answer through tools (finish or a
-	// terminal tool): a text answer without a tool call is refused, and
-	// RestrictionMessage is added to that turn's system instruction before
+	// terminal tool): when it answers with text and no tool call, its text
+	// stays in the turn's history, RestrictionMessage (default
+	// DefaultRestrictionMessage) is added after it as an instruction, and
 	// the model is asked again, at most RestrictionMaxInjections times per
-	// turn (0: no limit but the iteration limit).
+	// turn (0: no limit but the iteration limit). The system instruction is
+	// never changed.
 	RestrictOutput           bool
 	RestrictionMessage       string
 	RestrictionMaxInjections int
 }
+
+// DefaultRestrictionMessage is the spec's restriction message.
+const DefaultRestrictionMessage = "Do not produce a final answer directly. Before finishing, call a tool. " +
+	"If no tool is needed, call the 'finish' tool."
+
+// KindInstruction marks the user-role entry that carries the restriction
+// message to the model. It and the plain answer before it belong to the
+// turn's requests only: they are never committed, since the user saw
+// neither.
+const KindInstruction = "instruction"
 
 // Deps are what a text turn talks to.
 type Deps struct {
@@ -69,38 +81,52 @@ type Deps struct {
 // a SET_PENDING_MESSAGE (or a confirmation outcome) to add to this turn's
 // system instruction. ctx ends the turn early (turn.cancel, the connection
 // going away). What the model produced is committed only when the turn
-// reaches an answer.
+// reaches an answer or the iteration limit.
 func Run(ctx context.Context, cfg Config, d Deps, h Host, ot *orchestrator.Turn, note string) string {
+	if cfg.RestrictionMessage == "" {
+		cfg.RestrictionMessage = DefaultRestrictionMessage
+	}
 	l := loop{cfg: cfg, d: d, h: h, ot: ot, turn: ot.Number()}
-	return l.run(ctx, note)
+	reason := l.run(ctx, note)
+	l.d.Log.Debug("tool loop complete", "turn", l.turn, "iterations", l.iterations, "reason", reason)
+	return reason
 }
 
 type loop struct {
-	cfg  Config
-	d    Deps
-	h    Host
-	ot   *orchestrator.Turn
-	turn int
+	cfg        Config
+	d          Deps
+	h          Host
+	ot         *orchestrator.Turn
+	turn       int
+	iterations int // model calls so far
+
+	sent []transport.Entry // this turn's entries as the model is sent them
+	kept []transport.Entry // those of them that are committed
+}
+
+// add appends entries to the turn's requests and, when keep, to what is
+// committed.
+func (l *loop) add(keep bool, es ...transport.Entry) {
+	l.sent = append(l.sent, es...)
+	if keep {
+		l.kept = append(l.kept, es...)
+	}
 }
 
 func (l *loop) run(ctx context.Context, note string) string {
-	var produced []transport.Entry // this turn's model and tool entries
-	var said string                // the model's text in this turn, as the deltas showed it
+	var said string // the model's text in this turn, as the deltas showed it
 	restrict := l.cfg.RestrictOutput
 	injections := 0
-	inject := ""
+	system := l.cfg.System
+	if note != "" {
+		system += "\n\n# Note for this turn\n" + note
+	}
 	history := l.h.History()
 	announced := map[string]bool{} // calls shown with tool.call before their arguments were complete
 	for iter := 1; ; iter++ {
-		system := l.cfg.System
-		if note != "" {
-			system += "\n\n# Note for this turn\n" + note
-		}
-		if inject != "" {
-			system += "\n\n" + inject
-		}
+		l.iterations = iter
 		req := transport.TextRequest{System: system, Tools: l.cfg.Tools,
-			History: append(history[:len(history):len(history)], produced...)}
+			History: append(history[:len(history):len(history)], l.sent...)}
 
 		if l.d.Observe != nil {
 			l.d.Observe(req)
@@ -112,11 +138,15 @@ func (l *loop) run(ctx context.Context, note string) string {
 		if len(calls) == 0 {
 			max := l.cfg.RestrictionMaxInjections
 			if restrict && (max == 0 || injections < max) && iter < l.cfg.MaxToolIterations {
-				// The model tried to answer without a tool: its text is
-				// dropped, and it is asked again with the restriction
-				// message added to this turn's system instruction.
+				// The model tried to answer without a tool: its answer stays
+				// in this turn's history, the restriction message follows
+				// it, and the model is asked again.
 				injections++
-				inject = l.cfg.RestrictionMessage
+				if text != "" {
+					l.add(false, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
+				}
+				l.add(false, transport.Entry{Role: transport.RoleUser, Kind: KindInstruction,
+					Text: l.cfg.RestrictionMessage, Turn: l.turn})
 				l.d.Log.Info("restricted output: model answered without a tool; instruction injected",
 					"turn", l.turn, "injection", injections)
 				continue
@@ -125,9 +155,9 @@ func (l *loop) run(ctx context.Context, note string) string {
 				l.d.Log.Warn("restricted output: the model never used a tool; its text is the answer", "turn", l.turn)
 				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, text))
 			}
-			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
+			l.add(true, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
 			said += text
-			l.h.Commit(produced)
+			l.h.Commit(l.kept)
 			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, said))
 			return protocol.ReasonEndTurn
 		}
@@ -138,20 +168,22 @@ func (l *loop) run(ctx context.Context, note string) string {
 		if ctx.Err() != nil {
 			return l.failed(ctx, ctx.Err())
 		}
-		produced = append(produced,
+		l.add(true,
 			transport.Entry{Role: transport.RoleModel, Text: text, Calls: rd.Calls, Turn: l.turn},
 			transport.Entry{Role: transport.RoleTool, Results: rd.Responses, Turn: l.turn})
 		l.h.Apply(l.turn, rd.Intents)
 		if rd.End != nil {
 			// A terminal tool's output is the turn's final answer, exactly.
-			produced = append(produced, transport.Entry{Role: transport.RoleModel, Text: rd.End.Text, Turn: l.turn})
-			l.h.Commit(produced)
+			l.add(true, transport.Entry{Role: transport.RoleModel, Text: rd.End.Text, Turn: l.turn})
+			l.h.Commit(l.kept)
 			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, rd.End.Text))
 			return rd.End.Reason
 		}
 		if iter >= l.cfg.MaxToolIterations {
-			l.h.Commit(produced)
+			l.h.Commit(l.kept)
 			l.d.Log.Warn("turn stopped at the tool iteration limit", "turn", l.turn, "limit", l.cfg.MaxToolIterations)
+			l.h.Send(protocol.NewError(protocol.CodeMaxIterations,
+				fmt.Sprintf("max tool iterations (%d) exceeded", l.cfg.MaxToolIterations), false, l.turn))
 			return protocol.ReasonMaxIterations
 		}
 	}
@@ -178,10 +210,12 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 			first = false
 			l.d.Metrics.ModelFirstToken.WithLabelValues("text").Observe(time.Since(start).Seconds())
 		}
-		if chunk.Text != "" {
-			text.WriteString(chunk.Text)
+		// Control characters are stripped before the text is shown or
+		// kept; the turn goes on.
+		if delta := protocol.StripControl(chunk.Text); delta != "" {
+			text.WriteString(delta)
 			if stream {
-				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, chunk.Text))
+				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, delta))
 			}
 		}
 		for _, c := range chunk.Started {

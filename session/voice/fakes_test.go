@@ -383,7 +383,6 @@ var (
 	genComplete  = transport.LiveEvent{Kind: transport.LiveGenerationComplete}
 )
 
-
 func (h *fakeHost) audioLen() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

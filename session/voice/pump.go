@@ -63,6 +63,10 @@ func (v *Session) pump(up transport.LiveSession) (swap bool, err error) {
 // onEvent acts on one event; it reports true when the upstream should be
 // replaced now.
 func (v *Session) onEvent(ev transport.LiveEvent) bool {
+	if ev.Text != "" {
+		// Control characters never reach the browser or the history.
+		ev.Text = protocol.StripControl(ev.Text)
+	}
 	switch ev.Kind {
 	case transport.LiveAudio:
 		v.mu.Lock()

@@ -52,7 +52,8 @@ func (endVoice) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	return tools.OK(map[string]any{"mode": "text"}, intents.Intent{Type: intents.EndVoiceSession, Reason: args.Reason})
 }
 
-// finish ends the run; its message is the note or "Finished".
+// finish ends the run (tools.Terminate): its note, or "Finished", is the
+// turn's final answer.
 type finish struct{}
 
 func (finish) Handle(ctx context.Context, call tools.Call) tools.Envelope {
@@ -63,9 +64,5 @@ func (finish) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 		Note string `json:"note"`
 	}
 	_ = json.Unmarshal(call.Args, &args)
-	msg := args.Note
-	if msg == "" {
-		msg = "Finished"
-	}
-	return tools.OK(map[string]any{"message": msg})
+	return tools.Terminate(args.Note)
 }

@@ -42,15 +42,24 @@ func TestIgnoreUserBoundsItsDuration(t *testing.T) {
 	}
 }
 
-func TestFinishMessageIsTheNoteOrFinished(t *testing.T) {
+func TestFinishTerminatesWithTheNoteOrFinished(t *testing.T) {
 	reg := registry(t)
 	for args, want := range map[string]string{`{"note": "All done: order 42 shipped."}`: "All done: order 42 shipped.", `{}`: "Finished"} {
 		env, _ := call(t, reg, context.Background(), "finish", args)
-		if data, _ := env.Data.(map[string]any); !env.OK || data["message"] != want {
-			t.Errorf("finish(%s) = %+v, want message %q", args, env, want)
+		if !env.OK || env.Terminate == nil || env.Terminate.Text() != want || env.Data != nil {
+			t.Errorf("finish(%s) = %+v, want a termination answering %q", args, env, want)
 		}
 	}
-	if tool, _ := reg.Lookup("finish"); tool.Category != tools.CategoryUtility {
-		t.Errorf("finish category %s", tool.Category)
+	tool, _ := reg.Lookup("finish")
+	if tool.Category != tools.CategoryUtility || !tool.Terminal {
+		t.Errorf("finish: category %s, terminal %v; want a terminal utility", tool.Category, tool.Terminal)
+	}
+}
+
+func TestEndVoiceSessionEndsASession(t *testing.T) {
+	tool, _ := registry(t).Lookup("end_voice_session")
+	if !tool.EndsSession || tool.Terminal {
+		t.Errorf("end_voice_session: endsSession %v, terminal %v; want a non-terminal tool that ends a session",
+			tool.EndsSession, tool.Terminal)
 	}
 }

@@ -2,6 +2,7 @@ package geminilive
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"google.golang.org/genai"
@@ -18,13 +19,17 @@ import (
 // transcriptions, the tools, compression, and resumption updates (resuming
 // when cfg carries a handle).
 func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
+	tools, err := liveTools(cfg.Tools)
+	if err != nil {
+		return nil, err
+	}
 	setup := &genai.LiveClientSetup{
 		Model: modelName(m.name),
 		GenerationConfig: &genai.GenerationConfig{
 			ResponseModalities: []genai.Modality{genai.ModalityAudio},
 		},
 		SystemInstruction:        geminitext.SystemInstruction(cfg.System),
-		Tools:                    geminitext.Tools(cfg.Tools),
+		Tools:                    tools,
 		InputAudioTranscription:  &genai.AudioTranscriptionConfig{},
 		OutputAudioTranscription: &genai.AudioTranscriptionConfig{},
 		// An empty handle still asks for sessionResumptionUpdate messages.
@@ -45,6 +50,31 @@ func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
 			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: m.opts.Voice}}}
 	}
 	return json.Marshal(genai.LiveClientMessage{Setup: setup})
+}
+
+// liveTools declares the tools with Gemini-native schemas (each function's
+// "parameters"), as the spec's voice architecture has it; text models get
+// JSON Schema instead. A tool whose schema has no native rendering
+// (ParametersOpenAPI nil) is declared with its JSON Schema
+// ("parametersJsonSchema") rather than left out.
+func liveTools(ts []transport.ToolDecl) ([]*genai.Tool, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	decls := make([]*genai.FunctionDeclaration, 0, len(ts))
+	for _, t := range ts {
+		d := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
+		if len(t.ParametersOpenAPI) > 0 {
+			d.Parameters = new(genai.Schema)
+			if err := json.Unmarshal(t.ParametersOpenAPI, d.Parameters); err != nil {
+				return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+		} else {
+			d.ParametersJsonSchema = t.Parameters
+		}
+		decls = append(decls, d)
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}, nil
 }
 
 // modelName is the model's resource name as the SDK writes it into setup:

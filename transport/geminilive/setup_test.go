@@ -14,14 +14,28 @@ import (
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
+// kbSearchSchema is kb_search's arguments as Gemini's native Schema, as the
+// registry renders them.
+var kbSearchSchema = &genai.Schema{Type: genai.TypeObject, Required: []string{"query"},
+	Properties: map[string]*genai.Schema{"query": {Type: genai.TypeString, MaxLength: genai.Ptr[int64](500)}}}
+
 var kbSearch = transport.ToolDecl{
 	Name:        "kb_search",
 	Description: "Search the knowledge base",
 	Parameters: map[string]any{
 		"type":       "object",
-		"properties": map[string]any{"query": map[string]any{"type": "string"}},
+		"properties": map[string]any{"query": map[string]any{"type": "string", "maxLength": 500.0}},
 		"required":   []any{"query"},
 	},
+	ParametersOpenAPI: mustJSON(kbSearchSchema),
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func TestSetupCarriesTheLiveConfig(t *testing.T) {
@@ -49,11 +63,16 @@ func TestSetupCarriesTheLiveConfig(t *testing.T) {
 	if len(decls) != 1 || decls[0].Name != "kb_search" || decls[0].Description != "Search the knowledge base" {
 		t.Fatalf("function declarations = %s, want kb_search", setup.Raw)
 	}
-	if !reflect.DeepEqual(decls[0].ParametersJsonSchema, kbSearch.Parameters) {
-		t.Errorf("parametersJsonSchema = %v, want %v", decls[0].ParametersJsonSchema, kbSearch.Parameters)
+	// Voice declares Gemini-native schemas ("parameters"), never the JSON
+	// Schema text models get.
+	if !reflect.DeepEqual(decls[0].Parameters, kbSearchSchema) {
+		t.Errorf("parameters = %s, want the native schema %s", setup.Raw, kbSearch.ParametersOpenAPI)
 	}
-	if decls[0].Parameters != nil || decls[0].Behavior != "" {
-		t.Errorf("declaration sets parameters or behavior: %s", setup.Raw)
+	if decls[0].ParametersJsonSchema != nil || decls[0].Behavior != "" {
+		t.Errorf("declaration sets parametersJsonSchema or behavior: %s", setup.Raw)
+	}
+	if !strings.Contains(string(setup.Raw), `"parameters":{`) || !strings.Contains(string(setup.Raw), `"type":"OBJECT"`) {
+		t.Errorf("setup does not carry the native schema on the wire: %s", setup.Raw)
 	}
 	if setup.InputAudioTranscription == nil || setup.OutputAudioTranscription == nil {
 		t.Errorf("transcription not requested both ways: %s", setup.Raw)
@@ -68,6 +87,26 @@ func TestSetupCarriesTheLiveConfig(t *testing.T) {
 	}
 	if strings.Contains(string(setup.Raw), "behavior") {
 		t.Errorf("setup carries a behavior: %s", setup.Raw)
+	}
+}
+
+// A tool whose schema Gemini's native Schema cannot express is still
+// declared, with its JSON Schema.
+func TestSetupDeclaresAToolWithoutANativeSchemaByItsJSONSchema(t *testing.T) {
+	f := startFake(t)
+	m := newModel(t, f.addr, geminilive.Options{})
+	odd := transport.ToolDecl{Name: "odd", Description: "Takes one of two shapes.",
+		Parameters: map[string]any{"type": "object", "oneOf": []any{map[string]any{"required": []any{"a"}}}}}
+	connect(t, m, transport.LiveConfig{Tools: []transport.ToolDecl{kbSearch, odd}})
+	decls := f.session(t).Setup.FunctionDeclarations()
+	if len(decls) != 2 || decls[1].Name != "odd" {
+		t.Fatalf("declarations %+v, want kb_search and odd", decls)
+	}
+	if decls[0].Parameters == nil || decls[0].ParametersJsonSchema != nil {
+		t.Errorf("kb_search: %+v, want its native schema", decls[0])
+	}
+	if decls[1].Parameters != nil || !reflect.DeepEqual(decls[1].ParametersJsonSchema, odd.Parameters) {
+		t.Errorf("odd: %+v, want its JSON Schema", decls[1])
 	}
 }
 

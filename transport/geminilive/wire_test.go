@@ -68,7 +68,7 @@ func referenceConfig(opts geminilive.Options, cfg transport.LiveConfig) *genai.L
 		OutputAudioTranscription: &genai.AudioTranscriptionConfig{},
 		SessionResumption:        &genai.SessionResumptionConfig{Handle: cfg.ResumeHandle},
 		SystemInstruction:        geminitext.SystemInstruction(cfg.System),
-		Tools:                    geminitext.Tools(cfg.Tools),
+		Tools:                    referenceTools(cfg.Tools),
 	}
 	if !opts.NoCompression {
 		cw := &genai.ContextWindowCompressionConfig{SlidingWindow: &genai.SlidingWindow{}}
@@ -85,6 +85,22 @@ func referenceConfig(opts geminilive.Options, cfg transport.LiveConfig) *genai.L
 			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: opts.Voice}}}
 	}
 	return lc
+}
+
+// referenceTools declares the tools with their Gemini-native schemas, which
+// the tests' declarations (kb_search) all have.
+func referenceTools(ts []transport.ToolDecl) []*genai.Tool {
+	if len(ts) == 0 {
+		return nil
+	}
+	var decls []*genai.FunctionDeclaration
+	for _, d := range ts {
+		if d.Name != kbSearch.Name {
+			panic("referenceTools knows only kb_search")
+		}
+		decls = append(decls, &genai.FunctionDeclaration{Name: d.Name, Description: d.Description, Parameters: kbSearchSchema})
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}
 }
 
 // referenceHistory is the seed the adapter sent through the SDK: user and
