@@ -2,7 +2,6 @@ package geminilive
 
 import (
 	"encoding/json"
-	"strings"
 
 	"google.golang.org/genai"
 
@@ -19,7 +18,7 @@ import (
 // when cfg carries a handle).
 func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
 	setup := &genai.LiveClientSetup{
-		Model: modelName(m.name),
+		Model: m.ep.model,
 		GenerationConfig: &genai.GenerationConfig{
 			ResponseModalities: []genai.Modality{genai.ModalityAudio},
 		},
@@ -45,15 +44,6 @@ func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
 			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: m.opts.Voice}}}
 	}
 	return json.Marshal(genai.LiveClientMessage{Setup: setup})
-}
-
-// modelName is the model's resource name as the SDK writes it into setup:
-// "models/<id>" unless the name already is one.
-func modelName(name string) string {
-	if strings.HasPrefix(name, "models/") || strings.HasPrefix(name, "tunedModels/") {
-		return name
-	}
-	return "models/" + name
 }
 
 // clientContent is one clientContent message carrying turns.
