@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"cloud.google.com/go/auth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
@@ -48,6 +49,10 @@ type brains struct {
 	text   fakegemini.Brain
 	live   fakegemini.LiveBrain
 	openai fakeopenai.Brain // the text model's with TURNSTILE_TEXT_PROVIDER=openai
+
+	// credentials, when set, replace application default credentials for
+	// Vertex AI (tests inject a static token).
+	credentials *auth.Credentials
 }
 
 // assemble builds the gateway from its configuration. On error, whatever it
@@ -65,6 +70,9 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 
 	rdb, err := redisClient(cfg, log, gw)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRedis(ctx, cfg, rdb, log); err != nil {
 		return nil, err
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
@@ -174,6 +182,9 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 // (or GEMINI_BASE_URL) with a key, or against the in-process fake Gemini
 // server running the demo brains without one.
 func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, b brains) (*genai.Client, *genai.Client, error) {
+	if cfg.UseVertexAI {
+		return vertexClients(ctx, cfg, log, b)
+	}
 	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
 	if cfg.GeminiOffline() {
 		if b.text == nil {

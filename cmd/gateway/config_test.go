@@ -383,7 +383,8 @@ func TestDevModeRefusedOffLoopback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.addr+"/secret="+fmt.Sprint(tc.secret != ""), func(t *testing.T) {
-			_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": tc.addr, "TURNSTILE_AUTH_SECRET": tc.secret})
+			_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": tc.addr, "TURNSTILE_AUTH_SECRET": tc.secret,
+				"GEMINI_API_KEY": "k"})
 			if tc.ok && err != nil {
 				t.Fatalf("refused: %v", err)
 			}
