@@ -66,7 +66,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			started.close()
 		}
 	}()
-	m := metrics.New(reg, metrics.Build{Version: version, Commit: commit})
+	v, c := buildVersion()
+	m := metrics.New(reg, metrics.Build{Version: v, Commit: c})
 
 	rdb, err := redisClient(cfg, log, gw)
 	if err != nil {
