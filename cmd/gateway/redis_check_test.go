@@ -59,9 +59,9 @@ func aclCategories() []any {
 }
 
 // runGateway runs the gateway as main does (serve, with its JSON log) and
-// returns serve's error and the log. A gateway that does not stop by
+// returns the log and serve's error. A gateway that does not stop by
 // itself is stopped after 10 s, and the test fails.
-func runGateway(t *testing.T, env map[string]string) (error, string) {
+func runGateway(t *testing.T, env map[string]string) (string, error) {
 	t.Helper()
 	cfg, err := loadConfig(nil, configEnv(env), io.Discard)
 	if err != nil {
@@ -74,7 +74,7 @@ func runGateway(t *testing.T, env map[string]string) (error, string) {
 	if ctx.Err() != nil {
 		t.Fatalf("the gateway did not stop by itself; log:\n%s", out.String())
 	}
-	return err, out.String()
+	return out.String(), err
 }
 
 func TestRedisThatRefusesTheGatewayStopsItAtStartup(t *testing.T) {
@@ -95,7 +95,7 @@ func TestRedisThatRefusesTheGatewayStopsItAtStartup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err, out := runGateway(t, map[string]string{"REDIS_URL": tc.url, "TURNSTILE_ADDR": "127.0.0.1:0"})
+			out, err := runGateway(t, map[string]string{"REDIS_URL": tc.url, "TURNSTILE_ADDR": "127.0.0.1:0"})
 			if err == nil {
 				t.Fatalf("the gateway started; log:\n%s", out)
 			}

@@ -292,7 +292,7 @@ func TestVertexAIWithoutCredentialsStopsTheGateway(t *testing.T) {
 	f := startVertexFake(t, fakegemini.NewScript())
 	vertexConfig(t, f.base) // clears the SDK's variables
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "missing.json"))
-	err, out := runGateway(t, vertexEnv(f.base))
+	out, err := runGateway(t, vertexEnv(f.base))
 	if err == nil || !strings.Contains(err.Error(), "application default credentials") ||
 		!strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS") {
 		t.Fatalf("serve = %v, want a credentials error; log:\n%s", err, out)
