@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"cloud.google.com/go/auth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
@@ -51,6 +52,10 @@ type brains struct {
 	openai fakeopenai.Brain // the text model's with TURNSTILE_TEXT_PROVIDER=openai
 	// tools are test-only tools added to the registry beside the others.
 	tools []*tools.Tool
+
+	// credentials, when set, replace application default credentials for
+	// Vertex AI (tests inject a static token).
+	credentials *auth.Credentials
 }
 
 // assemble builds the gateway from its configuration. On error, whatever it
@@ -64,10 +69,14 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			started.close()
 		}
 	}()
-	m := metrics.New(reg, metrics.Build{Version: version, Commit: commit})
+	v, c := buildVersion()
+	m := metrics.New(reg, metrics.Build{Version: v, Commit: c})
 
 	rdb, err := redisClient(cfg, log, gw)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRedis(ctx, cfg, rdb, log); err != nil {
 		return nil, err
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
@@ -205,6 +214,9 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 // (or GEMINI_BASE_URL) with a key, or against the in-process fake Gemini
 // server running the demo brains without one.
 func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, b brains) (*genai.Client, *genai.Client, error) {
+	if cfg.UseVertexAI {
+		return vertexClients(ctx, cfg, log, b)
+	}
 	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
 	if cfg.GeminiOffline() {
 		if b.text == nil {

@@ -46,6 +46,12 @@ type Config struct {
 	OpenAIModel      string    // model for text turns with the openai provider
 	OpenAIToolChoice string    // tool_choice sent to the openai provider: auto, required or none
 
+	// Vertex AI, and the offline demo on a public address (config_production.go).
+	UseVertexAI    bool   // GOOGLE_GENAI_USE_VERTEXAI: Gemini through Vertex AI with application default credentials
+	VertexProject  string // GOOGLE_CLOUD_PROJECT
+	VertexLocation string // GOOGLE_CLOUD_LOCATION
+	Demo           bool   // TURNSTILE_DEMO: the offline demo model may serve a non-loopback address
+
 	VoiceMaxRetrieval int // retrieval calls per voice turn
 	VoiceMaxCalls     int // tool calls per voice turn
 	TextMaxRetrieval  int // retrieval calls per text turn
@@ -111,8 +117,8 @@ func (c Config) Offline() bool {
 }
 
 // GeminiOffline reports whether Gemini (voice always, text with the gemini provider) is the in-process fake
-// Gemini server, because no GEMINI_API_KEY is set.
-func (c Config) GeminiOffline() bool { return c.GeminiAPIKey == "" }
+// Gemini server, because no GEMINI_API_KEY is set and Vertex AI is not used.
+func (c Config) GeminiOffline() bool { return c.GeminiAPIKey == "" && !c.UseVertexAI }
 
 // OpenAIOffline reports whether the openai text provider would be the in-process fake OpenAI server: no key
 // and no base URL (a local server at OPENAI_BASE_URL needs no key).
@@ -142,6 +148,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
 		slog.Any("gemini_api_key", c.GeminiAPIKey),
 		slog.String("gemini_base_url", redactURL(base)),
+		slog.Bool("vertex_ai", c.UseVertexAI),
+		slog.String("vertex_project", c.VertexProject),
+		slog.String("vertex_location", c.VertexLocation),
+		slog.Bool("demo", c.Demo),
 		slog.String("text_model", c.TextModel),
 		slog.String("text_provider", c.TextProvider),
 		slog.Any("openai_api_key", c.OpenAIAPIKey),
@@ -280,6 +290,7 @@ func configSettings() []configSetting {
 			}},
 		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
 			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
+		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
 		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
 			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
 		{env: "TURNSTILE_TEXT_PROVIDER", def: transport.ProviderGemini,
@@ -553,6 +564,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	}
 	c.FileLimit = openFileLimit()
 	errs = append(errs, crossChecks(&c, failed, explicit, shown)...)
+	errs = append(errs, productionChecks(c, failed, shown)...)
 	errs = append(errs, loadToolSources(&c, getenv, failed, shown)...)
 	if len(errs) > 0 {
 		// One problem per line; the caller adds its own heading.

@@ -329,7 +329,7 @@ func TestEdgeCapsAreCheckedAgainstTheFileLimitAndEachOther(t *testing.T) {
 }
 
 func TestAJWKSAloneTurnsAuthOn(t *testing.T) {
-	c, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": "0.0.0.0:8080",
+	c, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": "0.0.0.0:8080", "GEMINI_API_KEY": "key",
 		"TURNSTILE_AUTH_JWKS_URL": "https://idp.example.com/.well-known/jwks.json", "TURNSTILE_AUTH_AUDIENCE": "turnstile"})
 	if err != nil || c.DevMode() || c.AuthAudience != "turnstile" {
 		t.Fatalf("(%v, dev mode %v, audience %q)", err, c.DevMode(), c.AuthAudience)
@@ -498,7 +498,8 @@ func TestDevModeRefusedOffLoopback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.addr+"/secret="+fmt.Sprint(tc.secret != ""), func(t *testing.T) {
-			_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": tc.addr, "TURNSTILE_AUTH_SECRET": tc.secret})
+			_, err := loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADDR": tc.addr, "TURNSTILE_AUTH_SECRET": tc.secret,
+				"GEMINI_API_KEY": "k"})
 			if tc.ok && err != nil {
 				t.Fatalf("refused: %v", err)
 			}

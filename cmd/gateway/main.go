@@ -36,6 +36,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if len(args) > 0 && args[0] == "tools" {
 		return toolsCommand(args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "version" {
+		return versionCommand(args[1:], stdout, stderr)
+	}
 	cfg, err := loadConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -65,7 +68,8 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 // serve runs the gateway until ctx ends, then drains within the shutdown
 // timeout.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	log.Info("starting turnstile gateway", "version", version, "commit", commit, "config", cfg)
+	v, c := buildVersion()
+	log.Info("starting turnstile gateway", "version", v, "commit", c, "config", cfg)
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration adjusted", "setting", w)
 	}

@@ -1,7 +1,9 @@
 // Package geminilive adapts Gemini's realtime API (the BidiGenerateContent
 // WebSocket that google.golang.org/genai's Live.Connect speaks) to the
 // provider-neutral transport.LiveModel. It opens audio sessions with
-// transcription, tools, context-window compression and session resumption.
+// transcription, tools, context-window compression and session resumption,
+// on the Gemini API (an API key) or on Vertex AI (project, location and an
+// OAuth access token from the client's credentials).
 //
 // It speaks the wire itself, on github.com/coder/websocket, because the
 // SDK's session costs more than the rest of a voice session together: it
@@ -76,8 +78,12 @@ type Model struct {
 // New returns a realtime model that connects where client's Live.Connect
 // would: its HTTPOptions.BaseURL must be a ws:// or wss:// URL for a plain
 // or TLS endpoint (like the SDK, an http:// base URL is dialled as wss://),
-// with its API key and API version. Only the Gemini API backend is
-// supported; with another, Connect fails. name is the model id, e.g.
+// with its API key and API version. On the Vertex AI backend the client
+// needs a project, a location and credentials (application default
+// credentials or its own): every Connect asks the credentials for an
+// access token (cached and refreshed by them) and sends it as a bearer
+// token, and setup names the model by its full resource name. Otherwise
+// Connect fails. name is the model id, e.g.
 // "gemini-2.5-flash-native-audio-preview-12-2025".
 func New(client *genai.Client, name string, opts Options) *Model {
 	if opts.ConnectTimeout <= 0 {
@@ -89,7 +95,7 @@ func New(client *genai.Client, name string, opts Options) *Model {
 	if opts.ReadLimit <= 0 {
 		opts.ReadLimit = DefaultReadLimit
 	}
-	ep, err := newEndpoint(client.ClientConfig())
+	ep, err := newEndpoint(client.ClientConfig(), name)
 	return &Model{name: name, opts: opts, ep: ep, epErr: err, client: newHTTPClient(opts.WriteTimeout)}
 }
 
@@ -143,8 +149,12 @@ func (m *Model) Connect(ctx context.Context, cfg transport.LiveConfig) (transpor
 // open runs the connect sequence under ctx: ending ctx closes the
 // connection, which fails whatever step is waiting.
 func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) {
+	header, err := m.ep.handshakeHeader(ctx)
+	if err != nil {
+		return nil, err
+	}
 	conn, resp, err := websocket.Dial(ctx, m.ep.url, &websocket.DialOptions{
-		HTTPClient: m.client, HTTPHeader: m.ep.header, CompressionMode: websocket.CompressionDisabled,
+		HTTPClient: m.client, HTTPHeader: header, CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {

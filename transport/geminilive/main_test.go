@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/auth"
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
@@ -33,10 +34,24 @@ const testModel = "gemini-live-test"
 // is ws://addr/.
 func newModel(t testing.TB, addr string, opts geminilive.Options) *geminilive.Model {
 	t.Helper()
-	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL",
-		"GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
+	return geminilive.New(newClient(t, addr), testModel, opts)
+}
+
+// clearSDKEnv empties the variables through which the SDK would pick
+// another backend, key, project or endpoint than a test gives it.
+func clearSDKEnv(t testing.TB) {
+	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_ENTERPRISE",
+		"GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+		"GOOGLE_CLOUD_REGION", "GOOGLE_APPLICATION_CREDENTIALS"} {
 		t.Setenv(v, "")
 	}
+}
+
+// newClient is a Gemini API client with key "k" whose Live base URL is
+// ws://addr/.
+func newClient(t testing.TB, addr string) *genai.Client {
+	t.Helper()
+	clearSDKEnv(t)
 	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
 		Backend:     genai.BackendGeminiAPI,
 		APIKey:      "k",
@@ -45,7 +60,38 @@ func newModel(t testing.TB, addr string, opts geminilive.Options) *geminilive.Mo
 	if err != nil {
 		t.Fatalf("new genai client: %v", err)
 	}
-	return geminilive.New(c, testModel, opts)
+	return c
+}
+
+// Vertex AI coordinates of the tests.
+const (
+	testProject  = "test-project"
+	testLocation = "europe-west4"
+)
+
+// newVertexClient is a Vertex AI client (project, location, and tokens
+// from src as its credentials) whose Live base URL is ws://addr/.
+func newVertexClient(t testing.TB, addr string, src auth.TokenProvider) *genai.Client {
+	t.Helper()
+	clearSDKEnv(t)
+	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		Backend:     genai.BackendVertexAI,
+		Project:     testProject,
+		Location:    testLocation,
+		Credentials: auth.NewCredentials(&auth.CredentialsOptions{TokenProvider: src}),
+		HTTPOptions: genai.HTTPOptions{BaseURL: "ws://" + addr + "/"},
+	})
+	if err != nil {
+		t.Fatalf("new genai vertex client: %v", err)
+	}
+	return c
+}
+
+// staticToken is an access token source that never calls Google.
+type staticToken string
+
+func (s staticToken) Token(context.Context) (*auth.Token, error) {
+	return &auth.Token{Value: string(s), Type: "Bearer"}, nil
 }
 
 // connect opens a session that the test closes when it ends.

@@ -24,7 +24,7 @@ func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
 		return nil, err
 	}
 	setup := &genai.LiveClientSetup{
-		Model: modelName(m.name),
+		Model: m.ep.model,
 		GenerationConfig: &genai.GenerationConfig{
 			ResponseModalities: []genai.Modality{genai.ModalityAudio},
 		},

@@ -20,8 +20,8 @@ import (
 
 // recording is what a recorder saw of one connection.
 type recording struct {
-	path, apiKey string
-	frames       []frame
+	path, apiKey, authorization string
+	frames                      []frame
 }
 
 type frame struct {
@@ -42,7 +42,7 @@ func startRecorder(t *testing.T) (addr string, recordings <-chan recording) {
 		}
 		defer func() { _ = c.CloseNow() }()
 		c.SetReadLimit(1 << 20)
-		rec := recording{path: r.URL.Path, apiKey: r.Header.Get("x-goog-api-key")}
+		rec := recording{path: r.URL.Path, apiKey: r.Header.Get("x-goog-api-key"), authorization: r.Header.Get("Authorization")}
 		for {
 			typ, data, err := c.Read(context.Background())
 			if err != nil {
@@ -116,6 +116,22 @@ func referenceHistory(h []transport.Entry) []*genai.Content {
 }
 
 func TestEveryClientMessageIsTheJSONTheSDKSends(t *testing.T) {
+	t.Run("Gemini API", func(t *testing.T) {
+		testClientMessagesMatchTheSDK(t, func(t *testing.T, addr string) *genai.Client {
+			return newClient(t, addr)
+		})
+	})
+	t.Run("Vertex AI", func(t *testing.T) {
+		testClientMessagesMatchTheSDK(t, func(t *testing.T, addr string) *genai.Client {
+			return newVertexClient(t, addr, staticToken("ya29.test"))
+		})
+	})
+}
+
+// testClientMessagesMatchTheSDK connects through the SDK and through the
+// adapter, both on the client newClient returns for the recorder's
+// address, sends the same messages, and compares what the recorder saw.
+func testClientMessagesMatchTheSDK(t *testing.T, newClient func(t *testing.T, addr string) *genai.Client) {
 	pcm := make([]byte, 640)
 	for i := range pcm {
 		pcm[i] = byte(i * 7)
@@ -145,14 +161,12 @@ func TestEveryClientMessageIsTheJSONTheSDKSends(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, recs := startRecorder(t)
-			m := newModel(t, addr, tc.opts) // also clears the SDK's env
+			client := newClient(t, addr) // also clears the SDK's env
+			m := geminilive.New(client, testModel, tc.opts)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 
 			// The SDK, as the adapter used it.
-			client, err := genai.NewClient(ctx, &genai.ClientConfig{Backend: genai.BackendGeminiAPI, APIKey: "k",
-				HTTPOptions: genai.HTTPOptions{BaseURL: "ws://" + addr + "/"}})
-			must(t, err)
 			sdk, err := client.Live.Connect(ctx, testModel, referenceConfig(tc.opts, tc.cfg))
 			must(t, err)
 			if seed := referenceHistory(tc.cfg.History); tc.cfg.ResumeHandle == "" && len(seed) > 0 {
@@ -181,8 +195,9 @@ func TestEveryClientMessageIsTheJSONTheSDKSends(t *testing.T) {
 			must(t, s.Close())
 			got := <-recs
 
-			if got.path != want.path || got.apiKey != want.apiKey {
-				t.Errorf("dialled %s with key %q, the SDK %s with key %q", got.path, got.apiKey, want.path, want.apiKey)
+			if got.path != want.path || got.apiKey != want.apiKey || got.authorization != want.authorization {
+				t.Errorf("dialled %s with key %q and authorization %q, the SDK %s with key %q and authorization %q",
+					got.path, got.apiKey, got.authorization, want.path, want.apiKey, want.authorization)
 			}
 			if len(got.frames) != len(want.frames) {
 				t.Fatalf("the adapter sent %d frames, the SDK %d", len(got.frames), len(want.frames))
