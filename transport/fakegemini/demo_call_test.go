@@ -93,32 +93,6 @@ func TestDemoRefusesACallItCannotMake(t *testing.T) {
 	}
 }
 
-func TestParseSlashCall(t *testing.T) {
-	cases := []struct {
-		text    string
-		ok      bool
-		name    string
-		args    map[string]any
-		problem bool
-	}{
-		{"/call t", true, "t", map[string]any{}, false},
-		{`  /call t   {"a": [1]}  `, true, "t", map[string]any{"a": []any{1.0}}, false},
-		{`/call t{"a":1}`, true, "t", map[string]any{"a": 1.0}, false},
-		{"/call\tt", true, "t", map[string]any{}, false},
-		{"/call t null", true, "t", map[string]any{}, true},
-		{"/call t {", true, "t", map[string]any{}, true},
-		{"/callt", false, "", nil, false},
-		{"please /call t", false, "", nil, false},
-		{"what is /call?", false, "", nil, false},
-	}
-	for _, tc := range cases {
-		c, ok := parseSlashCall(tc.text)
-		if ok != tc.ok || c.name != tc.name || (c.problem != "") != tc.problem || tc.ok && !reflect.DeepEqual(c.args, tc.args) {
-			t.Errorf("parseSlashCall(%q) = %+v, %v; want %q %v problem %v ok %v", tc.text, c, ok, tc.name, tc.args, tc.problem, tc.ok)
-		}
-	}
-}
-
 func TestLiveDemoCallsAnyDeclaredToolWhenTyped(t *testing.T) {
 	cfg := *demoConfig
 	cfg.Tools = gatewayTools

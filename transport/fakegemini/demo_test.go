@@ -114,6 +114,7 @@ func TestDemoReportsToolFailure(t *testing.T) {
 }
 
 func TestDemoQuotesAtMostAboutSixHundredCharacters(t *testing.T) {
+	const excerptLimit = 600
 	long := strings.Repeat("word ", 400)
 	r := NewDemo().Respond(t.Context(), &Request{Contents: []*genai.Content{
 		toolResult("kb_get", map[string]any{"output": map[string]any{"id": "x", "title": "Long", "body": "# Long\n\n" + long}}),
