@@ -22,18 +22,6 @@ func refuse(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "closing", http.StatusServiceUnavailable)
 }
 
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestCloseEndsAHangingRequestAndWaitsForIt(t *testing.T) {
 	var returned atomic.Bool
 	s := New("fake", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +41,9 @@ func TestCloseEndsAHangingRequestAndWaitsForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	waitFor(t, "the request to be in flight", func() bool { return s.InFlight() == 1 })
+	if n := s.InFlight(); n != 1 { // the handler has sent the headers and waits
+		t.Fatalf("%d requests in flight, want the hanging one", n)
+	}
 
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
