@@ -17,20 +17,7 @@ var gatewayTools = []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclara
 // demoCallTurn sends contents with the gateway's tools declared.
 func demoCallTurn(t *testing.T, c *genai.Client, contents []*genai.Content) (string, []*genai.FunctionCall, *genai.Content) {
 	t.Helper()
-	resps, err := collect(c.Models.GenerateContentStream(testContext(t), "demo", contents,
-		&genai.GenerateContentConfig{Tools: gatewayTools}))
-	if err != nil {
-		t.Fatalf("stream: %v", err)
-	}
-	var text strings.Builder
-	var calls []*genai.FunctionCall
-	model := &genai.Content{Role: genai.RoleModel}
-	for _, r := range resps {
-		text.WriteString(r.Text())
-		calls = append(calls, r.FunctionCalls()...)
-		model.Parts = append(model.Parts, r.Candidates[0].Content.Parts...)
-	}
-	return text.String(), calls, model
+	return demoTurnWith(t, c, contents, &genai.GenerateContentConfig{Tools: gatewayTools})
 }
 
 func TestDemoCallsAnyDeclaredToolAndSummarisesTheResult(t *testing.T) {

@@ -8,11 +8,18 @@ import (
 	"google.golang.org/genai"
 )
 
-// demoTurn sends contents to the demo model through the real client and
-// returns the joined text and the calls of its answer.
+// demoTurn sends contents to the demo model through the real client, with
+// no tools declared, and returns the joined text and the calls of its
+// answer.
 func demoTurn(t *testing.T, c *genai.Client, contents []*genai.Content) (string, []*genai.FunctionCall, *genai.Content) {
 	t.Helper()
-	resps, err := collect(c.Models.GenerateContentStream(testContext(t), "demo", contents, nil))
+	return demoTurnWith(t, c, contents, nil)
+}
+
+// demoTurnWith is demoTurn with a request config (declared tools).
+func demoTurnWith(t *testing.T, c *genai.Client, contents []*genai.Content, cfg *genai.GenerateContentConfig) (string, []*genai.FunctionCall, *genai.Content) {
+	t.Helper()
+	resps, err := collect(c.Models.GenerateContentStream(testContext(t), "demo", contents, cfg))
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}
