@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/transport/fakedemo"
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // LiveDemo is the offline default's Live model. It hears speech by energy
@@ -282,7 +283,7 @@ func (c *demoConn) speak(melody []float64, text string) error {
 	}
 	chunks := chunkPCM(synthMelody(melody), c.chunk)
 	c.queue = make([]demoChunk, len(chunks))
-	pieces := splitText(text, min(len(chunks), 4))
+	pieces := fakeserve.SplitText(text, min(len(chunks), 4))
 	for i, p := range chunks {
 		c.queue[i].pcm = p
 	}

@@ -76,7 +76,7 @@ func (s *LiveSession) Speak(ctx context.Context, sp Speech) (time.Time, error) {
 	chunks := chunkPCM(sp.PCM, chunk)
 	transcripts := make([]string, len(chunks))
 	if sp.Transcript != "" && len(chunks) > 0 {
-		pieces := splitText(sp.Transcript, min(len(chunks), 4))
+		pieces := fakeserve.SplitText(sp.Transcript, min(len(chunks), 4))
 		for i, p := range pieces {
 			transcripts[i*len(chunks)/len(pieces)] = p
 		}

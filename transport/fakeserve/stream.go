@@ -35,3 +35,34 @@ func Wait(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// SplitText cuts text into at most pieces non-empty parts whose
+// concatenation is text, so that a streamed answer arrives in a few
+// deltas; each cut prefers to fall just after a space a few runes back. It
+// always returns at least one part ("" gives one empty part).
+func SplitText(text string, pieces int) []string {
+	runes := []rune(text)
+	if pieces <= 1 || len(runes) <= 1 {
+		return []string{text}
+	}
+	pieces = min(pieces, len(runes))
+	var out []string
+	start := 0
+	for i := 1; i < pieces; i++ {
+		cut := len(runes) * i / pieces
+		// Prefer to cut just after a space, looking back a few runes.
+		for j := cut; j > start+1 && j > cut-12; j-- {
+			if runes[j-1] == ' ' {
+				cut = j
+				break
+			}
+		}
+		if cut <= start {
+			continue
+		}
+		out = append(out, string(runes[start:cut]))
+		start = cut
+	}
+	out = append(out, string(runes[start:]))
+	return out
+}
