@@ -28,9 +28,8 @@ import (
 // result's title; "stop", "bye" or "switch to text" calls
 // end_voice_session{}; "/call NAME {json args}" calls any declared tool and
 // speaks a summary of its result (the shared demo rules of package
-// fakedemo). Transcripts are sent
-// only when the setup enabled
-// them, resumption updates only when it asked for them. Everything it says
+// fakedemo). Transcripts are sent only when the setup enabled them,
+// resumption updates only when it asked for them. Everything it says
 // depends only on what it receives.
 type LiveDemo struct {
 	// Chunk is how much audio each streamed chunk holds; one is sent per
