@@ -187,7 +187,7 @@ func (mc *manifestChecker) parse(folder string, raw []byte) (*parsedManifest, []
 		for _, k := range names {
 			switch {
 			case !headerName.MatchString(k):
-				errs = append(errs, fmt.Errorf("http.headers: %q is not a valid header name", clip(k, 64)))
+				errs = append(errs, fmt.Errorf("http.headers: %q is not a valid header name", Clip(k, 64)))
 			case slices.Contains(gatewayHeaders, strings.ToLower(k)):
 				errs = append(errs, fmt.Errorf("http.headers: %s is set by the gateway, not by a manifest", k))
 			}

@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -122,13 +121,13 @@ func (t *Tool) describe(ve *jsonschema.ValidationError) string {
 	case *kind.UniqueItems:
 		return subject + " must not contain duplicate items"
 	case *kind.Pattern:
-		return fmt.Sprintf("%s must match the pattern %s", subject, clip(k.Want, 120))
+		return fmt.Sprintf("%s must match the pattern %s", subject, Clip(k.Want, 120))
 	case *kind.Format:
 		return fmt.Sprintf("%s must be a valid %s", subject, k.Want)
 	case *kind.Enum:
-		return fmt.Sprintf("%s must be one of %s", subject, clip(joinValues(k.Want), 200))
+		return fmt.Sprintf("%s must be one of %s", subject, Clip(joinValues(k.Want), 200))
 	case *kind.Const:
-		return fmt.Sprintf("%s must be %s", subject, clip(joinValues([]any{k.Want}), 200))
+		return fmt.Sprintf("%s must be %s", subject, Clip(joinValues([]any{k.Want}), 200))
 	case *kind.FalseSchema:
 		return subject + " is not allowed"
 	default:
@@ -141,7 +140,7 @@ func (t *Tool) describe(ve *jsonschema.ValidationError) string {
 // quoteName quotes a property name, shortened so that a model that invents
 // a very long key does not get it echoed back whole.
 func quoteName(s string) string {
-	return "'" + clip(s, 64) + "'"
+	return "'" + Clip(s, 64) + "'"
 }
 
 func quoteNames(names []string) string {
@@ -156,22 +155,6 @@ func quoteNames(names []string) string {
 		q = append(q, quoteName(n))
 	}
 	return strings.Join(q, ", ")
-}
-
-// clip shortens s to at most n runes, marking the cut, and replaces
-// control characters so messages stay on one line.
-func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
 }
 
 func ratString(r *big.Rat) string {

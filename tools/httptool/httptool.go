@@ -114,7 +114,7 @@ func expand(v string, lookup func(string) (string, bool)) (string, error) {
 	out := envRef.ReplaceAllStringFunc(v, func(ref string) string {
 		name := ref[2 : len(ref)-1]
 		if !envName.MatchString(name) {
-			errs = append(errs, fmt.Errorf("%q is not a valid reference (use ${NAME}, NAME made of letters, digits and _)", clip(ref, 40)))
+			errs = append(errs, fmt.Errorf("%q is not a valid reference (use ${NAME}, NAME made of letters, digits and _)", tools.Clip(ref, 40)))
 			return ""
 		}
 		val, ok := "", false
@@ -296,13 +296,13 @@ func errorMessage(contentType string, body []byte) string {
 		}
 		for _, c := range candidates {
 			if s, ok := c.(string); ok && strings.TrimSpace(s) != "" {
-				return clip(strings.TrimSpace(s), maxMessage)
+				return tools.Clip(strings.TrimSpace(s), maxMessage)
 			}
 		}
 		return ""
 	}
 	if strings.HasPrefix(contentType, "text/plain") && utf8.Valid(body) {
-		return clip(strings.TrimSpace(string(body)), maxMessage)
+		return tools.Clip(strings.TrimSpace(string(body)), maxMessage)
 	}
 	return ""
 }
@@ -320,18 +320,4 @@ func transportError(ctx context.Context, err error) tools.Envelope {
 		return tools.Fail(tools.ErrTransient, "the service could not be reached", true, false)
 	}
 	return tools.Fail(tools.ErrTransient, "the request to the service failed before an answer came", true, true)
-}
-
-// clip shortens s to n runes and keeps it on one line.
-func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }

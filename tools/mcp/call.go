@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,7 +89,7 @@ func (c *caller) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 		return callError(ctx, name, err)
 	}
 	if res.IsError {
-		msg := clip(strings.TrimSpace(contentText(res.Content)), maxServerMessage)
+		msg := tools.Clip(strings.TrimSpace(contentText(res.Content)), maxServerMessage)
 		if msg == "" {
 			msg = "no message"
 		}
@@ -116,12 +115,12 @@ func callError(ctx context.Context, server string, err error) tools.Envelope {
 		return tools.Fail(tools.ErrTransient, fmt.Sprintf("the MCP server %s could not take the call", server), true, true)
 	case errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams:
 		return tools.Fail(tools.ErrValidation, fmt.Sprintf("the MCP server %s refused the arguments: %s", server,
-			clip(rpc.Message, maxServerMessage)), false, false)
+			tools.Clip(rpc.Message, maxServerMessage)), false, false)
 	case errors.As(err, &rpc):
 		// A protocol-level error from the server: unexpected, so whether the
 		// tool did anything is unknown, unless the method itself is unknown.
 		return tools.Fail(tools.ErrInternal, fmt.Sprintf("the MCP server %s answered with an error: %s", server,
-			clip(rpc.Message, maxServerMessage)), false, rpc.Code != jsonrpc.CodeMethodNotFound)
+			tools.Clip(rpc.Message, maxServerMessage)), false, rpc.Code != jsonrpc.CodeMethodNotFound)
 	}
 	return tools.Fail(tools.ErrTransient, fmt.Sprintf("the MCP server %s could not be reached", server), true, true)
 }
@@ -209,18 +208,4 @@ func contentText(content []sdk.Content) string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-// clip shortens s to n runes and keeps it on one line.
-func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }

@@ -62,31 +62,30 @@ const (
 		"knowledge base for you. Ask a question and I'll run kb_search, open the best match with kb_get, " +
 		"and tell you what it says. To call any tool yourself, type /call NAME {\"arg\": \"value\"}."
 	nothing = "I couldn't find anything about that in the knowledge base. Try other words, or ask about another topic."
-	// callPrefix starts a message that calls a tool by hand.
-	callPrefix = "/call"
-	// outputLimit bounds a quoted tool output, in runes.
-	outputLimit = 400
 )
 
 // Decide answers according to the end of the conversation.
 func Decide(in Input) Action {
 	if len(in.Results) > 0 {
-		if isCall(in.LastUser) {
+		if IsCall(in.LastUser) {
 			return reportResults(in.Results)
 		}
 		return afterTools(in.Results)
 	}
 	text := strings.TrimSpace(in.Text)
+	if c, ok := parseCall(text); ok {
+		return manualCall(c, in)
+	}
 	switch {
 	case text == "":
 		return say("I didn't catch a question. Ask me something about the knowledge base.")
-	case isCall(text):
-		return manualCall(text, in)
 	case isGreeting(text):
 		return say(greeting)
 	case isHelp(text):
 		return say(help)
-	case !slices.Contains(in.Tools, "kb_search"):
+	case len(in.Tools) > 0 && !slices.Contains(in.Tools, "kb_search"):
+		// With no tools declared at all (a bare SDK call) the demo still
+		// looks the question up.
 		return say("I can only answer from the knowledge base, and no kb_search tool is available here.")
 	}
 	return call("kb_search", map[string]any{"query": text, "limit": 3})
@@ -99,71 +98,11 @@ func call(name string, args map[string]any) Action {
 	return Action{Calls: []Call{{Name: name, Args: args, ArgsJSON: string(b)}}}
 }
 
-func isCall(text string) bool {
-	text = strings.TrimSpace(text)
-	rest, ok := strings.CutPrefix(text, callPrefix)
-	return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n')
-}
-
-// manualCall runs "/call NAME [ARGS]": ARGS is a JSON object, {} when
-// absent.
-func manualCall(text string, in Input) Action {
-	rest := strings.TrimSpace(strings.TrimPrefix(text, callPrefix))
-	name, args, _ := strings.Cut(rest, " ")
-	name, args = strings.TrimSpace(name), strings.TrimSpace(args)
-	if name == "" {
-		return say(`Type /call NAME {"arg": "value"} to call a tool, e.g. /call kb_search {"query": "refunds"}. ` +
-			"Tools: " + toolList(in.Tools) + ".")
-	}
-	if !slices.Contains(in.Tools, name) {
-		return say(fmt.Sprintf("There is no tool called %s here. Tools: %s.", name, toolList(in.Tools)))
-	}
-	if args == "" {
-		args = "{}"
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(args), &m); err != nil || m == nil {
-		if !in.RawArgs {
-			return say(fmt.Sprintf("The arguments for %s must be a JSON object, e.g. /call %s {\"key\": \"value\"}.", name, name))
-		}
-		m = nil
-	}
-	return Action{Calls: []Call{{Name: name, Args: m, ArgsJSON: args}}}
-}
-
-func toolList(tools []string) string {
-	if len(tools) == 0 {
-		return "none declared"
-	}
-	return strings.Join(tools, ", ")
-}
-
-// reportResults says what each tool answered to a "/call".
-func reportResults(rs []Result) Action {
-	lines := make([]string, 0, len(rs))
-	for _, r := range rs {
-		if msg, retry, failed := failure(r); failed {
-			line := fmt.Sprintf("The %s tool failed: %s", r.Name, msg)
-			if retry {
-				line += " (retryable)"
-			}
-			lines = append(lines, line)
-			continue
-		}
-		out, err := json.Marshal(r.Response["output"])
-		if err != nil {
-			out = []byte("an output I cannot show")
-		}
-		lines = append(lines, fmt.Sprintf("The %s tool answered: %s", r.Name, truncateRunes(string(out), outputLimit)))
-	}
-	return say(strings.Join(lines, "\n"))
-}
-
 // afterTools answers the tool results of a knowledge-base lookup: a failure
 // first, then a fetched document, then search results.
 func afterTools(rs []Result) Action {
 	for _, r := range rs {
-		if msg, retry, failed := failure(r); failed {
+		if msg, retry, failed := failure(r.Response); failed {
 			text := fmt.Sprintf("Sorry, the %s tool failed: %s", r.Name, msg)
 			if retry {
 				text += " You can try again in a moment."
@@ -201,16 +140,28 @@ func afterTools(rs []Result) Action {
 	return say(fmt.Sprintf("I got an answer from %s, but the demo model only knows kb_search and kb_get.", rs[0].Name))
 }
 
-// failure reads an {"error": {...}} response.
-func failure(r Result) (msg string, retryable, failed bool) {
-	e, ok := r.Response["error"].(map[string]any)
-	if !ok {
+// Failure reads {"error": ...} from a tool response: the message of an
+// error object, or an error given as a plain string; failed is false when
+// the response holds no error.
+func Failure(response map[string]any) (msg string, failed bool) {
+	msg, _, failed = failure(response)
+	return msg, failed
+}
+
+// failure is Failure, also saying whether the error is marked retryable.
+func failure(response map[string]any) (msg string, retryable, failed bool) {
+	switch e := response["error"].(type) {
+	case nil:
 		return "", false, false
+	case string:
+		if e != "" {
+			return e, false, true
+		}
+	case map[string]any:
+		retryable, _ = e["retryable"].(bool)
+		if msg, _ := e["message"].(string); msg != "" {
+			return msg, retryable, true
+		}
 	}
-	msg, _ = e["message"].(string)
-	if msg == "" {
-		msg = "no reason given"
-	}
-	retryable, _ = e["retryable"].(bool)
-	return msg, retryable, true
+	return "no reason given", retryable, true
 }

@@ -85,7 +85,7 @@ func TestSlashCallCallsAnyDeclaredToolWithItsArguments(t *testing.T) {
 
 func TestSlashCallRefusesUnknownToolsAndExplainsUsage(t *testing.T) {
 	a := Decide(Input{Text: "/call launch_rockets {}", Tools: kbTools})
-	if len(a.Calls) != 0 || !strings.Contains(a.Text, "no tool called launch_rockets") || !strings.Contains(a.Text, "kb_search") {
+	if len(a.Calls) != 0 || !strings.HasPrefix(a.Text, "I can't call launch_rockets: it is not declared in this session.") || !strings.Contains(a.Text, "kb_search") {
 		t.Errorf("unknown tool: %+v", a)
 	}
 	a = Decide(Input{Text: "/call", Tools: kbTools})
@@ -124,10 +124,36 @@ func TestResultsOfASlashCallAreReportedAsTheyAre(t *testing.T) {
 	if len(a.Calls) != 0 || len(lines) != 3 {
 		t.Fatalf("%+v, want three report lines and no call (no automatic kb_get after a /call)", a)
 	}
-	if lines[0] != `The kb_search tool answered: {"results":[{"id":"a"}]}` || lines[1] != "The kb_get tool failed: Invalid tool arguments JSON" {
+	if lines[0] != `The kb_search tool succeeded: {"results":[{"id":"a"}]}` || lines[1] != "The kb_get tool failed: Invalid tool arguments JSON" {
 		t.Errorf("report = %q", lines[:2])
 	}
-	if n := utf8.RuneCountInString(strings.TrimPrefix(lines[2], "The finish tool answered: ")); n != outputLimit || !strings.HasSuffix(lines[2], "…") {
+	if n := utf8.RuneCountInString(strings.TrimPrefix(lines[2], "The finish tool succeeded: ")); n != outputLimit || !strings.HasSuffix(lines[2], "…") {
 		t.Errorf("a long output is quoted in %d runes, want %d ending with an ellipsis", n, outputLimit)
+	}
+}
+
+func TestParseSlashCall(t *testing.T) {
+	cases := []struct {
+		text    string
+		ok      bool
+		name    string
+		args    map[string]any
+		problem bool
+	}{
+		{"/call t", true, "t", map[string]any{}, false},
+		{`  /call t   {"a": [1]}  `, true, "t", map[string]any{"a": []any{1.0}}, false},
+		{`/call t{"a":1}`, true, "t", map[string]any{"a": 1.0}, false},
+		{"/call\tt", true, "t", map[string]any{}, false},
+		{"/call t null", true, "t", map[string]any{}, true},
+		{"/call t {", true, "t", map[string]any{}, true},
+		{"/callt", false, "", nil, false},
+		{"please /call t", false, "", nil, false},
+		{"what is /call?", false, "", nil, false},
+	}
+	for _, tc := range cases {
+		c, ok := parseCall(tc.text)
+		if ok != tc.ok || c.name != tc.name || (c.problem != "") != tc.problem || tc.ok && !reflect.DeepEqual(c.args, tc.args) {
+			t.Errorf("parseCall(%q) = %+v, %v; want %q %v problem %v ok %v", tc.text, c, ok, tc.name, tc.args, tc.problem, tc.ok)
+		}
 	}
 }

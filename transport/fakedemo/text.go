@@ -17,7 +17,7 @@ var greetingWords = map[string]bool{
 // isGreeting reports whether text is only a greeting ("hi", "hello there",
 // "good morning!"), not a question that starts with one.
 func isGreeting(text string) bool {
-	words := wordsOf(text)
+	words := Words(text)
 	if len(words) == 0 || len(words) > 4 || words[0] == "there" || words[0] == "you" {
 		return false
 	}
@@ -31,7 +31,7 @@ func isGreeting(text string) bool {
 
 // isHelp reports whether text asks what the model can do.
 func isHelp(text string) bool {
-	words := wordsOf(text)
+	words := Words(text)
 	joined := " " + strings.Join(words, " ") + " "
 	for _, phrase := range []string{" what can you do ", " who are you ", " what are you ", " how does this work "} {
 		if strings.Contains(joined, phrase) {
@@ -49,7 +49,9 @@ func isHelp(text string) bool {
 	return false
 }
 
-func wordsOf(text string) []string {
+// Words splits text into lower-case words of letters, digits and
+// apostrophes.
+func Words(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '\'')
 	})
@@ -105,12 +107,12 @@ func excerpt(body string) string {
 	if len([]rune(text)) < 200 && len(paras) > 1 {
 		text += " " + paras[1]
 	}
-	return truncateWords(text, excerptLimit)
+	return TruncateWords(text, excerptLimit)
 }
 
-// truncateWords cuts text to at most limit runes at a word boundary and
+// TruncateWords cuts text to at most limit runes at a word boundary and
 // marks the cut with an ellipsis.
-func truncateWords(text string, limit int) string {
+func TruncateWords(text string, limit int) string {
 	runes := []rune(text)
 	if len(runes) <= limit {
 		return text
@@ -123,14 +125,4 @@ func truncateWords(text string, limit int) string {
 		}
 	}
 	return strings.TrimRight(string(runes[:cut]), " ,;:") + "…"
-}
-
-// truncateRunes cuts text to at most limit runes, marking a cut with an
-// ellipsis.
-func truncateRunes(text string, limit int) string {
-	runes := []rune(text)
-	if len(runes) <= limit {
-		return text
-	}
-	return string(runes[:limit-1]) + "…"
 }

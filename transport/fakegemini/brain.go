@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // Brain decides what the fake model answers. Respond is called once per
@@ -93,7 +95,7 @@ type APIError struct {
 // TextReply answers text split into about pieces chunks (at word boundaries
 // where possible), with finishReason STOP on the last one.
 func TextReply(text string, pieces int) Reply {
-	parts := splitText(text, pieces)
+	parts := fakeserve.SplitText(text, pieces)
 	chunks := make([]Chunk, len(parts))
 	for i, p := range parts {
 		chunks[i] = Chunk{Text: p}
@@ -120,35 +122,6 @@ func ErrorReply(code int, status, msg string, details ...map[string]any) Reply {
 // "PROHIBITED_CONTENT") and no candidates.
 func BlockedReply(reason string) Reply {
 	return Reply{BlockReason: reason}
-}
-
-// splitText cuts text into at most pieces non-empty parts whose
-// concatenation is text. It always returns at least one part.
-func splitText(text string, pieces int) []string {
-	runes := []rune(text)
-	if pieces <= 1 || len(runes) <= 1 {
-		return []string{text}
-	}
-	pieces = min(pieces, len(runes))
-	var out []string
-	start := 0
-	for i := 1; i < pieces; i++ {
-		cut := len(runes) * i / pieces
-		// Prefer to cut just after a space, looking back a few runes.
-		for j := cut; j > start+1 && j > cut-12; j-- {
-			if runes[j-1] == ' ' {
-				cut = j
-				break
-			}
-		}
-		if cut <= start {
-			continue
-		}
-		out = append(out, string(runes[start:cut]))
-		start = cut
-	}
-	out = append(out, string(runes[start:]))
-	return out
 }
 
 // statusName gives the canonical Google status for an HTTP code, used when a

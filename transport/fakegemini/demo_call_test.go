@@ -17,20 +17,7 @@ var gatewayTools = []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclara
 // demoCallTurn sends contents with the gateway's tools declared.
 func demoCallTurn(t *testing.T, c *genai.Client, contents []*genai.Content) (string, []*genai.FunctionCall, *genai.Content) {
 	t.Helper()
-	resps, err := collect(c.Models.GenerateContentStream(testContext(t), "demo", contents,
-		&genai.GenerateContentConfig{Tools: gatewayTools}))
-	if err != nil {
-		t.Fatalf("stream: %v", err)
-	}
-	var text strings.Builder
-	var calls []*genai.FunctionCall
-	model := &genai.Content{Role: genai.RoleModel}
-	for _, r := range resps {
-		text.WriteString(r.Text())
-		calls = append(calls, r.FunctionCalls()...)
-		model.Parts = append(model.Parts, r.Candidates[0].Content.Parts...)
-	}
-	return text.String(), calls, model
+	return demoTurnWith(t, c, contents, &genai.GenerateContentConfig{Tools: gatewayTools})
 }
 
 func TestDemoCallsAnyDeclaredToolAndSummarisesTheResult(t *testing.T) {
@@ -90,32 +77,6 @@ func TestDemoRefusesACallItCannotMake(t *testing.T) {
 	text, calls, _ := demoTurn(t, c, genai.Text("/call create_ticket"))
 	if len(calls) != 0 || text != "I can't call create_ticket: no tools are declared in this session." {
 		t.Errorf("answer %q with %d calls, want the no-tools message", text, len(calls))
-	}
-}
-
-func TestParseSlashCall(t *testing.T) {
-	cases := []struct {
-		text    string
-		ok      bool
-		name    string
-		args    map[string]any
-		problem bool
-	}{
-		{"/call t", true, "t", map[string]any{}, false},
-		{`  /call t   {"a": [1]}  `, true, "t", map[string]any{"a": []any{1.0}}, false},
-		{`/call t{"a":1}`, true, "t", map[string]any{"a": 1.0}, false},
-		{"/call\tt", true, "t", map[string]any{}, false},
-		{"/call t null", true, "t", map[string]any{}, true},
-		{"/call t {", true, "t", map[string]any{}, true},
-		{"/callt", false, "", nil, false},
-		{"please /call t", false, "", nil, false},
-		{"what is /call?", false, "", nil, false},
-	}
-	for _, tc := range cases {
-		c, ok := parseSlashCall(tc.text)
-		if ok != tc.ok || c.name != tc.name || (c.problem != "") != tc.problem || tc.ok && !reflect.DeepEqual(c.args, tc.args) {
-			t.Errorf("parseSlashCall(%q) = %+v, %v; want %q %v problem %v ok %v", tc.text, c, ok, tc.name, tc.args, tc.problem, tc.ok)
-		}
 	}
 }
 

@@ -8,11 +8,18 @@ import (
 	"google.golang.org/genai"
 )
 
-// demoTurn sends contents to the demo model through the real client and
-// returns the joined text and the calls of its answer.
+// demoTurn sends contents to the demo model through the real client, with
+// no tools declared, and returns the joined text and the calls of its
+// answer.
 func demoTurn(t *testing.T, c *genai.Client, contents []*genai.Content) (string, []*genai.FunctionCall, *genai.Content) {
 	t.Helper()
-	resps, err := collect(c.Models.GenerateContentStream(testContext(t), "demo", contents, nil))
+	return demoTurnWith(t, c, contents, nil)
+}
+
+// demoTurnWith is demoTurn with a request config (declared tools).
+func demoTurnWith(t *testing.T, c *genai.Client, contents []*genai.Content, cfg *genai.GenerateContentConfig) (string, []*genai.FunctionCall, *genai.Content) {
+	t.Helper()
+	resps, err := collect(c.Models.GenerateContentStream(testContext(t), "demo", contents, cfg))
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}
@@ -114,6 +121,7 @@ func TestDemoReportsToolFailure(t *testing.T) {
 }
 
 func TestDemoQuotesAtMostAboutSixHundredCharacters(t *testing.T) {
+	const excerptLimit = 600
 	long := strings.Repeat("word ", 400)
 	r := NewDemo().Respond(t.Context(), &Request{Contents: []*genai.Content{
 		toolResult("kb_get", map[string]any{"output": map[string]any{"id": "x", "title": "Long", "body": "# Long\n\n" + long}}),
@@ -125,31 +133,5 @@ func TestDemoQuotesAtMostAboutSixHundredCharacters(t *testing.T) {
 	quote := strings.TrimPrefix(text, "From “Long”: ")
 	if n := utf8.RuneCountInString(quote); n > excerptLimit || !strings.HasSuffix(quote, "word…") {
 		t.Fatalf("quote of %d runes ending %q, want at most %d ending at a word with an ellipsis", n, quote[max(0, len(quote)-10):], excerptLimit)
-	}
-}
-
-func TestSplitTextKeepsEveryCharacter(t *testing.T) {
-	cases := []struct {
-		text   string
-		pieces int
-		want   int
-	}{
-		{"", 3, 1},
-		{"a", 3, 1},
-		{"abc", 5, 3},
-		{"The quick brown fox jumps over the lazy dog", 4, 4},
-		{"naïve café déjà vu", 3, 3},
-		{"one", 0, 1},
-	}
-	for _, tc := range cases {
-		parts := splitText(tc.text, tc.pieces)
-		if len(parts) != tc.want || strings.Join(parts, "") != tc.text {
-			t.Errorf("splitText(%q, %d) = %q, want %d parts joining to the text", tc.text, tc.pieces, parts, tc.want)
-		}
-		for _, p := range parts {
-			if p == "" && tc.text != "" || !utf8.ValidString(p) {
-				t.Errorf("splitText(%q, %d) has a bad part %q", tc.text, tc.pieces, p)
-			}
-		}
 	}
 }

@@ -77,4 +77,6 @@
 // Both demo brains call any declared tool when the user types
 // "/call NAME {json args}" (arguments optional), say so when NAME is not
 // declared, and summarise the tool's result (ok or error) once it arrives.
+// The rules (and their words) live in package fakedemo, shared with the
+// fake OpenAI server's demo.
 package fakegemini

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/transport/fakedemo"
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // LiveDemo is the offline default's Live model. It hears speech by energy
@@ -24,9 +27,9 @@ import (
 // kb_search{query, limit: 3} and speaks an answer naming the first
 // result's title; "stop", "bye" or "switch to text" calls
 // end_voice_session{}; "/call NAME {json args}" calls any declared tool and
-// speaks a summary of its result (see demo_call.go). Transcripts are sent
-// only when the setup enabled
-// them, resumption updates only when it asked for them. Everything it says
+// speaks a summary of its result (the shared demo rules of package
+// fakedemo). Transcripts are sent only when the setup enabled them,
+// resumption updates only when it asked for them. Everything it says
 // depends only on what it receives.
 type LiveDemo struct {
 	// Chunk is how much audio each streamed chunk holds; one is sent per
@@ -178,12 +181,12 @@ func (c *demoConn) onText(text string) error {
 		return err
 	}
 	c.promptTokens += textTokens(text)
-	if sc, ok := parseSlashCall(text); ok {
-		sc.checkDeclared(declaredNames(c.s.Setup.Tools))
-		if sc.problem != "" {
-			return c.speak(sorryMelody, sc.problem)
+	if fakedemo.IsCall(text) {
+		a := fakedemo.Decide(fakedemo.Input{Text: text, Tools: declaredNames(c.s.Setup.Tools)})
+		if len(a.Calls) == 0 {
+			return c.speak(sorryMelody, a.Text)
 		}
-		return c.call(Call{Name: sc.name, Args: sc.args}, true)
+		return c.call(Call{Name: a.Calls[0].Name, Args: a.Calls[0].Args}, true)
 	}
 	switch {
 	case wantsToEndVoice(text):
@@ -192,7 +195,7 @@ func (c *demoConn) onText(text string) error {
 		return c.call(Call{Name: "kb_search", Args: map[string]any{"query": text, "limit": 3}}, false)
 	}
 	return c.speak(answerMelody, fmt.Sprintf("You said: %s. I'm the offline demo model: ask me a question and "+
-		"I'll look it up in the knowledge base.", truncateWords(text, 120)))
+		"I'll look it up in the knowledge base.", fakedemo.TruncateWords(text, 120)))
 }
 
 // call asks the client to run one tool and waits for its response; typed
@@ -220,12 +223,12 @@ func (c *demoConn) onToolResponse(rs []*genai.FunctionResponse) error {
 			continue // cancelled or unknown: the model has moved on
 		}
 		delete(c.pending, r.ID)
-		msg, failed := toolFailure(r.Response)
+		msg, failed := fakedemo.Failure(r.Response)
 		switch {
 		case p.typed && failed:
-			return c.speak(sorryMelody, summarizeResult(p.name, r.Response))
+			return c.speak(sorryMelody, fakedemo.Report(fakedemo.Result{Name: p.name, Response: r.Response}))
 		case p.typed:
-			return c.speak(answerMelody, summarizeResult(p.name, r.Response))
+			return c.speak(answerMelody, fakedemo.Report(fakedemo.Result{Name: p.name, Response: r.Response}))
 		case failed:
 			return c.speak(sorryMelody, fmt.Sprintf("Sorry, the %s tool failed: %s", p.name, msg))
 		}
@@ -279,7 +282,7 @@ func (c *demoConn) speak(melody []float64, text string) error {
 	}
 	chunks := chunkPCM(synthMelody(melody), c.chunk)
 	c.queue = make([]demoChunk, len(chunks))
-	pieces := splitText(text, min(len(chunks), 4))
+	pieces := fakeserve.SplitText(text, min(len(chunks), 4))
 	for i, p := range chunks {
 		c.queue[i].pcm = p
 	}
@@ -350,22 +353,6 @@ func audioTokens(d time.Duration) int { return int(math.Ceil(d.Seconds() * 25)) 
 
 func textTokens(s string) int { return (len(s) + 3) / 4 }
 
-// toolFailure reads {"error": ...} from a function response: a message in
-// an object, or a plain string.
-func toolFailure(resp map[string]any) (string, bool) {
-	switch e := resp["error"].(type) {
-	case nil:
-		return "", false
-	case string:
-		return e, true
-	case map[string]any:
-		if msg, _ := e["message"].(string); msg != "" {
-			return msg, true
-		}
-	}
-	return "no reason given", true
-}
-
 // plainTitle finds the first "title: ..." of the plain-text rendering the
 // gateway gives audio models ("results: 1) title: Opening hours, id: ...").
 var plainTitle = regexp.MustCompile(`title: (.+?)(?:, [a-z_ ]+: |; |\. |\.$|$)`)
@@ -405,13 +392,13 @@ func looksLikeQuestion(text string) bool {
 	if strings.HasSuffix(strings.TrimSpace(text), "?") {
 		return true
 	}
-	words := wordsOf(text)
+	words := fakedemo.Words(text)
 	return len(words) > 0 && questionWords[words[0]]
 }
 
 // wantsToEndVoice reports whether text asks to leave the voice session.
 func wantsToEndVoice(text string) bool {
-	words := wordsOf(text)
+	words := fakedemo.Words(text)
 	joined := " " + strings.Join(words, " ") + " "
 	for _, w := range words {
 		if w == "stop" || w == "bye" || w == "goodbye" {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // Orderings the real Live service produces and a client must cope with,
@@ -74,7 +76,7 @@ func (s *LiveSession) Speak(ctx context.Context, sp Speech) (time.Time, error) {
 	chunks := chunkPCM(sp.PCM, chunk)
 	transcripts := make([]string, len(chunks))
 	if sp.Transcript != "" && len(chunks) > 0 {
-		pieces := splitText(sp.Transcript, min(len(chunks), 4))
+		pieces := fakeserve.SplitText(sp.Transcript, min(len(chunks), 4))
 		for i, p := range pieces {
 			transcripts[i*len(chunks)/len(pieces)] = p
 		}
@@ -91,7 +93,7 @@ func (s *LiveSession) Speak(ctx context.Context, sp Speech) (time.Time, error) {
 
 	for i, c := range chunks {
 		if i > 0 {
-			if err := wait(ctx, time.Until(start.Add(time.Duration(i)*interval))); err != nil {
+			if err := fakeserve.Wait(ctx, time.Until(start.Add(time.Duration(i)*interval))); err != nil {
 				return end, err
 			}
 		}
@@ -118,7 +120,7 @@ func (s *LiveSession) FinishTurn(ctx context.Context, usage *genai.UsageMetadata
 	end := s.playout
 	s.playout = time.Time{}
 	s.mu.Unlock()
-	if err := wait(ctx, time.Until(end)); err != nil {
+	if err := fakeserve.Wait(ctx, time.Until(end)); err != nil {
 		return err
 	}
 	return s.SendTurnComplete(usage)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // maxBodyBytes caps a request body; the real API refuses large inline
@@ -128,27 +130,27 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rb *response
 		if err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
-		if err := writeEvent(w, rc, append([]byte("data: "), data...)); err != nil {
+		if err := fakeserve.WriteEvent(w, rc, append([]byte("data: "), data...)); err != nil {
 			return fmt.Errorf("stream: blocked chunk: %w", err)
 		}
 		return nil
 	}
 	for i, c := range reply.Chunks {
-		if err := wait(ctx, c.Delay); err != nil {
+		if err := fakeserve.Wait(ctx, c.Delay); err != nil {
 			return fmt.Errorf("stream: chunk %d: %w", i, err)
 		}
 		data, err := rb.build(c)
 		if err != nil {
 			return fmt.Errorf("stream: chunk %d: %w", i, err)
 		}
-		if err := writeEvent(w, rc, append([]byte("data: "), data...)); err != nil {
+		if err := fakeserve.WriteEvent(w, rc, append([]byte("data: "), data...)); err != nil {
 			return fmt.Errorf("stream: chunk %d: %w", i, err)
 		}
 	}
 	if reply.MidStreamError != nil {
 		// The SDK reads a token without the "data:" prefix as a structured
 		// error; with the prefix it would decode as an empty response.
-		if err := writeEvent(w, rc, errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
+		if err := fakeserve.WriteEvent(w, rc, errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
 			return fmt.Errorf("stream: error line: %w", err)
 		}
 		return nil
@@ -166,7 +168,7 @@ func (s *Server) unary(ctx context.Context, w http.ResponseWriter, rb *responseB
 	for _, c := range reply.Chunks {
 		delay += c.Delay
 	}
-	if err := wait(ctx, delay); err != nil {
+	if err := fakeserve.Wait(ctx, delay); err != nil {
 		return fmt.Errorf("unary: %w", err)
 	}
 	if reply.MidStreamError != nil {
@@ -198,29 +200,4 @@ func (s *Server) unary(ctx context.Context, w http.ResponseWriter, rb *responseB
 		return fmt.Errorf("unary: write: %w", err)
 	}
 	return nil
-}
-
-func writeEvent(w io.Writer, rc *http.ResponseController, line []byte) error {
-	if _, err := w.Write(append(line, '\n', '\n')); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	return nil
-}
-
-// wait sleeps for d unless ctx ends first.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // Brain decides what the fake model answers. Respond is called once per
@@ -170,8 +172,10 @@ func (c Call) pieces() []string {
 // as the real API does.
 func TextReply(text string, pieces int) Reply {
 	var r Reply
-	for _, p := range splitWords(text, pieces) {
-		r.Chunks = append(r.Chunks, Chunk{Text: p})
+	if text != "" {
+		for _, p := range fakeserve.SplitText(text, pieces) {
+			r.Chunks = append(r.Chunks, Chunk{Text: p})
+		}
 	}
 	r.Chunks = append(r.Chunks, Chunk{FinishReason: "stop"})
 	return r
@@ -251,30 +255,4 @@ func Split(s string, n int) []string {
 		}
 	}
 	return out
-}
-
-// splitWords is Split preferring to cut just after a space, looking back a
-// few runes from each cut.
-func splitWords(s string, n int) []string {
-	runes := []rune(s)
-	if n <= 1 || len(runes) <= 1 {
-		return Split(s, 1)
-	}
-	n = min(n, len(runes))
-	var out []string
-	start := 0
-	for i := 1; i < n; i++ {
-		cut := len(runes) * i / n
-		for j := cut; j > start+1 && j > cut-12; j-- {
-			if runes[j-1] == ' ' {
-				cut = j
-				break
-			}
-		}
-		if cut > start {
-			out = append(out, string(runes[start:cut]))
-			start = cut
-		}
-	}
-	return append(out, string(runes[start:]))
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // maxBodyBytes caps a request body.
@@ -125,7 +127,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b *chunkBuil
 		return fmt.Errorf("stream: flush headers: %w", err)
 	}
 	for i, c := range reply.Chunks {
-		if err := wait(ctx, c.Delay); err != nil {
+		if err := fakeserve.Wait(ctx, c.Delay); err != nil {
 			return fmt.Errorf("stream: chunk %d: %w", i, err)
 		}
 		if c.Wait != nil {
@@ -178,7 +180,7 @@ func (s *Server) unary(ctx context.Context, w http.ResponseWriter, b *chunkBuild
 	for _, c := range reply.Chunks {
 		delay += c.Delay
 	}
-	if err := wait(ctx, delay); err != nil {
+	if err := fakeserve.Wait(ctx, delay); err != nil {
 		return fmt.Errorf("unary: %w", err)
 	}
 	if reply.MidStreamError != nil {
@@ -260,29 +262,8 @@ func (b *chunkBuilder) completion(reply Reply) wireCompletion {
 		Choices: []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}}}
 }
 
+// writeEvent writes data as one "data: ..." server-sent event.
 func writeEvent(w io.Writer, rc *http.ResponseController, data []byte) error {
 	line := make([]byte, 0, len(data)+8)
-	line = append(append(append(line, "data: "...), data...), '\n', '\n')
-	if _, err := w.Write(line); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	return nil
-}
-
-// wait sleeps for d unless ctx ends first.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return fakeserve.WriteEvent(w, rc, append(append(line, "data: "...), data...))
 }

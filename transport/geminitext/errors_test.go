@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestBlockedPromptIsAPromptBlockedModelError(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.BlockedReply("PROHIBITED_CONTENT"))))
-	chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if len(chunks) != 0 {
 		t.Errorf("got %d chunks, want none", len(chunks))
 	}
@@ -33,7 +34,7 @@ func TestBlockedPromptIsAPromptBlockedModelError(t *testing.T) {
 
 func TestOtherModelErrorsAreNotPromptBlocked(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.ErrorReply(400, "INVALID_ARGUMENT", "bad"))))
-	_, err := collect(t, testContext(t), newModel(t, base), hello)
+	_, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if err == nil || errors.Is(err, transport.ErrPromptBlocked) {
 		t.Fatalf("error = %v, want a model error that is not a blocked prompt", err)
 	}
@@ -41,7 +42,7 @@ func TestOtherModelErrorsAreNotPromptBlocked(t *testing.T) {
 
 func TestRateLimitCarriesTheRetryDelay(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.RateLimitReply(testModel, 29443869346*time.Nanosecond))))
-	_, err := collect(t, testContext(t), newModel(t, base), hello)
+	_, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	var me *transport.ModelError
 	if !errors.As(err, &me) {
 		t.Fatalf("error = %v (%T), want *transport.ModelError", err, err)
@@ -56,7 +57,7 @@ func TestRateLimitCarriesTheRetryDelay(t *testing.T) {
 
 func TestErrorInfoReasonIsKept(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.InvalidAPIKeyReply())))
-	_, err := collect(t, testContext(t), newModel(t, base), hello)
+	_, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	var me *transport.ModelError
 	if !errors.As(err, &me) || me.Reason != "API_KEY_INVALID" || me.RetryAfter != 0 {
 		t.Fatalf("error = %+v, want reason API_KEY_INVALID and no retry delay", me)
@@ -80,7 +81,7 @@ func TestTwoRoundToolTurnKeepsThoughtSignatures(t *testing.T) {
 	history := []transport.Entry{{Role: transport.RoleUser, Text: "How long do refunds take?"}}
 
 	for round := 1; ; round++ {
-		chunks, err := collect(t, testContext(t), m, transport.TextRequest{History: history})
+		chunks, err := texttest.Collect(t, testContext(t), m, transport.TextRequest{History: history})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -126,7 +127,7 @@ func TestHistoryWithoutSignaturesIsRefusedByASigningModel(t *testing.T) {
 	_, base := startFake(t, fg.RequireThoughtSignatures(script))
 	m := newModel(t, base)
 	history := []transport.Entry{{Role: transport.RoleUser, Text: "refunds?"}}
-	chunks, err := collect(t, testContext(t), m, transport.TextRequest{History: history})
+	chunks, err := texttest.Collect(t, testContext(t), m, transport.TextRequest{History: history})
 	if err != nil || len(chunks) != 1 || len(chunks[0].Calls) != 1 {
 		t.Fatalf("first round: %+v, %v", chunks, err)
 	}
@@ -134,7 +135,7 @@ func TestHistoryWithoutSignaturesIsRefusedByASigningModel(t *testing.T) {
 	call.Signature = nil // what a gateway that rebuilds calls from name and args sends
 	history = append(history, transport.Entry{Role: transport.RoleModel, Calls: []transport.FunctionCall{call}},
 		transport.Entry{Role: transport.RoleTool, Results: []transport.FunctionResult{{Name: "kb_search", Response: map[string]any{}}}})
-	_, err = collect(t, testContext(t), m, transport.TextRequest{History: history})
+	_, err = texttest.Collect(t, testContext(t), m, transport.TextRequest{History: history})
 	var me *transport.ModelError
 	if !errors.As(err, &me) || me.Status != 400 || !strings.Contains(me.Message, "thought_signature") {
 		t.Fatalf("error = %v, want the 400 about the missing thought_signature", err)

@@ -64,25 +64,6 @@ func newModel(t *testing.T, base string) *geminitext.Model {
 	return geminitext.New(c, testModel)
 }
 
-// collect drains a stream. It fails the test if anything follows an error,
-// which the TextModel contract forbids.
-func collect(t *testing.T, ctx context.Context, m transport.TextModel, req transport.TextRequest) ([]transport.Chunk, error) {
-	t.Helper()
-	var chunks []transport.Chunk
-	var streamErr error
-	for c, err := range m.Stream(ctx, req) {
-		if streamErr != nil {
-			t.Fatalf("stream yielded (%+v, %v) after its error %v", c, err, streamErr)
-		}
-		if err != nil {
-			streamErr = err
-			continue
-		}
-		chunks = append(chunks, c)
-	}
-	return chunks, streamErr
-}
-
 func testContext(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -92,15 +73,3 @@ func testContext(t *testing.T) context.Context {
 
 // hello is the smallest request the API accepts.
 var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

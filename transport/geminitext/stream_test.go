@@ -1,16 +1,15 @@
 package geminitext_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -19,7 +18,7 @@ func TestStreamYieldsTextDeltasInOrderThenFinishReason(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.Reply{Chunks: []fg.Chunk{
 		{Text: "Refunds "}, {Text: "take five "}, {Text: "business days.", FinishReason: "STOP"},
 	}})))
-	chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}
@@ -41,7 +40,7 @@ func TestStreamSurfacesFunctionCallsWithArgs(t *testing.T) {
 		fg.Call{Name: "kb_search", Args: map[string]any{"query": "refunds", "limit": 3}},
 		fg.Call{ID: "call-2", Name: "kb_get", Args: map[string]any{"id": "returns-and-refunds"}},
 	))))
-	chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}
@@ -71,7 +70,7 @@ func TestStreamHTTPErrorsBecomeModelErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.code, func(t *testing.T) {
 			_, base := startFake(t, fg.NewScript(fg.Fixed(fg.ErrorReply(tc.status, tc.code, "upstream said no"))))
-			chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+			chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 			if len(chunks) != 0 {
 				t.Errorf("got %d chunks before the error, want none", len(chunks))
 			}
@@ -89,7 +88,7 @@ func TestStreamHTTPErrorsBecomeModelErrors(t *testing.T) {
 
 func TestStreamWithoutFinishReasonIsTruncated(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.Reply{Chunks: []fg.Chunk{{Text: "Half an "}, {Text: "answ"}}})))
-	chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if len(chunks) != 2 {
 		t.Errorf("got %d chunks, want the 2 sent", len(chunks))
 	}
@@ -103,7 +102,7 @@ func TestStreamMidStreamErrorIsModelError(t *testing.T) {
 		Chunks:         []fg.Chunk{{Text: "Let me "}, {Text: "think"}},
 		MidStreamError: &fg.APIError{Code: 500, Message: "internal error", Status: "INTERNAL"},
 	})))
-	chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if len(chunks) != 2 || chunks[0].Text != "Let me " || chunks[1].Text != "think" {
 		t.Errorf("chunks = %+v, want the two sent before the error", chunks)
 	}
@@ -118,53 +117,17 @@ func TestStreamMidStreamErrorIsModelError(t *testing.T) {
 
 func TestStreamCancelDuringHangEndsPromptlyWithContextError(t *testing.T) {
 	s, base := startFake(t, fg.NewScript(fg.Fixed(fg.Reply{Chunks: []fg.Chunk{{Text: "Still thinking"}}, Hang: true})))
-	m := newModel(t, base)
-	ctx, cancel := context.WithCancel(testContext(t))
-	defer cancel()
-
-	var got []string
-	var err error
-	var cancelledAt time.Time
-	for c, e := range m.Stream(ctx, hello) {
-		if e != nil {
-			err = e
-			break
-		}
-		got = append(got, c.Text)
-		cancelledAt = time.Now()
-		cancel()
-	}
-	if !slices.Equal(got, []string{"Still thinking"}) {
-		t.Errorf("chunks = %q, want the one sent before the hang", got)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error = %v, want context.Canceled", err)
-	}
-	if d := time.Since(cancelledAt); d > time.Second {
-		t.Errorf("the stream took %v to end after cancel, want it prompt", d)
-	}
-	waitFor(t, "the fake server to see the request end", func() bool { return s.InFlight() == 0 })
+	texttest.CancelDuringHangEndsPromptly(t, newModel(t, base), s.InFlight)
 }
 
 func TestStreamDeadlineDuringHangIsContextError(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.Reply{Hang: true})))
-	ctx, cancel := context.WithTimeout(testContext(t), 100*time.Millisecond)
-	defer cancel()
-	_, err := collect(t, ctx, newModel(t, base), hello)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("error = %v, want context.DeadlineExceeded", err)
-	}
+	texttest.DeadlineDuringHangIsContextError(t, newModel(t, base))
 }
 
 func TestStreamConsumerStoppingEarlyReleasesTheRequest(t *testing.T) {
 	s, base := startFake(t, fg.NewScript(fg.Fixed(fg.Reply{Chunks: []fg.Chunk{{Text: "first"}, {Text: "second"}}, Hang: true})))
-	for c, err := range newModel(t, base).Stream(testContext(t), hello) {
-		if err != nil || c.Text != "first" {
-			t.Fatalf("first item = %+v, %v", c, err)
-		}
-		break
-	}
-	waitFor(t, "the abandoned stream to be released", func() bool { return s.InFlight() == 0 })
+	texttest.ConsumerStoppingEarlyReleasesTheRequest(t, newModel(t, base), s.InFlight)
 }
 
 func TestStreamUnreachableServerIsRetryableModelError(t *testing.T) {
@@ -176,7 +139,7 @@ func TestStreamUnreachableServerIsRetryableModelError(t *testing.T) {
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = collect(t, testContext(t), newModel(t, "http://"+addr+"/"), hello)
+	_, err = texttest.Collect(t, testContext(t), newModel(t, "http://"+addr+"/"), hello)
 	var me *transport.ModelError
 	if !errors.As(err, &me) {
 		t.Fatalf("error = %v (%T), want *transport.ModelError", err, err)
@@ -207,7 +170,7 @@ func TestStreamSendsSystemInstructionToolsAndHistory(t *testing.T) {
 		},
 		Tools: []transport.ToolDecl{{Name: "kb_search", Description: "Search the knowledge base.", Parameters: params}},
 	}
-	if _, err := collect(t, testContext(t), newModel(t, base), req); err != nil {
+	if _, err := texttest.Collect(t, testContext(t), newModel(t, base), req); err != nil {
 		t.Fatalf("stream: %v", err)
 	}
 
@@ -247,7 +210,7 @@ func TestStreamSendsSystemInstructionToolsAndHistory(t *testing.T) {
 func TestStreamWithoutSystemOrToolsSendsNeither(t *testing.T) {
 	brain := fg.NewScript(fg.Fixed(fg.TextReply("Hi.", 1)))
 	_, base := startFake(t, brain)
-	if _, err := collect(t, testContext(t), newModel(t, base), hello); err != nil {
+	if _, err := texttest.Collect(t, testContext(t), newModel(t, base), hello); err != nil {
 		t.Fatalf("stream: %v", err)
 	}
 	r := brain.Requests()[0]

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -27,7 +28,7 @@ func TestStreamReportsTheLastUsageMetadataOnTheFinalChunk(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	chunks, err := collect(t, testContext(t), newModel(t, srv.URL+"/"), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, srv.URL+"/"), hello)
 	if err != nil || len(chunks) != 2 {
 		t.Fatalf("stream: %d chunks, %v", len(chunks), err)
 	}
@@ -41,7 +42,7 @@ func TestStreamReportsTheLastUsageMetadataOnTheFinalChunk(t *testing.T) {
 
 func TestStreamFromTheFakeReportsItsUsage(t *testing.T) {
 	_, base := startFake(t, fg.NewScript(fg.Fixed(fg.TextReply("Refunds take five business days.", 3))))
-	chunks, err := collect(t, testContext(t), newModel(t, base), hello)
+	chunks, err := texttest.Collect(t, testContext(t), newModel(t, base), hello)
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/auth"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
@@ -39,13 +40,13 @@ func TestStreamOverVertexAI(t *testing.T) {
 	}
 	m := geminitext.New(client, testModel)
 	history := []transport.Entry{{Role: transport.RoleUser, Text: "refunds?"}}
-	chunks, err := collect(t, testContext(t), m, transport.TextRequest{History: history})
+	chunks, err := texttest.Collect(t, testContext(t), m, transport.TextRequest{History: history})
 	if err != nil || len(chunks) != 1 || len(chunks[0].Calls) != 1 {
 		t.Fatalf("first round: %+v, %v", chunks, err)
 	}
 	history = append(history, transport.Entry{Role: transport.RoleModel, Calls: chunks[0].Calls},
 		transport.Entry{Role: transport.RoleTool, Results: []transport.FunctionResult{{Name: "kb_search", Response: map[string]any{"output": "5 days"}}}})
-	chunks, err = collect(t, testContext(t), m, transport.TextRequest{History: history})
+	chunks, err = texttest.Collect(t, testContext(t), m, transport.TextRequest{History: history})
 	if err != nil || len(chunks) != 1 || chunks[0].Text != "Five days." {
 		t.Fatalf("second round: %+v, %v", chunks, err)
 	}

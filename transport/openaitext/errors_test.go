@@ -1,15 +1,14 @@
 package openaitext_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	fo "github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
@@ -19,7 +18,7 @@ import (
 // *transport.ModelError.
 func modelError(t *testing.T, m transport.TextModel) *transport.ModelError {
 	t.Helper()
-	chunks, err := collect(t, testContext(t), m, hello)
+	chunks, err := texttest.Collect(t, testContext(t), m, hello)
 	if len(chunks) != 0 {
 		t.Errorf("got %d chunks before the error, want none", len(chunks))
 	}
@@ -128,7 +127,7 @@ func TestStreamReadsErrorBodiesOfOtherCompatibleServers(t *testing.T) {
 func TestStreamErrorEventMidStreamIsAModelErrorAfterTheTextSent(t *testing.T) {
 	m, _ := scripted(t, fo.Reply{Chunks: []fo.Chunk{{Text: "Let me "}, {Text: "think"}},
 		MidStreamError: &fo.APIError{Type: "server_error", Message: "The server had an error while processing your request."}})
-	chunks, err := collect(t, testContext(t), m, hello)
+	chunks, err := texttest.Collect(t, testContext(t), m, hello)
 	if len(chunks) != 2 || chunks[0].Text != "Let me " || chunks[1].Text != "think" {
 		t.Errorf("chunks = %+v, want the two sent before the error", chunks)
 	}
@@ -144,54 +143,18 @@ func TestStreamErrorEventMidStreamIsAModelErrorAfterTheTextSent(t *testing.T) {
 func TestStreamCancelDuringHangEndsPromptlyWithContextError(t *testing.T) {
 	brain := fo.NewScript(fo.Fixed(fo.Reply{Chunks: []fo.Chunk{{Text: "Still thinking"}}, Hang: true}))
 	s, base := startFake(t, brain, fo.Options{})
-	m := newModel(t, base, "", openaitext.Options{})
-	ctx, cancel := context.WithCancel(testContext(t))
-	defer cancel()
-
-	var got []string
-	var err error
-	var cancelledAt time.Time
-	for c, e := range m.Stream(ctx, hello) {
-		if e != nil {
-			err = e
-			break
-		}
-		got = append(got, c.Text)
-		cancelledAt = time.Now()
-		cancel()
-	}
-	if !slices.Equal(got, []string{"Still thinking"}) {
-		t.Errorf("chunks = %q, want the one sent before the hang", got)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error = %v, want context.Canceled", err)
-	}
-	if d := time.Since(cancelledAt); d > time.Second {
-		t.Errorf("the stream took %v to end after cancel, want it prompt", d)
-	}
-	waitFor(t, "the fake server to see the request end", func() bool { return s.InFlight() == 0 })
+	texttest.CancelDuringHangEndsPromptly(t, newModel(t, base, "", openaitext.Options{}), s.InFlight)
 }
 
 func TestStreamDeadlineDuringHangIsContextError(t *testing.T) {
 	m, _ := scripted(t, fo.Reply{Hang: true})
-	ctx, cancel := context.WithTimeout(testContext(t), 100*time.Millisecond)
-	defer cancel()
-	_, err := collect(t, ctx, m, hello)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("error = %v, want context.DeadlineExceeded", err)
-	}
+	texttest.DeadlineDuringHangIsContextError(t, m)
 }
 
 func TestStreamConsumerStoppingEarlyReleasesTheRequest(t *testing.T) {
 	brain := fo.NewScript(fo.Fixed(fo.Reply{Chunks: []fo.Chunk{{Text: "first"}, {Text: "second"}}, Hang: true}))
 	s, base := startFake(t, brain, fo.Options{})
-	for c, err := range newModel(t, base, "", openaitext.Options{}).Stream(testContext(t), hello) {
-		if err != nil || c.Text != "first" {
-			t.Fatalf("first item = %+v, %v", c, err)
-		}
-		break
-	}
-	waitFor(t, "the abandoned stream to be released", func() bool { return s.InFlight() == 0 })
+	texttest.ConsumerStoppingEarlyReleasesTheRequest(t, newModel(t, base, "", openaitext.Options{}), s.InFlight)
 }
 
 func TestStreamUnreachableServerIsRetryableModelErrorWithoutTheURL(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
@@ -72,30 +73,11 @@ func scripted(t *testing.T, replies ...fakeopenai.Reply) (*openaitext.Model, *fa
 	return newModel(t, base, "", openaitext.Options{}), brain
 }
 
-// collect drains a stream. It fails the test if anything follows an error,
-// which the TextModel contract forbids.
-func collect(t *testing.T, ctx context.Context, m transport.TextModel, req transport.TextRequest) ([]transport.Chunk, error) {
-	t.Helper()
-	var chunks []transport.Chunk
-	var streamErr error
-	for c, err := range m.Stream(ctx, req) {
-		if streamErr != nil {
-			t.Fatalf("stream yielded (%+v, %v) after its error %v", c, err, streamErr)
-		}
-		if err != nil {
-			streamErr = err
-			continue
-		}
-		chunks = append(chunks, c)
-	}
-	return chunks, streamErr
-}
-
 // answer drains a stream that must succeed and returns its chunks and the
 // last one.
 func answer(t *testing.T, m transport.TextModel, req transport.TextRequest) ([]transport.Chunk, transport.Chunk) {
 	t.Helper()
-	chunks, err := collect(t, testContext(t), m, req)
+	chunks, err := texttest.Collect(t, testContext(t), m, req)
 	if err != nil {
 		t.Fatalf("stream: %v", err)
 	}
@@ -114,15 +96,3 @@ func testContext(t *testing.T) context.Context {
 
 // hello is the smallest request the API accepts.
 var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
 	fo "github.com/turnstile-gw/turnstile/transport/fakeopenai"
 )
@@ -197,7 +198,7 @@ func TestStreamFinishReasons(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := scripted(t, tc.reply)
-			chunks, err := collect(t, testContext(t), m, hello)
+			chunks, err := texttest.Collect(t, testContext(t), m, hello)
 			if tc.is == nil {
 				if err != nil || chunks[len(chunks)-1].FinishReason == "" {
 					t.Fatalf("stream ended with %v after %+v, want a finished answer", err, chunks)

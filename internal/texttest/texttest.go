@@ -1,0 +1,119 @@
+// Package texttest holds what the tests of the text model adapters
+// (transport/geminitext, transport/openaitext) share: draining a stream
+// while checking the transport.TextModel contract, and the contract's
+// behaviours on cancellation that every adapter must show against its own
+// fake server.
+package texttest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// hello is the smallest request every API accepts.
+var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
+
+// Collect drains a stream. It fails the test if anything follows an error,
+// which the TextModel contract forbids.
+func Collect(t testing.TB, ctx context.Context, m transport.TextModel, req transport.TextRequest) ([]transport.Chunk, error) {
+	t.Helper()
+	var chunks []transport.Chunk
+	var streamErr error
+	for c, err := range m.Stream(ctx, req) {
+		if streamErr != nil {
+			t.Fatalf("stream yielded (%+v, %v) after its error %v", c, err, streamErr)
+		}
+		if err != nil {
+			streamErr = err
+			continue
+		}
+		chunks = append(chunks, c)
+	}
+	return chunks, streamErr
+}
+
+// CancelDuringHangEndsPromptly checks that cancelling a stream while the
+// provider hangs ends it at once with context.Canceled, after the chunk
+// sent before the hang, and that the server sees the request end. m's
+// server must answer one chunk "Still thinking" and then hang; inFlight
+// counts its requests in flight.
+func CancelDuringHangEndsPromptly(t *testing.T, m transport.TextModel, inFlight func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+
+	var got []string
+	var err error
+	var cancelledAt time.Time
+	for c, e := range m.Stream(ctx, hello) {
+		if e != nil {
+			err = e
+			break
+		}
+		got = append(got, c.Text)
+		cancelledAt = time.Now()
+		cancel()
+	}
+	if !slices.Equal(got, []string{"Still thinking"}) {
+		t.Errorf("chunks = %q, want the one sent before the hang", got)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want context.Canceled", err)
+	}
+	if d := time.Since(cancelledAt); d > time.Second {
+		t.Errorf("the stream took %v to end after cancel, want it prompt", d)
+	}
+	waitFor(t, "the fake server to see the request end", func() bool { return inFlight() == 0 })
+}
+
+// DeadlineDuringHangIsContextError checks that a stream whose provider
+// hangs before its first chunk ends with context.DeadlineExceeded when the
+// caller's deadline passes. m's server must hang.
+func DeadlineDuringHangIsContextError(t *testing.T, m transport.TextModel) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testContext(t), 100*time.Millisecond)
+	defer cancel()
+	_, err := Collect(t, ctx, m, hello)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// ConsumerStoppingEarlyReleasesTheRequest checks that a consumer that
+// stops after the first chunk releases the request on the server. m's
+// server must answer "first", then "second", then hang; inFlight counts
+// its requests in flight.
+func ConsumerStoppingEarlyReleasesTheRequest(t *testing.T, m transport.TextModel, inFlight func() int) {
+	t.Helper()
+	for c, err := range m.Stream(testContext(t), hello) {
+		if err != nil || c.Text != "first" {
+			t.Fatalf("first item = %+v, %v", c, err)
+		}
+		break
+	}
+	waitFor(t, "the abandoned stream to be released", func() bool { return inFlight() == 0 })
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
