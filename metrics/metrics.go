@@ -49,6 +49,13 @@ type Metrics struct {
 	ToolCallsPerTurn    *prometheus.HistogramVec // mode
 	UpstreamEvents      *prometheus.CounterVec   // kind: live|text, event: connect|resume|close|error, code
 
+	// Refusals counts what the edge limits refused or cut, by reason (a
+	// closed set each refusing package defines; see Refusal).
+	Refusals *prometheus.CounterVec // reason
+	// StoreRestorations counts live sessions a node wrote back to a Redis
+	// that had lost them.
+	StoreRestorations prometheus.Counter
+
 	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
 	MCPRestarts *prometheus.CounterVec // server
 
@@ -127,6 +134,11 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Upstream model connection events by kind (live, text), event (connect, resume, close, error) and close code (or \"none\").",
 			"kind", "event", "code"),
 
+		Refusals: f.counterVec("turnstile_refusals_total",
+			"Messages, audio, turns and connections the gateway's limits refused or cut, by reason.", "reason"),
+		StoreRestorations: f.counter("turnstile_store_restorations_total",
+			"Live sessions this node wrote back to Redis whole after Redis lost them (restarted empty, flushed, expired)."),
+
 		MCPServerUp: f.gaugeVec("turnstile_mcp_server_up",
 			"1 while the gateway is connected to the MCP tool server, 0 while it is down or unreachable.", "server"),
 		MCPRestarts: f.counterVec("turnstile_mcp_restarts_total",
@@ -154,6 +166,10 @@ func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
 		m.RedisErrors.WithLabelValues(op).Inc()
 	}
 }
+
+// Refusal counts one refusal for reason. Reasons must come from a closed
+// set (the refusing package's), so that the label stays bounded.
+func (m *Metrics) Refusal(reason string) { m.Refusals.WithLabelValues(reason).Inc() }
 
 // modelProviders are the provider label values of turnstile_model_tokens_total;
 // any other provider is counted as "other", so the label stays bounded.

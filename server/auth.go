@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/session"
 )
 
 // AnonymousUser is the user of every request in dev mode (no auth secret).
@@ -65,21 +67,45 @@ func (a *Authenticator) DevMode() bool { return len(a.secret) == 0 }
 // from the `access_token` query parameter. Errors wrap ErrNoToken or ErrBadToken and never
 // contain the token.
 func (a *Authenticator) Authenticate(r *http.Request) (user string, err error) {
+	id, err := a.identify(r)
+	return id.User, err
+}
+
+// identify is Authenticate with the token's expiry: the Identity a session
+// is served for.
+func (a *Authenticator) identify(r *http.Request) (session.Identity, error) {
 	if a.DevMode() {
-		return AnonymousUser, nil
+		return session.Identity{User: AnonymousUser, Anonymous: true}, nil
 	}
 	raw, err := tokenFrom(r)
 	if err != nil {
-		return "", err
+		return session.Identity{}, err
+	}
+	return a.Verify(raw)
+}
+
+// Verify checks a raw token (as Authenticate does) and returns whom it
+// names and when it expires; sessions use it for the fresh tokens of auth
+// messages. In dev mode every token is the anonymous user.
+func (a *Authenticator) Verify(raw string) (session.Identity, error) {
+	if a.DevMode() {
+		return session.Identity{User: AnonymousUser, Anonymous: true}, nil
+	}
+	if raw == "" || len(raw) > maxTokenBytes {
+		return session.Identity{}, fmt.Errorf("%w: empty or longer than %d bytes", ErrBadToken, maxTokenBytes)
 	}
 	var claims jwt.RegisteredClaims
 	if _, err := a.parser.ParseWithClaims(raw, &claims, a.key); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadToken, err)
+		return session.Identity{}, fmt.Errorf("%w: %w", ErrBadToken, err)
 	}
 	if err := validUser(claims.Subject); err != nil {
-		return "", fmt.Errorf("%w: sub: %w", ErrBadToken, err)
+		return session.Identity{}, fmt.Errorf("%w: sub: %w", ErrBadToken, err)
 	}
-	return claims.Subject, nil
+	id := session.Identity{User: claims.Subject}
+	if claims.ExpiresAt != nil {
+		id.ExpiresAt = claims.ExpiresAt.Time
+	}
+	return id, nil
 }
 
 func (a *Authenticator) key(t *jwt.Token) (any, error) {

@@ -102,7 +102,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
-	user, err := s.d.Auth.Authenticate(r)
+	id, err := s.d.Auth.identify(r)
 	if err != nil {
 		msg := "a valid token is required"
 		if errors.Is(err, ErrNoToken) {
@@ -122,7 +122,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		s.d.Log.Info("websocket refused", "err", err, "remote", r.RemoteAddr)
 		return
 	}
-	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, session.Identity{User: user})
+	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, id)
 }
 
 // hijackWatch keeps the raw connection the WebSocket library takes over,

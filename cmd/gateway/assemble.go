@@ -68,7 +68,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		return nil, err
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
-		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
+		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
+		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -100,6 +101,11 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err != nil {
 		return nil, err
 	}
+	auth := server.NewAuthenticator([]byte(cfg.AuthSecret))
+	var verifier session.TokenVerifier // nil in dev mode: nothing expires
+	if !cfg.DevMode() {
+		verifier = auth
+	}
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -117,6 +123,20 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		RestrictOutput:           cfg.RestrictOutput,
 		RestrictionMessage:       cfg.RestrictionMessage,
 		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
+
+		MessageRate:          cfg.MessageRate,
+		MessageBurst:         cfg.MessageBurst,
+		RateAbuseAfter:       cfg.RateAbuseAfter,
+		MicPace:              cfg.MicPace,
+		TurnsPerMinute:       cfg.TurnsPerMinute,
+		VoiceStartsPerMinute: cfg.VoiceStartsPerMinute,
+		ContextMaxTokens:     cfg.ContextMaxTokens,
+		HistoryMaxBytes:      cfg.HistoryMaxBytes,
+		ResumeHistoryMax:     cfg.ResumeHistoryMax,
+		AuthLeeway:           cfg.AuthLeeway,
+		PingInterval:         cfg.PingInterval,
+		IdleTimeout:          cfg.IdleTimeout,
+		Clock:                cfg.Clock,
 	}, session.Deps{
 		Store: st,
 		Model: textModel,
@@ -128,16 +148,18 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			ConfirmTTL:   cfg.ConfirmTTL,
 		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
 		Tools:   catalog,
+		Auth:    verifier,
 		Metrics: m,
 		Log:     log,
 	})
+	watchSessions(gw, log)
 
 	if cfg.DevMode() {
 		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET, every browser is the anonymous user; allowed on loopback only")
 	}
 	gw.edge = server.New(server.Config{AllowedOrigins: cfg.AllowedOrigins}, server.Deps{
 		Sessions: gw.sessions,
-		Auth:     server.NewAuthenticator([]byte(cfg.AuthSecret)),
+		Auth:     auth,
 		Store:    st,
 		Gatherer: reg,
 		Summary:  m.Summary,
@@ -145,6 +167,21 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Log:      log,
 	})
 	return gw, nil
+}
+
+// watchSessions runs the node's one store subscription until the gateway
+// closes: a resume on another node ends this node's connection of that
+// session, and a Redis that lost its data gets the live sessions back.
+func watchSessions(gw *gateway, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gw.sessions.Watch(ctx); err != nil {
+			log.Error("session store watch stopped", "err", err)
+		}
+	}()
+	gw.closers = append(gw.closers, func() { cancel(); <-done })
 }
 
 // redisClient connects to REDIS_URL, or starts the embedded miniredis.

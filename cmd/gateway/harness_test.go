@@ -53,6 +53,9 @@ func defaultTestConfig(t testing.TB) Config {
 		t.Fatal(err)
 	}
 	cfg.ShutdownTimeout = 2 * time.Second
+	// Tests stream microphone audio faster than real time; the pacing
+	// test turns the pace on.
+	cfg.MicPace = 0
 	return cfg
 }
 

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// Turns per user: a sliding window kept in a sorted set on the user's hash
+// tag, turnstile:user:{<key>}:turns, one member per turn allowed (so it
+// never holds more than the limit), expiring with the window.
+
+//go:embed redis_turns.lua
+var turnsLua string
+
+var turnsScript = redis.NewScript(turnsLua)
+
+func turnsKey(key string) string { return "turnstile:user:{" + key + "}:turns" }
+
+// BeginTurn writes a turn's user entry (as Append, fenced), reads the
+// user's block and counts the turn against lim, in one round trip: a
+// pipeline of three commands, each on one hash tag (the session's, the
+// user's, and the limit key's, which in dev mode is not the user's).
+func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry, lim TurnLimit) (TurnStart, error) {
+	var ts TurnStart
+	err := s.call(ctx, "append", func(ctx context.Context) error {
+		var (
+			app   *redis.Cmd
+			blk   *redis.StringCmd
+			turns *redis.Cmd
+		)
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			var err error
+			if app, err = s.appendCmd(ctx, p, rec, 0, []transport.Entry{user}); err != nil {
+				return err
+			}
+			blk = p.Get(ctx, blockKey(rec.UserID))
+			if lim.Max > 0 {
+				turns = turnsScript.Eval(ctx, p, []string{turnsKey(lim.Key)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))...)
+			}
+			return nil
+		})
+		if app == nil {
+			return err
+		}
+		if err := writeResult(rec.ID, "append", app); err != nil {
+			return err
+		}
+		ts.Block, ts.Allowed = readBlock(blk), true
+		if turns != nil {
+			if ts.Allowed, ts.RetryAfter, err = turnReply(turns); err != nil {
+				return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
+			}
+		}
+		return nil
+	})
+	return ts, err
+}
+
+// CountTurn counts one turn against lim in one round trip.
+func (s *RedisStore) CountTurn(ctx context.Context, lim TurnLimit, member string) (bool, time.Duration, error) {
+	if lim.Max <= 0 {
+		return true, 0, nil
+	}
+	var (
+		allowed bool
+		wait    time.Duration
+	)
+	err := s.call(ctx, "turns", func(ctx context.Context) error {
+		cmd := turnsScript.Run(ctx, s.c, []string{turnsKey(lim.Key)}, s.turnArgs(lim, member)...)
+		var err error
+		if allowed, wait, err = turnReply(cmd); err != nil {
+			return fmt.Errorf("turn limit: %w", err)
+		}
+		return nil
+	})
+	return allowed, wait, err
+}
+
+func (s *RedisStore) turnArgs(lim TurnLimit, member string) []any {
+	window := lim.Window
+	if window <= 0 {
+		window = time.Minute
+	}
+	return []any{s.now().UnixMilli(), window.Milliseconds(), lim.Max, member}
+}
+
+func turnMember(id string, turn int) string { return id + ":" + strconv.Itoa(turn) }
+
+func turnReply(cmd *redis.Cmd) (bool, time.Duration, error) {
+	v, err := cmd.Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(v) != 2 {
+		return false, 0, fmt.Errorf("unexpected reply of %d values", len(v))
+	}
+	return v[0] == 1, time.Duration(v[1]) * time.Millisecond, nil
+}
