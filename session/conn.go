@@ -133,7 +133,7 @@ func (c *conn) run(parent context.Context) {
 	c.act.stop()
 	<-writerDone
 	c.finalWrite()
-	c.pst.wait()
+	c.pst.finish()
 	_ = c.ws.CloseNow()
 	c.pings.Wait()
 

@@ -70,6 +70,7 @@ func (c *conn) ownerSeen(epoch int64) {
 	}
 	if own := c.epoch.Load(); own != 0 && epoch > own {
 		c.fence()
+		c.act.cancelTurn()
 	}
 }
 
@@ -86,12 +87,13 @@ func (c *conn) owned(epoch int64) bool {
 }
 
 // fence ends the connection because another connection owns its session
-// now: nothing of it may run or be written on.
+// now (4005); its store writes are refused from now on, and its running
+// turn ends with the connection. It takes no lock but the closer's: the
+// persister calls it while a turn's start may hold the activity's.
 func (c *conn) fence() {
 	if c.out.close(protocol.DisconnectTakenOver, false) {
 		c.log.Info("session resumed by another connection; closing this one")
 	}
-	c.act.cancelTurn()
 }
 
 // owns reports whether token resumes this connection's session for user,

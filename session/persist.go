@@ -43,6 +43,7 @@ type persister struct {
 	jobs     []func()
 	running  bool
 	isFenced bool
+	closed   bool // the connection has ended: nothing more is queued
 	dirty    bool // a write failed or was dropped: rewrite everything next
 	// handleQueued: a handle write is queued (see saveHandle).
 	handleQueued bool
@@ -64,6 +65,13 @@ func (p *persister) writeAsync(op writeOp) {
 
 func (p *persister) enqueue(job func(), must bool) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		if must {
+			job() // a waiting caller must not hang; the job sees the fence or writes late
+		}
+		return
+	}
 	if !must && len(p.jobs) >= maxQueuedWrites {
 		p.dirty = true
 		p.mu.Unlock()
@@ -95,8 +103,14 @@ func (p *persister) drain() {
 	}
 }
 
-// wait returns when every queued write has run.
-func (p *persister) wait() { p.wg.Wait() }
+// finish lets every queued write run and takes no more: the connection
+// has ended.
+func (p *persister) finish() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+}
 
 func (p *persister) do(op writeOp) {
 	p.mu.Lock()
