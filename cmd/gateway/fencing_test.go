@@ -243,7 +243,9 @@ func TestSessionsSurviveRedisLosingItsData(t *testing.T) {
 	}
 }
 
-func testutilCounter(g *testGateway) float64 { return g.counterSum("turnstile_store_restorations_total") }
+func testutilCounter(g *testGateway) float64 {
+	return g.counterSum("turnstile_store_restorations_total")
+}
 
 // historyTexts is session.ready's history as role:text|….
 func historyTexts(ready event) string {
