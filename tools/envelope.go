@@ -37,7 +37,7 @@ type Error struct {
 	// "invalid_json" for a VALIDATION error whose arguments did not parse.
 	Code      string `json:"code,omitempty"`
 	Message   string `json:"message"`
-	Retryable bool      `json:"retryable"`
+	Retryable bool   `json:"retryable"`
 	// PartialSideEffects is false for errors raised before the handler ran
 	// and true when nobody can say (panics, timeouts, unknown failures).
 	PartialSideEffects bool `json:"partialSideEffects"`

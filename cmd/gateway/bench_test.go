@@ -32,12 +32,19 @@ func BenchmarkTextTurnWithToolCall(b *testing.B) {
 	benchTurns(b, brain, "when do you ship?")
 }
 
+// unlimited lifts the per-connection and per-user limits for benchmarks,
+// which take turns as fast as the gateway serves them.
+func unlimited(cfg Config) Config {
+	cfg.MessageRate, cfg.MessageBurst, cfg.TurnsPerMinute = 1e9, 1e9, 0
+	return cfg
+}
+
 type brainFunc func(*fakegemini.Request) fakegemini.Reply
 
 func (f brainFunc) Respond(_ context.Context, r *fakegemini.Request) fakegemini.Reply { return f(r) }
 
 func benchTurns(b *testing.B, brain fakegemini.Brain, question string) {
-	g := startGateway(b, defaultTestConfig(b), brain)
+	g := startGateway(b, unlimited(defaultTestConfig(b)), brain)
 	c := g.dial("", nil)
 	c.start(nil)
 	b.ReportAllocs()
