@@ -42,7 +42,7 @@ func (h textHost) Commit(entries []transport.Entry) {
 }
 
 func (h textHost) Apply(turn int, ins []intents.Intent) {
-	intents.Apply(ins, textTarget{h.c}, func(in intents.Intent, applied bool) {
+	intents.Apply(ins, textTarget(h), func(in intents.Intent, applied bool) {
 		h.c.intentApplied(turn, string(in.Type), applied)
 	})
 }

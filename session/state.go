@@ -182,13 +182,6 @@ func (s *state) blocked() (time.Time, bool) {
 	return s.block.Until, s.now().Before(s.block.Until)
 }
 
-// currentBlock is the user's block as this connection knows it.
-func (s *state) currentBlock() store.Block {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.block
-}
-
 // turnsTaken is how many turns this connection took.
 func (s *state) turnsTaken() int {
 	s.mu.Lock()

@@ -297,7 +297,7 @@ func orSample(dir string) string {
 // budget is a mode's per-turn gate: the policy file's, else the settings'.
 func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Budget {
 	if b, ok := cfg.Policy.Budget(mode); ok {
-		return orchestrator.Budget{MaxRetrieval: b.MaxRetrieval, MaxCalls: b.MaxCalls}
+		return orchestrator.Budget(b)
 	}
 	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
 }
