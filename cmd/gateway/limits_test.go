@@ -383,3 +383,33 @@ func redisClientFor(t *testing.T, cfg Config) redis.UniversalClient {
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
+
+func TestContextBoundAppliesToTheHistoryThatSeedsVoice(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.ContextMaxTokens = 4000
+	text := fakegemini.NewScript()
+	for range 6 {
+		text.Push(textStep("noted"))
+	}
+	g, script := startVoiceGateway(t, cfg, text)
+	c := g.dial("", nil)
+	c.start(nil)
+	for i := range 6 {
+		c.ask(strings.Repeat(string(rune('a'+i)), 4000))
+	}
+	c.send(map[string]any{"type": "voice.start"})
+	if ev := c.next(); ev.typ() != "mode" || ev.str("mode") != "voice" {
+		t.Fatalf("after voice.start: %v", ev)
+	}
+	u := nextUpstream(t, script)
+	waitFor(t, "the seed upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	seed := contentTexts(u.ofKind(fakegemini.EventClientContent)[0])
+	size := 0
+	for _, s := range seed {
+		size += len(s)
+	}
+	lastMsg := "user:" + strings.Repeat("f", 4000)
+	if size > cfg.ContextMaxTokens*4 || len(seed) < 2 || seed[len(seed)-2] != lastMsg || seed[0] == "user:"+strings.Repeat("a", 4000) {
+		t.Fatalf("voice seeded with %d entries (%d characters); want the newest turns within the bound", len(seed), size)
+	}
+}
