@@ -33,8 +33,9 @@ func (c *conn) armExpiry(at time.Time) {
 	clock := c.m.cfg.Clock
 	d := at.Add(c.m.cfg.AuthLeeway).Sub(clock.Now())
 	c.exp.timer = clock.AfterFunc(d, func() {
-		c.refused(limitTokenExpired, time.Now())
-		c.close(protocol.DisconnectTokenExpired)
+		if c.out.close(protocol.DisconnectTokenExpired, false) {
+			c.refused(limitTokenExpired, time.Now())
+		}
 	})
 }
 
@@ -59,10 +60,11 @@ func (c *conn) reauth(token string) bool {
 	}
 	id, err := c.m.Auth.Verify(token)
 	if err != nil || id.User != c.user {
-		c.refused(limitAuth, time.Now())
 		c.send(protocol.NewError(protocol.CodeUnauthenticated,
 			"the token is not valid for this connection; reconnect with a fresh one", false, 0))
-		c.close(protocol.DisconnectUnauthenticated)
+		if c.out.close(protocol.DisconnectUnauthenticated, false) {
+			c.refused(limitAuth, time.Now())
+		}
 		return false
 	}
 	c.armExpiry(id.ExpiresAt)

@@ -59,7 +59,9 @@ type conn struct {
 	// Liveness, for the node's keepalive goroutine.
 	started  atomic.Bool  // session.ready was sent
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
-	pinging  atomic.Bool  // a ping is out
+	pingMu   sync.Mutex
+	pinging  bool // a ping is out
+	noPings  bool // the connection is ending: no more pings
 	pings    sync.WaitGroup
 	// Ownership: the epoch this connection holds the session with (0 until
 	// known), and the newest announced by the store.
@@ -135,6 +137,9 @@ func (c *conn) run(parent context.Context) {
 	c.finalWrite()
 	c.pst.finish()
 	_ = c.ws.CloseNow()
+	c.pingMu.Lock()
+	c.noPings = true
+	c.pingMu.Unlock()
 	c.pings.Wait()
 
 	d := c.out.disconnect()

@@ -27,8 +27,9 @@ func (w watcher) Owner(id string, epoch int64) {
 }
 
 // Check compares every live session with the store: one whose record is
-// gone (Redis restarted empty or was flushed) or whose writes failed is
-// written back whole; one that another connection owns now is closed.
+// gone (Redis restarted empty or was flushed), or stale, or whose writes
+// failed is written back whole; one that another connection owns now is
+// closed.
 func (w watcher) Check() {
 	m := w.m
 	m.mu.Lock()
@@ -50,11 +51,13 @@ func (w watcher) Check() {
 		return // Redis failed again; the next check comes
 	}
 	for i, c := range conns {
-		switch e := epochs[i]; {
-		case e == 0 || c.pst.needsRestore():
-			c.pst.restoreSoon()
-		case e > c.epoch.Load():
+		switch e, own := epochs[i], c.epoch.Load(); {
+		case e > own:
 			c.ownerSeen(e)
+		case e < own || c.pst.needsRestore():
+			// Gone (0), or written back by an older owner that had not heard
+			// of this one yet, or behind after failed writes.
+			c.pst.restoreSoon()
 		}
 	}
 }

@@ -58,25 +58,34 @@ func (m *Manager) keepalive(stop <-chan struct{}, every time.Duration) {
 // keepalive reaps the connection when it has been idle too long, else
 // pings it (unless a ping is still out).
 func (c *conn) keepalive(now time.Time) {
-	if !c.started.Load() {
-		return // the handshake timeout applies
+	if !c.started.Load() || c.closing() {
+		return // before session.start the handshake timeout applies
 	}
 	if idle := c.m.cfg.IdleTimeout; idle > 0 && now.Sub(time.Unix(0, c.lastSeen.Load())) >= idle {
-		c.refused(limitIdle, now)
-		c.close(protocol.DisconnectIdle)
+		if c.out.close(protocol.DisconnectIdle, false) {
+			c.refused(limitIdle, now)
+		}
 		return
 	}
-	if c.m.cfg.PingInterval <= 0 || !c.pinging.CompareAndSwap(false, true) {
+	if c.m.cfg.PingInterval <= 0 {
 		return
 	}
+	c.pingMu.Lock()
+	defer c.pingMu.Unlock()
+	if c.pinging || c.noPings {
+		return
+	}
+	c.pinging = true
 	c.pings.Add(1)
 	go func() {
 		defer c.pings.Done()
-		defer c.pinging.Store(false)
 		// Ends with the pong, or with the connection (its context).
 		if c.ws.Ping(c.ctx) == nil {
 			c.alive(time.Now())
 		}
+		c.pingMu.Lock()
+		c.pinging = false
+		c.pingMu.Unlock()
 	}()
 }
 

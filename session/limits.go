@@ -139,8 +139,9 @@ func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
 	notify, abusive := run.note(now, c.rates.abuseAfter)
 	c.refused(l, now)
 	if abusive {
-		c.refused(limitRateAbuse, now)
-		c.close(protocol.DisconnectRateAbuse)
+		if c.out.close(protocol.DisconnectRateAbuse, false) {
+			c.refused(limitRateAbuse, now)
+		}
 		return
 	}
 	if notify {

@@ -4,15 +4,19 @@
 -- ARGV[4] most bytes kept, ARGV[5] a turn whose user entry to take back
 -- first ('0': none), ARGV[6] n, ARGV[7 .. 6+2n] meta field/value pairs, then
 -- the entries (JSON), oldest first.
--- Returns 1 when written, -1 when the record is gone (Redis lost it: the
--- writer restores the whole session), -2 when another connection owns the
--- session now (a newer epoch): nothing is written.
+-- Returns 1 when written, -1 when the record is gone or was written back
+-- by an older owner (Redis lost it: the writer restores the whole session),
+-- -2 when another connection owns the session now (a newer epoch): nothing
+-- is written.
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch then
   return -1
 end
-if epoch ~= ARGV[1] then
+if tonumber(epoch) > tonumber(ARGV[1]) then
   return -2
+end
+if epoch ~= ARGV[1] then
+  return -1
 end
 local bytes = tonumber(redis.call('HGET', KEYS[1], 'historyBytes') or '0') or 0
 if ARGV[5] ~= '0' then

@@ -80,6 +80,30 @@ func testFencing(t *testing.T, b *backend) {
 	if got, err := s.Epochs(ctx, []string{a.ID, "s-none"}); err != nil || got[0] != newest || got[1] != 0 {
 		t.Fatalf("epochs = %v, %v; want [%d 0]", got, err, newest)
 	}
+
+	// Redis loses the session; the old owner, not told yet, writes it back
+	// first. The owner's next append finds a stale record (ErrSessionGone)
+	// and writes the session back over it; the old owner is then refused.
+	if err := b.client.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if restored, err := s.Restore(ctx, a, textEntries("A's view"), nil); err != nil || !restored {
+		t.Fatalf("restore by the old owner: %v, %v", restored, err)
+	}
+	owner := bRec
+	owner.Epoch = newest
+	if err := s.Append(ctx, owner, textEntries("from the owner")...); !errors.Is(err, ErrSessionGone) {
+		t.Fatalf("append over an older owner's restore: %v, want ErrSessionGone", err)
+	}
+	if _, err := s.Restore(ctx, owner, textEntries("from A", "from B", "from the owner"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Restore(ctx, a, textEntries("A's view"), nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old owner after the owner's restore: %v, want ErrFenced", err)
+	}
+	if _, hist, err := s.Load(ctx, a.ID); err != nil || len(hist) != 3 {
+		t.Fatalf("after both restores: %v, %v", hist, err)
+	}
 }
 
 func testBeginTurn(t *testing.T, b *backend) {

@@ -51,8 +51,9 @@ var ErrResumeRefused = errors.New("resume refused")
 var ErrFenced = errors.New("session owned by a newer connection")
 
 // ErrSessionGone is returned by a write when the session's record is not in
-// Redis any more (Redis restarted empty, was flushed, or the keys expired).
-// Nothing was written; the owner writes the session back whole (Restore).
+// Redis any more (Redis restarted empty, was flushed, or the keys expired),
+// or was written back by an older owner meanwhile. Nothing was written; the
+// owner writes the session back whole (Restore).
 var ErrSessionGone = errors.New("session record missing from the store")
 
 // Store keeps session state. Every call is bounded by the caller's context
