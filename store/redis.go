@@ -281,48 +281,68 @@ func (s *RedisStore) Load(ctx context.Context, id string) (Record, []transport.E
 // in one round trip (a Lua script that first checks rec's epoch).
 func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transport.Entry) error {
 	return s.call(ctx, "append", func(ctx context.Context) error {
-		cmd, err := s.appendCmd(ctx, s.c, rec, 0, entries)
+		sc, err := s.appendCall(rec, 0, entries)
 		if err != nil {
 			return err
 		}
-		return writeResult(rec.ID, "append", cmd)
+		return writeResult(rec.ID, "append", sc.run(ctx, s.c))
 	})
 }
 
-// Undo takes back the user entry of turn (when it is the last entry) and
+// Undo takes back the user entry of turn (when it is the last one) and
 // writes rec's fields, in one round trip.
 func (s *RedisStore) Undo(ctx context.Context, rec Record, turn int) error {
 	return s.call(ctx, "append", func(ctx context.Context) error {
-		cmd, err := s.appendCmd(ctx, s.c, rec, turn, nil)
+		sc, err := s.appendCall(rec, turn, nil)
 		if err != nil {
 			return err
 		}
-		return writeResult(rec.ID, "undo", cmd)
+		return writeResult(rec.ID, "undo", sc.run(ctx, s.c))
 	})
 }
 
-// appendCmd runs (or queues, on a pipeline) the append script.
-func (s *RedisStore) appendCmd(ctx context.Context, c redis.Scripter, rec Record, undo int, entries []transport.Entry) (*redis.Cmd, error) {
+// appendCall is the append script with its keys and arguments.
+func (s *RedisStore) appendCall(rec Record, undo int, entries []transport.Entry) (scriptCall, error) {
 	if !validID(rec.ID) {
-		return nil, fmt.Errorf("session %q: append: invalid id", rec.ID)
+		return scriptCall{}, fmt.Errorf("session %q: append: invalid id", rec.ID)
 	}
 	encoded, err := encodeHistory(entries)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: append: %w", rec.ID, err)
+		return scriptCall{}, fmt.Errorf("session %s: append: %w", rec.ID, err)
 	}
 	fields := turnFields(rec)
 	args := make([]any, 0, 6+len(fields)+len(encoded))
 	args = append(args, rec.Epoch, s.ttl.Milliseconds(), s.historyMax, s.historyBytes, undo, len(fields)/2)
 	args = append(args, fields...)
 	args = append(args, encoded...)
-	keys := []string{metaKey(rec.ID), historyKey(rec.ID)}
-	if _, pipelined := c.(redis.Pipeliner); pipelined {
-		// A pipeline cannot fall back from EVALSHA to EVAL on NOSCRIPT (its
-		// replies come later), and a Redis that restarted has forgotten
-		// every script: send the script itself.
-		return appendScript.Eval(ctx, c, keys, args...), nil
+	return scriptCall{appendScript, []string{metaKey(rec.ID), historyKey(rec.ID)}, args}, nil
+}
+
+// scriptCall is one Lua script call, to run alone or on a pipeline.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// run runs the call alone (EVALSHA, then EVAL if Redis does not know the
+// script).
+func (sc scriptCall) run(ctx context.Context, c redis.Scripter) *redis.Cmd {
+	return sc.script.Run(ctx, c, sc.keys, sc.args...)
+}
+
+// queue adds the call to a pipeline as EVALSHA; settle runs it again after
+// the pipeline if Redis did not know the script (a Redis that restarted
+// forgets them), which a pipeline cannot do by itself.
+func (sc scriptCall) queue(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
+	return sc.script.EvalSha(ctx, p, sc.keys, sc.args...)
+}
+
+func (sc scriptCall) settle(ctx context.Context, c redis.Scripter, cmd *redis.Cmd) *redis.Cmd {
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		return sc.run(ctx, c)
 	}
-	return appendScript.Run(ctx, c, keys, args...), nil
+	return cmd
 }
 
 // writeResult turns an append script's reply into the store's errors.

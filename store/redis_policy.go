@@ -291,20 +291,18 @@ func (s *RedisStore) blockOf(ctx context.Context, user string) (Block, error) {
 func (s *RedisStore) AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error) {
 	var b Block
 	err := s.call(ctx, "append", func(ctx context.Context) error {
+		sc, err := s.appendCall(rec, 0, entries)
+		if err != nil {
+			return err
+		}
 		var blk *redis.StringCmd
 		var app *redis.Cmd
-		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			var err error
-			if app, err = s.appendCmd(ctx, p, rec, 0, entries); err != nil {
-				return err
-			}
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			app = sc.queue(ctx, p)
 			blk = p.Get(ctx, blockKey(rec.UserID))
 			return nil
 		})
-		if app == nil {
-			return err
-		}
-		if err := writeResult(rec.ID, "append", app); err != nil {
+		if err := writeResult(rec.ID, "append", sc.settle(ctx, s.c, app)); err != nil {
 			return err
 		}
 		b = readBlock(blk)

@@ -30,31 +30,29 @@ func turnsKey(key string) string { return "turnstile:user:{" + key + "}:turns" }
 func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry, lim TurnLimit) (TurnStart, error) {
 	var ts TurnStart
 	err := s.call(ctx, "append", func(ctx context.Context) error {
+		app, err := s.appendCall(rec, 0, []transport.Entry{user})
+		if err != nil {
+			return err
+		}
+		count := scriptCall{turnsScript, []string{turnsKey(lim.Key)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}
 		var (
-			app   *redis.Cmd
-			blk   *redis.StringCmd
-			turns *redis.Cmd
+			appCmd, turnsCmd *redis.Cmd
+			blk              *redis.StringCmd
 		)
-		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			var err error
-			if app, err = s.appendCmd(ctx, p, rec, 0, []transport.Entry{user}); err != nil {
-				return err
-			}
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			appCmd = app.queue(ctx, p)
 			blk = p.Get(ctx, blockKey(rec.UserID))
 			if lim.Max > 0 {
-				turns = turnsScript.Eval(ctx, p, []string{turnsKey(lim.Key)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))...)
+				turnsCmd = count.queue(ctx, p)
 			}
 			return nil
 		})
-		if app == nil {
-			return err
-		}
-		if err := writeResult(rec.ID, "append", app); err != nil {
+		if err := writeResult(rec.ID, "append", app.settle(ctx, s.c, appCmd)); err != nil {
 			return err
 		}
 		ts.Block, ts.Allowed = readBlock(blk), true
-		if turns != nil {
-			if ts.Allowed, ts.RetryAfter, err = turnReply(turns); err != nil {
+		if turnsCmd != nil {
+			if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
 				return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
 			}
 		}
