@@ -62,20 +62,18 @@ func entrySize(e transport.Entry) int {
 }
 
 // fitContext keeps the newest history that fits budget estimated tokens
-// (JSON characters / 4, as the session-init estimate counts), always the
-// last user entry and what follows, starting at a user entry. dropped is
-// whether anything was left out.
-func fitContext(h []transport.Entry, budget int) (kept []transport.Entry, dropped bool) {
-	tokens := make([]int, len(h))
+// (JSON characters / 4, as the session-init estimate counts; sizes are the
+// entries' JSON sizes), always the last user entry and what follows,
+// starting at a user entry. dropped is whether anything was left out.
+func fitContext(h []transport.Entry, sizes []int, budget int) (kept []transport.Entry, dropped bool) {
 	total := 0
-	for i, e := range h {
-		tokens[i] = entrySize(e) / 4
-		total += tokens[i]
+	for _, n := range sizes {
+		total += n
 	}
-	if total <= budget {
+	if total/4 <= budget {
 		return h, false
 	}
-	start, _ := historyStart(h, tokens, 0, max(budget, 1))
+	start, _ := historyStart(h, sizes, 0, max(budget, 1)*4)
 	return h[start:], start > 0
 }
 

@@ -177,12 +177,12 @@ func (c *conn) persistBegin(user transport.Entry, lim store.TurnLimit) store.Tur
 // newest that keeps the whole request (system instruction, tool
 // declarations, history) within ContextMaxTokens, the current turn always.
 func (c *conn) contextHistory(m modePrompt) []transport.Entry {
-	h := c.st.historyCopy()
 	max := c.m.cfg.ContextMaxTokens
 	if max <= 0 {
-		return h
+		return c.st.historyCopy()
 	}
-	kept, dropped := fitContext(h, max-m.tokens)
+	h, sizes := c.st.historyAndSizes()
+	kept, dropped := fitContext(h, sizes, max-m.tokens)
 	if dropped {
 		c.refused(limitContext, time.Now())
 	}

@@ -37,16 +37,20 @@ func TestOverRunNotifiesOnceASecondAndFlagsARunPastTheAbuseTime(t *testing.T) {
 func TestFitContextKeepsTheCurrentTurnAndWholeRounds(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	h := []transport.Entry{user(big), modelCall("1"), toolResult("1"), model(big), user(big), model(big), user("now")}
-	kept, dropped := fitContext(h, 2100) // about two big entries
+	sizes := make([]int, len(h))
+	for i, e := range h {
+		sizes[i] = entrySize(e)
+	}
+	kept, dropped := fitContext(h, sizes, 2100) // about two big entries
 	if !dropped || labels(kept)[0] != "user:"+big || len(kept) != 3 {
 		t.Fatalf("kept %d entries starting %q, dropped %v; want the last user entry with the turn before it", len(kept),
 			labels(kept)[0][:8], dropped)
 	}
-	kept, dropped = fitContext(h, 10)
+	kept, dropped = fitContext(h, sizes, 10)
 	if !dropped || len(kept) != 1 || kept[0].Text != "now" {
 		t.Fatalf("a budget below the current turn: kept %q, want it alone", labels(kept))
 	}
-	if kept, dropped := fitContext(h, 1<<20); dropped || len(kept) != len(h) {
+	if kept, dropped := fitContext(h, sizes, 1<<20); dropped || len(kept) != len(h) {
 		t.Fatalf("a large budget dropped entries")
 	}
 }

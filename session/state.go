@@ -57,6 +57,14 @@ func (s *state) historyCopy() []transport.Entry {
 	return append([]transport.Entry(nil), s.history...)
 }
 
+// historyAndSizes returns a copy of the history and its entries' JSON
+// sizes.
+func (s *state) historyAndSizes() ([]transport.Entry, []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]transport.Entry(nil), s.history...), append([]int(nil), s.sizes...)
+}
+
 // load replaces the state with what the store returned.
 func (s *state) load(rec store.Record, hist []transport.Entry) {
 	s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -17,6 +18,15 @@ func (a always) Respond(context.Context, *fakegemini.Request) fakegemini.Reply {
 // Gemini server over loopback HTTP, deltas out, turn.done.
 func BenchmarkTextTurn(b *testing.B) {
 	benchTurns(b, always{fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}, "when do you ship?")
+}
+
+// BenchmarkTextTurnRealRedis is BenchmarkTextTurn against a real
+// redis-server: the store's Lua scripts run there, not in the embedded
+// miniredis (whose Lua interpreter allocates per call, in-process).
+func BenchmarkTextTurnRealRedis(b *testing.B) {
+	cfg := defaultTestConfig(b)
+	cfg.RedisURL = SecretURL("redis://" + redistest.Start(b))
+	benchTurnsWith(b, cfg, always{fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}, "when do you ship?")
 }
 
 // BenchmarkTextTurnWithToolCall adds one model↔tool round: a kb_search over
@@ -44,7 +54,11 @@ type brainFunc func(*fakegemini.Request) fakegemini.Reply
 func (f brainFunc) Respond(_ context.Context, r *fakegemini.Request) fakegemini.Reply { return f(r) }
 
 func benchTurns(b *testing.B, brain fakegemini.Brain, question string) {
-	g := startGateway(b, unlimited(defaultTestConfig(b)), brain)
+	benchTurnsWith(b, defaultTestConfig(b), brain, question)
+}
+
+func benchTurnsWith(b *testing.B, cfg Config, brain fakegemini.Brain, question string) {
+	g := startGateway(b, unlimited(cfg), brain)
 	c := g.dial("", nil)
 	c.start(nil)
 	b.ReportAllocs()
