@@ -37,8 +37,8 @@ var (
 
 	// RedisOps label the session-store metrics (the ops store.RedisStore
 	// reports to its Observe hook).
-	RedisOps = []string{"create", "resume", "append", "sync", "ping", "ledger", "confirm", "block",
-		"lease_acquire", "lease_renew", "lease_release", "lease_count"}
+	RedisOps = []string{"create", "resume", "load", "append", "restore", "turns", "watch", "epochs", "ping", "ledger",
+		"confirm", "block", "lease_acquire", "lease_renew", "lease_release", "lease_count"}
 
 	// Gates label turnstile_gate_refusals_total (orchestrator budgets).
 	Gates = []string{"retrieval", "total"}

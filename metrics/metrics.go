@@ -49,6 +49,10 @@ type Metrics struct {
 	ToolCallsPerTurn    *prometheus.HistogramVec // mode
 	UpstreamEvents      *prometheus.CounterVec   // kind: live|text, event: connect|resume|close|error, code
 
+	// StoreRestorations counts live sessions a node wrote back to a Redis
+	// that had lost them.
+	StoreRestorations prometheus.Counter
+
 	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
 	MCPRestarts *prometheus.CounterVec // server
 
@@ -136,6 +140,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		UpstreamEvents: f.counterVec("turnstile_upstream_events_total",
 			"Upstream model connection events by kind (live, text), event (connect, resume, close, error) and close code (or \"none\").",
 			"kind", "event", "code"),
+
+		StoreRestorations: f.counter("turnstile_store_restorations_total",
+			"Live sessions this node wrote back to Redis whole after Redis lost them (restarted empty, flushed, expired)."),
 
 		MCPServerUp: f.gaugeVec("turnstile_mcp_server_up",
 			"1 while the gateway is connected to the MCP tool server, 0 while it is down or unreachable.", "server"),

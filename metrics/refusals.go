@@ -36,6 +36,11 @@ var refusalReasons = []string{
 	RefusedMaxSessionsPerUser,
 	RefusedUnauthenticated,
 	RefusedOrigin,
+	// The session's limits (session/limits.go, which counts them through
+	// Refusals directly with these labels).
+	"message_rate", "audio_rate", "turns_per_minute", "voice_starts_per_minute", "rate_abuse", "token_expired",
+	"auth_refused", "idle", "invalid_utf8", "context_trimmed", "history_bytes", "resume_history_cut",
+	"history_page_cut",
 }
 
 // refusalOther counts a reason outside the set, keeping the label bounded.

@@ -15,8 +15,10 @@ type ClientMessage struct {
 	Mode    string  // session.start
 	Resume  *Resume // session.start
 	Text    string  // text
-	Token   string  // confirm
+	Token   string  // confirm, auth
 	Approve bool    // confirm
+	Before  int     // history: a turn number (exclusive)
+	Limit   int     // history: 1 to HistoryLimitMax
 }
 
 // Resume asks for an existing session back.
@@ -45,6 +47,8 @@ type wireClient struct {
 	Text    *string `json:"text"`
 	Token   string  `json:"token"`
 	Approve *bool   `json:"approve"`
+	Before  *int    `json:"before"`
+	Limit   *int    `json:"limit"`
 }
 
 // Decode parses one text frame. It never panics; a refused frame yields a
@@ -94,6 +98,22 @@ func Decode(data []byte, lim Limits) (ClientMessage, error) {
 			return m, &DecodeError{CodeBadMessage, "confirm needs a token and approve"}
 		}
 		m.Token, m.Approve = w.Token, *w.Approve
+	case TypeAuth:
+		if !validToken(w.Token) {
+			return m, &DecodeError{CodeBadMessage, "auth needs a token"}
+		}
+		m.Token = w.Token
+	case TypeHistory:
+		if w.Before == nil || *w.Before < 1 {
+			return m, &DecodeError{CodeBadMessage, "history needs before, a turn number of at least 1"}
+		}
+		m.Before, m.Limit = *w.Before, defaultHistoryLimit
+		if w.Limit != nil {
+			if *w.Limit < 1 || *w.Limit > HistoryLimitMax {
+				return m, &DecodeError{CodeBadMessage, fmt.Sprintf("history limit must be 1 to %d", HistoryLimitMax)}
+			}
+			m.Limit = *w.Limit
+		}
 	case TypeTurnCancel, TypePing, TypeAudioEnd, TypeVoiceStart, TypeVoiceStop:
 	default:
 		return ClientMessage{}, &DecodeError{CodeUnknownType, "unknown message type"}
@@ -116,6 +136,20 @@ func validID(s string, max int) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validToken accepts a bounded run of printable ASCII (a JWT is base64url
+// parts joined by dots); what it means is the verifier's business.
+func validToken(s string) bool {
+	if s == "" || len(s) > maxAuthTokenLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
 			return false
 		}
 	}

@@ -19,6 +19,9 @@ func TestDecodeAcceptsValidMessages(t *testing.T) {
 		{`{"type":"turn.cancel"}`, ClientMessage{Type: TypeTurnCancel}},
 		{`{"type":"confirm","token":"abc","approve":false}`, ClientMessage{Type: TypeConfirm, Token: "abc"}},
 		{`  {"type":"ping","extra":1}  `, ClientMessage{Type: TypePing}},
+		{`{"type":"auth","token":"eyJ.abc-_.sig"}`, ClientMessage{Type: TypeAuth, Token: "eyJ.abc-_.sig"}},
+		{`{"type":"history","before":41,"limit":100}`, ClientMessage{Type: TypeHistory, Before: 41, Limit: 100}},
+		{`{"type":"history","before":1}`, ClientMessage{Type: TypeHistory, Before: 1, Limit: 50}},
 	}
 	for _, c := range cases {
 		got, err := Decode([]byte(c.in), Limits{})
@@ -26,7 +29,8 @@ func TestDecodeAcceptsValidMessages(t *testing.T) {
 			t.Errorf("Decode(%s): %v", c.in, err)
 			continue
 		}
-		if got.Type != c.want.Type || got.Mode != c.want.Mode || got.Text != c.want.Text || got.Token != c.want.Token {
+		if got.Type != c.want.Type || got.Mode != c.want.Mode || got.Text != c.want.Text || got.Token != c.want.Token ||
+			got.Before != c.want.Before || got.Limit != c.want.Limit {
 			t.Errorf("Decode(%s) = %+v, want %+v", c.in, got, c.want)
 		}
 	}
@@ -79,6 +83,16 @@ func TestDecodeRefusesBadInputWithCode(t *testing.T) {
 		{`{"type":"session.start","resume":{"sessionId":"../etc","resumeToken":"x"}}`, CodeBadMessage},
 		{`{"type":"session.start","resume":{"sessionId":"s_1"}}`, CodeBadMessage},
 		{`{"type":"confirm","token":"abc"}`, CodeBadMessage},
+		{`{"type":"auth"}`, CodeBadMessage},
+		{`{"type":"auth","token":""}`, CodeBadMessage},
+		{`{"type":"auth","token":"a b"}`, CodeBadMessage},
+		{`{"type":"auth","token":"` + strings.Repeat("a", 8193) + `"}`, CodeBadMessage},
+		{`{"type":"history"}`, CodeBadMessage},
+		{`{"type":"history","before":0,"limit":5}`, CodeBadMessage},
+		{`{"type":"history","before":3,"limit":0}`, CodeBadMessage},
+		{`{"type":"history","before":3,"limit":101}`, CodeBadMessage},
+		{`{"type":"history","before":3.5}`, CodeBadJSON},
+		{`{"type":"history","before":"3"}`, CodeBadJSON},
 	}
 	for _, c := range cases {
 		_, err := Decode([]byte(c.in), Limits{MaxTextChars: 10})
@@ -119,7 +133,8 @@ func TestCloseReasonFitsFrame(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{"type":"session.start","resume":{"sessionId":"a","resumeToken":"b"}}`,
-		`{"type":"text","text":"hi"}`, `{"type":"confirm","token":"t","approve":true}`, `[`, `{"type":null}`} {
+		`{"type":"text","text":"hi"}`, `{"type":"confirm","token":"t","approve":true}`, `[`, `{"type":null}`,
+		`{"type":"auth","token":"a.b.c"}`, `{"type":"history","before":12,"limit":30}`, `{"type":"history","before":-1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -136,6 +151,12 @@ func FuzzDecode(f *testing.F) {
 		}
 		if m.Type == TypeSessionStart && m.Mode != ModeText && m.Mode != ModeVoice {
 			t.Fatalf("accepted mode %q", m.Mode)
+		}
+		if m.Type == TypeHistory && (m.Before < 1 || m.Limit < 1 || m.Limit > HistoryLimitMax) {
+			t.Fatalf("accepted history before=%d limit=%d", m.Before, m.Limit)
+		}
+		if m.Type == TypeAuth && !validToken(m.Token) {
+			t.Fatalf("accepted auth token %q", m.Token)
 		}
 	})
 }

@@ -30,19 +30,25 @@ var (
 	DisconnectBlocked           = Disconnect{CloseBlocked, "blocked", "blocked"}
 	DisconnectResumeRefused     = Disconnect{CloseResumeRefused, "resume refused", "resume_refused"}
 	DisconnectTakenOver         = Disconnect{CloseTakenOver, "session resumed by another connection", "taken_over"}
+	DisconnectUnauthenticated   = Disconnect{CloseUnauthenticated, "unauthenticated", "unauthenticated"}
+	DisconnectTokenExpired      = Disconnect{CloseUnauthenticated, "token expired: reconnect with a fresh token", "token_expired"}
+	DisconnectRateAbuse         = Disconnect{CloseRateAbuse, "rate limits exceeded for too long", "rate_abuse"}
+	DisconnectInvalidUTF8       = Disconnect{CloseInvalidData, "a text frame is not valid UTF-8", "invalid_utf8"}
 
 	// Reconnect and resume.
 	DisconnectDraining         = Disconnect{CloseDraining, "server draining: reconnect and resume", "draining"}
 	DisconnectTooSlow          = Disconnect{CloseTooSlow, "too slow: reconnect and resume", "too_slow"}
 	DisconnectUpstreamLost     = Disconnect{CloseUpstreamLost, "upstream lost: reconnect and resume", "upstream_lost"}
 	DisconnectStoreUnavailable = Disconnect{CloseStoreUnavailable, "state store unavailable", "store_unavailable"}
+	DisconnectIdle             = Disconnect{CloseIdle, "idle: reconnect and resume", "idle"}
 )
 
 // Disconnects lists every Disconnect, for metrics initialised at zero.
 var Disconnects = []Disconnect{
 	DisconnectClientClosed, DisconnectReadFailed, DisconnectWriteFailed, DisconnectMessageTooBig,
 	DisconnectProtocolViolation, DisconnectHandshakeTimeout, DisconnectBlocked, DisconnectResumeRefused,
-	DisconnectTakenOver, DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable,
+	DisconnectTakenOver, DisconnectUnauthenticated, DisconnectTokenExpired, DisconnectRateAbuse, DisconnectInvalidUTF8,
+	DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable, DisconnectIdle,
 }
 
 // TurnEndReasons lists every turn.done reason.

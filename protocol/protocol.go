@@ -17,6 +17,8 @@ const (
 	TypeVoiceStart   = "voice.start"
 	TypeVoiceStop    = "voice.stop"
 	TypeConfirm      = "confirm"
+	TypeAuth         = "auth"
+	TypeHistory      = "history" // also the server's answer
 )
 
 // Server → client message types.
@@ -38,6 +40,8 @@ const (
 	TypeTranscriptIn     = "transcript.input"
 	TypeTranscriptOut    = "transcript.output"
 	TypeAudioInterrupted = "audio.interrupted"
+	TypeAuthOK           = "auth.ok"
+	TypeHistoryPage      = "history" // the answer to the client's history, named as it
 )
 
 // Modes.
@@ -79,22 +83,31 @@ const (
 	CodeUpstreamUnavailable = "upstream_unavailable"
 	CodeUpstreamClosed      = "upstream_closed"
 	CodeUpstreamLost        = "upstream_lost"
+	CodeRateLimited         = "rate_limited"
+	CodeUnauthenticated     = "unauthenticated"
 )
 
-// Close codes: 4000–4099 terminal, 4100–4199 reconnect and resume.
+// Close codes: 4000–4099 terminal, 4100–4199 reconnect and resume; 1007
+// is the WebSocket code for a text frame that is not UTF-8.
 const (
-	CloseUnauthenticated    = 4001
-	CloseProtocolViolation  = 4002
-	CloseBlocked            = 4003
-	CloseResumeRefused      = 4004
-	CloseTakenOver          = 4005
-	ClosePolicy             = 4008
-	CloseDraining           = 4100
-	CloseTooSlow            = 4101
-	CloseUpstreamLost       = 4102
-	CloseStoreUnavailable   = 4103
-	MaxCloseReasonBytes     = 123
-	maxSessionIDLen         = 64
-	maxResumeTokenLen       = 128
+	CloseInvalidData       = 1007
+	CloseUnauthenticated   = 4001
+	CloseProtocolViolation = 4002
+	CloseBlocked           = 4003
+	CloseResumeRefused     = 4004
+	CloseTakenOver         = 4005
+	CloseRateAbuse         = 4008
+	CloseDraining          = 4100
+	CloseTooSlow           = 4101
+	CloseUpstreamLost      = 4102
+	CloseStoreUnavailable  = 4103
+	CloseIdle              = 4104
+	MaxCloseReasonBytes    = 123
+	maxSessionIDLen        = 64
+	maxResumeTokenLen      = 128
+	maxAuthTokenLen        = 8192
+	// HistoryLimitMax is the most entries one history request may ask for.
+	HistoryLimitMax         = 100
+	defaultHistoryLimit     = 50
 	defaultMaxTextCharacter = 8000
 )

@@ -14,6 +14,24 @@ type HistoryItem struct {
 	Text string `json:"text"`
 	Turn int    `json:"turn"`
 	Kind string `json:"kind,omitempty"` // as turn.start's kind
+	// Truncated is true when Text is only the start of an entry too large
+	// to send whole.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// History answers a history request: entries oldest first, More when
+// still older entries exist.
+type History struct {
+	Type    string        `json:"type"`
+	Entries []HistoryItem `json:"entries"`
+	More    bool          `json:"more"`
+}
+
+// AuthOK accepts a fresh token; the connection now lasts until ExpiresAt
+// (RFC 3339; empty when the token does not expire, as in dev mode).
+type AuthOK struct {
+	Type      string `json:"type"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
 }
 
 // SessionReady answers session.start.
@@ -31,6 +49,9 @@ type SessionReady struct {
 	Model           ModelInfo     `json:"model"`
 	Notice          string        `json:"notice,omitempty"`
 	History         []HistoryItem `json:"history,omitempty"`
+	// HistoryTruncated is true when older entries exist than History
+	// holds; the client asks for them with history requests.
+	HistoryTruncated bool `json:"historyTruncated,omitempty"`
 	// PendingConfirmations are confirm.request events still unanswered.
 	PendingConfirmations []ConfirmRequest `json:"pendingConfirmations,omitempty"`
 	// Tools are the tools declared to the model in the session's current

@@ -155,7 +155,7 @@ func (a *Authenticator) Ready() error {
 // contain the token.
 func (a *Authenticator) Authenticate(r *http.Request) (session.Identity, error) {
 	if a.DevMode() {
-		return session.Identity{User: AnonymousUser}, nil
+		return session.Identity{User: AnonymousUser, Anonymous: true}, nil
 	}
 	raw, err := tokenFrom(r)
 	if err != nil {
@@ -169,7 +169,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (session.Identity, error) 
 // one) is AnonymousUser without an expiry. Errors wrap ErrBadToken and never contain the token.
 func (a *Authenticator) Verify(token string) (session.Identity, error) {
 	if a.DevMode() {
-		return session.Identity{User: AnonymousUser}, nil
+		return session.Identity{User: AnonymousUser, Anonymous: true}, nil
 	}
 	switch {
 	case token == "":

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,6 +28,9 @@ type activity struct {
 	starting   bool     // a voice upstream is being opened
 	toVoice    string   // switch to voice when the text turn ends (the reason)
 	notes      []string // confirmation outcomes waiting for the text turn to end
+	// turnsUntil: the user's turns per minute are used up until then (as
+	// the store said); typed input is refused here without asking again.
+	turnsUntil time.Time
 	wg         sync.WaitGroup
 }
 
@@ -39,10 +44,66 @@ func (a *activity) text(text string) {
 		return
 	}
 	if v := a.voiceSide(); v != nil {
-		v.Text(text)
+		if a.allowVoiceText() {
+			v.Text(text)
+		}
 		return
 	}
 	a.startTextTurn(text, "")
+}
+
+// turnLimit is what a typed turn counts against: the user's turns per
+// minute (in dev mode, this connection's).
+func (a *activity) turnLimit() store.TurnLimit {
+	return store.TurnLimit{Key: a.c.limitKey, Max: a.c.m.cfg.TurnsPerMinute, Window: time.Minute}
+}
+
+// turnsUsedUp refuses a typed turn while the store said the user's turns
+// per minute are used up; it tells the browser.
+func (a *activity) turnsUsedUp(now time.Time) bool {
+	a.mu.Lock()
+	until := a.turnsUntil
+	a.mu.Unlock()
+	if now.Before(until) {
+		a.refuseTurn(until.Sub(now))
+		return true
+	}
+	return false
+}
+
+// refuseTurn tells the browser that its turn was refused for the turn
+// limit, and for how long.
+func (a *activity) refuseTurn(wait time.Duration) {
+	a.c.refused(limitTurns, time.Now())
+	secs := int(wait.Round(time.Second) / time.Second)
+	a.c.send(protocol.NewError(protocol.CodeRateLimited,
+		fmt.Sprintf("too many messages in the last minute; try again in %d s", max(secs, 1)), true, 0))
+}
+
+// allowVoiceText counts a text typed in voice against the turn limit (one
+// round trip; a store that does not answer lets it through).
+func (a *activity) allowVoiceText() bool {
+	c := a.c
+	lim := a.turnLimit()
+	if lim.Max <= 0 {
+		return true
+	}
+	now := time.Now()
+	if a.turnsUsedUp(now) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	rec := c.st.record()
+	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(now.UnixNano(), 36))
+	if err != nil || allowed {
+		return true
+	}
+	a.mu.Lock()
+	a.turnsUntil = now.Add(wait)
+	a.mu.Unlock()
+	a.refuseTurn(wait)
+	return false
 }
 
 // startTextTurn accepts a user input: it is in the history (and, unless
@@ -69,18 +130,38 @@ func (a *activity) startTextTurn(text, kind string) {
 			"a turn is running; wait for turn.done or send turn.cancel", true, 0))
 		return
 	}
+	typed := kind == ""
+	if typed && a.c.m.cfg.TurnsPerMinute > 0 && time.Now().Before(a.turnsUntil) {
+		wait := time.Until(a.turnsUntil)
+		a.mu.Unlock()
+		a.refuseTurn(wait)
+		return
+	}
+	lim := a.turnLimit()
+	if !typed {
+		lim.Max = 0 // the gateway's own turns (a confirmation's outcome) do not count
+	}
 	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
 	turn, note := c.st.beginTurn(&user, true)
-	if b := c.persistBegin(user); c.m.cfg.Now().Before(b.Until) {
-		// Blocked on another node since this connection last looked: the
-		// refused input must not stay in the history (rare, so the undo
-		// rewrites the session rather than costing every turn a round trip).
+	ts := c.persistBegin(user, lim)
+	blocked := c.m.cfg.Now().Before(ts.Block.Until)
+	if blocked || !ts.Allowed || c.closing() {
+		// Refused after all (blocked on another node since this connection
+		// last looked, the user's turns per minute used up, or the session
+		// taken over): the input must not stay in the history.
 		c.st.undoTurn(note)
-		c.pst.markDirty()
-		c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return nil })
+		c.pst.undo(turn)
+		if !ts.Allowed {
+			a.turnsUntil = time.Now().Add(ts.RetryAfter)
+		}
 		a.mu.Unlock()
-		c.setBlocked(b)
-		c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+b.Until.Format(time.RFC3339), false, 0))
+		switch {
+		case blocked:
+			c.setBlocked(ts.Block)
+			c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+ts.Block.Until.Format(time.RFC3339), false, 0))
+		case !ts.Allowed:
+			a.refuseTurn(ts.RetryAfter)
+		}
 		return
 	}
 	defer a.mu.Unlock()
@@ -131,7 +212,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	}
 	switch {
 	case toVoice != "":
-		a.startVoice(toVoice, "")
+		a.startVoice(toVoice, "") // counted when it was asked for
 	case next != "":
 		a.startTextTurn(next, "confirmation")
 	}
@@ -171,6 +252,24 @@ func (a *activity) voiceSide() *voice.Session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.voice
+}
+
+// requestVoice is a move into voice the browser or the model asked for
+// (voice.start, session.start in voice, start_voice_session): counted
+// against the session's voice starts per minute, then startVoice. It
+// reports whether the move goes ahead.
+func (a *activity) requestVoice(reason string) bool {
+	a.mu.Lock()
+	already := a.voice != nil || a.starting || a.toVoice != ""
+	a.mu.Unlock()
+	if already {
+		return true
+	}
+	if a.c.m.Live != nil && !a.c.allowVoiceStart() {
+		return false
+	}
+	a.startVoice(reason, "")
+	return true
 }
 
 // startVoice opens the upstream and moves the session to voice; during a

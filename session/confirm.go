@@ -18,6 +18,9 @@ func (c *conn) answerConfirm(token string, approve bool) {
 	defer cancel()
 	sid := c.st.record().ID
 	conf, err := c.m.Store.Resolve(ctx, sid, c.user, token, approve, c.m.Orchestrator.Config().ConfirmTTL)
+	if err == nil || errors.Is(err, orchestrator.ErrConfirmUnknown) || errors.Is(err, orchestrator.ErrConfirmExpired) {
+		c.st.dropConfirmation(token) // answered, or never to be answered
+	}
 	switch {
 	case errors.Is(err, orchestrator.ErrConfirmUnknown):
 		c.m.Metrics.Confirmations.WithLabelValues("invalid").Inc()
@@ -60,6 +63,7 @@ func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
 	}
 	out := make([]protocol.ConfirmRequest, 0, len(pending))
 	for _, p := range pending {
+		c.st.addConfirmation(p)
 		out = append(out, confirmRequest(p))
 	}
 	return out

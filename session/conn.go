@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +17,7 @@ import (
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/throttle"
 	"github.com/turnstile-gw/turnstile/store"
 )
 
@@ -27,8 +31,12 @@ type conn struct {
 	raw  net.Conn // under ws; nil when unknown
 	q    *queue
 	user string
-	log  *slog.Logger
-	// expires is when the connection's token expires (zero: never).
+	// limitKey is whose per-user limits the connection counts against:
+	// the user, or in dev mode a key of its own.
+	limitKey string
+	log      *slog.Logger
+	// expires is when the token that admitted the connection expires
+	// (zero: never); the expiry timer starts from it.
 	expires time.Time
 
 	ctx    context.Context
@@ -44,16 +52,40 @@ type conn struct {
 
 	audioIn prometheus.Counter    // browser audio frames, resolved once
 	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready
+
+	rates   rates                   // the reader's limiters
+	logs    [numLimits]throttle.Log // one log line a minute per limit
+	slowLog throttle.Log            // "browser too slow"
+	authMu  sync.Mutex
+	exp     expiry
+	// Liveness, for the node's keepalive goroutine.
+	started  atomic.Bool  // session.ready was sent
+	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
+	pingMu   sync.Mutex
+	pinging  bool // a ping is out
+	noPings  bool // the connection is ending: no more pings
+	pings    sync.WaitGroup
+	// Ownership: the epoch this connection holds the session with (0 until
+	// known), and the newest announced by the store.
+	epoch, seen atomic.Int64
 }
 
-func newConn(m *Manager, ws *websocket.Conn, user string) *conn {
+func newConn(m *Manager, ws *websocket.Conn, id Identity) *conn {
 	c := &conn{
-		m: m, ws: ws, user: user, q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
+		m: m, ws: ws, user: id.User, limitKey: id.User, expires: id.ExpiresAt,
+		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done:    make(chan struct{}),
-		st:      &state{historyMax: m.cfg.HistoryMax, now: m.cfg.Now},
+		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Now},
 		loops:   loopdetect.New(m.Orchestrator.Config().LoopTurns),
 		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
+		rates:   newRates(m.cfg),
 	}
+	if id.Anonymous {
+		// Dev mode: every connection is "the" anonymous user; each counts
+		// as a user of its own for the per-user limits.
+		c.limitKey = id.User + ":" + newSessionID()
+	}
+	c.st.trimmed = func(int) { c.refused(limitHistoryBytes, time.Now()) }
 	c.out.closing = make(chan struct{})
 	c.act.c = c
 	return c
@@ -68,8 +100,14 @@ func (c *conn) run(parent context.Context) {
 	defer close(c.done)
 	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
-	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx}
+	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx,
+		fenced: c.fence, restored: func() {
+			c.m.Metrics.StoreRestorations.Inc()
+			c.log.Info("session written back to a store that had lost it")
+		}}
 	c.ws.SetReadLimit(c.m.cfg.MaxMessageBytes)
+	c.armExpiry(c.expires)
+	defer c.stopExpiry()
 	// Reads and writes run without a context of their own (a context per
 	// frame costs an allocation per audio frame); ending the connection
 	// drops the socket, which ends a read, a write or a close handshake in
@@ -99,8 +137,12 @@ func (c *conn) run(parent context.Context) {
 	c.act.stop()
 	<-writerDone
 	c.finalWrite()
-	c.pst.wait()
+	c.pst.finish()
 	_ = c.ws.CloseNow()
+	c.pingMu.Lock()
+	c.noPings = true
+	c.pingMu.Unlock()
+	c.pings.Wait()
 
 	d := c.out.disconnect()
 	mode, turns := c.st.mode(), c.st.turnsTaken()
@@ -143,15 +185,31 @@ func (c *conn) readLoop() {
 			return
 		}
 		buf = data[:0]
+		now := time.Now()
+		c.alive(now)
 		if typ == websocket.MessageBinary {
 			c.audioIn.Inc()
-			c.micAudio(data)
+			c.micAudio(now, data)
+			continue
+		}
+		if !utf8.Valid(data) {
+			c.invalidUTF8()
+			return
+		}
+		if !c.allowMessage(now) {
 			continue
 		}
 		if !c.handle(data) {
 			return
 		}
 	}
+}
+
+// invalidUTF8 closes the connection 1007: a text frame must be UTF-8.
+func (c *conn) invalidUTF8() {
+	c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+	c.refused(limitInvalidUTF8, time.Now())
+	c.close(protocol.DisconnectInvalidUTF8)
 }
 
 // readFrame reads one message into buf (grown when needed) without a
@@ -196,7 +254,7 @@ func (c *conn) handle(data []byte) bool {
 	case protocol.TypeText:
 		c.act.text(msg.Text)
 	case protocol.TypeVoiceStart:
-		c.act.startVoice("client", "")
+		c.act.requestVoice("client")
 	case protocol.TypeVoiceStop:
 		c.act.endVoice("client")
 	case protocol.TypeAudioEnd:
@@ -209,6 +267,10 @@ func (c *conn) handle(data []byte) bool {
 		c.act.cancelTurn()
 	case protocol.TypePing:
 		c.send(protocol.Pong{Type: protocol.TypePong})
+	case protocol.TypeAuth:
+		return c.reauth(msg.Token)
+	case protocol.TypeHistory:
+		c.historyPage(msg.Before, msg.Limit)
 	default:
 		c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
 	}
@@ -227,8 +289,16 @@ func readReason(err error) protocol.Disconnect {
 }
 
 // micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm
-// is the reader's buffer and is not kept.
-func (c *conn) micAudio(pcm []byte) {
+// is the reader's buffer and is not kept. Audio is paced (MicPace) before
+// anything else, in text mode too.
+func (c *conn) micAudio(now time.Time, pcm []byte) {
+	if c.rates.mic != nil && len(pcm) > micBytesPerSecond {
+		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must be at most 1 s (32000 bytes)", false, 0))
+		return
+	}
+	if !c.allowMic(now, len(pcm)) {
+		return
+	}
 	v := c.act.voiceSide()
 	switch {
 	case v == nil:

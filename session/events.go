@@ -28,6 +28,7 @@ func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome)
 }
 
 func (e turnEvents) ConfirmRequested(conf orchestrator.Confirmation) {
+	e.c.st.addConfirmation(conf) // so that a node can write it back if Redis loses it
 	e.c.send(confirmRequest(conf))
 }
 

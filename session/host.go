@@ -33,7 +33,7 @@ type textHost struct{ c *conn }
 var _ textturn.Host = textHost{}
 
 func (h textHost) Send(ev any)                             { h.c.send(ev) }
-func (h textHost) History() []transport.Entry              { return h.c.st.historyCopy() }
+func (h textHost) History() []transport.Entry              { return h.c.contextHistory(h.c.ts.text) }
 func (h textHost) ToolEvents(turn int) orchestrator.Events { return turnEvents{c: h.c, turn: turn} }
 
 func (h textHost) Commit(entries []transport.Entry) {
@@ -67,8 +67,7 @@ func (t textTarget) StartVoiceSession() bool {
 			"voice is not available on this gateway; the conversation stays in text", false, 0))
 		return false
 	}
-	t.c.act.startVoice("start_voice_session", "")
-	return true
+	return t.c.act.requestVoice("start_voice_session")
 }
 
 // The voice-only intents: a text turn has no audio or transcript.
@@ -86,7 +85,7 @@ func (h voiceHost) SendAudio(pcm []byte) bool                { return h.c.sendAu
 func (h voiceHost) DropAudio()                               { h.c.q.dropAudio() }
 func (h voiceHost) AudioQueued() int                         { return h.c.q.audioBytes() }
 func (h voiceHost) ToolEvents(turn int) orchestrator.Events  { return turnEvents{c: h.c, turn: turn} }
-func (h voiceHost) History() []transport.Entry               { return h.c.st.historyCopy() }
+func (h voiceHost) History() []transport.Entry               { return h.c.contextHistory(h.c.ts.voice) }
 func (h voiceHost) TakePending() string                      { return h.c.st.takePending() }
 func (h voiceHost) Ended(reason string)                      { h.c.act.voiceEnded(reason) }
 func (h voiceHost) BlockUser(d time.Duration, reason string) { h.c.block(d, reason) }
@@ -158,16 +157,36 @@ func (c *conn) setMode(mode, reason string) {
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
 }
 
-// persistBegin writes a turn's user entry and reads the user's block in one
-// round trip. When Redis is unreachable the session goes on from memory,
-// and the next write rewrites everything.
-func (c *conn) persistBegin(user transport.Entry) store.Block {
-	var b store.Block
-	c.pst.write(func(ctx context.Context, rec store.Record) (err error) {
-		b, err = c.m.Store.AppendWithBlock(ctx, rec, user)
+// persistBegin writes a turn's user entry, reads the user's block and
+// counts the turn against lim in one round trip. When Redis is unreachable
+// the session goes on from memory (the turn is allowed), and the next
+// write rewrites everything.
+func (c *conn) persistBegin(user transport.Entry, lim store.TurnLimit) store.TurnStart {
+	ts := store.TurnStart{Allowed: true}
+	c.pst.write(func(ctx context.Context, rec store.Record) error {
+		got, err := c.m.Store.BeginTurn(ctx, rec, user, lim)
+		if err == nil {
+			ts = got
+		}
 		return err
 	})
-	return b
+	return ts
+}
+
+// contextHistory is the history a model request of mode m carries: the
+// newest that keeps the whole request (system instruction, tool
+// declarations, history) within ContextMaxTokens, the current turn always.
+func (c *conn) contextHistory(m modePrompt) []transport.Entry {
+	max := c.m.cfg.ContextMaxTokens
+	if max <= 0 {
+		return c.st.historyCopy()
+	}
+	h, sizes := c.st.historyAndSizes()
+	kept, dropped := fitContext(h, sizes, max-m.tokens)
+	if dropped {
+		c.refused(limitContext, time.Now())
+	}
+	return kept
 }
 
 // block applies BLOCK_USER: the user's input is refused on every session

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -59,9 +60,71 @@ type Config struct {
 	// replaces on this node to end, so that it reads that connection's
 	// last writes; default 2 s.
 	TakeoverWait time.Duration
-	// Now is the clock blocks are judged by; default time.Now.
+	// Now is the clock blocks are judged by; default Clock's Now.
 	Now func() time.Time
+
+	// The edge limits. For each, zero means no limit (the gateway's
+	// configuration supplies the defaults).
+	//
+	// MessageRate and MessageBurst bound the text frames of one connection
+	// (session.start aside): excess is dropped and answered rate_limited.
+	MessageRate  float64 // frames per second
+	MessageBurst int
+	// MicPace bounds microphone audio to this many times real time (16 kHz
+	// PCM16, with a one-second burst); excess is dropped and answered
+	// rate_limited.
+	MicPace float64
+	// RateAbuseAfter: a connection over its message or audio rate this
+	// long without a break closes 4008; default 10 s.
+	RateAbuseAfter time.Duration
+	// TurnsPerMinute bounds the turns a user types, across nodes (in dev
+	// mode, per connection).
+	TurnsPerMinute int
+	// VoiceStartsPerMinute bounds the moves into voice of one session
+	// (voice.start, start_voice_session, session.start in voice; resumes
+	// do not count).
+	VoiceStartsPerMinute int
+	// ContextMaxTokens bounds the estimated size (chars/4) of a model
+	// request: system instruction, tool declarations and history. The
+	// oldest history goes first; the current turn always stays.
+	ContextMaxTokens int
+	// HistoryMaxBytes bounds a session's history (its JSON), in memory and
+	// in the store, on top of HistoryMax entries.
+	HistoryMaxBytes int
+	// ResumeHistoryMax bounds the entries session.ready carries (older
+	// ones are paged with history requests). Whatever it is, session.ready
+	// and history answers are cut to fit the send queue.
+	ResumeHistoryMax int
+	// AuthLeeway is how long past its token's expiry a connection lasts
+	// without an auth refresh before it is closed 4001.
+	AuthLeeway time.Duration
+	// PingInterval: WebSocket pings go to every started connection this
+	// often. IdleTimeout: a started connection that sent nothing and
+	// answered no ping for this long is closed 4104 (checked every
+	// PingInterval, or IdleTimeout/4 without pings).
+	PingInterval time.Duration
+	IdleTimeout  time.Duration
+	// Clock runs the token expiry timers; default the system clock.
+	Clock Clock
+	// Node names this node in the store (its liveness marker); default
+	// a random name.
+	Node string
 }
+
+// Clock is the time that token expiries go by; tests inject one.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a running AfterFunc.
+type Timer interface{ Stop() bool }
+
+// systemClock is Clock on the time package.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                            { return time.Now() }
+func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 func (c *Config) defaults() {
 	def := func(v *int, d int) {
@@ -84,8 +147,14 @@ func (c *Config) defaults() {
 	if c.TextProvider == "" {
 		c.TextProvider = "gemini"
 	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = c.Clock.Now
+	}
+	if c.Node == "" {
+		c.Node = "n_" + newSessionID()[2:]
 	}
 	defDur(&c.WriteTimeout, 5*time.Second)
 	defDur(&c.ModelTimeout, 60*time.Second)
@@ -93,6 +162,7 @@ func (c *Config) defaults() {
 	defDur(&c.HandshakeTimeout, 10*time.Second)
 	defDur(&c.LiveConnectTimeout, 10*time.Second)
 	defDur(&c.TakeoverWait, 2*time.Second)
+	defDur(&c.RateAbuseAfter, 10*time.Second)
 }
 
 // Deps are the parts a session talks to.
@@ -104,9 +174,18 @@ type Deps struct {
 	// Tools gives the current tool registry; a session pins the one that
 	// is current when it starts (*tools.Catalog is one, tools.Fixed
 	// another).
-	Tools   ToolSource
+	Tools ToolSource
+	// Auth verifies the fresh tokens of auth messages; nil in dev mode
+	// (the connection does not expire, auth is answered as it is).
+	Auth    TokenVerifier
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
+}
+
+// TokenVerifier checks an access token and says whom it names and until
+// when (the edge's authenticator is one).
+type TokenVerifier interface {
+	Verify(token string) (Identity, error)
 }
 
 // Manager runs sessions and knows which are live on this node, so that a
@@ -118,11 +197,15 @@ type Manager struct {
 
 	offlineNote string
 
+	refusals [numLimits]prometheus.Counter
+
 	mu       sync.Mutex
 	toolsets map[string]*toolset // by registry version, the newest few
 	live     map[string]*conn    // by session id
 	all      map[*conn]struct{}
+	starting map[string]chan struct{} // session ids being resumed on this node
 	draining bool
+	pinger   chan struct{} // closed to stop the keepalive goroutine; nil when none runs
 	wg       sync.WaitGroup
 }
 
@@ -135,7 +218,10 @@ type ToolSource interface {
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
-		toolsets: map[string]*toolset{}}
+		toolsets: map[string]*toolset{}, starting: map[string]chan struct{}{}}
+	for l := range numLimits {
+		m.refusals[l] = d.Metrics.Refusals.WithLabelValues(l.String())
+	}
 	m.currentToolset()
 	d.Metrics.Summary.SetLoopState(m.loopState)
 	if cfg.Offline {
@@ -162,6 +248,10 @@ type Identity struct {
 	// ExpiresAt is when the token that admitted the connection expires;
 	// zero when it does not (dev mode).
 	ExpiresAt time.Time
+	// Anonymous is true in dev mode: every connection is the same
+	// anonymous user, and counts as a user of its own for the per-user
+	// limits.
+	Anonymous bool
 }
 
 // Serve runs one accepted WebSocket until it ends. raw is the network
@@ -176,9 +266,10 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 		_ = ws.Close(websocket.StatusCode(protocol.DisconnectDraining.Code), protocol.DisconnectDraining.Reason)
 		return
 	}
-	c := newConn(m, ws, id.User)
-	c.raw, c.expires = raw, id.ExpiresAt
+	c := newConn(m, ws, id)
+	c.raw = raw
 	m.all[c] = struct{}{}
+	m.startKeepaliveLocked()
 	m.wg.Add(1)
 	m.mu.Unlock()
 	defer m.wg.Done()
@@ -188,9 +279,21 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 		if id := c.st.record().ID; m.live[id] == c {
 			delete(m.live, id)
 		}
+		if len(m.all) == 0 && m.pinger != nil {
+			close(m.pinger)
+			m.pinger = nil
+		}
 		m.mu.Unlock()
 	}()
 	c.run(ctx)
+}
+
+// Watch follows the store for this node until ctx ends: a resume on any
+// node closes the connection that held the session here (4005), and when
+// Redis answers again, or has lost its data, every live session is checked
+// and written back whole where needed. Run it once per node.
+func (m *Manager) Watch(ctx context.Context) error {
+	return m.Store.Watch(ctx, m.cfg.Node, watcher{m})
 }
 
 // isDraining reports whether the node is draining.
@@ -198,6 +301,40 @@ func (m *Manager) isDraining() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.draining
+}
+
+// lockSession keeps other resumes of the session on this node waiting
+// until unlock, so that they take the session over one after the other; ok
+// is false when ctx ended first.
+func (m *Manager) lockSession(ctx context.Context, id string) (unlock func(), ok bool) {
+	for {
+		m.mu.Lock()
+		busy, waiting := m.starting[id]
+		if !waiting {
+			ch := make(chan struct{})
+			m.starting[id] = ch
+			m.mu.Unlock()
+			return func() {
+				m.mu.Lock()
+				delete(m.starting, id)
+				m.mu.Unlock()
+				close(ch)
+			}, true
+		}
+		m.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// holder is the live connection of a session on this node, or nil.
+func (m *Manager) holder(id string) *conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[id]
 }
 
 // claim makes c the live connection of its session. An older connection of

@@ -34,9 +34,33 @@ func (c *conn) sendAudio(pcm []byte) bool {
 }
 
 func (c *conn) tooSlow() {
-	if c.out.closeNow(protocol.DisconnectTooSlow) {
-		c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes)
+	if !c.out.closeNow(protocol.DisconnectTooSlow) {
+		return
 	}
+	if n, ok := c.slowLog.Note(time.Now(), 1); ok {
+		c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes,
+			"count", n)
+	}
+}
+
+// reply queues an answer the browser asked for, built by build to fit
+// budget bytes: first a share of the queue's free space, then less while
+// other events take the space meanwhile. Such an answer never overflows the
+// queue itself (4101 is left to a browser that does not read).
+func (c *conn) reply(build func(budget int) any) {
+	budget := min(c.m.cfg.SendQueueBytes/4, c.q.free())
+	for range 4 {
+		b, err := protocol.Encode(build(budget))
+		if err != nil {
+			c.log.Error("cannot encode event", "err", err)
+			return
+		}
+		if c.q.push(b) {
+			return
+		}
+		budget = min(budget, c.q.free()) / 2
+	}
+	c.send(build(0))
 }
 
 // close asks the writer to flush what is queued and close with d. The

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,19 +23,28 @@ type writeOp func(ctx context.Context, rec store.Record) error
 // persister runs a connection's store writes one at a time, in order, on a
 // goroutine that exists only while there is something to write, so that a
 // slow Redis never holds up the browser or the voice pump. When a write
-// fails, the session goes on from memory and the next write rewrites the
-// record and the whole history.
+// fails, the session goes on from memory and the next write restores the
+// whole session (record, token digest, history, pending confirmations);
+// a write that finds the record gone does so at once. A write refused
+// because another connection owns the session now (a newer epoch) is not a
+// failure: it ends this connection (fenced), and nothing more is written.
 type persister struct {
 	st      *state
 	store   store.Store
 	timeout time.Duration
 	log     *slog.Logger
 	ctx     context.Context // the connection's; writes outlive its end
+	// fenced is told once when a write is refused for a newer owner;
+	// restored each time a restore wrote back a session Redis had lost.
+	fenced   func()
+	restored func()
 
-	mu      sync.Mutex
-	jobs    []func()
-	running bool
-	dirty   bool // a write failed or was dropped: rewrite everything next
+	mu       sync.Mutex
+	jobs     []func()
+	running  bool
+	isFenced bool
+	closed   bool // the connection has ended: nothing more is queued
+	dirty    bool // a write failed or was dropped: rewrite everything next
 	// handleQueued: a handle write is queued (see saveHandle).
 	handleQueued bool
 	wg           sync.WaitGroup
@@ -55,6 +65,13 @@ func (p *persister) writeAsync(op writeOp) {
 
 func (p *persister) enqueue(job func(), must bool) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		if must {
+			job() // a waiting caller must not hang; the job sees the fence or writes late
+		}
+		return
+	}
 	if !must && len(p.jobs) >= maxQueuedWrites {
 		p.dirty = true
 		p.mu.Unlock()
@@ -86,31 +103,69 @@ func (p *persister) drain() {
 	}
 }
 
-// wait returns when every queued write has run.
-func (p *persister) wait() { p.wg.Wait() }
+// finish lets every queued write run and takes no more: the connection
+// has ended.
+func (p *persister) finish() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+}
 
 func (p *persister) do(op writeOp) {
 	p.mu.Lock()
-	dirty := p.dirty
+	dirty, fenced := p.dirty, p.isFenced
 	p.mu.Unlock()
+	if fenced {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), p.timeout)
 	defer cancel()
 	var err error
 	if dirty {
-		rec, hist := p.st.snapshot()
-		err = p.store.Sync(ctx, rec, hist)
-	} else {
-		err = op(ctx, p.st.record())
+		err = p.restore(ctx)
+	} else if err = op(ctx, p.st.record()); errors.Is(err, store.ErrSessionGone) {
+		dirty = true
+		err = p.restore(ctx)
 	}
+	fenced = errors.Is(err, store.ErrFenced)
 	p.mu.Lock()
-	p.dirty = err != nil
+	p.dirty = err != nil && !fenced
+	p.isFenced = fenced
 	p.mu.Unlock()
 	switch {
+	case fenced:
+		p.fenced()
 	case err != nil:
 		p.log.Warn("session store write failed; going on from memory and catching up later", "err", err)
 	case dirty:
-		p.log.Info("session store caught up after failed writes")
+		p.log.Info("session store caught up: the whole session was written back")
 	}
+}
+
+// restore writes the whole session back.
+func (p *persister) restore(ctx context.Context) error {
+	rec, hist, pending := p.st.snapshot()
+	restored, err := p.store.Restore(ctx, rec, hist, pending)
+	if restored {
+		p.restored()
+	}
+	return err
+}
+
+// restoreSoon queues a restore of the whole session (Redis lost it, or
+// writes failed while it was away).
+func (p *persister) restoreSoon() {
+	p.markDirty()
+	p.writeAsync(func(context.Context, store.Record) error { return nil })
+}
+
+// needsRestore reports whether a write failed since the last one that
+// landed.
+func (p *persister) needsRestore() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dirty
 }
 
 // markDirty makes the next write a full rewrite.
@@ -124,6 +179,12 @@ func (p *persister) markDirty() {
 // waits for it.
 func (p *persister) appendEntries(entries ...transport.Entry) {
 	p.write(func(ctx context.Context, rec store.Record) error { return p.store.Append(ctx, rec, entries...) })
+}
+
+// undo takes back the user entry of a refused turn (and writes the
+// record, whose turn is the one before), without waiting.
+func (p *persister) undo(turn int) {
+	p.writeAsync(func(ctx context.Context, rec store.Record) error { return p.store.Undo(ctx, rec, turn) })
 }
 
 // saveHandle stores the record (its newest resumption handle) without

@@ -131,6 +131,13 @@ func (q *queue) dropAudio() {
 	q.frames = kept
 }
 
+// free is how many bytes may still be queued.
+func (q *queue) free() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.max - q.bytes
+}
+
 // audioBytes is how many bytes of audio have not been written yet.
 func (q *queue) audioBytes() int {
 	q.mu.Lock()

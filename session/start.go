@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -18,6 +20,10 @@ func (c *conn) handshake() bool {
 	typ, data, err := c.readFrame(nil)
 	if err != nil {
 		c.out.setReason(readReason(err))
+		return false
+	}
+	if typ == websocket.MessageText && !utf8.Valid(data) {
+		c.invalidUTF8()
 		return false
 	}
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
@@ -45,14 +51,18 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		Model:           protocol.ModelInfo{Name: c.m.cfg.ModelName, Offline: c.m.cfg.Offline},
 		Notice:          c.m.offlineNote,
 	}
+	var rec store.Record
 	if msg.Resume != nil {
-		rec, hist, err := c.resume(msg.Resume)
-		if err == nil && c.m.claim(rec.ID, c) {
-			// Another connection held the session on this node; now that it
-			// has ended, read what it wrote last.
-			rec, hist, err = c.resume(msg.Resume)
-		}
-		if errors.Is(err, store.ErrResumeRefused) {
+		var hist []transport.Entry
+		var err error
+		rec, hist, err = c.resume(msg.Resume)
+		switch {
+		case c.ctx.Err() != nil || c.closing():
+			// Another resume of the session took over while this one
+			// started (4005), or the connection went away: not a store
+			// failure.
+			return false
+		case errors.Is(err, store.ErrResumeRefused):
 			c.m.Metrics.ResumeRefused.Inc()
 			c.m.Metrics.RefuseSession("resume_refused")
 			c.log.Info("resume refused", "session", msg.Resume.SessionID)
@@ -60,8 +70,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 				"this session cannot be resumed; start a new one", false, 0))
 			c.close(protocol.DisconnectResumeRefused)
 			return false
-		}
-		if err != nil {
+		case err != nil:
 			return c.storeDown(err)
 		}
 		wantVoice, handle = rec.Mode == protocol.ModeVoice, rec.ResumeHandle
@@ -75,15 +84,19 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		}
 		c.st.load(rec, hist)
 		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
-		ready.Turn, ready.History = rec.Turn, historyItems(c.st.historyCopy())
+		ready.Turn = rec.Turn
 		ready.PendingConfirmations = c.pendingConfirmations()
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
 	} else {
-		rec := store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
-			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.cfg.Now()}
+		var token string
+		var err error
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-		token, err := c.m.Store.Create(ctx, rec)
+		rec, token, err = c.m.Store.Create(ctx, store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
+			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.cfg.Now()})
 		cancel()
+		if c.ctx.Err() != nil {
+			return false
+		}
 		if err != nil {
 			return c.storeDown(err)
 		}
@@ -92,9 +105,14 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.SessionID, ready.ResumeToken = rec.ID, token
 		c.m.Metrics.SessionsStarted.WithLabelValues("new").Inc()
 	}
+	if !c.owned(rec.Epoch) {
+		return false // a newer resume was announced meanwhile
+	}
 	c.log = c.log.With("session", ready.SessionID)
 	c.pst.log = c.log
-	c.send(ready)
+	c.sendReady(ready)
+	c.alive(time.Now())
+	c.started.Store(true)
 	c.stats = c.m.Metrics.OpenSession()
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
 	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
@@ -103,15 +121,67 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	case wantVoice:
 		c.act.startVoice("resume", handle)
 	case msg.Mode == protocol.ModeVoice:
-		c.act.startVoice("session.start", "")
+		c.act.requestVoice("session.start")
 	}
 	return true
 }
 
+// sendReady sends session.ready with as much of the newest history as
+// ResumeHistoryMax allows and half the send queue holds, whole turns only;
+// historyTruncated says that older entries exist.
+func (c *conn) sendReady(ready protocol.SessionReady) {
+	items := historyItems(c.st.historyCopy())
+	if len(items) == 0 || !ready.Resumed {
+		c.send(ready)
+		return
+	}
+	bare, err := protocol.Encode(ready)
+	if err != nil {
+		c.log.Error("cannot encode event", "err", err)
+		return
+	}
+	budget := min(c.m.cfg.SendQueueBytes/2, c.q.free()) - len(bare) - historyOverhead
+	ready.History, ready.HistoryTruncated = newestTurns(items, max(c.m.cfg.ResumeHistoryMax, 0), max(budget, 0))
+	if ready.HistoryTruncated ||
+		slices.ContainsFunc(ready.History, func(it protocol.HistoryItem) bool { return it.Truncated }) {
+		c.refused(limitResumeHistory, time.Now())
+	}
+	c.send(ready)
+}
+
+// resume takes the session over: on this node first (the connection that
+// holds it here ends, and its last writes land), then in the store, which
+// makes this connection the owner (a new epoch) and tells every node. Two
+// resumes of one session on this node take it one after the other.
 func (c *conn) resume(r *protocol.Resume) (store.Record, []transport.Entry, error) {
+	unlock, ok := c.m.lockSession(c.ctx, r.SessionID)
+	if !ok {
+		return store.Record{}, nil, c.ctx.Err()
+	}
+	defer unlock()
+	if h := c.m.holder(r.SessionID); h != nil && h != c && h.owns(r.ResumeToken, c.user) {
+		c.m.claim(r.SessionID, c)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-	defer cancel()
-	return c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.user)
+	rec, hist, err := c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.user)
+	cancel()
+	if err != nil {
+		return rec, hist, err
+	}
+	// A holder here that the token did not match by its digest (it had not
+	// finished starting) is taken over now; its writes are fenced already.
+	c.m.claim(rec.ID, c)
+	return rec, hist, nil
+}
+
+// closing reports whether the connection's end is decided.
+func (c *conn) closing() bool {
+	select {
+	case <-c.out.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *conn) storeDown(err error) bool {
@@ -123,21 +193,6 @@ func (c *conn) storeDown(err error) bool {
 	return false
 }
 
-// historyItems is the text of the conversation as session.ready shows it,
-// with each entry's turn number.
-func historyItems(h []transport.Entry) []protocol.HistoryItem {
-	var out []protocol.HistoryItem
-	for _, e := range h {
-		switch {
-		case e.Role == transport.RoleUser:
-			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: e.Turn, Kind: e.Kind})
-		case e.Role == transport.RoleModel && e.Text != "" && len(e.Calls) == 0:
-			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: e.Turn})
-		}
-	}
-	return out
-}
-
 // checkBlock refuses a blocked user's new connection with 4003. It reports
 // (handshake result, go on).
 func (c *conn) checkBlock() (bool, bool) {
@@ -145,8 +200,12 @@ func (c *conn) checkBlock() (bool, bool) {
 	defer cancel()
 	b, err := c.m.Store.BlockOf(ctx, c.user)
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return false, false
+		}
 		return c.storeDown(err), false
 	}
+	c.st.setBlock(b)
 	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.cfg.Now()) {
 		c.m.Metrics.RefuseSession("blocked")
 		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})

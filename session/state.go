@@ -4,22 +4,31 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // state is a session's durable state as this connection holds it: the
-// record, the history, and the user's block. It is the one owner of these
+// record (its epoch and token digest included), the history, the pending
+// confirmations and the user's block — everything a node needs to write
+// the session back whole when Redis lost it. It is the one owner of these
 // fields; every access goes through its methods, under its one lock.
 type state struct {
-	historyMax int
-	now        func() time.Time
+	historyMax      int
+	historyMaxBytes int // 0: no bound
+	now             func() time.Time
+	// trimmed hears how many entries the byte bound dropped (called under
+	// the lock: it must not call back into state).
+	trimmed func(n int)
 
 	mu      sync.Mutex
 	rec     store.Record
 	history []transport.Entry
-	turns   int // turns taken on this connection
+	sizes   []int // each history entry's JSON size
+	turns   int   // turns taken on this connection
 	block   store.Block
+	pending map[string]orchestrator.Confirmation // by token
 }
 
 // record returns a copy of the record.
@@ -29,11 +38,16 @@ func (s *state) record() store.Record {
 	return s.rec
 }
 
-// snapshot returns the record and a copy of the history.
-func (s *state) snapshot() (store.Record, []transport.Entry) {
+// snapshot returns the record, a copy of the history and the pending
+// confirmations.
+func (s *state) snapshot() (store.Record, []transport.Entry, []orchestrator.Confirmation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rec, append([]transport.Entry(nil), s.history...)
+	pending := make([]orchestrator.Confirmation, 0, len(s.pending))
+	for _, p := range s.pending {
+		pending = append(pending, p)
+	}
+	return s.rec, append([]transport.Entry(nil), s.history...), pending
 }
 
 // historyCopy returns a copy of the history.
@@ -43,11 +57,39 @@ func (s *state) historyCopy() []transport.Entry {
 	return append([]transport.Entry(nil), s.history...)
 }
 
+// historyAndSizes returns a copy of the history and its entries' JSON
+// sizes.
+func (s *state) historyAndSizes() ([]transport.Entry, []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]transport.Entry(nil), s.history...), append([]int(nil), s.sizes...)
+}
+
 // load replaces the state with what the store returned.
 func (s *state) load(rec store.Record, hist []transport.Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rec, s.history = rec, trimHistory(hist, s.historyMax)
+	s.rec, s.history, s.sizes = rec, nil, nil
+	s.appendLocked(hist)
+}
+
+// appendLocked adds entries and bounds the history.
+func (s *state) appendLocked(entries []transport.Entry) {
+	for _, e := range entries {
+		s.history = append(s.history, e)
+		s.sizes = append(s.sizes, entrySize(e))
+	}
+	start, bySize := historyStart(s.history, s.sizes, s.historyMax, s.historyMaxBytes)
+	if start == 0 {
+		return
+	}
+	if bySize && s.trimmed != nil {
+		s.trimmed(start)
+	}
+	n := copy(s.history, s.history[start:])
+	clear(s.history[n:])
+	s.history = s.history[:n]
+	s.sizes = s.sizes[:copy(s.sizes, s.sizes[start:])]
 }
 
 // update changes the record under the lock.
@@ -77,7 +119,7 @@ func (s *state) beginTurn(user *transport.Entry, takePending bool) (turn int, no
 	}
 	if user != nil {
 		user.Turn = s.rec.Turn
-		s.history = trimHistory(append(s.history, *user), s.historyMax)
+		s.appendLocked([]transport.Entry{*user})
 	}
 	return s.rec.Turn, note
 }
@@ -90,7 +132,8 @@ func (s *state) undoTurn(note string) {
 	s.rec.Turn--
 	s.turns--
 	if n := len(s.history); n > 0 {
-		s.history = s.history[:n-1]
+		s.history[n-1] = transport.Entry{}
+		s.history, s.sizes = s.history[:n-1], s.sizes[:n-1]
 	}
 	s.rec.PendingMessage = note
 }
@@ -108,7 +151,24 @@ func (s *state) takePending() string {
 func (s *state) append(entries []transport.Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.history = trimHistory(append(s.history, entries...), s.historyMax)
+	s.appendLocked(entries)
+}
+
+// addConfirmation keeps a confirmation waiting for the user's answer.
+func (s *state) addConfirmation(c orchestrator.Confirmation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]orchestrator.Confirmation{}
+	}
+	s.pending[c.Token] = c
+}
+
+// dropConfirmation forgets an answered (or unknown, or expired) one.
+func (s *state) dropConfirmation(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, token)
 }
 
 // setBlock records a block; it reports false when it changes nothing (an

@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // The durable call ledger: a claim records new IDs and returns the record
@@ -62,5 +65,28 @@ func testLedgerClaimAnswerAndTrim(t *testing.T, b *backend) {
 		if ttl := b.client.PTTL(ctx, k).Val(); ttl <= 0 {
 			t.Errorf("%s has no TTL (%v)", k, ttl)
 		}
+	}
+}
+
+// A store that must have WaitReplicas replicas acknowledge a user message
+// refuses to confirm it when they do not: the caller handles it like any
+// store error (the session goes on from memory and writes again later).
+func TestUserMessageIsNotConfirmedWithoutItsReplicas(t *testing.T) {
+	b := startRedisServer(t) // a master without replicas
+	s := b.store(RedisStoreOptions{WaitReplicas: 1, Timeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	rec, _, err := s.Create(ctx, Record{ID: "s-wait", UserID: "u", Mode: "text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Turn = 1
+	_, err = s.BeginTurn(ctx, rec, transport.Entry{Role: transport.RoleUser, Text: "hello", Turn: 1}, TurnLimit{})
+	if !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("BeginTurn without replicas: %v, want ErrNotReplicated", err)
+	}
+	// Without the requirement the same write is confirmed.
+	if _, err := b.store(RedisStoreOptions{}).BeginTurn(ctx, rec, transport.Entry{Role: transport.RoleUser, Text: "again", Turn: 1},
+		TurnLimit{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -27,14 +28,23 @@ type RedisStoreOptions struct {
 	// HistoryMax is how many history entries are kept, newest first.
 	// Default 200.
 	HistoryMax int
+	// HistoryMaxBytes bounds the stored history's JSON, newest first (the
+	// newest entry is always kept). Default DefaultHistoryMaxBytes.
+	HistoryMaxBytes int
 	// Timeout bounds each call, on top of the caller's deadline.
 	// Default 500ms.
 	Timeout time.Duration
+	// WatchInterval is how often Watch checks that Redis still holds this
+	// node's marker (a Redis that restarted empty or was flushed is seen
+	// within it). Default 1 s.
+	WatchInterval time.Duration
 	// Observe, when set, is called once per call with its op (create,
-	// resume, append, sync or ping), its duration and its error.
+	// resume, append, restore, turns, epochs, ping, …), its duration and
+	// its error. Refusals (ErrResumeRefused, ErrFenced, ErrSessionGone)
+	// are outcomes, not failures: they are reported as a nil error.
 	Observe func(op string, d time.Duration, err error)
-	// Now is the clock confirmations and blocks expire by; default
-	// time.Now.
+	// Now is the clock confirmations, blocks and turn windows go by;
+	// default time.Now.
 	Now func() time.Time
 	// WaitReplicas is how many replicas must have a user message before
 	// the browser is told it was accepted (WAIT after the write, on the
@@ -44,18 +54,25 @@ type RedisStoreOptions struct {
 	WaitReplicas int
 }
 
+// DefaultHistoryMaxBytes is the default bound of a session's stored history.
+const DefaultHistoryMaxBytes = 512 << 10
+
 // RedisStore is the Store kept in Redis. A session is two keys sharing the
-// hash tag of its id, so that they live on one Cluster slot and can be
-// written in one MULTI: turnstile:{<id>}:meta (a hash) and
+// hash tag of its id, so that they live on one Cluster slot and are written
+// together by one Lua script: turnstile:{<id>}:meta (a hash) and
 // turnstile:{<id>}:history (a list of JSON transport.Entry, oldest first).
-// It is safe for concurrent use.
+// Every write of a session checks the writer's epoch in that script
+// (fencing). It is safe for concurrent use.
 type RedisStore struct {
-	c          redis.UniversalClient
-	ttl        time.Duration
-	historyMax int
-	timeout    time.Duration
-	observe    func(op string, d time.Duration, err error)
-	now        func() time.Time
+	c             redis.UniversalClient
+	ttl           time.Duration
+	historyMax    int
+	historyBytes  int
+	timeout       time.Duration
+	watchInterval time.Duration
+	observe       func(op string, d time.Duration, err error)
+	now           func() time.Time
+	waitReplicas  int
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -71,19 +88,36 @@ const (
 	fieldTokenHash       = "tokenHash"
 	fieldPendingMessage  = "pendingMessage"
 	fieldResumeHandle    = "resumeHandle"
+	fieldEpoch           = "epoch"
+	fieldHistoryBytes    = "historyBytes"
 )
 
 // maxIDLen bounds session ids; longer ones are never created by us.
 const maxIDLen = 128
 
-//go:embed redis_create.lua
-var createLua string
+// firstEpoch is the epoch of a session's creator.
+const firstEpoch = 1
 
-var createScript = redis.NewScript(createLua)
+var (
+	//go:embed redis_create.lua
+	createLua string
+	//go:embed redis_resume.lua
+	resumeLua string
+	//go:embed redis_append.lua
+	appendLua string
+	//go:embed redis_restore.lua
+	restoreLua string
+
+	createScript  = redis.NewScript(createLua)
+	resumeScript  = redis.NewScript(resumeLua)
+	appendScript  = redis.NewScript(appendLua)
+	restoreScript = redis.NewScript(restoreLua)
+)
 
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
-	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, timeout: o.Timeout, observe: o.Observe, now: o.Now}
+	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, historyBytes: o.HistoryMaxBytes,
+		timeout: o.Timeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.WaitReplicas}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -93,8 +127,14 @@ func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
 	if s.historyMax <= 0 {
 		s.historyMax = 200
 	}
+	if s.historyBytes <= 0 {
+		s.historyBytes = DefaultHistoryMaxBytes
+	}
 	if s.timeout <= 0 {
 		s.timeout = 500 * time.Millisecond
+	}
+	if s.watchInterval <= 0 {
+		s.watchInterval = time.Second
 	}
 	return s
 }
@@ -114,16 +154,21 @@ func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Co
 	defer cancel()
 	err := fn(ctx)
 	if s.observe != nil {
-		s.observe(op, time.Since(start), err)
+		failure := err
+		if errors.Is(err, ErrResumeRefused) || errors.Is(err, ErrFenced) || errors.Is(err, ErrSessionGone) {
+			failure = nil
+		}
+		s.observe(op, time.Since(start), failure)
 	}
 	return err
 }
 
-// Create stores rec under rec.ID, refusing an id that exists, and returns a
-// fresh resume token; only its SHA-256 is stored. A zero CreatedAt is set to
-// now. One round trip (a Lua script; the very first call on a server that
-// has not cached it costs two).
-func (s *RedisStore) Create(ctx context.Context, rec Record) (string, error) {
+// Create stores rec under rec.ID, refusing an id that exists, and returns
+// the record as stored (first epoch, token digest, CreatedAt set to now
+// when zero) and a fresh resume token; only its SHA-256 is stored. One
+// round trip (a Lua script; the very first call on a server that has not
+// cached it costs two).
+func (s *RedisStore) Create(ctx context.Context, rec Record) (Record, string, error) {
 	var token string
 	err := s.call(ctx, "create", func(ctx context.Context) error {
 		if !validID(rec.ID) {
@@ -134,9 +179,14 @@ func (s *RedisStore) Create(ctx context.Context, rec Record) (string, error) {
 			return fmt.Errorf("session %s: create: token: %w", rec.ID, err)
 		}
 		tok := base64.RawURLEncoding.EncodeToString(raw)
+		now := time.Now()
+		if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = now
+		}
+		rec.Epoch, rec.TokenHash = firstEpoch, HashToken(tok)
 		args := []any{s.ttl.Milliseconds()}
-		args = append(args, recordFields(rec, time.Now())...)
-		args = append(args, fieldTokenHash, hashToken(tok))
+		args = append(args, recordFields(rec, now)...)
+		args = append(args, fieldTokenHash, rec.TokenHash, fieldEpoch, rec.Epoch, fieldHistoryBytes, 0)
 		created, err := createScript.Run(ctx, s.c, []string{metaKey(rec.ID), historyKey(rec.ID)}, args...).Int()
 		if err != nil {
 			return fmt.Errorf("session %s: create: %w", rec.ID, err)
@@ -148,14 +198,16 @@ func (s *RedisStore) Create(ctx context.Context, rec Record) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return Record{}, "", err
 	}
-	return token, nil
+	return rec, token, nil
 }
 
-// Resume reads the record and history in one pipeline, checks token and user,
-// then refreshes both TTLs (a second round trip, only once access is
-// granted, so that guessing ids cannot keep foreign sessions alive). Every
+// Resume takes ownership of the session in one round trip: a Lua script
+// checks the token digest and the user, takes the next epoch, refreshes
+// both TTLs, publishes the new owner on the owners channel, and returns the
+// record and history as of that moment. A refused resume touches nothing
+// (so that guessing ids cannot keep foreign sessions alive), and every
 // refusal is the same ErrResumeRefused.
 func (s *RedisStore) Resume(ctx context.Context, id, resumeToken, userID string) (Record, []transport.Entry, error) {
 	var (
@@ -164,40 +216,33 @@ func (s *RedisStore) Resume(ctx context.Context, id, resumeToken, userID string)
 	)
 	err := s.call(ctx, "resume", func(ctx context.Context) error {
 		refused := fmt.Errorf("session %s: resume: %w", id, ErrResumeRefused)
-		if !validID(id) {
+		if !validID(id) || resumeToken == "" || userID == "" {
 			return refused
 		}
-		var meta *redis.MapStringStringCmd
-		var list *redis.StringSliceCmd
-		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			meta = p.HGetAll(ctx, metaKey(id))
-			list = p.LRange(ctx, historyKey(id), 0, -1)
-			return nil
-		})
+		res, err := resumeScript.Run(ctx, s.c, []string{metaKey(id), historyKey(id)},
+			HashToken(resumeToken), userID, s.ttl.Milliseconds(), ownersChannel, id).Slice()
+		if errors.Is(err, redis.Nil) {
+			return refused
+		}
 		if err != nil {
 			return fmt.Errorf("session %s: resume: %w", id, err)
 		}
-		m := meta.Val()
-		want := m[fieldTokenHash]
-		got := hashToken(resumeToken)
-		tokenOK := want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-		userOK := m[fieldUser] != "" && m[fieldUser] == userID
-		if !tokenOK || !userOK {
-			return refused
+		if len(res) != 2 {
+			return fmt.Errorf("session %s: resume: unexpected reply of %d parts", id, len(res))
+		}
+		m, err := pairs(res[0])
+		if err != nil {
+			return fmt.Errorf("session %s: resume: %w", id, err)
 		}
 		if rec, err = parseRecord(id, m); err != nil {
 			return fmt.Errorf("session %s: resume: %w", id, err)
 		}
-		if history, err = decodeHistory(list.Val()); err != nil {
+		raw, err := strs(res[1])
+		if err != nil {
 			return fmt.Errorf("session %s: resume: %w", id, err)
 		}
-		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.PExpire(ctx, metaKey(id), s.ttl)
-			p.PExpire(ctx, historyKey(id), s.ttl)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("session %s: resume: refresh ttl: %w", id, err)
+		if history, err = decodeHistory(raw); err != nil {
+			return fmt.Errorf("session %s: resume: %w", id, err)
 		}
 		return nil
 	})
@@ -207,67 +252,186 @@ func (s *RedisStore) Resume(ctx context.Context, id, resumeToken, userID string)
 	return rec, history, nil
 }
 
-// Append adds entries to the history, keeps the newest HistoryMax, records
-// rec's turn and mode and refreshes both TTLs, in one MULTI round trip.
+// Load reads a session's record and history without taking ownership or
+// refreshing anything, for operators and tests. ErrSessionGone when there
+// is no such session.
+func (s *RedisStore) Load(ctx context.Context, id string) (Record, []transport.Entry, error) {
+	var (
+		rec     Record
+		history []transport.Entry
+	)
+	err := s.call(ctx, "load", func(ctx context.Context) error {
+		var meta *redis.MapStringStringCmd
+		var list *redis.StringSliceCmd
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			meta = p.HGetAll(ctx, metaKey(id))
+			list = p.LRange(ctx, historyKey(id), 0, -1)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("session %s: load: %w", id, err)
+		}
+		if len(meta.Val()) == 0 {
+			return fmt.Errorf("session %s: load: %w", id, ErrSessionGone)
+		}
+		var err error
+		if rec, err = parseRecord(id, meta.Val()); err != nil {
+			return fmt.Errorf("session %s: load: %w", id, err)
+		}
+		history, err = decodeHistory(list.Val())
+		return err
+	})
+	return rec, history, err
+}
+
+// Append adds entries to the history, keeps the newest within HistoryMax
+// and HistoryMaxBytes, records rec's turn and mode and refreshes both TTLs,
+// in one round trip (a Lua script that first checks rec's epoch).
 func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transport.Entry) error {
 	return s.call(ctx, "append", func(ctx context.Context) error {
-		if !validID(rec.ID) {
-			return fmt.Errorf("session %q: append: invalid id", rec.ID)
-		}
-		encoded, err := encodeHistory(entries)
+		sc, err := s.appendCall(rec, 0, entries)
 		if err != nil {
-			return fmt.Errorf("session %s: append: %w", rec.ID, err)
+			return err
 		}
-		mk, hk := metaKey(rec.ID), historyKey(rec.ID)
-		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			if len(encoded) > 0 {
-				p.RPush(ctx, hk, encoded...)
-				p.LTrim(ctx, hk, int64(-s.historyMax), -1)
-			}
-			p.HSet(ctx, mk, turnFields(rec)...)
-			p.PExpire(ctx, mk, s.ttl)
-			p.PExpire(ctx, hk, s.ttl)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("session %s: append: %w", rec.ID, err)
-		}
-		return nil
+		return writeResult(rec.ID, "append", sc.run(ctx, s.c))
 	})
 }
 
-// Sync replaces the record fields and the whole history (its newest
-// HistoryMax entries) in one MULTI, keeping the stored token digest, and
-// refreshes both TTLs. It cannot restore a digest Redis has lost: a session
-// synced after Redis lost its data keeps running but cannot be resumed.
-func (s *RedisStore) Sync(ctx context.Context, rec Record, history []transport.Entry) error {
-	return s.call(ctx, "sync", func(ctx context.Context) error {
-		if !validID(rec.ID) {
-			return fmt.Errorf("session %q: sync: invalid id", rec.ID)
+// Undo takes back the user entry of turn (when it is the last one) and
+// writes rec's fields, in one round trip.
+func (s *RedisStore) Undo(ctx context.Context, rec Record, turn int) error {
+	return s.call(ctx, "append", func(ctx context.Context) error {
+		sc, err := s.appendCall(rec, turn, nil)
+		if err != nil {
+			return err
 		}
-		if len(history) > s.historyMax {
-			history = history[len(history)-s.historyMax:]
+		return writeResult(rec.ID, "undo", sc.run(ctx, s.c))
+	})
+}
+
+// appendCall is the append script with its keys and arguments.
+func (s *RedisStore) appendCall(rec Record, undo int, entries []transport.Entry) (scriptCall, error) {
+	if !validID(rec.ID) {
+		return scriptCall{}, fmt.Errorf("session %q: append: invalid id", rec.ID)
+	}
+	encoded, err := encodeHistory(entries)
+	if err != nil {
+		return scriptCall{}, fmt.Errorf("session %s: append: %w", rec.ID, err)
+	}
+	fields := turnFields(rec)
+	args := make([]any, 0, 6+len(fields)+len(encoded))
+	args = append(args, rec.Epoch, s.ttl.Milliseconds(), s.historyMax, s.historyBytes, undo, len(fields)/2)
+	args = append(args, fields...)
+	args = append(args, encoded...)
+	return scriptCall{appendScript, []string{metaKey(rec.ID), historyKey(rec.ID)}, args}, nil
+}
+
+// scriptCall is one Lua script call, to run alone or on a pipeline.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// run runs the call alone (EVALSHA, then EVAL if Redis does not know the
+// script).
+func (sc scriptCall) run(ctx context.Context, c redis.Scripter) *redis.Cmd {
+	return sc.script.Run(ctx, c, sc.keys, sc.args...)
+}
+
+// queue adds the call to a pipeline as EVALSHA; settle runs it again after
+// the pipeline if Redis did not know the script (a Redis that restarted
+// forgets them), which a pipeline cannot do by itself.
+func (sc scriptCall) queue(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
+	return sc.script.EvalSha(ctx, p, sc.keys, sc.args...)
+}
+
+func (sc scriptCall) settle(ctx context.Context, c redis.Scripter, cmd *redis.Cmd) *redis.Cmd {
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		return sc.run(ctx, c)
+	}
+	return cmd
+}
+
+// writeResult turns an append script's reply into the store's errors.
+func writeResult(id, op string, cmd *redis.Cmd) error {
+	n, err := cmd.Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("session %s: %s: %w", id, op, err)
+	case n == -1:
+		return fmt.Errorf("session %s: %s: %w", id, op, ErrSessionGone)
+	case n == -2:
+		return fmt.Errorf("session %s: %s: %w", id, op, ErrFenced)
+	}
+	return nil
+}
+
+// Restore writes the session back whole in one round trip (a Lua script
+// that refuses when a newer epoch owns the session): the record with its
+// user, token digest and epoch, the newest HistoryMax entries within
+// HistoryMaxBytes, and the pending confirmations that have not expired. It
+// reports whether the record was missing.
+func (s *RedisStore) Restore(ctx context.Context, rec Record, history []transport.Entry, pending []orchestrator.Confirmation) (bool, error) {
+	var restored bool
+	err := s.call(ctx, "restore", func(ctx context.Context) error {
+		if !validID(rec.ID) {
+			return fmt.Errorf("session %q: restore: invalid id", rec.ID)
+		}
+		if rec.TokenHash == "" || rec.Epoch < firstEpoch {
+			return fmt.Errorf("session %s: restore: the record has no token digest or epoch", rec.ID)
 		}
 		encoded, err := encodeHistory(history)
 		if err != nil {
-			return fmt.Errorf("session %s: sync: %w", rec.ID, err)
+			return fmt.Errorf("session %s: restore: %w", rec.ID, err)
 		}
-		mk, hk := metaKey(rec.ID), historyKey(rec.ID)
-		_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, hk)
-			if len(encoded) > 0 {
-				p.RPush(ctx, hk, encoded...)
+		encoded, bytes := s.bound(encoded)
+		fields := recordFields(rec, time.Now())
+		fields = append(fields, fieldTokenHash, rec.TokenHash, fieldEpoch, rec.Epoch, fieldHistoryBytes, bytes)
+		keys := []string{metaKey(rec.ID), historyKey(rec.ID), confirmsKey(rec.ID)}
+		args := []any{rec.Epoch, s.ttl.Milliseconds(), len(fields) / 2}
+		args = append(args, fields...)
+		now := s.now()
+		for _, c := range pending {
+			if !c.ExpiresAt.After(now) || c.SessionID != rec.ID {
+				continue
 			}
-			p.HSet(ctx, mk, recordFields(rec, time.Now())...)
-			p.PExpire(ctx, mk, s.ttl)
-			p.PExpire(ctx, hk, s.ttl)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("session %s: sync: %w", rec.ID, err)
+			b, err := json.Marshal(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
+			if err != nil {
+				return fmt.Errorf("session %s: restore: %w", rec.ID, err)
+			}
+			keys = append(keys, confirmKey(rec.ID, c.Token))
+			args = append(args, c.Token, string(b), (c.ExpiresAt.Sub(now) + confirmGrace).Milliseconds())
 		}
+		args = append(args, encoded...)
+		n, err := restoreScript.Run(ctx, s.c, keys, args...).Int()
+		if err != nil {
+			return fmt.Errorf("session %s: restore: %w", rec.ID, err)
+		}
+		if n == -2 {
+			return fmt.Errorf("session %s: restore: %w", rec.ID, ErrFenced)
+		}
+		restored = n == 1
 		return nil
 	})
+	return restored, err
+}
+
+// bound keeps the newest encoded entries within HistoryMax and
+// HistoryMaxBytes (at least the newest one) and returns them with their
+// size.
+func (s *RedisStore) bound(encoded []any) ([]any, int) {
+	if len(encoded) > s.historyMax {
+		encoded = encoded[len(encoded)-s.historyMax:]
+	}
+	bytes := 0
+	for _, e := range encoded {
+		bytes += len(e.(string))
+	}
+	for len(encoded) > 1 && bytes > s.historyBytes {
+		bytes -= len(encoded[0].(string))
+		encoded = encoded[1:]
+	}
+	return encoded, bytes
 }
 
 // Ping reports whether Redis answers within the store timeout.
@@ -280,7 +444,8 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 	})
 }
 
-func hashToken(token string) string {
+// HashToken is the digest of a resume token as the store keeps it.
+func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
@@ -322,7 +487,10 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("bad %s field: %w", fieldCreatedAt, err)
 	}
+	epoch, _ := strconv.ParseInt(m[fieldEpoch], 10, 64)
 	return Record{
+		Epoch:           epoch,
+		TokenHash:       m[fieldTokenHash],
 		ID:              id,
 		UserID:          m[fieldUser],
 		Mode:            m[fieldMode],
@@ -342,6 +510,36 @@ func encodeHistory(entries []transport.Entry) ([]any, error) {
 			return nil, fmt.Errorf("encode entry %d: %w", i, err)
 		}
 		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+// pairs reads a Lua HGETALL reply (field, value, …) as a map.
+func pairs(v any) (map[string]string, error) {
+	flat, err := strs(v)
+	if err != nil || len(flat)%2 != 0 {
+		return nil, fmt.Errorf("unexpected meta reply")
+	}
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i < len(flat); i += 2 {
+		m[flat[i]] = flat[i+1]
+	}
+	return m, nil
+}
+
+// strs reads a Lua array of strings.
+func strs(v any) ([]string, error) {
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %T", v)
+	}
+	out := make([]string, len(items))
+	for i, it := range items {
+		s, ok := it.(string)
+		if !ok {
+			return nil, fmt.Errorf("unexpected reply element %T", it)
+		}
+		out[i] = s
 	}
 	return out, nil
 }

@@ -23,10 +23,15 @@ func allOpsFail(t *testing.T, s *RedisStore) {
 		do func() error
 	}{
 		{"ping", func() error { return s.Ping(ctx) }},
-		{"create", func() error { _, err := s.Create(ctx, rec); return err }},
+		{"create", func() error { _, _, err := s.Create(ctx, rec); return err }},
 		{"resume", func() error { _, _, err := s.Resume(ctx, rec.ID, "tok", rec.UserID); return err }},
 		{"append", func() error { return s.Append(ctx, rec, sampleEntries()...) }},
-		{"sync", func() error { return s.Sync(ctx, rec, sampleEntries()) }},
+		{"restore", func() error { _, err := s.Restore(ctx, restorable(rec), sampleEntries(), nil); return err }},
+		{"begin turn", func() error {
+			_, err := s.BeginTurn(ctx, rec, sampleEntries()[0], TurnLimit{Key: "alice", Max: 3})
+			return err
+		}},
+		{"epochs", func() error { _, err := s.Epochs(ctx, []string{rec.ID}); return err }},
 	}
 	for _, o := range ops {
 		start := time.Now()

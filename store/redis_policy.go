@@ -291,30 +291,32 @@ func (s *RedisStore) blockOf(ctx context.Context, user string) (Block, error) {
 func (s *RedisStore) AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error) {
 	var b Block
 	err := s.call(ctx, "append", func(ctx context.Context) error {
-		encoded, err := encodeHistory(entries)
+		sc, err := s.appendCall(rec, 0, entries)
 		if err != nil {
-			return fmt.Errorf("session %s: append: %w", rec.ID, err)
+			return err
 		}
-		mk, hk := metaKey(rec.ID), historyKey(rec.ID)
 		var blk *redis.StringCmd
-		_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if len(encoded) > 0 {
-				p.RPush(ctx, hk, encoded...)
-				p.LTrim(ctx, hk, int64(-s.historyMax), -1)
-			}
-			p.HSet(ctx, mk, turnFields(rec)...)
-			p.PExpire(ctx, mk, s.ttl)
-			p.PExpire(ctx, hk, s.ttl)
+		var app *redis.Cmd
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			app = sc.queue(ctx, p)
 			blk = p.Get(ctx, blockKey(rec.UserID))
 			return nil
 		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return fmt.Errorf("session %s: append: %w", rec.ID, err)
+		if err := writeResult(rec.ID, "append", sc.settle(ctx, s.c, app)); err != nil {
+			return err
 		}
-		if raw, err := blk.Result(); err == nil {
-			_ = json.Unmarshal([]byte(raw), &b)
-		}
+		b = readBlock(blk)
 		return nil
 	})
 	return b, err
+}
+
+// readBlock reads a block from a GET queued on a pipeline; a missing or
+// unreadable one is no block.
+func readBlock(cmd *redis.StringCmd) Block {
+	var b Block
+	if raw, err := cmd.Result(); err == nil {
+		_ = json.Unmarshal([]byte(raw), &b)
+	}
+	return b
 }

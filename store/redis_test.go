@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -83,10 +84,13 @@ var suite = []struct {
 	{"EveryKeyHasTTLRefreshedByWrites", testTTLRefresh},
 	{"ExpiredSessionIsRefused", testExpiry},
 	{"HistoryIsTrimmedToHistoryMax", testHistoryTrim},
-	{"SyncRewritesHistoryAndKeepsToken", testSync},
+	{"RestoreRewritesEverythingAfterRedisLostIt", testRestore},
 	{"CreateRefusesExistingID", testCreateCollision},
 	{"ObserveSeesEveryOp", testObserve},
 	{"LedgerClaimAnswerAndTrim", testLedgerClaimAnswerAndTrim},
+	{"ResumeTakesOwnershipAndFencesTheOldOwner", testFencing},
+	{"BeginTurnCountsTurnsPerUserAndUndoTakesTheEntryBack", testBeginTurn},
+	{"WatchAnnouncesOwnersAndNoticesLostData", testWatch},
 }
 
 func TestRedisStore(t *testing.T) {
@@ -145,11 +149,29 @@ func textEntries(texts ...string) []transport.Entry {
 
 func mustCreate(t *testing.T, s *RedisStore, rec Record) string {
 	t.Helper()
-	tok, err := s.Create(context.Background(), rec)
+	_, tok := mustCreateRecord(t, s, rec)
+	return tok
+}
+
+// mustCreateRecord creates rec and returns it as stored (first epoch and
+// token digest) with the resume token.
+func mustCreateRecord(t *testing.T, s *RedisStore, rec Record) (Record, string) {
+	t.Helper()
+	got, tok, err := s.Create(context.Background(), rec)
 	if err != nil {
 		t.Fatalf("create %s: %v", rec.ID, err)
 	}
-	return tok
+	if got.Epoch != 1 || got.TokenHash != HashToken(tok) {
+		t.Fatalf("created record has epoch %d and digest %q", got.Epoch, got.TokenHash)
+	}
+	return got, tok
+}
+
+// restorable is rec as its owner holds it after a create: first epoch and
+// some token digest.
+func restorable(rec Record) Record {
+	rec.Epoch, rec.TokenHash = 1, HashToken("tok")
+	return rec
 }
 
 func mustResume(t *testing.T, s *RedisStore, id, tok, user string) (Record, []transport.Entry) {
@@ -161,12 +183,15 @@ func mustResume(t *testing.T, s *RedisStore, id, tok, user string) (Record, []tr
 	return rec, hist
 }
 
+// assertRecord compares the fields a session writes (not the epoch and
+// digest, which the store owns).
 func assertRecord(t *testing.T, got, want Record) {
 	t.Helper()
 	if !got.CreatedAt.Equal(want.CreatedAt) {
 		t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
 	}
 	got.CreatedAt, want.CreatedAt = time.Time{}, time.Time{}
+	got.Epoch, want.Epoch, got.TokenHash, want.TokenHash = 0, 0, "", ""
 	if got != want {
 		t.Errorf("record = %+v, want %+v", got, want)
 	}
@@ -186,6 +211,10 @@ func testRoundTrip(t *testing.T, b *backend) {
 	if len(hist0) != 0 {
 		t.Fatalf("new session has history %v", hist0)
 	}
+	if rec0.Epoch != 2 || rec0.TokenHash != HashToken(tok) {
+		t.Fatalf("resumed record: epoch %d, digest %q; want epoch 2 and the token's digest", rec0.Epoch, rec0.TokenHash)
+	}
+	rec.Epoch = rec0.Epoch
 
 	entries := sampleEntries()
 	rec.Turn = 1
@@ -252,12 +281,11 @@ func testResumeRefusals(t *testing.T, b *backend) {
 func testTokenNotStored(t *testing.T, b *backend) {
 	ctx := context.Background()
 	s := b.store(RedisStoreOptions{})
-	rec := sampleRecord("s-secret")
-	tok := mustCreate(t, s, rec)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-secret"))
 	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Sync(ctx, rec, sampleEntries()); err != nil {
+	if _, err := s.Restore(ctx, rec, sampleEntries(), nil); err != nil {
 		t.Fatal(err)
 	}
 	mustResume(t, s, rec.ID, tok, rec.UserID)
@@ -285,8 +313,7 @@ func testTTLRefresh(t *testing.T, b *backend) {
 	ctx := context.Background()
 	const ttl = time.Hour
 	s := b.store(RedisStoreOptions{TTL: ttl})
-	rec := sampleRecord("s-ttl")
-	tok := mustCreate(t, s, rec)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-ttl"))
 	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +341,7 @@ func testTTLRefresh(t *testing.T, b *backend) {
 		do func() error
 	}{
 		{"append", func() error { return s.Append(ctx, rec, textEntries("again")...) }},
-		{"sync", func() error { return s.Sync(ctx, rec, sampleEntries()) }},
+		{"restore", func() error { _, err := s.Restore(ctx, rec, sampleEntries(), nil); return err }},
 		{"resume", func() error { _, _, err := s.Resume(ctx, rec.ID, tok, rec.UserID); return err }},
 	}
 	for _, r := range refreshers {
@@ -333,8 +360,7 @@ func testTTLRefresh(t *testing.T, b *backend) {
 func testExpiry(t *testing.T, b *backend) {
 	const ttl = time.Second
 	s := b.store(RedisStoreOptions{TTL: ttl})
-	rec := sampleRecord("s-expiry")
-	tok := mustCreate(t, s, rec)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-expiry"))
 	if err := s.Append(context.Background(), rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
 	}
@@ -363,8 +389,7 @@ func testExpiry(t *testing.T, b *backend) {
 func testHistoryTrim(t *testing.T, b *backend) {
 	ctx := context.Background()
 	s := b.store(RedisStoreOptions{HistoryMax: 5})
-	rec := sampleRecord("s-trim")
-	tok := mustCreate(t, s, rec)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-trim"))
 	if err := s.Append(ctx, rec, textEntries("1", "2", "3")...); err != nil {
 		t.Fatal(err)
 	}
@@ -376,55 +401,99 @@ func testHistoryTrim(t *testing.T, b *backend) {
 		t.Fatalf("after append: history = %v, want %v", hist, want)
 	}
 
-	if err := s.Sync(ctx, rec, textEntries("a", "b", "c", "d", "e", "f", "g")); err != nil {
+	rec.Epoch = 2 // the resume above took the session
+	if _, err := s.Restore(ctx, rec, textEntries("a", "b", "c", "d", "e", "f", "g"), nil); err != nil {
 		t.Fatal(err)
 	}
 	_, hist = mustResume(t, s, rec.ID, tok, rec.UserID)
 	if want := textEntries("c", "d", "e", "f", "g"); !reflect.DeepEqual(hist, want) {
-		t.Fatalf("after sync: history = %v, want %v", hist, want)
+		t.Fatalf("after restore: history = %v, want %v", hist, want)
+	}
+
+	// The byte bound: the newest entries that fit, at least one.
+	rec.Epoch = 3
+	big := strings.Repeat("x", 400)
+	s = b.store(RedisStoreOptions{HistoryMax: 100, HistoryMaxBytes: 1000})
+	if err := s.Append(ctx, rec, textEntries(big+"1", big+"2", big+"3")...); err != nil {
+		t.Fatal(err)
+	}
+	_, hist = mustResume(t, s, rec.ID, tok, rec.UserID)
+	if want := textEntries(big+"2", big+"3"); !reflect.DeepEqual(hist, want) {
+		t.Fatalf("byte bound after append: %d entries, want the newest 2", len(hist))
+	}
+	rec.Epoch = 4
+	if err := s.Append(ctx, rec, textEntries(strings.Repeat("y", 2000))...); err != nil {
+		t.Fatal(err)
+	}
+	_, hist = mustResume(t, s, rec.ID, tok, rec.UserID)
+	if len(hist) != 1 || len(hist[0].Text) != 2000 {
+		t.Fatalf("an entry larger than the bound: history of %d entries, want it alone", len(hist))
 	}
 }
 
-func testSync(t *testing.T, b *backend) {
+func testRestore(t *testing.T, b *backend) {
 	ctx := context.Background()
 	s := b.store(RedisStoreOptions{})
-	rec := sampleRecord("s-sync")
-	tok := mustCreate(t, s, rec)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-restore"))
 	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
 	}
+	conf := orchestrator.Confirmation{Token: "conf1", SessionID: rec.ID, UserID: rec.UserID, Tool: "refund",
+		Turn: 3, ExpiresAt: time.Now().Add(time.Minute).Truncate(time.Millisecond)}
+	expired := conf
+	expired.Token, expired.ExpiresAt = "conf0", time.Now().Add(-time.Second)
 
-	rec.Turn, rec.Mode = 7, "voice"
-	want := textEntries("kept in memory while Redis was away", "and this")
-	if err := s.Sync(ctx, rec, want); err != nil {
+	// Redis loses everything; the owner writes back what it holds.
+	if err := b.client.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.Append(ctx, rec, textEntries("lost?")...); !errors.Is(err, ErrSessionGone) {
+		t.Fatalf("append to a lost session: %v, want ErrSessionGone", err)
+	}
+	rec.Turn, rec.Mode, rec.PendingMessage = 7, "voice", "say sorry"
+	want := textEntries("kept in memory while Redis was away", "and this")
+	restored, err := s.Restore(ctx, rec, want, []orchestrator.Confirmation{conf, expired})
+	if err != nil || !restored {
+		t.Fatalf("restore = %v, %v; want a restoration", restored, err)
 	}
 	got, hist := mustResume(t, s, rec.ID, tok, rec.UserID)
 	assertRecord(t, got, rec)
 	if !reflect.DeepEqual(hist, want) {
 		t.Fatalf("history = %v, want %v", hist, want)
 	}
+	pending, err := s.Pending(ctx, rec.ID)
+	if err != nil || len(pending) != 1 || pending[0].Token != "conf1" || !pending[0].ExpiresAt.Equal(conf.ExpiresAt) {
+		t.Fatalf("pending confirmations after restore = %+v, %v; want conf1 alone", pending, err)
+	}
 
-	if err := s.Sync(ctx, rec, nil); err != nil {
-		t.Fatal(err)
+	// A rewrite of a present record is not a restoration; the new owner's
+	// epoch refuses the old one's.
+	rec.Epoch = got.Epoch
+	if restored, err := s.Restore(ctx, rec, nil, nil); err != nil || restored {
+		t.Fatalf("rewrite = %v, %v; want a plain rewrite", restored, err)
 	}
 	if _, hist := mustResume(t, s, rec.ID, tok, rec.UserID); len(hist) != 0 {
-		t.Fatalf("sync with empty history left %v", hist)
+		t.Fatalf("restore with empty history left %v", hist)
+	}
+	if _, err := s.Restore(ctx, rec, want, nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("restore by an older owner: %v, want ErrFenced", err)
+	}
+	if _, err := s.Restore(ctx, sampleRecord("s-nodigest"), want, nil); err == nil {
+		t.Fatal("restore of a record without digest or epoch succeeded")
 	}
 }
 
 func testCreateCollision(t *testing.T, b *backend) {
 	ctx := context.Background()
 	s := b.store(RedisStoreOptions{})
-	rec := sampleRecord("s-taken")
-	tok := mustCreate(t, s, rec)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-taken"))
 	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
 	}
 
 	intruder := sampleRecord(rec.ID)
 	intruder.UserID = "mallory"
-	tok2, err := s.Create(ctx, intruder)
+	_, tok2, err := s.Create(ctx, intruder)
 	if err == nil || tok2 != "" {
 		t.Fatalf("second create of %s = %q, %v; want an error", rec.ID, tok2, err)
 	}
@@ -454,19 +523,20 @@ func testObserve(t *testing.T, b *backend) {
 		defer mu.Unlock()
 		seen = append(seen, obs{op, d, err})
 	}})
-	rec := sampleRecord("s-observe")
-	tok := mustCreate(t, s, rec)
-	mustResume(t, s, rec.ID, tok, rec.UserID)
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-observe"))
+	rec, _ = mustResume(t, s, rec.ID, tok, rec.UserID)
 	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Sync(ctx, rec, sampleEntries()); err != nil {
+	if _, err := s.Restore(ctx, rec, sampleEntries(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, _, refused := s.Resume(ctx, rec.ID, tok, "mallory")
+	rec.Epoch--
+	fenced := s.Append(ctx, rec, sampleEntries()...)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -477,15 +547,17 @@ func testObserve(t *testing.T, b *backend) {
 			t.Errorf("%s: implausible duration %v", o.op, o.d)
 		}
 	}
-	if want := []string{"create", "resume", "append", "sync", "ping", "resume"}; !slices.Equal(ops, want) {
+	if want := []string{"create", "resume", "append", "restore", "ping", "resume", "append"}; !slices.Equal(ops, want) {
 		t.Fatalf("observed ops %v, want %v", ops, want)
 	}
-	for _, o := range seen[:5] {
+	// A refused resume and a fenced write are outcomes, not store failures:
+	// they must not count as Redis errors.
+	for _, o := range seen {
 		if o.err != nil {
 			t.Errorf("%s observed error %v", o.op, o.err)
 		}
 	}
-	if last := seen[5]; !errors.Is(last.err, ErrResumeRefused) || last.err != refused {
-		t.Errorf("refused resume observed %v, returned %v", last.err, refused)
+	if !errors.Is(refused, ErrResumeRefused) || !errors.Is(fenced, ErrFenced) {
+		t.Errorf("refused resume returned %v, fenced append %v", refused, fenced)
 	}
 }

@@ -29,6 +29,15 @@ type Record struct {
 	// ResumeHandle is the newest resumable handle of the session's voice
 	// upstream, so that any node can resume it.
 	ResumeHandle string
+	// Epoch is the generation of the session's owner: Create makes the
+	// first, each Resume takes the next. A write that carries an older
+	// epoch is refused with ErrFenced, so that one connection at a time,
+	// on any node, writes the conversation.
+	Epoch int64
+	// TokenHash is the stored SHA-256 (hex) of the resume token, never the
+	// token: a node keeps it so that it can write the session back whole
+	// (Restore) after Redis lost it.
+	TokenHash string
 }
 
 // ErrResumeRefused is returned by Store.Resume for an unknown or expired
@@ -36,24 +45,58 @@ type Record struct {
 // these cases apart to the client.
 var ErrResumeRefused = errors.New("resume refused")
 
+// ErrFenced is returned by a write whose record carries an older epoch than
+// the stored one: another connection resumed the session and owns it now.
+// Nothing was written. It is not a store failure.
+var ErrFenced = errors.New("session owned by a newer connection")
+
+// ErrSessionGone is returned by a write when the session's record is not in
+// Redis any more (Redis restarted empty, was flushed, or the keys expired),
+// or was written back by an older owner meanwhile. Nothing was written; the
+// owner writes the session back whole (Restore).
+var ErrSessionGone = errors.New("session record missing from the store")
+
 // Store keeps session state. Every call is bounded by the caller's context
 // and costs one Redis round trip.
 type Store interface {
-	// Create stores a new session and returns its resume token. The
-	// plaintext token exists only in the return value.
-	Create(ctx context.Context, rec Record) (resumeToken string, err error)
-	// Resume checks the token (in constant time) and the user, and returns
-	// the record and the stored history, oldest first. It refreshes TTLs.
+	// Create stores a new session and returns it as stored (first epoch,
+	// token digest) with its resume token. The plaintext token exists only
+	// in the return value.
+	Create(ctx context.Context, rec Record) (Record, string, error)
+	// Resume checks the token and the user and takes ownership of the
+	// session: the next epoch, announced to every node (see Watch). It
+	// returns the record and the stored history, oldest first, as of that
+	// moment, and refreshes TTLs.
 	Resume(ctx context.Context, id, resumeToken, userID string) (Record, []transport.Entry, error)
-	// Append adds entries to the history (trimmed to the newest max entries),
-	// records the current turn and mode, and refreshes every TTL.
+	// Append adds entries to the history (trimmed to the newest entries
+	// within the count and byte bounds), records the current turn and
+	// mode, and refreshes every TTL, if rec.Epoch still owns the session
+	// (else ErrFenced; ErrSessionGone when the record is gone).
 	Append(ctx context.Context, rec Record, entries ...transport.Entry) error
-	// Sync rewrites the record and the whole history, for catching Redis up
-	// after writes failed. The resume token digest is kept.
-	Sync(ctx context.Context, rec Record, history []transport.Entry) error
 	// AppendWithBlock is Append that also reads the user's block, in one
 	// round trip.
 	AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error)
+	// BeginTurn appends a turn's user entry, reads the user's block and
+	// counts the turn against lim, in one round trip. A turn the limit or
+	// the block refuses must be taken back with Undo.
+	BeginTurn(ctx context.Context, rec Record, user transport.Entry, lim TurnLimit) (TurnStart, error)
+	// CountTurn counts a turn against lim alone (input that writes no
+	// entry yet, such as typed text in voice).
+	CountTurn(ctx context.Context, lim TurnLimit, member string) (allowed bool, retryAfter time.Duration, err error)
+	// Undo takes back the user entry of turn (the last one written) and
+	// writes rec (whose turn is the one before), as Append does.
+	Undo(ctx context.Context, rec Record, turn int) error
+	// Restore writes the session back whole: the record with its user,
+	// token digest and epoch, the history and the pending confirmations.
+	// It reports whether the record was missing (a restoration). ErrFenced
+	// when a newer epoch owns the session.
+	Restore(ctx context.Context, rec Record, history []transport.Entry, pending []orchestrator.Confirmation) (restored bool, err error)
+	// Epochs returns the stored epoch of each session, 0 for a session
+	// whose record is missing.
+	Epochs(ctx context.Context, ids []string) ([]int64, error)
+	// Watch tells w of ownership changes and of Redis coming back (or
+	// losing its data) until ctx ends; it is the node's one subscription.
+	Watch(ctx context.Context, node string, w Watcher) error
 	// BlockUser blocks a user everywhere until b.Until; BlockOf reads it.
 	BlockUser(ctx context.Context, user string, b Block) error
 	BlockOf(ctx context.Context, user string) (Block, error)
@@ -62,4 +105,34 @@ type Store interface {
 	orchestrator.LedgerStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
+}
+
+// TurnLimit bounds the turns one user starts per window, across nodes.
+type TurnLimit struct {
+	// Key is whose turns count: the user (in dev mode, one per
+	// connection).
+	Key    string
+	Max    int // turns per Window; 0: no limit
+	Window time.Duration
+}
+
+// TurnStart is what BeginTurn learned besides writing the entry.
+type TurnStart struct {
+	Block Block
+	// Allowed is false when the turn limit refused the turn; RetryAfter
+	// is then how long until a turn is allowed again.
+	Allowed    bool
+	RetryAfter time.Duration
+}
+
+// Watcher hears what Watch learns.
+type Watcher interface {
+	// Owner says that a resume (on any node) made epoch the owner of the
+	// session.
+	Owner(sessionID string, epoch int64)
+	// Check asks to compare the live sessions with the store: Redis
+	// answers again after failing, or has lost its data, or the
+	// subscription was re-established (announcements may have been
+	// missed).
+	Check()
 }

@@ -80,8 +80,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		return nil, err
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
-		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis,
-		WaitReplicas: cfg.RedisWaitReplicas,
+		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
+		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -124,6 +124,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		return nil, err
 	}
 	gw.closers = append(gw.closers, auth.Close)
+	var verifier session.TokenVerifier // nil in dev mode: nothing expires
+	if !cfg.DevMode() {
+		verifier = auth
+	}
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -141,6 +145,20 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		RestrictOutput:           cfg.RestrictOutput,
 		RestrictionMessage:       cfg.RestrictionMessage,
 		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
+
+		MessageRate:          cfg.MessageRate,
+		MessageBurst:         cfg.MessageBurst,
+		RateAbuseAfter:       cfg.RateAbuseAfter,
+		MicPace:              cfg.MicPace,
+		TurnsPerMinute:       cfg.TurnsPerMinute,
+		VoiceStartsPerMinute: cfg.VoiceStartsPerMinute,
+		ContextMaxTokens:     cfg.ContextMaxTokens,
+		HistoryMaxBytes:      cfg.HistoryMaxBytes,
+		ResumeHistoryMax:     cfg.ResumeHistoryMax,
+		AuthLeeway:           cfg.AuthLeeway,
+		PingInterval:         cfg.PingInterval,
+		IdleTimeout:          cfg.IdleTimeout,
+		Clock:                cfg.Clock,
 	}, session.Deps{
 		Store: st,
 		Model: textModel,
@@ -152,9 +170,11 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			ConfirmTTL:   cfg.ConfirmTTL,
 		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
 		Tools:   catalog,
+		Auth:    verifier,
 		Metrics: m,
 		Log:     log,
 	})
+	watchSessions(gw, log)
 
 	if cfg.DevMode() {
 		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET nor TURNSTILE_AUTH_JWKS_URL, every browser is the anonymous user; " +
@@ -183,6 +203,21 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	})
 	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil
+}
+
+// watchSessions runs the node's one store subscription until the gateway
+// closes: a resume on another node ends this node's connection of that
+// session, and a Redis that lost its data gets the live sessions back.
+func watchSessions(gw *gateway, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gw.sessions.Watch(ctx); err != nil {
+			log.Error("session store watch stopped", "err", err)
+		}
+	}()
+	gw.closers = append(gw.closers, func() { cancel(); <-done })
 }
 
 // redisClient connects to REDIS_URL, or starts the embedded miniredis.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -19,6 +20,15 @@ func BenchmarkTextTurn(b *testing.B) {
 	benchTurns(b, always{fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}, "when do you ship?")
 }
 
+// BenchmarkTextTurnRealRedis is BenchmarkTextTurn against a real
+// redis-server: the store's Lua scripts run there, not in the embedded
+// miniredis (whose Lua interpreter allocates per call, in-process).
+func BenchmarkTextTurnRealRedis(b *testing.B) {
+	cfg := defaultTestConfig(b)
+	cfg.RedisURL = SecretURL("redis://" + redistest.Start(b))
+	benchTurnsWith(b, cfg, always{fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}, "when do you ship?")
+}
+
 // BenchmarkTextTurnWithToolCall adds one model↔tool round: a kb_search over
 // the sample knowledge base, its result sent back, then the answer.
 func BenchmarkTextTurnWithToolCall(b *testing.B) {
@@ -32,12 +42,23 @@ func BenchmarkTextTurnWithToolCall(b *testing.B) {
 	benchTurns(b, brain, "when do you ship?")
 }
 
+// unlimited lifts the per-connection and per-user limits for benchmarks,
+// which take turns as fast as the gateway serves them.
+func unlimited(cfg Config) Config {
+	cfg.MessageRate, cfg.MessageBurst, cfg.TurnsPerMinute = 1e9, 1e9, 0
+	return cfg
+}
+
 type brainFunc func(*fakegemini.Request) fakegemini.Reply
 
 func (f brainFunc) Respond(_ context.Context, r *fakegemini.Request) fakegemini.Reply { return f(r) }
 
 func benchTurns(b *testing.B, brain fakegemini.Brain, question string) {
-	g := startGateway(b, defaultTestConfig(b), brain)
+	benchTurnsWith(b, defaultTestConfig(b), brain, question)
+}
+
+func benchTurnsWith(b *testing.B, cfg Config, brain fakegemini.Brain, question string) {
+	g := startGateway(b, unlimited(cfg), brain)
 	c := g.dial("", nil)
 	c.start(nil)
 	b.ReportAllocs()

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
@@ -101,6 +102,22 @@ type Config struct {
 	// default that conflicted with an explicit value, a value below its
 	// minimum taken as the minimum); logged at start.
 	Warnings []string
+	// What one connection, session or user may do (the edge's session
+	// limits; see docs/operations.md, "Limits").
+	MessageRate          float64       // text frames per second per connection
+	MessageBurst         int           // text frames in a burst
+	RateAbuseAfter       time.Duration // over a rate this long without a break: close 4008
+	MicPace              float64       // microphone audio, times real time
+	TurnsPerMinute       int           // typed turns per user across nodes; 0 = no limit
+	VoiceStartsPerMinute int           // moves into voice per session; 0 = no limit
+	ContextMaxTokens     int           // estimated tokens of a whole model request
+	HistoryMaxBytes      int           // a session's stored history, JSON bytes
+	ResumeHistoryMax     int           // history entries session.ready carries
+	PingInterval         time.Duration // WebSocket pings to every started connection
+	IdleTimeout          time.Duration // no message nor pong this long: close 4104
+	// Clock is not a setting: nil is the system clock; tests inject one to
+	// move token expiries.
+	Clock session.Clock
 }
 
 // DevMode reports whether browser authentication is off (no auth secret and no JWKS URL): every user
@@ -198,6 +215,18 @@ func (c Config) LogValue() slog.Value {
 		slog.String("auth_issuer", c.AuthIssuer),
 		slog.String("auth_jwks_url", c.AuthJWKSURL),
 		slog.Duration("auth_jwks_refresh", c.AuthJWKSRefresh),
+		slog.Float64("message_rate", c.MessageRate),
+		slog.Int("message_burst", c.MessageBurst),
+		slog.Duration("rate_abuse_after", c.RateAbuseAfter),
+		slog.Float64("mic_pace", c.MicPace),
+		slog.Int("turns_per_minute", c.TurnsPerMinute),
+		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
+		slog.Int("context_max_tokens", c.ContextMaxTokens),
+		slog.Int("history_max_bytes", c.HistoryMaxBytes),
+		slog.Int("resume_history_max", c.ResumeHistoryMax),
+		slog.Duration("auth_leeway", c.AuthLeeway),
+		slog.Duration("ping_interval", c.PingInterval),
+		slog.Duration("idle_timeout", c.IdleTimeout),
 	)
 }
 
@@ -259,7 +288,7 @@ func flagName(env string) string {
 }
 
 func configSettings() []configSetting {
-	return []configSetting{
+	return append([]configSetting{
 		{env: "TURNSTILE_ADDR", def: "127.0.0.1:8080", usage: "listen address, host:port", apply: parseAddr},
 		// Before REDIS_URL, which is checked against the mode.
 		{env: "TURNSTILE_REDIS_MODE", def: string(store.RedisSingle),
@@ -501,6 +530,35 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
+	}, sessionLimitSettings()...)
+}
+
+// sessionLimitSettings are what one connection, session or user may do.
+// Each default comfortably allows the web client and a person using it.
+func sessionLimitSettings() []configSetting {
+	return []configSetting{
+		floatConfigSetting("TURNSTILE_MESSAGE_RATE", "10", "text frames per second one connection may send (ping included, session.start not); excess is dropped and answered rate_limited", 0.01,
+			func(c *Config) *float64 { return &c.MessageRate }),
+		intConfigSetting("TURNSTILE_MESSAGE_BURST", 40, "text frames one connection may send at once above TURNSTILE_MESSAGE_RATE", 1, -1,
+			func(c *Config) *int { return &c.MessageBurst }),
+		durConfigSetting("TURNSTILE_RATE_ABUSE_AFTER", "10s", "a connection over its message or audio rate this long without a one-second break is closed 4008", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.RateAbuseAfter }),
+		floatConfigSetting("TURNSTILE_MIC_PACE", "1.25", "microphone audio accepted, in times real time (16 kHz PCM16, one-second burst); excess is dropped and answered rate_limited", 1,
+			func(c *Config) *float64 { return &c.MicPace }),
+		intConfigSetting("TURNSTILE_TURNS_PER_MINUTE", 20, "turns one user may type per minute across all nodes (in dev mode, per connection); 0: no limit", 0, -1,
+			func(c *Config) *int { return &c.TurnsPerMinute }),
+		intConfigSetting("TURNSTILE_VOICE_STARTS_PER_MINUTE", 6, "moves into voice per session and minute (voice.start, start_voice_session, session.start in voice; not resumes); 0: no limit", 0, -1,
+			func(c *Config) *int { return &c.VoiceStartsPerMinute }),
+		intConfigSetting("TURNSTILE_CONTEXT_MAX_TOKENS", 32000, "estimated tokens (characters/4) of one model request: system instruction, tool declarations and history; the oldest history is left out first", 1000, -1,
+			func(c *Config) *int { return &c.ContextMaxTokens }),
+		intConfigSetting("TURNSTILE_HISTORY_MAX_BYTES", 512<<10, "bytes of history (JSON) kept per session, in memory and in Redis, on top of TURNSTILE_HISTORY_MAX", 16<<10, -1,
+			func(c *Config) *int { return &c.HistoryMaxBytes }),
+		intConfigSetting("TURNSTILE_RESUME_HISTORY_MAX", 50, "history entries session.ready carries on resume (never more than fits the send queue); older ones are paged with history requests", 1, -1,
+			func(c *Config) *int { return &c.ResumeHistoryMax }),
+		durConfigSetting("TURNSTILE_PING_INTERVAL", "30s", "how often every started connection gets a WebSocket ping", time.Millisecond,
+			func(c *Config) *time.Duration { return &c.PingInterval }),
+		durConfigSetting("TURNSTILE_IDLE_TIMEOUT", "90s", "a started connection that sent nothing and answered no ping this long is closed 4104 (more than TURNSTILE_PING_INTERVAL)", time.Millisecond,
+			func(c *Config) *time.Duration { return &c.IdleTimeout }),
 	}
 }
 
@@ -606,6 +664,10 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 		c.DevMode() && !isLoopbackAddr(c.Addr) {
 		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset and so is TURNSTILE_AUTH_JWKS_URL (dev mode, anonymous users), "+
 			"and the address is not loopback; set one of them or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
+	}
+	if !failed["TURNSTILE_PING_INTERVAL"] && !failed["TURNSTILE_IDLE_TIMEOUT"] && c.IdleTimeout <= c.PingInterval {
+		errs = append(errs, fmt.Errorf("%s: must be longer than %s (a connection that answers pings must never look idle)",
+			shown["TURNSTILE_IDLE_TIMEOUT"], shown["TURNSTILE_PING_INTERVAL"]))
 	}
 	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
 	return errs

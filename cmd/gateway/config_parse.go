@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -35,6 +36,23 @@ func intConfigSetting(env string, def int, usage string, lo, hi int, field func(
 				return fmt.Errorf("must be %s", bound)
 			}
 			*field(c) = n
+			return nil
+		}}
+}
+
+// floatConfigSetting is a number that may be fractional, at least lo.
+func floatConfigSetting(env, def, usage string, lo float64, field func(*Config) *float64) configSetting {
+	bound := "at least " + strconv.FormatFloat(lo, 'f', -1, 64)
+	return configSetting{env: env, def: def, usage: fmt.Sprintf("%s (%s)", usage, bound),
+		apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			switch {
+			case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
+				return errors.New("not a number")
+			case f < lo:
+				return errors.New("must be " + bound)
+			}
+			*field(c) = f
 			return nil
 		}}
 }

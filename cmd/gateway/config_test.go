@@ -42,6 +42,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MCPStartTimeout: 10 * time.Second,
 	}
 	withEdgeDefaults(&want)
+	withDefaultSessionLimits(&want)
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
 	}
@@ -51,6 +52,14 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if !strings.Contains(c.SystemPrompt, "kb_search") {
 		t.Errorf("default system prompt does not mention the knowledge-base tool: %q", c.SystemPrompt)
 	}
+}
+
+// withDefaultSessionLimits sets the session limits' defaults.
+func withDefaultSessionLimits(c *Config) {
+	c.MessageRate, c.MessageBurst, c.RateAbuseAfter, c.MicPace = 10, 40, 10*time.Second, 1.25
+	c.TurnsPerMinute, c.VoiceStartsPerMinute, c.ContextMaxTokens = 20, 6, 32000
+	c.HistoryMaxBytes, c.ResumeHistoryMax = 512<<10, 50
+	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 }
 
 func TestLoadConfigFromEnvironment(t *testing.T) {
@@ -103,6 +112,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		MCPStartTimeout:  10 * time.Second,
 	}
 	withEdgeDefaults(&want)
+	withDefaultSessionLimits(&want)
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" ||
 		string(c.OpenAIAPIKey) != "sk-proj-123" || string(c.OpenAIBaseURL) != "http://localhost:11434/v1" {
@@ -204,6 +214,20 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_AUTH_JWKS_URL", "http://idp.example.com/jwks", "TURNSTILE_AUTH_JWKS_URL=http://idp.example.com/jwks: http:// is only allowed for a loopback host"},
 		{"TURNSTILE_AUTH_JWKS_URL", "idp.example.com/jwks", "TURNSTILE_AUTH_JWKS_URL=idp.example.com/jwks: must be an absolute URL"},
 		{"TURNSTILE_AUTH_JWKS_REFRESH", "10ms", "TURNSTILE_AUTH_JWKS_REFRESH=10ms: must be at least 1s"},
+		{"TURNSTILE_MESSAGE_RATE", "fast", "TURNSTILE_MESSAGE_RATE=fast: not a number"},
+		{"TURNSTILE_MESSAGE_RATE", "0", "TURNSTILE_MESSAGE_RATE=0: must be at least 0.01"},
+		{"TURNSTILE_MESSAGE_RATE", "NaN", "TURNSTILE_MESSAGE_RATE=NaN: not a number"},
+		{"TURNSTILE_MESSAGE_BURST", "0", "TURNSTILE_MESSAGE_BURST=0: must be at least 1"},
+		{"TURNSTILE_RATE_ABUSE_AFTER", "0s", "TURNSTILE_RATE_ABUSE_AFTER=0s: must be greater than 0"},
+		{"TURNSTILE_MIC_PACE", "0.5", "TURNSTILE_MIC_PACE=0.5: must be at least 1"},
+		{"TURNSTILE_TURNS_PER_MINUTE", "-1", "TURNSTILE_TURNS_PER_MINUTE=-1: must be at least 0"},
+		{"TURNSTILE_VOICE_STARTS_PER_MINUTE", "many", "TURNSTILE_VOICE_STARTS_PER_MINUTE=many: not a whole number"},
+		{"TURNSTILE_CONTEXT_MAX_TOKENS", "999", "TURNSTILE_CONTEXT_MAX_TOKENS=999: must be at least 1000"},
+		{"TURNSTILE_HISTORY_MAX_BYTES", "1000", "TURNSTILE_HISTORY_MAX_BYTES=1000: must be at least 16384"},
+		{"TURNSTILE_RESUME_HISTORY_MAX", "0", "TURNSTILE_RESUME_HISTORY_MAX=0: must be at least 1"},
+		{"TURNSTILE_AUTH_LEEWAY", "30", "TURNSTILE_AUTH_LEEWAY=30: not a duration"},
+		{"TURNSTILE_PING_INTERVAL", "0s", "TURNSTILE_PING_INTERVAL=0s: must be at least 1ms"},
+		{"TURNSTILE_IDLE_TIMEOUT", "20s", "TURNSTILE_IDLE_TIMEOUT=20s: must be longer than TURNSTILE_PING_INTERVAL=30s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {

@@ -121,7 +121,7 @@ func (echoBrain) Respond(_ context.Context, req *fakegemini.Request) fakegemini.
 // sentinel promotes the replica can be lost, and the assertion below only
 // logs it. KNOWN GAP: set this to true when the user-message write uses
 // WAIT (store.RedisStoreOptions.WaitReplicas).
-const waitEnforced = false
+const waitEnforced = true
 
 // TestSentinelFailoverMidConversation: a conversation goes on while the
 // sentinel promotes the replica; every turn ends normally, /readyz is back
@@ -129,10 +129,11 @@ const waitEnforced = false
 // resume on another gateway sees.
 func TestSentinelFailoverMidConversation(t *testing.T) {
 	set := redistest.StartSentinel(t)
-	cfg := defaultTestConfig(t)
+	cfg := unlimited(defaultTestConfig(t)) // as many turns as the failover lets through
 	cfg.RedisURL, cfg.RedisMode = SecretURL(set.URL()), store.RedisSentinel
 	cfg.RedisWaitReplicas = store.DefaultWaitReplicas(store.RedisSentinel)
-	cfg.HistoryMax = 5000 // every turn of the test stays in the history
+	cfg.HistoryMax = 5000       // every turn of the test stays in the history
+	cfg.ResumeHistoryMax = 5000 // and comes back in session.ready
 	g := startGateway(t, cfg, echoBrain{})
 	other := startGateway(t, cfg, echoBrain{})
 

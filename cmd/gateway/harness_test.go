@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
@@ -50,7 +51,8 @@ type testGateway struct {
 	reg      *prometheus.Registry
 	gw       *gateway
 	cfg      Config
-	stop     func() // drains and stops it; the test's cleanup calls it too
+	stop     func()      // drains and stops it; the test's cleanup calls it too
+	errors   *errorLines // the gateway's ERROR log lines
 }
 
 func defaultTestConfig(t testing.TB) Config {
@@ -62,6 +64,9 @@ func defaultTestConfig(t testing.TB) Config {
 		t.Fatal(err)
 	}
 	cfg.ShutdownTimeout = 2 * time.Second
+	// Tests stream microphone audio faster than real time; the pacing
+	// test turns the pace on.
+	cfg.MicPace = 0
 	return cfg
 }
 
@@ -75,9 +80,9 @@ func startGateway(t testing.TB, cfg Config, brain fakegemini.Brain) *testGateway
 func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var h slog.Handler = slog.NewTextHandler(io.Discard, nil)
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		h = slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})
 	}
 	if cfg.Addr == "" || cfg.Addr == "127.0.0.1:8080" {
 		cfg.Addr = "127.0.0.1:0"
@@ -85,6 +90,8 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 	if cfg.AdminAddr == "" || cfg.AdminAddr == "127.0.0.1:9090" {
 		cfg.AdminAddr = "127.0.0.1:0"
 	}
+	errs := &errorLines{}
+	log := slog.New(errorRecorder{Handler: h, lines: errs})
 	gw, err := assemble(context.Background(), cfg, reg, log, b)
 	if err != nil {
 		t.Fatalf("assemble: %v", err)
@@ -100,7 +107,7 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 		t.Fatalf("listen: %v", err)
 	}
 	tg := &testGateway{t: t, url: "http://" + l.publicAddr.String(), adminURL: "http://" + l.adminAddr.String(),
-		reg: reg, gw: gw, cfg: cfg}
+		reg: reg, gw: gw, cfg: cfg, errors: errs}
 	var once sync.Once
 	tg.stop = func() {
 		once.Do(func() {
@@ -113,6 +120,73 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 	}
 	t.Cleanup(tg.stop)
 	return tg
+}
+
+// errorLines are the messages of the ERROR log lines a gateway wrote.
+type errorLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (e *errorLines) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.lines...)
+}
+
+// errorRecorder passes records on to Handler and notes the ERROR ones.
+type errorRecorder struct {
+	slog.Handler
+	lines *errorLines
+}
+
+func (r errorRecorder) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError || r.Handler.Enabled(ctx, l)
+}
+
+func (r errorRecorder) Handle(ctx context.Context, rec slog.Record) error {
+	if rec.Level >= slog.LevelError {
+		r.lines.mu.Lock()
+		r.lines.lines = append(r.lines.lines, rec.Message)
+		r.lines.mu.Unlock()
+	}
+	if !r.Handler.Enabled(ctx, rec.Level) {
+		return nil
+	}
+	return r.Handler.Handle(ctx, rec)
+}
+
+func (r errorRecorder) WithAttrs(as []slog.Attr) slog.Handler {
+	return errorRecorder{Handler: r.Handler.WithAttrs(as), lines: r.lines}
+}
+
+func (r errorRecorder) WithGroup(name string) slog.Handler {
+	return errorRecorder{Handler: r.Handler.WithGroup(name), lines: r.lines}
+}
+
+// counterSum is the sum of a counter family over all its label values (0
+// when it has none yet).
+func (g *testGateway) counterSum(name string) float64 {
+	g.t.Helper()
+	mfs, err := g.reg.Gather()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// refusals is turnstile_refusals_total for one reason.
+func (g *testGateway) refusals(reason string) float64 {
+	return testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(reason))
 }
 
 type testWriter struct{ t testing.TB }

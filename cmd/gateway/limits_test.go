@@ -45,10 +45,6 @@ func (g *testGateway) tryUpgrade(header http.Header, host string) (*wsClient, re
 	return nil, refusal{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(b)}
 }
 
-func (g *testGateway) refusals(reason string) float64 {
-	return testutil.ToFloat64(g.gw.edge.Metrics().Refusals.WithLabelValues(reason))
-}
-
 func TestNodeSessionCapAnswers503WithRetryAfterAndFreesAtOnce(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.MaxSessions = 2

@@ -34,7 +34,7 @@ func BenchmarkTextTurnWithToolCallOpenAI(b *testing.B) {
 func benchOpenAITurns(b *testing.B, brain fakeopenai.Brain, question string) {
 	b.Setenv("OPENAI_BASE_URL", "")
 	b.Setenv("OPENAI_API_KEY", "")
-	cfg := defaultTestConfig(b)
+	cfg := unlimited(defaultTestConfig(b))
 	cfg.TextProvider = "openai"
 	g := startGatewayWith(b, cfg, brains{openai: brain})
 	c := g.dial("", nil)

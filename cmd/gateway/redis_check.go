@@ -89,7 +89,7 @@ func redisRefusal(err error) (hint string, fatal bool) {
 			"redis://:PASSWORD@HOST:PORT/DB for the default user)", true
 	case redis.IsPermissionError(err):
 		return "the Redis user lacks a permission the gateway needs: it reads and writes keys turnstile:*, in " +
-			"transactions and Lua scripts: ACL SETUSER <user> ~turnstile:* " + redisACLCategories, true
+			"transactions and Lua scripts: ACL SETUSER <user> ~turnstile:* &turnstile:* " + redisACLCategories, true
 	case isTLSError(err):
 		return tlsHint, true
 	case isMoved(err):
@@ -109,8 +109,9 @@ func redisRefusal(err error) (hint string, fatal bool) {
 }
 
 // redisACLCategories are the command categories the gateway's Redis user
-// needs (docs/operations.md; a test runs a gateway as such a user).
-const redisACLCategories = "+@read +@write +@keyspace +@transaction +@scripting +@connection"
+// needs (docs/operations.md; a test runs a gateway as such a user): pub/sub
+// carries session ownership between nodes (channel turnstile:owners).
+const redisACLCategories = "+@read +@write +@keyspace +@transaction +@scripting +@connection +@pubsub"
 
 const tlsHint = "TLS to Redis failed: a rediss:// URL needs Redis serving TLS on that port with a certificate this " +
 	"machine trusts; use redis:// for plain TCP"

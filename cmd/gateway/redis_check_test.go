@@ -36,7 +36,7 @@ func startPasswordRedis(t *testing.T) string {
 	defer admin.Close()
 	ctx := t.Context()
 	for _, cmd := range [][]any{
-		append([]any{"ACL", "SETUSER", "app", "on", ">app-password", "~turnstile:*"}, aclCategories()...),
+		append([]any{"ACL", "SETUSER", "app", "on", ">app-password", "~turnstile:*", "&turnstile:*"}, aclCategories()...),
 		{"ACL", "SETUSER", "notx", "on", ">notx-password", "~turnstile:*", "+@all", "-@transaction"},
 		{"ACL", "SETUSER", "cramped", "on", ">cramped-password", "~other:*", "+@all"},
 		{"CONFIG", "SET", "requirepass", testRedisPassword},

@@ -78,7 +78,7 @@ func TestRedisFootprintOfASupportConversation(t *testing.T) {
 	addr := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	cfg := defaultTestConfig(t)
+	cfg := unlimited(defaultTestConfig(t)) // 140 turns in a few seconds
 	cfg.RedisURL = SecretURL("redis://" + addr)
 	g := startGatewayWith(t, cfg, brains{text: fakegemini.NewDemo()})
 

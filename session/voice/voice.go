@@ -23,6 +23,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/throttle"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -139,7 +140,7 @@ type Session struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the pump and the tool rounds have ended
 	rounds sync.WaitGroup
-	drops  throttle
+	drops  throttle.Log // microphone audio the upstream refused, in bytes
 
 	mu       sync.Mutex
 	up       transport.LiveSession
@@ -190,7 +191,7 @@ type userTurn struct {
 func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Session, error) {
 	cfg.defaults()
 	d.Session.Mode = protocol.ModeVoice
-	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{}), drops: throttle{every: time.Minute}}
+	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{})}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle)
 	if err != nil {
@@ -255,7 +256,7 @@ func (v *Session) Mic(pcm []byte) {
 			return
 		}
 		v.mu.Unlock()
-		if n, ok := v.drops.note(len(pcm)); ok {
+		if n, ok := v.drops.Note(time.Now(), len(pcm)); ok {
 			v.d.Log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes", n)
 		}
 	}
@@ -352,25 +353,4 @@ func (v *Session) upstream() transport.LiveSession {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.up
-}
-
-// throttle counts dropped bytes and lets a log line through at most once
-// per period, with the count since the last one.
-type throttle struct {
-	every time.Duration
-	mu    sync.Mutex
-	last  time.Time
-	n     int
-}
-
-func (t *throttle) note(n int) (int, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.n += n
-	if now := time.Now(); now.Sub(t.last) >= t.every {
-		total := t.n
-		t.last, t.n = now, 0
-		return total, true
-	}
-	return 0, false
 }

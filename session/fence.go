@@ -1,0 +1,111 @@
+package session
+
+import (
+	"context"
+	"crypto/subtle"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+)
+
+// One owner per session: a resume takes the next epoch in the store, and
+// every write carries the writer's epoch, so that a connection that lost
+// the session cannot write to it any more (its write is refused: fenced).
+// The store announces each new owner to every node (Watch); a node closes
+// its older connection of that session at once (4005), even when idle.
+// The epoch a connection learns before its own is known (a resume racing
+// another) is kept in seen and compared when its own arrives.
+
+// watcher is the manager as the store's Watch sees it.
+type watcher struct{ m *Manager }
+
+// Owner: a resume made epoch the owner of the session.
+func (w watcher) Owner(id string, epoch int64) {
+	if c := w.m.holder(id); c != nil {
+		c.ownerSeen(epoch)
+	}
+}
+
+// Check compares every live session with the store: one whose record is
+// gone (Redis restarted empty or was flushed), or stale, or whose writes
+// failed is written back whole; one that another connection owns now is
+// closed.
+func (w watcher) Check() {
+	m := w.m
+	m.mu.Lock()
+	var conns []*conn
+	var ids []string
+	for id, c := range m.live {
+		if c.epoch.Load() != 0 {
+			conns, ids = append(conns, c), append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
+	defer cancel()
+	epochs, err := m.Store.Epochs(ctx, ids)
+	if err != nil {
+		return // Redis failed again; the next check comes
+	}
+	for i, c := range conns {
+		switch e, own := epochs[i], c.epoch.Load(); {
+		case e > own:
+			c.ownerSeen(e)
+		case e < own || c.pst.needsRestore():
+			// Gone (0), or written back by an older owner that had not heard
+			// of this one yet, or behind after failed writes.
+			c.pst.restoreSoon()
+		}
+	}
+}
+
+// ownerSeen notes that epoch owns the connection's session; an epoch newer
+// than the connection's own ends it.
+func (c *conn) ownerSeen(epoch int64) {
+	for {
+		old := c.seen.Load()
+		if epoch <= old || c.seen.CompareAndSwap(old, epoch) {
+			break
+		}
+	}
+	if own := c.epoch.Load(); own != 0 && epoch > own {
+		c.fence()
+		c.act.cancelTurn()
+	}
+}
+
+// owned records the connection's own epoch once its session is loaded; it
+// reports false (and ends the connection) when a newer one was already
+// announced.
+func (c *conn) owned(epoch int64) bool {
+	c.epoch.Store(epoch)
+	if c.seen.Load() > epoch {
+		c.fence()
+		return false
+	}
+	return true
+}
+
+// fence ends the connection because another connection owns its session
+// now (4005); its store writes are refused from now on, and its running
+// turn ends with the connection. It takes no lock but the closer's: the
+// persister calls it while a turn's start may hold the activity's.
+func (c *conn) fence() {
+	if c.out.close(protocol.DisconnectTakenOver, false) {
+		// The node's logger: c.log is the connection's own until its
+		// session is ready, and this runs on the node's watcher.
+		c.m.Log.Info("session resumed by another connection; closing this one", "session", c.st.record().ID)
+	}
+}
+
+// owns reports whether token resumes this connection's session for user,
+// judged on the token digest the connection holds (in constant time).
+func (c *conn) owns(token, user string) bool {
+	rec := c.st.record()
+	want := rec.TokenHash
+	got := store.HashToken(token)
+	return want != "" && c.user == user && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}

@@ -1,0 +1,93 @@
+package session
+
+import (
+	"time"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// Idle connections are found by one goroutine per node, not one per
+// connection: while the node has connections, every PingInterval it closes
+// those that sent nothing and answered no ping for IdleTimeout (4104), and
+// sends the others a WebSocket ping. The library's Ping waits for the pong,
+// so each ping is sent from a goroutine of its own that lives one round
+// trip (for a dead peer, until it is reaped); a connection has at most one
+// ping out. Any frame from the browser, or a pong, counts as a sign of
+// life.
+
+// startKeepaliveLocked starts the keepalive goroutine if it is needed and
+// not running; m.mu is held.
+func (m *Manager) startKeepaliveLocked() {
+	every := m.cfg.PingInterval
+	if every <= 0 {
+		every = m.cfg.IdleTimeout / 4
+	}
+	if every <= 0 || m.pinger != nil {
+		return
+	}
+	m.pinger = make(chan struct{})
+	m.wg.Add(1)
+	go m.keepalive(m.pinger, every)
+}
+
+// keepalive runs until stop is closed (the node has no connection left).
+func (m *Manager) keepalive(stop <-chan struct{}, every time.Duration) {
+	defer m.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var conns []*conn
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			m.mu.Lock()
+			conns = conns[:0]
+			for c := range m.all {
+				conns = append(conns, c)
+			}
+			m.mu.Unlock()
+			for _, c := range conns {
+				c.keepalive(now)
+			}
+			clear(conns)
+		}
+	}
+}
+
+// keepalive reaps the connection when it has been idle too long, else
+// pings it (unless a ping is still out).
+func (c *conn) keepalive(now time.Time) {
+	if !c.started.Load() || c.closing() {
+		return // before session.start the handshake timeout applies
+	}
+	if idle := c.m.cfg.IdleTimeout; idle > 0 && now.Sub(time.Unix(0, c.lastSeen.Load())) >= idle {
+		if c.out.close(protocol.DisconnectIdle, false) {
+			c.refused(limitIdle, now)
+		}
+		return
+	}
+	if c.m.cfg.PingInterval <= 0 {
+		return
+	}
+	c.pingMu.Lock()
+	defer c.pingMu.Unlock()
+	if c.pinging || c.noPings {
+		return
+	}
+	c.pinging = true
+	c.pings.Add(1)
+	go func() {
+		defer c.pings.Done()
+		// Ends with the pong, or with the connection (its context).
+		if c.ws.Ping(c.ctx) == nil {
+			c.alive(time.Now())
+		}
+		c.pingMu.Lock()
+		c.pinging = false
+		c.pingMu.Unlock()
+	}()
+}
+
+// alive records a sign of life from the browser.
+func (c *conn) alive(now time.Time) { c.lastSeen.Store(now.UnixNano()) }

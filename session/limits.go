@@ -1,0 +1,171 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// limit is one of the edge's limits: the closed set of reasons counted in
+// turnstile_refusals_total{reason} and logged (at most once a minute per
+// connection and reason, with a count).
+type limit int
+
+const (
+	limitMessageRate   limit = iota // a text frame over the message rate, dropped
+	limitAudioRate                  // microphone audio over its pace, dropped
+	limitTurns                      // a typed turn over the user's turns per minute
+	limitVoiceStarts                // a move into voice over the session's starts per minute
+	limitRateAbuse                  // over a rate for RateAbuseAfter: closed 4008
+	limitTokenExpired               // the token expired without a refresh: closed 4001
+	limitAuth                       // an auth token refused: closed 4001
+	limitIdle                       // no message nor pong for IdleTimeout: closed 4104
+	limitInvalidUTF8                // a text frame that is not UTF-8: closed 1007
+	limitContext                    // history left out of a model request (ContextMaxTokens)
+	limitHistoryBytes               // history dropped for HistoryMaxBytes
+	limitResumeHistory              // session.ready's history cut (ResumeHistoryMax, send queue)
+	limitHistoryPage                // a history answer cut to fit the send queue
+	numLimits
+)
+
+// limitInfo is how a limit is counted and logged.
+type limitInfo struct {
+	label string // the metric's reason
+	level slog.Level
+	msg   string
+}
+
+var limits = [numLimits]limitInfo{
+	limitMessageRate:   {"message_rate", slog.LevelWarn, "limit: text frames over the message rate dropped"},
+	limitAudioRate:     {"audio_rate", slog.LevelWarn, "limit: microphone audio over its pace dropped"},
+	limitTurns:         {"turns_per_minute", slog.LevelWarn, "limit: turns over the user's turns per minute refused"},
+	limitVoiceStarts:   {"voice_starts_per_minute", slog.LevelWarn, "limit: moves into voice over the starts per minute refused"},
+	limitRateAbuse:     {"rate_abuse", slog.LevelWarn, "limit: over a rate for too long; closing 4008"},
+	limitTokenExpired:  {"token_expired", slog.LevelInfo, "limit: the token expired without a refresh; closing 4001"},
+	limitAuth:          {"auth_refused", slog.LevelWarn, "limit: an auth token was refused; closing 4001"},
+	limitIdle:          {"idle", slog.LevelInfo, "limit: no message nor pong for the idle timeout; closing 4104"},
+	limitInvalidUTF8:   {"invalid_utf8", slog.LevelWarn, "limit: a text frame is not UTF-8; closing 1007"},
+	limitContext:       {"context_trimmed", slog.LevelInfo, "limit: oldest history left out of a model request"},
+	limitHistoryBytes:  {"history_bytes", slog.LevelInfo, "limit: oldest history dropped for the history byte bound"},
+	limitResumeHistory: {"resume_history_cut", slog.LevelInfo, "limit: session.ready carries only the newest history"},
+	limitHistoryPage:   {"history_page_cut", slog.LevelInfo, "limit: a history answer was cut to fit the send queue"},
+}
+
+// String is the limit's metric label.
+func (l limit) String() string { return limits[l].label }
+
+// Audio is 16 kHz PCM16 from the browser: bytes per second of real time.
+const micBytesPerSecond = 16000 * 2
+
+// rateNoticeEvery bounds how often one connection is told rate_limited
+// (per kind); the drops in between are silent.
+const rateNoticeEvery = time.Second
+
+// overBreak is how long a connection must stay within its rate for a run
+// of refusals to end (see RateAbuseAfter).
+const overBreak = time.Second
+
+// rates are a connection's message and audio limiters. Only the reader
+// uses them, so they need no lock; rate.Limiter allocates nothing.
+type rates struct {
+	msg, mic    *rate.Limiter // nil: no limit
+	msgRun      overRun
+	micRun      overRun
+	voiceStarts *rate.Limiter // used from the reader and the text turn (rate.Limiter locks)
+	abuseAfter  time.Duration
+}
+
+// overRun is a run of refusals with no break of overBreak between them.
+type overRun struct {
+	since, last, noticed time.Time
+}
+
+// note records a refusal at now; it reports whether the browser should be
+// told (at most once per rateNoticeEvery) and whether the run has lasted
+// past abuse.
+func (r *overRun) note(now time.Time, abuse time.Duration) (notify, abusive bool) {
+	if now.Sub(r.last) > overBreak {
+		r.since = now
+	}
+	r.last = now
+	if now.Sub(r.noticed) >= rateNoticeEvery {
+		r.noticed, notify = now, true
+	}
+	return notify, now.Sub(r.since) >= abuse
+}
+
+func newRates(cfg Config) rates {
+	r := rates{abuseAfter: cfg.RateAbuseAfter}
+	if cfg.MessageRate > 0 {
+		r.msg = rate.NewLimiter(rate.Limit(cfg.MessageRate), max(cfg.MessageBurst, 1))
+	}
+	if cfg.MicPace > 0 {
+		// A one-second burst; a frame longer than that is refused as such.
+		r.mic = rate.NewLimiter(rate.Limit(cfg.MicPace*micBytesPerSecond), micBytesPerSecond)
+	}
+	if n := cfg.VoiceStartsPerMinute; n > 0 {
+		r.voiceStarts = rate.NewLimiter(rate.Every(time.Minute/time.Duration(n)), n)
+	}
+	return r
+}
+
+// allowMessage takes one text frame against the message rate; false
+// drops it. It may close the connection (4008).
+func (c *conn) allowMessage(now time.Time) bool {
+	if c.rates.msg == nil || c.rates.msg.AllowN(now, 1) {
+		return true
+	}
+	c.overRate(now, limitMessageRate, &c.rates.msgRun,
+		"too many messages: this one was dropped; slow down")
+	return false
+}
+
+// allowMic takes n bytes of microphone audio against its pace; false drops
+// them. It may close the connection (4008).
+func (c *conn) allowMic(now time.Time, n int) bool {
+	if c.rates.mic == nil || c.rates.mic.AllowN(now, n) {
+		return true
+	}
+	c.overRate(now, limitAudioRate, &c.rates.micRun,
+		"microphone audio faster than real time: some was dropped")
+	return false
+}
+
+func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
+	notify, abusive := run.note(now, c.rates.abuseAfter)
+	c.refused(l, now)
+	if abusive {
+		if c.out.close(protocol.DisconnectRateAbuse, false) {
+			c.refused(limitRateAbuse, now)
+		}
+		return
+	}
+	if notify {
+		c.send(protocol.NewError(protocol.CodeRateLimited, msg, true, 0))
+	}
+}
+
+// allowVoiceStart takes one move into voice against the session's starts
+// per minute, and tells the browser when it is refused.
+func (c *conn) allowVoiceStart() bool {
+	if c.rates.voiceStarts == nil || c.rates.voiceStarts.Allow() {
+		return true
+	}
+	c.refused(limitVoiceStarts, time.Now())
+	c.send(protocol.NewError(protocol.CodeRateLimited,
+		"too many switches to voice in the last minute; the session stays in text, try again shortly", true, 0))
+	return false
+}
+
+// refused counts one refusal and logs it, at most once a minute per
+// connection and reason, with the count since the last line.
+func (c *conn) refused(l limit, now time.Time) {
+	c.m.refusals[l].Inc()
+	if n, ok := c.logs[l].Note(now, 1); ok {
+		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
+	}
+}

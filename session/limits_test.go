@@ -1,0 +1,102 @@
+package session
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+func TestOverRunNotifiesOnceASecondAndFlagsARunPastTheAbuseTime(t *testing.T) {
+	var r overRun
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	notices := 0
+	for ms := 0; ms < 9990; ms += 10 {
+		notify, abusive := r.note(t0.Add(time.Duration(ms)*time.Millisecond), 10*time.Second)
+		if abusive {
+			t.Fatalf("flagged after %d ms of a 10 s limit", ms)
+		}
+		if notify {
+			notices++
+		}
+	}
+	if notices != 10 {
+		t.Fatalf("%d notices in 10 s of refusals, want one a second", notices)
+	}
+	if _, abusive := r.note(t0.Add(10*time.Second), 10*time.Second); !abusive {
+		t.Fatal("a run of 10 s not flagged")
+	}
+	// A break of more than a second starts a new run.
+	if _, abusive := r.note(t0.Add(11500*time.Millisecond), 10*time.Second); abusive {
+		t.Fatal("a refusal after a break is still the old run")
+	}
+}
+
+func TestFitContextKeepsTheCurrentTurnAndWholeRounds(t *testing.T) {
+	big := strings.Repeat("x", 4000)
+	h := []transport.Entry{user(big), modelCall("1"), toolResult("1"), model(big), user(big), model(big), user("now")}
+	sizes := make([]int, len(h))
+	for i, e := range h {
+		sizes[i] = entrySize(e)
+	}
+	kept, dropped := fitContext(h, sizes, 2100) // about two big entries
+	if !dropped || labels(kept)[0] != "user:"+big || len(kept) != 3 {
+		t.Fatalf("kept %d entries starting %q, dropped %v; want the last user entry with the turn before it", len(kept),
+			labels(kept)[0][:8], dropped)
+	}
+	kept, dropped = fitContext(h, sizes, 10)
+	if !dropped || len(kept) != 1 || kept[0].Text != "now" {
+		t.Fatalf("a budget below the current turn: kept %q, want it alone", labels(kept))
+	}
+	if kept, dropped := fitContext(h, sizes, 1<<20); dropped || len(kept) != len(h) {
+		t.Fatalf("a large budget dropped entries")
+	}
+}
+
+func TestStateBoundsHistoryBytesButKeepsTheCurrentTurn(t *testing.T) {
+	trimmed := 0
+	s := &state{historyMax: 100, historyMaxBytes: 10000, now: time.Now, trimmed: func(n int) { trimmed += n }}
+	big := strings.Repeat("y", 3000)
+	for range 5 {
+		s.append([]transport.Entry{user(big), model(big)})
+	}
+	h := s.historyCopy()
+	size := 0
+	for _, e := range h {
+		size += entrySize(e)
+	}
+	if size > 10000 || len(h) != 2 || h[0].Role != transport.RoleUser || trimmed != 8 {
+		t.Fatalf("history of %d entries, %d bytes, %d trimmed; want the newest turn within 10000", len(h), size, trimmed)
+	}
+	s.append([]transport.Entry{user(strings.Repeat("z", 20000))})
+	if h := s.historyCopy(); len(h) != 1 || len(h[0].Text) != 20000 {
+		t.Fatalf("an entry over the bound: %d entries; want it kept alone", len(h))
+	}
+}
+
+func TestNewestTurnsTakesWholeTurnsWithinCountAndBytes(t *testing.T) {
+	var items []protocol.HistoryItem
+	for turn := 1; turn <= 10; turn++ {
+		items = append(items, protocol.HistoryItem{Role: "user", Text: strings.Repeat("u", 100), Turn: turn},
+			protocol.HistoryItem{Role: "model", Text: strings.Repeat("m", 100), Turn: turn})
+	}
+	got, cut := newestTurns(items, 5, 1<<20)
+	if !cut || len(got) != 4 || got[0].Turn != 9 || got[3].Turn != 10 {
+		t.Fatalf("count 5: %d items from turn %d, cut %v; want turns 9 and 10 whole", len(got), got[0].Turn, cut)
+	}
+	got, cut = newestTurns(items, 0, 700)
+	if !cut || len(got) != 4 || got[0].Turn != 9 {
+		t.Fatalf("700 bytes: %d items, cut %v; want the two newest turns", len(got), cut)
+	}
+	if got, cut := newestTurns(items, 0, 1<<20); cut || len(got) != 20 {
+		t.Fatalf("no bound: %d items, cut %v", len(got), cut)
+	}
+	// An entry too large for its share of the budget is cut, not dropped.
+	huge := []protocol.HistoryItem{{Role: "model", Text: strings.Repeat("é", 5000), Turn: 1}}
+	got, _ = newestTurns(huge, 0, 4000)
+	if len(got) != 1 || !got[0].Truncated || itemSize(got[0]) > 1000 || !strings.HasPrefix(huge[0].Text, got[0].Text) {
+		t.Fatalf("a huge entry: %d items, truncated %v, %d bytes", len(got), got[0].Truncated, itemSize(got[0]))
+	}
+}

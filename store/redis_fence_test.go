@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+func testFencing(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	a, tok := mustCreateRecord(t, s, sampleRecord("s-fence"))
+	a.Turn = 1
+	if err := s.Append(ctx, a, textEntries("from A")...); err != nil {
+		t.Fatal(err)
+	}
+
+	// B resumes: it owns the session now, with everything A wrote.
+	bRec, hist := mustResume(t, s, a.ID, tok, a.UserID)
+	if bRec.Epoch != a.Epoch+1 || !reflect.DeepEqual(hist, textEntries("from A")) {
+		t.Fatalf("resume: epoch %d, history %v", bRec.Epoch, hist)
+	}
+	// Every write of A is refused from now on, and changes nothing.
+	a.Turn = 2
+	for name, write := range map[string]func() error{
+		"append": func() error { return s.Append(ctx, a, textEntries("late from A")...) },
+		"append with block": func() error {
+			_, err := s.AppendWithBlock(ctx, a, textEntries("late from A")...)
+			return err
+		},
+		"begin turn": func() error {
+			_, err := s.BeginTurn(ctx, a, textEntries("late from A")[0], TurnLimit{Key: a.UserID, Max: 5})
+			return err
+		},
+		"undo":    func() error { return s.Undo(ctx, a, 1) },
+		"restore": func() error { _, err := s.Restore(ctx, a, textEntries("rewrite by A"), nil); return err },
+	} {
+		if err := write(); !errors.Is(err, ErrFenced) {
+			t.Errorf("%s by the old owner: %v, want ErrFenced", name, err)
+		}
+	}
+	bRec.Turn = 2
+	if err := s.Append(ctx, bRec, textEntries("from B")...); err != nil {
+		t.Fatalf("append by the new owner: %v", err)
+	}
+	got, hist, err := s.Load(ctx, a.ID)
+	if err != nil || got.Epoch != bRec.Epoch || !reflect.DeepEqual(hist, textEntries("from A", "from B")) {
+		t.Fatalf("stored: epoch %d, history %v, %v; want one conversation", got.Epoch, hist, err)
+	}
+
+	// Concurrent resumes all succeed in turn, each with its own epoch: the
+	// latest owns the session.
+	var wg sync.WaitGroup
+	epochs := make([]int64, 8)
+	for i := range epochs {
+		wg.Go(func() {
+			rec, _, err := s.Resume(ctx, a.ID, tok, a.UserID)
+			if err != nil {
+				t.Errorf("concurrent resume: %v", err)
+			}
+			epochs[i] = rec.Epoch
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	var newest int64
+	for _, e := range epochs {
+		if seen[e] {
+			t.Fatalf("two resumes got epoch %d: %v", e, epochs)
+		}
+		seen[e] = true
+		newest = max(newest, e)
+	}
+	if got, err := s.Epochs(ctx, []string{a.ID, "s-none"}); err != nil || got[0] != newest || got[1] != 0 {
+		t.Fatalf("epochs = %v, %v; want [%d 0]", got, err, newest)
+	}
+
+	// Redis loses the session; the old owner, not told yet, writes it back
+	// first. The owner's next append finds a stale record (ErrSessionGone)
+	// and writes the session back over it; the old owner is then refused.
+	if err := b.client.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if restored, err := s.Restore(ctx, a, textEntries("A's view"), nil); err != nil || !restored {
+		t.Fatalf("restore by the old owner: %v, %v", restored, err)
+	}
+	owner := bRec
+	owner.Epoch = newest
+	if err := s.Append(ctx, owner, textEntries("from the owner")...); !errors.Is(err, ErrSessionGone) {
+		t.Fatalf("append over an older owner's restore: %v, want ErrSessionGone", err)
+	}
+	if _, err := s.Restore(ctx, owner, textEntries("from A", "from B", "from the owner"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Restore(ctx, a, textEntries("A's view"), nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old owner after the owner's restore: %v, want ErrFenced", err)
+	}
+	if _, hist, err := s.Load(ctx, a.ID); err != nil || len(hist) != 3 {
+		t.Fatalf("after both restores: %v, %v", hist, err)
+	}
+}
+
+func testBeginTurn(t *testing.T, b *backend) {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := b.store(RedisStoreOptions{Now: clock})
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-turns"))
+	other, _ := mustCreateRecord(t, s, sampleRecord("s-turns-2")) // the same user's other session
+	lim := TurnLimit{Key: "alice", Max: 2, Window: time.Minute}
+
+	begin := func(r *Record, text string) TurnStart {
+		t.Helper()
+		r.Turn++
+		ts, err := s.BeginTurn(ctx, *r, transport.Entry{Role: transport.RoleUser, Text: text, Turn: r.Turn}, lim)
+		if err != nil {
+			t.Fatalf("begin turn %q: %v", text, err)
+		}
+		return ts
+	}
+	// A Redis that restarted has forgotten the scripts: the pipelined
+	// calls find out and run again.
+	if err := b.client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ts := begin(&rec, "one"); !ts.Allowed {
+		t.Fatalf("first turn refused: %+v", ts)
+	}
+	advance(10 * time.Second)
+	if ts := begin(&other, "two, elsewhere"); !ts.Allowed {
+		t.Fatalf("second turn refused: %+v", ts)
+	}
+	advance(10 * time.Second)
+	ts := begin(&rec, "three")
+	if ts.Allowed || ts.RetryAfter != 40*time.Second {
+		t.Fatalf("third turn in a minute: %+v, want refused for 40s", ts)
+	}
+	// The refused turn is taken back.
+	rec.Turn--
+	if err := s.Undo(ctx, rec, rec.Turn+1); err != nil {
+		t.Fatal(err)
+	}
+	if got, hist := mustResume(t, s, rec.ID, tok, rec.UserID); got.Turn != 1 ||
+		!reflect.DeepEqual(hist, []transport.Entry{{Role: transport.RoleUser, Text: "one", Turn: 1}}) {
+		t.Fatalf("after undo: turn %d, history %v", got.Turn, hist)
+	}
+	rec.Epoch++
+
+	// A refused turn did not count: once the first turn leaves the window,
+	// one more is allowed.
+	advance(40 * time.Second)
+	if ts := begin(&rec, "four"); !ts.Allowed {
+		t.Fatalf("turn after the window moved: %+v", ts)
+	}
+	if ok, _, err := s.CountTurn(ctx, lim, "typed-in-voice"); err != nil || ok {
+		t.Fatalf("count turn at the limit = %v, %v; want refused", ok, err)
+	}
+	if ok, _, err := s.CountTurn(ctx, TurnLimit{Key: "bob", Max: 2}, "x"); err != nil || !ok {
+		t.Fatalf("another user's turn = %v, %v; want allowed", ok, err)
+	}
+
+	// The block is read in the same round trip.
+	until := now.Add(time.Hour).Truncate(time.Second)
+	if err := s.BlockUser(ctx, "alice", Block{Until: until, Reason: "abuse"}); err != nil {
+		t.Fatal(err)
+	}
+	if ts := begin(&rec, "five"); !ts.Block.Until.Equal(until) {
+		t.Fatalf("block not read with the turn: %+v", ts)
+	}
+}
+
+// ownerLog is a Watcher that records what it hears.
+type ownerLog struct {
+	mu     sync.Mutex
+	owners []string
+	checks int
+}
+
+func (o *ownerLog) Owner(id string, epoch int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owners = append(o.owners, id+"@"+strconv.FormatInt(epoch, 10))
+}
+
+func (o *ownerLog) Check() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.checks++
+}
+
+func (o *ownerLog) state() ([]string, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.owners...), o.checks
+}
+
+func testWatch(t *testing.T, b *backend) {
+	s := b.store(RedisStoreOptions{WatchInterval: 50 * time.Millisecond})
+	var w ownerLog
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Watch(ctx, "node-a", &w) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	}()
+	// The first probe finds no marker: a check (of no sessions yet).
+	waitUntil(t, "the first check", func() bool { _, n := w.state(); return n >= 1 })
+
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-watched"))
+	mustResume(t, s, rec.ID, tok, rec.UserID)
+	waitUntil(t, "the owner announcement", func() bool {
+		owners, _ := w.state()
+		return len(owners) == 1 && owners[0] == "s-watched@2"
+	})
+
+	// Redis loses its data: the node is asked to check its sessions.
+	_, before := w.state()
+	if err := b.client.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a check after the flush", func() bool { _, n := w.state(); return n > before })
+}
+
+// waitUntil polls cond for up to 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// Turns per user: a sliding window kept in a sorted set on the user's hash
+// tag, turnstile:user:{<key>}:turns, one member per turn allowed (so it
+// never holds more than the limit), expiring with the window.
+
+//go:embed redis_turns.lua
+var turnsLua string
+
+var turnsScript = redis.NewScript(turnsLua)
+
+func turnsKey(key string) string { return "turnstile:user:{" + key + "}:turns" }
+
+// BeginTurn writes a turn's user entry (as Append, fenced), reads the
+// user's block and counts the turn against lim, in one round trip: a
+// pipeline of three commands, each on one hash tag (the session's, the
+// user's, and the limit key's, which in dev mode is not the user's).
+func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry, lim TurnLimit) (TurnStart, error) {
+	var ts TurnStart
+	err := s.call(ctx, "append", func(ctx context.Context) error {
+		app, err := s.appendCall(rec, 0, []transport.Entry{user})
+		if err != nil {
+			return err
+		}
+		count := scriptCall{turnsScript, []string{turnsKey(lim.Key)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}
+		if s.waitReplicas > 0 {
+			return s.beginTurnReplicated(ctx, rec, app, count, lim, &ts)
+		}
+		var (
+			appCmd, turnsCmd *redis.Cmd
+			blk              *redis.StringCmd
+		)
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			appCmd = app.queue(ctx, p)
+			blk = p.Get(ctx, blockKey(rec.UserID))
+			if lim.Max > 0 {
+				turnsCmd = count.queue(ctx, p)
+			}
+			return nil
+		})
+		if err := writeResult(rec.ID, "append", app.settle(ctx, s.c, appCmd)); err != nil {
+			return err
+		}
+		ts.Block, ts.Allowed = readBlock(blk), true
+		if turnsCmd != nil {
+			if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
+				return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
+			}
+		}
+		return nil
+	})
+	return ts, err
+}
+
+// CountTurn counts one turn against lim in one round trip.
+func (s *RedisStore) CountTurn(ctx context.Context, lim TurnLimit, member string) (bool, time.Duration, error) {
+	if lim.Max <= 0 {
+		return true, 0, nil
+	}
+	var (
+		allowed bool
+		wait    time.Duration
+	)
+	err := s.call(ctx, "turns", func(ctx context.Context) error {
+		cmd := turnsScript.Run(ctx, s.c, []string{turnsKey(lim.Key)}, s.turnArgs(lim, member)...)
+		var err error
+		if allowed, wait, err = turnReply(cmd); err != nil {
+			return fmt.Errorf("turn limit: %w", err)
+		}
+		return nil
+	})
+	return allowed, wait, err
+}
+
+func (s *RedisStore) turnArgs(lim TurnLimit, member string) []any {
+	window := lim.Window
+	if window <= 0 {
+		window = time.Minute
+	}
+	return []any{s.now().UnixMilli(), window.Milliseconds(), lim.Max, member}
+}
+
+func turnMember(id string, turn int) string { return id + ":" + strconv.Itoa(turn) }
+
+func turnReply(cmd *redis.Cmd) (bool, time.Duration, error) {
+	v, err := cmd.Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(v) != 2 {
+		return false, 0, fmt.Errorf("unexpected reply of %d values", len(v))
+	}
+	return v[0] == 1, time.Duration(v[1]) * time.Millisecond, nil
+}
+
+// beginTurnReplicated is BeginTurn for a store that must not acknowledge a
+// user message before WaitReplicas replicas have it: the write goes on a
+// connection of its own to the session's master, followed there by WAIT
+// (which covers only that connection's writes); the user's keys, which on
+// a Cluster live on another master, are read in a second round trip.
+func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app scriptCall, count scriptCall,
+	lim TurnLimit, ts *TurnStart) error {
+	master, err := s.masterFor(ctx, metaKey(rec.ID))
+	if err != nil {
+		return fmt.Errorf("session %s: append: %w", rec.ID, err)
+	}
+	conn := master.Conn()
+	defer func() { _ = conn.Close() }()
+	if err := writeResult(rec.ID, "append", app.run(ctx, conn)); err != nil {
+		return err
+	}
+	if err := s.waitFor(ctx, conn); err != nil {
+		return fmt.Errorf("session %s: append: %w", rec.ID, err)
+	}
+	var (
+		turnsCmd *redis.Cmd
+		blk      *redis.StringCmd
+	)
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		blk = p.Get(ctx, blockKey(rec.UserID))
+		if lim.Max > 0 {
+			turnsCmd = count.queue(ctx, p)
+		}
+		return nil
+	})
+	ts.Block, ts.Allowed = readBlock(blk), true
+	if turnsCmd != nil {
+		if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
+			return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
+		}
+	}
+	return nil
+}
+
+// masterFor is the client of the master that holds key: the one master of
+// a single or sentinel setup, the key's slot owner on a Cluster.
+func (s *RedisStore) masterFor(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := s.c.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	}
+	return nil, fmt.Errorf("WAIT needs a single, sentinel or cluster client, not %T", s.c)
+}
+
+// ErrNotReplicated means fewer replicas than WaitReplicas acknowledged a
+// write in time: it may be lost in a failover, so it is not confirmed.
+var ErrNotReplicated = errors.New("write not acknowledged by enough replicas")
+
+// waitFor waits, within the call's deadline, until WaitReplicas replicas
+// have every write conn made.
+func (s *RedisStore) waitFor(ctx context.Context, conn *redis.Conn) error {
+	timeout := s.timeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d) / 2 // leave the other half for the reply
+	}
+	n, err := conn.Wait(ctx, s.waitReplicas, max(timeout, time.Millisecond)).Result()
+	switch {
+	case err != nil:
+		return err
+	case int(n) < s.waitReplicas:
+		return fmt.Errorf("%w: %d of %d", ErrNotReplicated, n, s.waitReplicas)
+	}
+	return nil
+}

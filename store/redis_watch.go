@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ownersChannel is the pub/sub channel on which every resume announces the
+// session's new owner as "<epoch> <session id>". Each node holds one
+// subscription to it (Watch), so that the connection that lost a session,
+// on whatever node, closes within moments even when it is idle. Resumes
+// are rare next to everything else, so one channel for all sessions costs
+// less than a channel (and a subscription change) per live session.
+const ownersChannel = "turnstile:owners"
+
+// nodeKey is a node's marker: Watch keeps it alive, and finding it gone
+// means that Redis lost its data (restarted empty, flushed).
+func nodeKey(node string) string { return "turnstile:node:{" + node + "}" }
+
+// Watch runs until ctx ends: it hears ownership announcements (Owner) and,
+// every WatchInterval, refreshes this node's marker; when Redis answers
+// again after failing, or the marker is gone, or the subscription was
+// re-established, it asks w to Check the live sessions. It uses one
+// goroutine, the caller's, and one Redis connection for the subscription.
+func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
+	if node == "" || strings.ContainsAny(node, "{}") {
+		return fmt.Errorf("store watch: invalid node name %q", node)
+	}
+	ps := s.c.Subscribe(ctx, ownersChannel)
+	defer func() { _ = ps.Close() }()
+	healthy := true // Redis is assumed up until a probe fails
+	subscribed := false
+	next := time.Now()
+	for ctx.Err() == nil {
+		msg, err := ps.ReceiveTimeout(ctx, s.watchInterval)
+		switch m := msg.(type) {
+		case *redis.Message:
+			if id, epoch, ok := parseOwner(m.Payload); ok {
+				w.Owner(id, epoch)
+			}
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				if subscribed {
+					// A new connection: announcements may have been missed.
+					w.Check()
+				}
+				subscribed = true
+			}
+		}
+		if err != nil && !isTimeout(err) {
+			// Redis is away: do not spin on a connection that fails at once.
+			select {
+			case <-ctx.Done():
+			case <-time.After(s.watchInterval):
+			}
+		}
+		if now := time.Now(); !now.Before(next) {
+			next = now.Add(s.watchInterval)
+			present, err := s.touchMarker(ctx, node)
+			switch {
+			case err != nil:
+				healthy = false
+			case !present || !healthy:
+				healthy = true
+				w.Check()
+			}
+		}
+	}
+	return nil
+}
+
+// touchMarker sets this node's marker and reports whether it was there.
+func (s *RedisStore) touchMarker(ctx context.Context, node string) (bool, error) {
+	var present bool
+	err := s.call(ctx, "watch", func(ctx context.Context) error {
+		// Kept for a few intervals: a node that stalls briefly does not
+		// mistake its own expired marker for lost data (and if it does,
+		// a Check finds everything in place).
+		_, err := s.c.SetArgs(ctx, nodeKey(node), "1", redis.SetArgs{TTL: 10 * s.watchInterval, Get: true}).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return nil
+		case err != nil:
+			return fmt.Errorf("store watch: %w", err)
+		}
+		present = true
+		return nil
+	})
+	return present, err
+}
+
+// Epochs returns the stored epoch of each session (0: the record is gone)
+// in one round trip.
+func (s *RedisStore) Epochs(ctx context.Context, ids []string) ([]int64, error) {
+	out := make([]int64, len(ids))
+	err := s.call(ctx, "epochs", func(ctx context.Context) error {
+		cmds := make([]*redis.StringCmd, len(ids))
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HGet(ctx, metaKey(id), fieldEpoch)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("session epochs: %w", err)
+		}
+		for i, c := range cmds {
+			v, err := c.Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+				continue
+			case err != nil:
+				return fmt.Errorf("session %s: epoch: %w", ids[i], err)
+			}
+			out[i], _ = strconv.ParseInt(v, 10, 64)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func parseOwner(payload string) (string, int64, bool) {
+	e, id, ok := strings.Cut(payload, " ")
+	if !ok || !validID(id) {
+		return "", 0, false
+	}
+	epoch, err := strconv.ParseInt(e, 10, 64)
+	return id, epoch, err == nil && epoch > 0
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
