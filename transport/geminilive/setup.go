@@ -3,7 +3,6 @@ package geminilive
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"google.golang.org/genai"
 
@@ -75,15 +74,6 @@ func liveTools(ts []transport.ToolDecl) ([]*genai.Tool, error) {
 		decls = append(decls, d)
 	}
 	return []*genai.Tool{{FunctionDeclarations: decls}}, nil
-}
-
-// modelName is the model's resource name as the SDK writes it into setup:
-// "models/<id>" unless the name already is one.
-func modelName(name string) string {
-	if strings.HasPrefix(name, "models/") || strings.HasPrefix(name, "tunedModels/") {
-		return name
-	}
-	return "models/" + name
 }
 
 // clientContent is one clientContent message carrying turns.
