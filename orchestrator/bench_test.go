@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -64,11 +65,20 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 			d.Registry, d.Metrics, d.Log = f.tools, f.m, log
 			o := orchestrator.NewWith(orchestrator.Config{}, d)
 			s := orchestrator.Session{ID: "bench", UserID: "u1", Mode: tools.ModeText}
-			calls := []orchestrator.Call{{ID: "c1", Name: "noop"}}
+			// Every call has an ID of its own: the durable ledger answers a
+			// repeated ID from its record instead of running it.
+			ids := make([]string, 0, 1<<16)
+			for i := range cap(ids) {
+				ids = append(ids, "c"+strconv.Itoa(i))
+			}
 			b.ReportAllocs()
+			i := 0
 			for b.Loop() {
-				tr := o.NewTurn(s, 1, nil)
-				if res := tr.Handle(b.Context(), calls, nil); !res[0].Outcome.Envelope.OK || !tr.Answer("c1") {
+				id := ids[i%len(ids)]
+				i++
+				tr := o.NewTurn(s, i, nil)
+				calls := []orchestrator.Call{{ID: id, Name: "noop"}}
+				if res := tr.Handle(b.Context(), calls, nil); !res[0].Outcome.Envelope.OK || !tr.Answer(id) {
 					b.Fatalf("outcome %+v", res[0].Outcome.Envelope)
 				}
 			}

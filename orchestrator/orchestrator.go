@@ -10,8 +10,10 @@ package orchestrator
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -85,6 +87,7 @@ type Deps struct {
 type Orchestrator struct {
 	cfg Config
 	Deps
+	oversize sync.Map // tool name → *throttle.Log: results over the size warning
 }
 
 // New returns an orchestrator with the default policy and no stores.
@@ -188,4 +191,15 @@ func modelResponse(env tools.Envelope) map[string]any {
 		m["partialSideEffects"] = true
 	}
 	return m
+}
+
+// warnOversize logs a result larger than the spec's warning size
+// (metrics.ResultSizeWarnBytes), at most once a minute per tool with the
+// count since the last line: such results bloat every later request.
+func (o *Orchestrator) warnOversize(tool string, size int) {
+	v, _ := o.oversize.LoadOrStore(tool, &throttle.Log{})
+	if n, ok := v.(*throttle.Log).Note(time.Now(), 1); ok {
+		o.Log.Warn("tool result over the size warning", "tool", tool, "bytes", size,
+			"warning_bytes", metrics.ResultSizeWarnBytes, "count", n)
+	}
 }

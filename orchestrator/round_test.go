@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/intents"
@@ -117,5 +118,21 @@ func TestCallWithUnreadableArgumentsIsFedBackAndNeverRuns(t *testing.T) {
 	}
 	if len(rd.Responses) != 1 || rd.Responses[0].ID != "bad" {
 		t.Errorf("responses %+v, want the call answered under its ID", rd.Responses)
+	}
+}
+
+// A result over the spec's 1 500-byte warning is logged (and counted in the
+// result-size histogram), once per tool and minute however often it comes.
+func TestOversizeResultIsLoggedOncePerToolAndMinute(t *testing.T) {
+	f := newFixture(t)
+	for range 3 {
+		f.exec(t.Context(), "huge", nil)
+	}
+	if n := strings.Count(f.log.String(), "tool result over the size warning"); n != 1 {
+		t.Errorf("%d warnings for three oversize results, want 1", n)
+	}
+	f.exec(t.Context(), "noop", nil)
+	if n := strings.Count(f.log.String(), "tool result over the size warning"); n != 1 {
+		t.Errorf("a small result was warned about")
 	}
 }

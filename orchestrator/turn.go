@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/loopdetect"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
@@ -326,6 +327,9 @@ func (t *Turn) finish(c Call, a admission, env tools.Envelope, d time.Duration, 
 		size = jsonSize(out.Response)
 	}
 	t.o.Metrics.ObserveToolCall(a.label, outcome, d, size)
+	if env.OK && size > metrics.ResultSizeWarnBytes {
+		t.o.warnOversize(a.label, size)
+	}
 	if env.OK {
 		t.o.Log.Debug("tool call done", "session", t.s.ID, "turn", t.n, "tool", a.label, "call", c.ID,
 			"duration_ms", d.Milliseconds())

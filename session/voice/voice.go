@@ -19,11 +19,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/session/throttle"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
