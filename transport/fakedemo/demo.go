@@ -25,6 +25,9 @@ type Input struct {
 	LastUser string
 	// Tools are the names of the declared tools.
 	Tools []string
+	// Earlier are the model's calls earlier in the conversation, oldest
+	// first: an approved call is repeated from them.
+	Earlier []Call
 	// RawArgs says the provider carries arguments as text, so "/call" with
 	// arguments that are not a JSON object is sent as typed (to exercise
 	// the gateway's invalid-arguments path). Otherwise such a "/call" is
@@ -67,7 +70,7 @@ const (
 // Decide answers according to the end of the conversation.
 func Decide(in Input) Action {
 	if len(in.Results) > 0 {
-		if IsCall(in.LastUser) {
+		if IsCall(in.LastUser) || IsConfirmation(in.LastUser) {
 			return reportResults(in.Results)
 		}
 		return afterTools(in.Results)
@@ -75,6 +78,9 @@ func Decide(in Input) Action {
 	text := strings.TrimSpace(in.Text)
 	if c, ok := parseCall(text); ok {
 		return manualCall(c, in)
+	}
+	if outcome, tool, ok := confirmation(text); ok {
+		return answerConfirmation(outcome, tool, in)
 	}
 	switch {
 	case text == "":

@@ -2,6 +2,7 @@ package fakegemini
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -41,7 +42,8 @@ func (d *DemoBrain) Respond(_ context.Context, req *Request) Reply {
 
 // demoInput reads the conversation the way the demo rules want it: the
 // function responses of the last content, or else its user text; the
-// newest typed user text; the declared function names.
+// newest typed user text; the declared function names; the model's
+// earlier calls.
 func demoInput(req *Request) fakedemo.Input {
 	in := fakedemo.Input{Tools: declaredNames(req.Tools), LastUser: lastUserText(req.Contents)}
 	var last *genai.Content
@@ -54,7 +56,26 @@ func demoInput(req *Request) fakedemo.Input {
 	if len(in.Results) == 0 {
 		in.Text = userText(last)
 	}
+	for _, c := range req.Contents {
+		if c == nil || c.Role != genai.RoleModel {
+			continue
+		}
+		for _, p := range c.Parts {
+			if p != nil && p.FunctionCall != nil {
+				in.Earlier = append(in.Earlier, demoCall(p.FunctionCall.Name, p.FunctionCall.Args))
+			}
+		}
+	}
 	return in
+}
+
+// demoCall is an earlier call as the demo rules see it.
+func demoCall(name string, args map[string]any) fakedemo.Call {
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, _ := json.Marshal(args) // decoded from JSON, so it encodes
+	return fakedemo.Call{Name: name, Args: args, ArgsJSON: string(b)}
 }
 
 // say streams text in a few chunks, paced by d.Pace.

@@ -70,6 +70,7 @@ type demoConn struct {
 
 	turnOpen     bool                   // the model owes a turnComplete
 	pending      map[string]pendingCall // by tool call id, awaiting a response
+	made         []fakedemo.Call        // the calls of this connection, for an approval to repeat
 	promptTokens int                    // input of the current turn
 
 	queue     []demoChunk // speech not yet sent
@@ -78,6 +79,9 @@ type demoConn struct {
 	spokenDur time.Duration
 	timer     *time.Timer
 }
+
+// maxRemembered bounds the calls a demo connection remembers for approvals.
+const maxRemembered = 32
 
 // pendingCall is a tool call the demo waits on; typed is true for a
 // /call, whose result is summarised whatever the tool.
@@ -181,8 +185,8 @@ func (c *demoConn) onText(text string) error {
 		return err
 	}
 	c.promptTokens += textTokens(text)
-	if fakedemo.IsCall(text) {
-		a := fakedemo.Decide(fakedemo.Input{Text: text, Tools: declaredNames(c.s.Setup.Tools)})
+	if fakedemo.IsCall(text) || fakedemo.IsConfirmation(text) {
+		a := fakedemo.Decide(fakedemo.Input{Text: text, Tools: declaredNames(c.s.Setup.Tools), Earlier: c.made})
 		if len(a.Calls) == 0 {
 			return c.speak(sorryMelody, a.Text)
 		}
@@ -202,6 +206,10 @@ func (c *demoConn) onText(text string) error {
 // marks a /call.
 func (c *demoConn) call(call Call, typed bool) error {
 	c.turnOpen = true
+	if len(c.made) == maxRemembered {
+		c.made = append(c.made[:0], c.made[1:]...)
+	}
+	c.made = append(c.made, fakedemo.Call{Name: call.Name, Args: call.Args})
 	ids, err := c.s.SendToolCall(call)
 	if err != nil {
 		return err

@@ -51,7 +51,8 @@ func (d *DemoBrain) Respond(_ context.Context, req *Request) Reply {
 }
 
 // demoInput reads the conversation the way the demo rules want it: the last
-// user text, or the tool results that end it (named after their calls).
+// user text, or the tool results that end it (named after their calls); the
+// model's earlier calls.
 func demoInput(req *Request) fakedemo.Input {
 	in := fakedemo.Input{RawArgs: true}
 	for _, t := range req.Tools {
@@ -65,6 +66,9 @@ func demoInput(req *Request) fakedemo.Input {
 		case "assistant":
 			for _, c := range m.ToolCalls {
 				names[c.ID] = c.Function.Name
+				var args map[string]any
+				_ = json.Unmarshal([]byte(c.Function.Arguments), &args) // nil when not an object
+				in.Earlier = append(in.Earlier, fakedemo.Call{Name: c.Function.Name, Args: args, ArgsJSON: c.Function.Arguments})
 			}
 		}
 	}
