@@ -105,7 +105,7 @@ const (
 	MaxCloseReasonBytes    = 123
 	maxSessionIDLen        = 64
 	maxResumeTokenLen      = 128
-	maxAuthTokenLen        = 8192
+	maxAuthTokenLen        = 4 << 10
 	// HistoryLimitMax is the most entries one history request may ask for.
 	HistoryLimitMax         = 100
 	defaultHistoryLimit     = 50

@@ -306,3 +306,65 @@ func TestStackDrainsBeforeItIsKilledAndIsWatched(t *testing.T) {
 		}
 	}
 }
+
+// composeValue expands compose's ${VAR}, ${VAR:-default} and ${VAR:?message}
+// forms against the shell environment env, as `docker compose up` would.
+func composeValue(t *testing.T, v string, env map[string]string) string {
+	t.Helper()
+	return regexp.MustCompile(`\$\{([A-Z0-9_]+)(?:(:-|:\?)([^}]*))?\}`).ReplaceAllStringFunc(v, func(m string) string {
+		p := regexp.MustCompile(`\$\{([A-Z0-9_]+)(?:(:-|:\?)([^}]*))?\}`).FindStringSubmatch(m)
+		if val := env[p[1]]; val != "" {
+			return val
+		}
+		switch p[2] {
+		case ":-":
+			return p[3]
+		case ":?":
+			t.Fatalf("compose would refuse to start without %s: %s", p[1], p[3])
+		}
+		return ""
+	})
+}
+
+// TestComposeGatewaysStartAsTheREADMESays loads each compose gateway's
+// environment through the gateway's own settings, with what deploy/README.md
+// exports: the stack must start offline with TURNSTILE_DEMO=true and with a
+// Gemini key, and must refuse (saying why) with neither.
+func TestComposeGatewaysStartAsTheREADMESays(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(deployDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "\nexport TURNSTILE_DEMO=true") {
+		t.Fatal("deploy/README.md no longer exports TURNSTILE_DEMO=true before bringing the stack up")
+	}
+	compose := yamlDocs(t, filepath.Join(deployDir, "compose.yaml"))[0]
+	secret := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name    string
+		shell   map[string]string
+		refusal string // "" = starts
+	}{
+		{"offline demo", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "TURNSTILE_DEMO": "true"}, ""},
+		{"gemini key", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "GEMINI_API_KEY": "k"}, ""},
+		{"neither", map[string]string{"TURNSTILE_AUTH_SECRET": secret}, "TURNSTILE_DEMO"},
+	} {
+		for name, svc := range mapAt(compose, "services") {
+			s := mapAt(map[string]any{"s": svc}, "s")
+			if _, built := s["build"]; !built {
+				continue
+			}
+			env := map[string]string{}
+			for k, v := range mapAt(s, "environment") {
+				env[k] = composeValue(t, str(v), tc.shell)
+			}
+			_, err := LoadConfig(nil, func(k string) string { return env[k] })
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Errorf("%s, %s: the gateway refuses to start: %v", tc.name, name, err)
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Errorf("%s, %s: want a refusal naming %s, got %v", tc.name, name, tc.refusal, err)
+			}
+		}
+	}
+}
