@@ -18,14 +18,15 @@ var (
 	// SessionRefusalReasons label turnstile_sessions_refused_total: why a
 	// browser did not get a session. Anything else is counted as "other".
 	SessionRefusalReasons = []string{
-		"unauthenticated",       // no or bad token: HTTP 401 before the upgrade
-		"origin",                // Origin not allowed: HTTP 403 before the upgrade
-		"max_sessions",          // this node is full (TURNSTILE_MAX_SESSIONS): HTTP 503
-		"max_sessions_per_user", // the user has too many sessions (TURNSTILE_MAX_SESSIONS_PER_USER): HTTP 429
-		"draining",              // the node is shutting down
-		"store_unavailable",     // Redis unreachable: error store_unavailable, close 4103
-		"resume_refused",        // unknown or expired session, wrong token, other user: close 4004
-		"blocked",               // the user is blocked (ignore_user): close 4003
+		"unauthenticated",         // no or bad token: HTTP 401 before the upgrade
+		"origin",                  // Origin not allowed: HTTP 403 before the upgrade
+		"max_sessions",            // this node is full (TURNSTILE_MAX_SESSIONS): HTTP 503
+		"max_sessions_per_user",   // the user has too many sessions (TURNSTILE_MAX_SESSIONS_PER_USER): HTTP 429
+		"draining",                // the node is shutting down
+		"store_unavailable",       // Redis unreachable: error store_unavailable, close 4103
+		"resume_refused",          // unknown or expired session, wrong token, other user: close 4004
+		"blocked",                 // the user is blocked (ignore_user): close 4003
+		"new_sessions_per_minute", // the user started too many new sessions (TURNSTILE_NEW_SESSIONS_PER_MINUTE): close 4008
 		"other",
 	}
 

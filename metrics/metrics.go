@@ -153,7 +153,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		Ready: f.gauge("turnstile_ready",
 			"1 while this node is ready for new sessions (its last /readyz check passed), 0 while it is not (Redis unreachable, draining, or not checked yet)."),
 		SessionsRefused: f.counterVec("turnstile_sessions_refused_total",
-			"Browsers that did not get a session, by reason (unauthenticated, origin, max_sessions, max_sessions_per_user, draining, store_unavailable, resume_refused, blocked, other).",
+			"Browsers that did not get a session, by reason (unauthenticated, origin, max_sessions, max_sessions_per_user, draining, store_unavailable, resume_refused, blocked, new_sessions_per_minute, other).",
 			"reason"),
 		InitSystemTokens: f.gaugeVec("turnstile_session_init_system_tokens_estimate",
 			"Estimated tokens (chars/4) of the system instruction every session of a mode starts with.", "mode"),

@@ -38,7 +38,8 @@ var refusalReasons = []string{
 	RefusedOrigin,
 	// The session's limits (session/limits.go, which counts them through
 	// Refusals directly with these labels).
-	"message_rate", "audio_rate", "turns_per_minute", "voice_starts_per_minute", "rate_abuse", "token_expired",
+	"message_rate", "audio_rate", "turns_per_minute", "voice_starts_per_minute", "new_sessions_per_minute", "rate_abuse",
+	"token_expired",
 	"auth_refused", "idle", "invalid_utf8", "context_trimmed", "history_bytes", "resume_history_cut",
 	"history_page_cut",
 }

@@ -33,6 +33,7 @@ var (
 	DisconnectUnauthenticated   = Disconnect{CloseUnauthenticated, "unauthenticated", "unauthenticated"}
 	DisconnectTokenExpired      = Disconnect{CloseUnauthenticated, "token expired: reconnect with a fresh token", "token_expired"}
 	DisconnectRateAbuse         = Disconnect{CloseRateAbuse, "rate limits exceeded for too long", "rate_abuse"}
+	DisconnectNewSessions       = Disconnect{CloseRateAbuse, "too many new sessions: try again later", "new_sessions_per_minute"}
 	DisconnectInvalidUTF8       = Disconnect{CloseInvalidData, "a text frame is not valid UTF-8", "invalid_utf8"}
 
 	// Reconnect and resume.
@@ -47,7 +48,8 @@ var (
 var Disconnects = []Disconnect{
 	DisconnectClientClosed, DisconnectReadFailed, DisconnectWriteFailed, DisconnectMessageTooBig,
 	DisconnectProtocolViolation, DisconnectHandshakeTimeout, DisconnectBlocked, DisconnectResumeRefused,
-	DisconnectTakenOver, DisconnectUnauthenticated, DisconnectTokenExpired, DisconnectRateAbuse, DisconnectInvalidUTF8,
+	DisconnectTakenOver, DisconnectUnauthenticated, DisconnectTokenExpired, DisconnectRateAbuse, DisconnectNewSessions,
+	DisconnectInvalidUTF8,
 	DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable, DisconnectIdle,
 }
 

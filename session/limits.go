@@ -2,12 +2,14 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 )
 
 // limit is one of the edge's limits: the closed set of reasons counted in
@@ -20,6 +22,7 @@ const (
 	limitAudioRate                  // microphone audio over its pace, dropped
 	limitTurns                      // a typed turn over the user's turns per minute
 	limitVoiceStarts                // a move into voice over the session's starts per minute
+	limitNewSessions                // a new session over the user's new sessions per minute: closed 4008
 	limitRateAbuse                  // over a rate for RateAbuseAfter: closed 4008
 	limitTokenExpired               // the token expired without a refresh: closed 4001
 	limitAuth                       // an auth token refused: closed 4001
@@ -44,6 +47,7 @@ var limits = [numLimits]limitInfo{
 	limitAudioRate:     {"audio_rate", slog.LevelWarn, "limit: microphone audio over its pace dropped"},
 	limitTurns:         {"turns_per_minute", slog.LevelWarn, "limit: turns over the user's turns per minute refused"},
 	limitVoiceStarts:   {"voice_starts_per_minute", slog.LevelWarn, "limit: moves into voice over the starts per minute refused"},
+	limitNewSessions:   {"new_sessions_per_minute", slog.LevelWarn, "limit: new sessions over the user's new sessions per minute refused; closing 4008"},
 	limitRateAbuse:     {"rate_abuse", slog.LevelWarn, "limit: over a rate for too long; closing 4008"},
 	limitTokenExpired:  {"token_expired", slog.LevelInfo, "limit: the token expired without a refresh; closing 4001"},
 	limitAuth:          {"auth_refused", slog.LevelWarn, "limit: an auth token was refused; closing 4001"},
@@ -168,4 +172,29 @@ func (c *conn) refused(l limit, now time.Time) {
 	if n, ok := c.logs[l].Note(now, 1); ok {
 		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
 	}
+}
+
+// allowNewSession counts a new session against the user's new sessions per
+// minute, across nodes (one round trip; resumes do not count). Over it,
+// the browser is told rate_limited with the wait and closed 4008. A store
+// that does not answer lets it through: creating the session then decides.
+func (c *conn) allowNewSession() bool {
+	n := c.m.cfg.NewSessionsPerMinute
+	if n <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	allowed, wait, err := c.m.Store.CountTurn(ctx,
+		store.TurnLimit{Key: c.limitKey, Kind: store.KindSessions, Max: n, Window: time.Minute}, newSessionID())
+	if err != nil || allowed {
+		return true
+	}
+	c.refused(limitNewSessions, time.Now())
+	c.m.Metrics.RefuseSession(limits[limitNewSessions].label)
+	secs := int(wait.Round(time.Second) / time.Second)
+	c.send(protocol.NewError(protocol.CodeRateLimited,
+		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))
+	c.close(protocol.DisconnectNewSessions)
+	return false
 }

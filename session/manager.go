@@ -84,6 +84,11 @@ type Config struct {
 	// (voice.start, start_voice_session, session.start in voice; resumes
 	// do not count).
 	VoiceStartsPerMinute int
+	// NewSessionsPerMinute bounds the new sessions a user starts, across
+	// nodes (in dev mode, per connection); resumes do not count. It bounds
+	// what one user can write to Redis: every new session is kept for the
+	// session TTL.
+	NewSessionsPerMinute int
 	// ContextMaxTokens bounds the estimated size (chars/4) of a model
 	// request: system instruction, tool declarations and history. The
 	// oldest history goes first; the current turn always stays.

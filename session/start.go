@@ -88,6 +88,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.PendingConfirmations = c.pendingConfirmations()
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
 	} else {
+		if !c.allowNewSession() {
+			return false
+		}
 		var token string
 		var err error
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)

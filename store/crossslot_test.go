@@ -143,6 +143,10 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			_, _, err := s.CountTurn(ctx, TurnLimit{Key: rec.UserID, Max: 10, Window: time.Minute}, "typed-in-voice")
 			return err
 		}},
+		{"CountTurn sessions", func() error {
+			_, _, err := s.CountTurn(ctx, TurnLimit{Key: rec.UserID, Kind: KindSessions, Max: 10, Window: time.Minute}, "s_new")
+			return err
+		}},
 		{"Epochs", func() error {
 			e, err := s.Epochs(ctx, []string{rec.ID, "s_missing"})
 			if err == nil && (len(e) != 2 || e[0] != rec.Epoch || e[1] != 0) {

@@ -22,7 +22,15 @@ var turnsLua string
 
 var turnsScript = redis.NewScript(turnsLua)
 
-func turnsKey(key string) string { return "turnstile:user:{" + key + "}:turns" }
+// turnsKey is lim's sliding window: turnstile:user:{<key>}:turns, or
+// :sessions for the new sessions a user starts.
+func turnsKey(lim TurnLimit) string {
+	kind := lim.Kind
+	if kind == "" {
+		kind = "turns"
+	}
+	return "turnstile:user:{" + lim.Key + "}:" + kind
+}
 
 // BeginTurn writes a turn's user entry (as Append, fenced), reads the
 // user's block and counts the turn against lim, in one round trip: a
@@ -35,7 +43,7 @@ func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.E
 		if err != nil {
 			return err
 		}
-		count := scriptCall{turnsScript, []string{turnsKey(lim.Key)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}
+		count := scriptCall{turnsScript, []string{turnsKey(lim)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}
 		if s.waitReplicas > 0 {
 			return s.beginTurnReplicated(ctx, rec, app, count, lim, &ts)
 		}
@@ -75,7 +83,7 @@ func (s *RedisStore) CountTurn(ctx context.Context, lim TurnLimit, member string
 		wait    time.Duration
 	)
 	err := s.call(ctx, "turns", func(ctx context.Context) error {
-		cmd := turnsScript.Run(ctx, s.c, []string{turnsKey(lim.Key)}, s.turnArgs(lim, member)...)
+		cmd := turnsScript.Run(ctx, s.c, []string{turnsKey(lim)}, s.turnArgs(lim, member)...)
 		var err error
 		if allowed, wait, err = turnReply(cmd); err != nil {
 			return fmt.Errorf("turn limit: %w", err)

@@ -114,7 +114,14 @@ type TurnLimit struct {
 	Key    string
 	Max    int // turns per Window; 0: no limit
 	Window time.Duration
+	// Kind names what is counted, the window key's last part: "" for
+	// turns, KindSessions for new sessions.
+	Kind string
 }
+
+// KindSessions counts the new sessions a user starts (TurnLimit.Kind).
+const KindSessions = "sessions"
+
 
 // TurnStart is what BeginTurn learned besides writing the entry.
 type TurnStart struct {

@@ -40,7 +40,7 @@ const CLOSE_TEXT = {
   4003: "You are blocked from this chat for now.",
   4004: "The conversation could not be resumed.",
   4005: "This conversation was opened in another tab or window.",
-  4008: "Too many messages: the gateway ended the connection.",
+  4008: "Too many messages or new sessions: the gateway ended the connection.",
 };
 
 /** A sentence for the user about a close that stopped the connection. */

@@ -152,6 +152,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		MicPace:              cfg.MicPace,
 		TurnsPerMinute:       cfg.TurnsPerMinute,
 		VoiceStartsPerMinute: cfg.VoiceStartsPerMinute,
+		NewSessionsPerMinute: cfg.NewSessionsPerMinute,
 		ContextMaxTokens:     cfg.ContextMaxTokens,
 		HistoryMaxBytes:      cfg.HistoryMaxBytes,
 		ResumeHistoryMax:     cfg.ResumeHistoryMax,

@@ -110,6 +110,7 @@ type Config struct {
 	MicPace              float64       // microphone audio, times real time
 	TurnsPerMinute       int           // typed turns per user across nodes; 0 = no limit
 	VoiceStartsPerMinute int           // moves into voice per session; 0 = no limit
+	NewSessionsPerMinute int           // new sessions per user across nodes; 0 = no limit
 	ContextMaxTokens     int           // estimated tokens of a whole model request
 	HistoryMaxBytes      int           // a session's stored history, JSON bytes
 	ResumeHistoryMax     int           // history entries session.ready carries
@@ -221,6 +222,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Float64("mic_pace", c.MicPace),
 		slog.Int("turns_per_minute", c.TurnsPerMinute),
 		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
+		slog.Int("new_sessions_per_minute", c.NewSessionsPerMinute),
 		slog.Int("context_max_tokens", c.ContextMaxTokens),
 		slog.Int("history_max_bytes", c.HistoryMaxBytes),
 		slog.Int("resume_history_max", c.ResumeHistoryMax),
@@ -549,6 +551,8 @@ func sessionLimitSettings() []configSetting {
 			func(c *Config) *int { return &c.TurnsPerMinute }),
 		intConfigSetting("TURNSTILE_VOICE_STARTS_PER_MINUTE", 6, "moves into voice per session and minute (voice.start, start_voice_session, session.start in voice; not resumes); 0: no limit", 0, -1,
 			func(c *Config) *int { return &c.VoiceStartsPerMinute }),
+		intConfigSetting("TURNSTILE_NEW_SESSIONS_PER_MINUTE", 30, "new sessions one user may start per minute across all nodes (in dev mode, per connection; resumes do not count); over it: rate_limited and close 4008; 0: no limit", 0, -1,
+			func(c *Config) *int { return &c.NewSessionsPerMinute }),
 		intConfigSetting("TURNSTILE_CONTEXT_MAX_TOKENS", 32000, "estimated tokens (characters/4) of one model request: system instruction, tool declarations and history; the oldest history is left out first", 1000, -1,
 			func(c *Config) *int { return &c.ContextMaxTokens }),
 		intConfigSetting("TURNSTILE_HISTORY_MAX_BYTES", 512<<10, "bytes of history (JSON) kept per session, in memory and in Redis, on top of TURNSTILE_HISTORY_MAX", 16<<10, -1,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 func withDefaultSessionLimits(c *Config) {
 	c.MessageRate, c.MessageBurst, c.RateAbuseAfter, c.MicPace = 10, 40, 10*time.Second, 1.25
 	c.TurnsPerMinute, c.VoiceStartsPerMinute, c.ContextMaxTokens = 20, 6, 32000
+	c.NewSessionsPerMinute = 30
 	c.HistoryMaxBytes, c.ResumeHistoryMax = 512<<10, 50
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 }
@@ -630,6 +632,28 @@ func TestLoadConfigNamesEveryPolicyProblem(t *testing.T) {
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+// TestEverySettingHasARowInConfigurationMD: docs/configuration.md lists each
+// setting with its flag, and nothing the gateway does not know.
+func TestEverySettingHasARowInConfigurationMD(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	known := map[string]bool{}
+	for _, s := range configSettings() {
+		known[s.env] = true
+		if row := "| `" + s.env + "` | `-" + flagName(s.env) + "` |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/configuration.md has no row starting %q", row)
+		}
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z][A-Z0-9_]+)` \\| `-").FindAllStringSubmatch(doc, -1) {
+		if !known[m[1]] {
+			t.Errorf("docs/configuration.md lists %s, which is not a setting", m[1])
 		}
 	}
 }

@@ -70,9 +70,6 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	v, c := buildVersion()
 	log.Info("starting turnstile gateway", "version", v, "commit", c, "config", cfg)
-	for _, w := range cfg.Warnings {
-		log.Warn("configuration adjusted", "setting", w)
-	}
 	reg := prometheus.NewRegistry()
 	gw, err := assemble(ctx, cfg, reg, log, brains{})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
@@ -194,6 +195,55 @@ func TestTurnsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 	if evs := bc.ask("hello"); last(evs).str("reason") != "end_turn" {
 		t.Fatalf("bob: %v", evs)
 	}
+}
+
+// TestNewSessionsPerMinuteHoldForAUserAcrossGateways: one user cannot
+// create sessions in a loop (each is kept in Redis for the session TTL),
+// wherever they connect; resumes and other users are not affected.
+func TestNewSessionsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
+	addr := redistest.Start(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.NewSessionsPerMinute = 2
+	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
+	a := startGateway(t, cfg, fakegemini.NewScript())
+	b := startGateway(t, cfg, fakegemini.NewScript())
+
+	first := a.dial("", alice)
+	ready := first.start(nil)
+	first.c.CloseNow()
+	b.dial("", alice).start(nil)
+
+	// The third new session within the minute is refused, on either node.
+	third := a.dial("", alice)
+	third.send(map[string]any{"type": "session.start"})
+	ev := third.next()
+	if ev.typ() != "error" || ev.str("code") != "rate_limited" || ev["retryable"] != true ||
+		!strings.Contains(ev.str("message"), "try again in") {
+		t.Fatalf("third new session in a minute: %v, want error rate_limited", ev)
+	}
+	if code := third.expectClose(); code != 4008 {
+		t.Fatalf("third new session closed with %d, want 4008", code)
+	}
+	if g := a.refusals("new_sessions_per_minute"); g != 1 {
+		t.Fatalf("refusals{new_sessions_per_minute} = %v, want 1", g)
+	}
+	if g := testutil.ToFloat64(a.gw.sessions.Metrics.SessionsRefused.WithLabelValues("new_sessions_per_minute")); g != 1 {
+		t.Fatalf("sessions_refused{new_sessions_per_minute} = %v, want 1", g)
+	}
+	n, err := redis.NewClient(&redis.Options{Addr: addr}).Keys(context.Background(), "turnstile:{*}:meta").Result()
+	if err != nil || len(n) != 2 {
+		t.Fatalf("session records in Redis: %v (%v), want the 2 allowed", n, err)
+	}
+
+	// A resume is not a new session; another user has a window of their own.
+	back := a.dial("", alice)
+	if ev := back.start(map[string]any{"resume": map[string]any{"sessionId": ready.str("sessionId"),
+		"resumeToken": ready.str("resumeToken")}}); ev["resumed"] != true {
+		t.Fatalf("resume after the refusal: %v", ev)
+	}
+	b.dial("", bob).start(nil)
 }
 
 func TestInDevModeEachConnectionHasItsOwnTurnsPerMinute(t *testing.T) {
