@@ -25,7 +25,9 @@ export const HISTORY_LIMIT_MAX = 100;
 // data (about 8 s of 16 kHz PCM16): a stalled link must not grow memory,
 // and speech that late is no use to anyone.
 const AUDIO_BACKLOG_BYTES = 256 * 1024;
-// Control characters other than newline and tab are refused by the gateway.
+// Control characters other than newline and tab. The gateway strips control characters (keeping tab, newline
+// and carriage return) rather than refusing them; the client removes these first, so that a message of nothing
+// else is not sent at all.
 const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 // A `history` request the gateway has not answered in this time is given up.
 const HISTORY_TIMEOUT_MS = 15_000;
