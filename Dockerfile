@@ -1,7 +1,7 @@
 # Multi-stage build: a static gateway binary on a distroless base, run as a
 # non-root user. Build with `make docker`, which passes the version (git
 # describe) and the commit; see "Versions and releases" in README.md.
-FROM golang:1.26 AS build
+FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -20,11 +20,6 @@ import (
 // they parse, pin every image, and set the gateway only settings that the
 // code knows and docs/configuration.md lists.
 
-// pendingSettings are settings the stack files set that another branch is
-// adding to the gateway (issue 9: the admin listener). Each entry fails the
-// test once the setting exists, so that this list only shrinks.
-var pendingSettings = map[string]string{}
-
 // yamlDocs parses every document of a YAML file into generic values.
 func yamlDocs(t *testing.T, path string) []map[string]any {
 	t.Helper()
@@ -187,12 +182,6 @@ func TestStackSetsOnlySettingsTheGatewayKnowsAndDocuments(t *testing.T) {
 		t.Fatalf("only %d gateway settings found in the stack files: %v", len(env), env)
 	}
 	for name, where := range env {
-		if reason, pending := pendingSettings[name]; pending {
-			if known[name] {
-				t.Errorf("%s is now a setting: remove it from pendingSettings (%s)", name, reason)
-			}
-			continue
-		}
 		if !known[name] {
 			t.Errorf("%s (set in %s) is not a gateway setting (cmd/gateway/config.go)", name, strings.Join(where, ", "))
 		}

@@ -115,14 +115,6 @@ func (echoBrain) Respond(_ context.Context, req *fakegemini.Request) fakegemini.
 	return fakegemini.TextReply("noted: "+lastUserText(req), 1)
 }
 
-// waitEnforced says whether the gateway waits for a replica (WAIT,
-// TURNSTILE_REDIS_WAIT_REPLICAS) before it sends turn.start. Until it does,
-// a message acknowledged by the old master in the moment before the
-// sentinel promotes the replica can be lost, and the assertion below only
-// logs it. KNOWN GAP: set this to true when the user-message write uses
-// WAIT (store.RedisStoreOptions.WaitReplicas).
-const waitEnforced = true
-
 // TestSentinelFailoverMidConversation: a conversation goes on while the
 // sentinel promotes the replica; every turn ends normally, /readyz is back
 // within 30 s, and every message that got turn.start is in the history a
@@ -208,12 +200,9 @@ func TestSentinelFailoverMidConversation(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The gateway waits for a replica (WAIT, TURNSTILE_REDIS_WAIT_REPLICAS)
+	// before turn.start, so no acknowledged message may be lost.
 	if len(missing) > 0 {
-		if waitEnforced {
-			t.Errorf("messages that got turn.start are not in the history after the failover: %v", missing)
-		} else {
-			t.Logf("KNOWN GAP (no WAIT yet): %d of %d messages that got turn.start were lost in the failover: %v",
-				len(missing), len(accepted), missing)
-		}
+		t.Errorf("messages that got turn.start are not in the history after the failover: %v", missing)
 	}
 }
