@@ -76,11 +76,10 @@ const overBreak = time.Second
 // rates are a connection's message and audio limiters. Only the reader
 // uses them, so they need no lock; rate.Limiter allocates nothing.
 type rates struct {
-	msg, mic    *rate.Limiter // nil: no limit
-	msgRun      overRun
-	micRun      overRun
-	voiceStarts *rate.Limiter // used from the reader and the text turn (rate.Limiter locks)
-	abuseAfter  time.Duration
+	msg, mic   *rate.Limiter // nil: no limit
+	msgRun     overRun
+	micRun     overRun
+	abuseAfter time.Duration
 }
 
 // overRun is a run of refusals with no break of overBreak between them.
@@ -110,9 +109,6 @@ func newRates(cfg Config) rates {
 	if cfg.MicPace > 0 {
 		// A one-second burst; a frame longer than that is refused as such.
 		r.mic = rate.NewLimiter(rate.Limit(cfg.MicPace*micBytesPerSecond), micBytesPerSecond)
-	}
-	if n := cfg.VoiceStartsPerMinute; n > 0 {
-		r.voiceStarts = rate.NewLimiter(rate.Every(time.Minute/time.Duration(n)), n)
 	}
 	return r
 }
@@ -154,9 +150,18 @@ func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
 }
 
 // allowVoiceStart takes one move into voice against the session's starts
-// per minute, and tells the browser when it is refused.
+// per minute, and tells the browser when it is refused. The window is the
+// session's, in Redis: reconnecting and resuming does not reset it. A
+// store that does not answer lets the move through.
 func (c *conn) allowVoiceStart() bool {
-	if c.rates.voiceStarts == nil || c.rates.voiceStarts.Allow() {
+	n := c.m.cfg.VoiceStartsPerMinute
+	if n <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	lim := store.TurnLimit{Key: c.st.record().ID, Kind: store.KindVoiceStarts, Max: n, Window: time.Minute}
+	if allowed, _, err := c.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
 		return true
 	}
 	c.refused(limitVoiceStarts, time.Now())

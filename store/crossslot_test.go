@@ -143,6 +143,10 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			_, _, err := s.CountTurn(ctx, TurnLimit{Key: rec.UserID, Max: 10, Window: time.Minute}, "typed-in-voice")
 			return err
 		}},
+		{"CountTurn voice starts", func() error {
+			_, _, err := s.CountTurn(ctx, TurnLimit{Key: rec.ID, Kind: KindVoiceStarts, Max: 10, Window: time.Minute}, "v1")
+			return err
+		}},
 		{"CountTurn sessions", func() error {
 			_, _, err := s.CountTurn(ctx, TurnLimit{Key: rec.UserID, Kind: KindSessions, Max: 10, Window: time.Minute}, "s_new")
 			return err

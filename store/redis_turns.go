@@ -23,13 +23,16 @@ var turnsLua string
 var turnsScript = redis.NewScript(turnsLua)
 
 // turnsKey is lim's sliding window: turnstile:user:{<key>}:turns, or
-// :sessions for the new sessions a user starts.
+// :sessions for the new sessions a user starts; a session's voice starts
+// are on the session's tag, turnstile:{<session>}:voice_starts.
 func turnsKey(lim TurnLimit) string {
-	kind := lim.Kind
-	if kind == "" {
-		kind = "turns"
+	switch lim.Kind {
+	case "":
+		return "turnstile:user:{" + lim.Key + "}:turns"
+	case KindVoiceStarts:
+		return "turnstile:{" + lim.Key + "}:" + lim.Kind
 	}
-	return "turnstile:user:{" + lim.Key + "}:" + kind
+	return "turnstile:user:{" + lim.Key + "}:" + lim.Kind
 }
 
 // BeginTurn writes a turn's user entry (as Append, fenced), reads the

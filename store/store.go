@@ -119,9 +119,14 @@ type TurnLimit struct {
 	Kind string
 }
 
-// KindSessions counts the new sessions a user starts (TurnLimit.Kind).
-const KindSessions = "sessions"
-
+// TurnLimit kinds besides turns.
+const (
+	// KindSessions counts the new sessions a user starts.
+	KindSessions = "sessions"
+	// KindVoiceStarts counts a session's moves into voice: Key is the
+	// session ID, and the window is one of the session's keys.
+	KindVoiceStarts = "voice_starts"
+)
 
 // TurnStart is what BeginTurn learned besides writing the entry.
 type TurnStart struct {

@@ -269,7 +269,7 @@ func TestVoiceStartsPerMinuteCountEveryMoveIntoVoice(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.VoiceStartsPerMinute = 2
 	g, script := startVoiceGateway(t, cfg, nil)
-	c, _, u := startInVoice(t, g, script) // session.start in voice: the first
+	c, ready, u := startInVoice(t, g, script) // session.start in voice: the first
 	toText := func() {
 		t.Helper()
 		c.send(map[string]any{"type": "voice.stop"})
@@ -297,6 +297,18 @@ func TestVoiceStartsPerMinuteCountEveryMoveIntoVoice(t *testing.T) {
 	if n := g.refusals("voice_starts_per_minute"); n != 1 {
 		t.Fatalf("refusals{voice_starts_per_minute} = %v, want 1", n)
 	}
+
+	// The window is the session's: reconnecting and resuming does not
+	// reset it.
+	_ = c.c.CloseNow()
+	back := g.dial("", nil)
+	back.start(map[string]any{"resume": map[string]any{"sessionId": ready.str("sessionId"),
+		"resumeToken": ready.str("resumeToken")}})
+	back.send(map[string]any{"type": "voice.start"})
+	if ev := back.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" {
+		t.Fatalf("voice.start after a resume, within the minute: %v, want error rate_limited", ev)
+	}
+	noUpstream(t, script)
 }
 
 func TestContextBoundStopsTheModelRequestGrowing(t *testing.T) {
