@@ -90,6 +90,13 @@ func (g *scriptedGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(data, &msg)
 		switch msg["type"] {
 		case "text":
+			if msg["text"] == "talk" {
+				// A mode switch carries the new mode's tools.
+				write(map[string]any{"type": "mode", "mode": "voice", "reason": "start_voice_session", "tools": []any{
+					map[string]any{"name": "kb_search", "modes": []string{"text", "voice"}, "requiresConfirmation": false, "terminal": false},
+				}})
+				continue
+			}
 			write(map[string]any{"type": "turn.start", "turn": 13, "text": msg["text"]})
 			write(map[string]any{"type": "tool.call", "turn": 13, "id": "c1", "name": "kb_search"})
 			write(map[string]any{"type": "tool.args", "turn": 13, "id": "c1", "args": map[string]any{"query": "shipping times"}})
@@ -182,6 +189,16 @@ func TestPageShowsToolsStreamedArgsResultsAndEarlierHistory(t *testing.T) {
 			const turns = [...document.querySelectorAll("#transcript li[data-turn]")].map((li) => li.dataset.turn).join(",");
 			return turns === "9,10,11,12,13" && document.getElementById("earlier").hidden &&
 				document.querySelector('[data-turn="9"] .msg.model').textContent.includes("answer nine");
+		})()`)
+
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#message", "talk"), chromedp.Click("#send")); err != nil {
+		t.Fatalf("send a message: %v", err)
+	}
+	wait("the voice mode's tools after the mode switch",
+		`(() => {
+			const tools = document.getElementById("tools");
+			const names = [...tools.querySelectorAll("li .tool-name")].map((n) => n.textContent).join(",");
+			return !tools.hidden && names === "kb_search" && tools.querySelector("summary").textContent === "Tools (1)";
 		})()`)
 
 	gw.mu.Lock()

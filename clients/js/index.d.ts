@@ -14,7 +14,7 @@ export interface HistoryEntry {
   kind?: string;
 }
 
-/** A tool of the session's current mode (session.ready `tools`). */
+/** A tool of the session's current mode (session.ready and mode `tools`). */
 export interface ToolInfo {
   name: string;
   modes: Mode[];
@@ -152,6 +152,8 @@ export interface ModeMessage {
   mode: Mode;
   /** session.start, resume, client, start_voice_session, end_voice_session, upstream_lost, … */
   reason: string;
+  /** The tools of the new mode, as in session.ready (left out when the mode has none). */
+  tools?: ToolInfo[];
 }
 
 export interface BlockedMessage {

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -237,5 +239,242 @@ func TestToolsDirWithAMissingVariableStopsTheGatewayAtStartup(t *testing.T) {
 	if code := realMain([]string{"-tools-dir", dir}, configEnv(nil), io.Discard, &stderr); code != 2 ||
 		!strings.Contains(stderr.String(), "TICKETS_API_KEY is not set") {
 		t.Fatalf("gateway exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+// apiService is a tool's API that counts the requests it gets and answers
+// them with answer.
+type apiService struct {
+	*httptest.Server
+	calls atomic.Int32
+}
+
+func newAPIService(t *testing.T, answer http.HandlerFunc) *apiService {
+	s := &apiService{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		answer(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// A service slower than the manifest's timeoutMs (300 ms here, far below
+// the 10 s default): the browser and the model get TIMEOUT once the
+// timeout passes, the turn goes on, and the request to the service is
+// abandoned rather than left running.
+func TestHTTPToolSlowServiceTimesOutAfterTheManifestTimeout(t *testing.T) {
+	const timeoutMs = 300
+	release, abandoned := make(chan struct{}), make(chan struct{})
+	svc := newAPIService(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done(): // the gateway gave up on the request
+			close(abandoned)
+			return
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status": "open"}`)
+	})
+	t.Cleanup(func() { close(release) }) // before svc.Close, which waits for the handler
+	schema := fmt.Sprintf(`{
+  "name": "lookup_ticket",
+  "category": "retrieval",
+  "modes": ["text"],
+  "timeoutMs": %d,
+  "redact": {"args": ["id"], "result": ["status"]},
+  "http": {"url": "%s/tickets/lookup", "method": "GET"},
+  "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+}`, timeoutMs, svc.URL)
+	cfg := configWith(t, map[string]string{"TURNSTILE_TOOLS_DIR": toolsDir(t, map[string]string{"lookup_ticket": schema})})
+	brain := fakegemini.NewScript(
+		callStep(fakegemini.Call{Name: "lookup_ticket", Args: map[string]any{"id": "T-1"}}),
+		textStep("The ticket service is not answering right now."),
+	)
+	g := startGateway(t, cfg, brain)
+	c := g.dial("", nil)
+	c.start(nil)
+
+	evs := c.ask("what is the status of ticket T-1?")
+	res := ofType(evs, "tool.result")
+	if len(res) != 1 || res[0]["ok"] != false || res[0]["refused"] == true || errorType(res[0]) != "TIMEOUT" {
+		t.Fatalf("tool.result %v, want a TIMEOUT error of a call that ran", res)
+	}
+	if ms, _ := res[0]["durationMs"].(float64); ms < timeoutMs || ms >= 3000 {
+		t.Errorf("durationMs %v, want the manifest's %d ms (not the 5 s the service would take)", res[0]["durationMs"], timeoutMs)
+	}
+	if _, ok := res[0]["result"]; ok {
+		t.Errorf("a timed-out call shows a result: %v", res[0])
+	}
+	if typ, _ := responseError(lastResponses(t, brain.Requests()[1])[0]); typ != "TIMEOUT" {
+		t.Errorf("model got %v, want a TIMEOUT error", lastResponses(t, brain.Requests()[1])[0].Response)
+	}
+	if done := ofType(evs, "text.done"); len(done) != 1 || done[0].str("text") != "The ticket service is not answering right now." {
+		t.Errorf("text.done %v: the turn should go on after the timeout", done)
+	}
+	select {
+	case <-abandoned:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the request to the service was not cancelled after the timeout")
+	}
+	if n := svc.calls.Load(); n != 1 {
+		t.Errorf("the service got %d requests, want 1 (no retry)", n)
+	}
+}
+
+// An answer far over the result limit (64 KiB for the whole response to
+// the model) is shaped, not passed on and not refused: the array keeps its
+// leading entries whole and ends with the {"_truncated": true, "omitted": K}
+// sentinel, and what the browser sees of it is the same shaped value.
+func TestHTTPToolOversizedAnswerIsShapedToTheResultLimit(t *testing.T) {
+	const total = 3000
+	var answered atomic.Int64 // bytes of the service's answer
+	svc := newAPIService(t, func(w http.ResponseWriter, r *http.Request) {
+		results := make([]map[string]any, total)
+		for i := range results {
+			results[i] = map[string]any{"id": fmt.Sprintf("T-%d", i), "title": fmt.Sprintf("Ticket number %d", i),
+				"body": strings.Repeat("The grinder makes a noise. ", 4)}
+		}
+		b, _ := json.Marshal(map[string]any{"total": total, "results": results})
+		answered.Store(int64(len(b)))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+	schema := fmt.Sprintf(`{
+  "name": "search_tickets",
+  "category": "retrieval",
+  "modes": ["text"],
+  "redact": {"args": ["query"], "result": ["total", "results"]},
+  "http": {"url": "%s/tickets/search", "method": "GET"},
+  "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+}`, svc.URL)
+	cfg := configWith(t, map[string]string{"TURNSTILE_TOOLS_DIR": toolsDir(t, map[string]string{"search_tickets": schema})})
+	brain := fakegemini.NewScript(
+		callStep(fakegemini.Call{Name: "search_tickets", Args: map[string]any{"query": "grinder"}}),
+		textStep("There are many tickets about grinders."),
+	)
+	g := startGateway(t, cfg, brain)
+	c := g.dial("", nil)
+	c.start(nil)
+
+	evs := c.ask("find the tickets about grinders")
+	const limit = orchestrator.DefaultMaxResultBytes
+	if n := answered.Load(); n <= 4*limit || n >= 1<<20 {
+		t.Fatalf("the service answered %d bytes; the test wants several times the %d-byte limit, under httptool's 1 MiB", n, limit)
+	}
+	res := ofType(evs, "tool.result")
+	if len(res) != 1 || res[0]["ok"] != true || res[0]["refused"] == true {
+		t.Fatalf("tool.result %v, want a successful call", res)
+	}
+	shown, _ := res[0]["result"].(map[string]any)
+	checkShaped := func(who string, out map[string]any) {
+		t.Helper()
+		if size := len(mustJSON(t, out)); size > limit || size < limit-2048 {
+			t.Errorf("%s: %d bytes, want the %d-byte limit filled but not exceeded", who, size, limit)
+		}
+		if out["total"] != float64(total) {
+			t.Errorf("%s: total %v, want the small member kept whole", who, out["total"])
+		}
+		results, _ := out["results"].([]any)
+		if len(results) < 2 || len(results) >= total {
+			t.Fatalf("%s: %d results, want fewer than the %d sent", who, len(results), total)
+		}
+		kept := len(results) - 1
+		sentinel, _ := results[kept].(map[string]any)
+		if sentinel["_truncated"] != true || sentinel["omitted"] != float64(total-kept) || len(sentinel) != 2 {
+			t.Errorf("%s: last element %v, want {_truncated: true, omitted: %d}", who, results[kept], total-kept)
+		}
+		for i, r := range results[:kept] {
+			if m, _ := r.(map[string]any); m["id"] != fmt.Sprintf("T-%d", i) || len(m) != 3 {
+				t.Fatalf("%s: result %d is %v, want the service's entry %d whole", who, i, r, i)
+			}
+		}
+	}
+	checkShaped("browser tool.result", shown)
+	resp := lastResponses(t, brain.Requests()[1])[0].Response
+	if size := len(mustJSON(t, resp)); size > limit {
+		t.Errorf("the response to the model is %d bytes, over the %d-byte limit", size, limit)
+	}
+	out, _ := resp["output"].(map[string]any)
+	checkShaped("model output", out)
+	if mustJSON(t, out) != mustJSON(t, shown) {
+		t.Errorf("the browser was shown something other than the model's shaped output")
+	}
+	if done := ofType(evs, "text.done"); len(done) != 1 || done[0].str("text") != "There are many tickets about grinders." {
+		t.Errorf("text.done %v", done)
+	}
+}
+
+// Arguments that break the manifest's parameters (a required field
+// missing, a field of the wrong type, one not declared) are answered
+// VALIDATION by the gateway itself: the service never hears of them. A
+// valid call afterwards does reach it.
+func TestHTTPToolInvalidArgumentsNeverReachTheService(t *testing.T) {
+	svc := newAPIService(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id": %q, "status": "open"}`, r.URL.Query().Get("id"))
+	})
+	schema := fmt.Sprintf(`{
+  "name": "lookup_ticket",
+  "category": "retrieval",
+  "modes": ["text"],
+  "redact": {"args": ["id"], "result": ["status"]},
+  "http": {"url": "%s/tickets/lookup", "method": "GET"},
+  "parameters": {
+    "type": "object",
+    "properties": {"id": {"type": "string", "minLength": 3}},
+    "required": ["id"],
+    "additionalProperties": false
+  }
+}`, svc.URL)
+	cfg := configWith(t, map[string]string{"TURNSTILE_TOOLS_DIR": toolsDir(t, map[string]string{"lookup_ticket": schema})})
+	invalid := []map[string]any{
+		{},                           // the required id is missing
+		{"ticket": "T-1"},            // only an undeclared field
+		{"id": 7},                    // the wrong type
+		{"id": "T-1", "force": true}, // an undeclared field besides id
+	}
+	var calls []fakegemini.Call
+	for _, args := range invalid {
+		calls = append(calls, fakegemini.Call{Name: "lookup_ticket", Args: args})
+	}
+	brain := fakegemini.NewScript(
+		callStep(calls...), textStep("Which ticket do you mean?"),
+		callStep(fakegemini.Call{Name: "lookup_ticket", Args: map[string]any{"id": "T-1"}}), textStep("Ticket T-1 is open."),
+	)
+	g := startGateway(t, cfg, brain)
+	c := g.dial("", nil)
+	c.start(nil)
+
+	evs := c.ask("what is the status of my ticket?")
+	res := ofType(evs, "tool.result")
+	if len(res) != len(invalid) {
+		t.Fatalf("tool.result %v, want %d", res, len(invalid))
+	}
+	for _, r := range res {
+		if !refusedWith(r, "VALIDATION") {
+			t.Errorf("tool.result %v, want refused with VALIDATION", r)
+		}
+	}
+	resps := lastResponses(t, brain.Requests()[1])
+	if len(resps) != len(invalid) {
+		t.Fatalf("model got %d responses, want %d", len(resps), len(invalid))
+	}
+	for i, r := range resps {
+		if typ, msg := responseError(r); typ != "VALIDATION" || msg == "" {
+			t.Errorf("call %d (%v): model told %s %q, want VALIDATION with what is wrong", i, invalid[i], typ, msg)
+		}
+	}
+	if n := svc.calls.Load(); n != 0 {
+		t.Fatalf("the service got %d requests for invalid arguments, want 0", n)
+	}
+
+	evs = c.ask("ticket T-1")
+	if res := ofType(evs, "tool.result"); len(res) != 1 || res[0]["ok"] != true {
+		t.Fatalf("valid call: tool.result %v", res)
+	}
+	if n := svc.calls.Load(); n != 1 {
+		t.Errorf("the service got %d requests after one valid call, want 1", n)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // the send queue, tokens that end, idle connections reaped.
 
 func TestResumeOfAHistoryLargerThanTheQueueFitsThenPagesBack(t *testing.T) {
-	cfg := defaultTestConfig(t)
+	cfg := sharedRedisConfig(t) // the resume and history scripts on a real redis-server
 	cfg.TurnsPerMinute = 0
 	const turns, size = 30, 7000
 	brain := fakegemini.NewScript()

@@ -8,6 +8,7 @@ import (
 	"go/format"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -51,15 +52,31 @@ func toolsNew(args []string, stdout, stderr io.Writer) int {
 	for _, f := range files {
 		fmt.Fprintln(stdout, "wrote", f)
 	}
-	pkg := filepath.ToSlash(filepath.Clean(*dir))
-	if !filepath.IsAbs(*dir) {
-		pkg = "./" + pkg
-	}
-	fmt.Fprintf(stdout, "next: describe %s in %s and %s, write its handler in %s, then run\n"+
-		"  go test %s/ && go run ./cmd/gateway tools check\n",
-		name, filepath.Join(*dir, name, "schema.json"), filepath.Join(*dir, name, "guide.md"),
-		filepath.Join(*dir, name+".go"), pkg)
+	fmt.Fprint(stdout, nextSteps(*dir, name))
 	return 0
+}
+
+// nextSteps is what toolsNew prints once the files are written. Besides the
+// tests of dir, the golden renderings of the tools package, the parent of
+// dir (every built-in's Gemini and OpenAI declaration, in its testdata),
+// must be regenerated, else TestGeminiRenderingsMatchGolden and
+// TestOpenAIRenderingsMatchGolden fail.
+func nextSteps(dir, name string) string {
+	parent := goPackage(path.Dir(filepath.ToSlash(filepath.Clean(dir))))
+	return fmt.Sprintf("next: describe %s in %s and %s, write its handler in %s, then run\n"+
+		"  go test %s -run Golden -update   # rewrites %s/testdata/*.golden.json, which list every built-in\n"+
+		"  go test %s/... && go run ./cmd/gateway tools check\n",
+		name, filepath.Join(dir, name, "schema.json"), filepath.Join(dir, name, "guide.md"),
+		filepath.Join(dir, name+".go"), parent, parent, parent)
+}
+
+// goPackage is how go test names the package in the slash-separated
+// directory p: relative ones start with "./".
+func goPackage(p string) string {
+	if filepath.IsAbs(filepath.FromSlash(p)) || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return p
+	}
+	return "./" + p
 }
 
 // scaffoldTool writes the files of a new tool in dir and registers its

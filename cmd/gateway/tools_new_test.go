@@ -100,6 +100,49 @@ func TestScaffoldedGoToolBuildsRegistersAndPassesItsTest(t *testing.T) {
 		}
 	}
 
+	// The golden renderings of ./tools list every built-in, so they fail
+	// until regenerated; the command printed for that fixes them, and the
+	// printed steps go on to test the whole tools tree.
+	goldens := func(args ...string) (string, error) {
+		cmd := exec.Command("go", append([]string{"test", "-count=1", "-v", "-run", "RenderingsMatchGolden"}, args...)...)
+		cmd.Dir = tmp
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	toolsPkg := filepath.Join(tmp, "tools")
+	if out, err := goldens(toolsPkg); err == nil || !strings.Contains(out, "--- FAIL: TestGeminiRenderingsMatchGolden") ||
+		!strings.Contains(out, "--- FAIL: TestOpenAIRenderingsMatchGolden") {
+		t.Errorf("the golden renderings pass without the new tool (err %v): the update step is not needed?\n%s", err, out)
+	}
+	var update []string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if cmd, _, _ := strings.Cut(line, "#"); strings.Contains(cmd, " -update") {
+			update = strings.Fields(cmd)
+		}
+	}
+	if want := []string{"go", "test", toolsPkg, "-run", "Golden", "-update"}; strings.Join(update, " ") != strings.Join(want, " ") {
+		t.Fatalf("next steps do not say to run %q:\n%s", strings.Join(want, " "), stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "go test "+toolsPkg+"/... && go run ./cmd/gateway tools check") {
+		t.Errorf("next steps do not say to test %s/... and check the tools:\n%s", toolsPkg, stdout.String())
+	}
+	cmd = exec.Command(update[0], update[1:]...)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(update, " "), err, out)
+	}
+	if out, err := goldens(toolsPkg); err != nil || !strings.Contains(out, "--- PASS: TestGeminiRenderingsMatchGolden") ||
+		!strings.Contains(out, "--- PASS: TestOpenAIRenderingsMatchGolden") {
+		t.Errorf("the golden renderings after the update: %v\n%s", err, out)
+	}
+	for _, f := range []string{"gemini_parameters_json_schema", "gemini_schema", "openai_functions"} {
+		if b, err := os.ReadFile(filepath.Join(toolsPkg, "testdata", f+".golden.json")); err != nil || !strings.Contains(string(b), `"weather_report"`) {
+			t.Errorf("%s.golden.json does not list weather_report after the update (%v)", f, err)
+		}
+	}
+
 	// A second run refuses to overwrite anything.
 	stdout.Reset()
 	stderr.Reset()

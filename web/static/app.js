@@ -381,6 +381,8 @@ function onMode(msg) {
   const mode = String(msg.mode ?? "");
   const reason = String(msg.reason ?? "");
   setMode(mode);
+  // The new mode declares its own tools (none: the field is left out).
+  toolList.show(msg.tools);
   let text = MODE_TEXT[mode]?.[reason] ?? `The session switched to ${mode} mode${reason ? ` (${reason})` : ""}.`;
   if (mode === "voice" && voice.micOn) text = "Voice mode: listening.";
   transcript.note(text, reason === "upstream_lost" ? "warn" : "info");
