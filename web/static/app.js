@@ -398,7 +398,8 @@ function onBlocked(msg) {
   render();
 }
 
-// Control characters other than newline and tab are refused by the gateway.
+// Control characters other than newline and tab, removed before sending (the
+// gateway strips them too, keeping tab, newline and carriage return).
 const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 
 function sendText(raw) {
