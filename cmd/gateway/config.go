@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
@@ -398,13 +399,18 @@ func configSettings() []configSetting {
 			apply: parseMCPConfigPath},
 		durConfigSetting("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
-		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", 2, "retrieval tool calls allowed per voice turn", 0, -1,
+		// The per-turn budgets' defaults are tools.DefaultBudget's, defined once in tools.
+		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeVoice).MaxRetrieval,
+			"retrieval tool calls allowed per voice turn", 0, -1,
 			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
-		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", 3, "tool calls allowed per voice turn", 0, -1,
+		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", tools.DefaultBudget(protocol.ModeVoice).MaxCalls,
+			"tool calls allowed per voice turn", 0, -1,
 			func(c *Config) *int { return &c.VoiceMaxCalls }),
-		intConfigSetting("TURNSTILE_TEXT_MAX_RETRIEVAL", 5, "retrieval tool calls allowed per text turn", 0, -1,
+		intConfigSetting("TURNSTILE_TEXT_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeText).MaxRetrieval,
+			"retrieval tool calls allowed per text turn", 0, -1,
 			func(c *Config) *int { return &c.TextMaxRetrieval }),
-		intConfigSetting("TURNSTILE_TEXT_MAX_CALLS", 10, "tool calls allowed per text turn", 0, -1,
+		intConfigSetting("TURNSTILE_TEXT_MAX_CALLS", tools.DefaultBudget(protocol.ModeText).MaxCalls,
+			"tool calls allowed per text turn", 0, -1,
 			func(c *Config) *int { return &c.TextMaxCalls }),
 		{env: "TURNSTILE_MAX_TOOL_ITERATIONS", def: "20",
 			usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
