@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+)
+
+// TestSessionIsWrittenBackToARedisThatRestartedEmpty: the redis-server of
+// a live conversation goes away (killed) and comes back empty on the same
+// port, as a Redis without persistence does after a restart. The session
+// goes on from memory meanwhile; within seconds of Redis answering again
+// the gateway writes it back whole (the turn taken during the outage too),
+// so that a new connection, on another gateway, resumes it with its
+// history instead of being refused (4004).
+func TestSessionIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
+	srv := redistest.StartServer(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
+	a := startGateway(t, cfg, fakegemini.NewScript(textStep("one"), textStep("two"), textStep("three")))
+	b := startGateway(t, cfg, fakegemini.NewScript(textStep("four")))
+
+	c := a.dial("", nil)
+	ready := c.start(nil)
+	id := ready.str("sessionId")
+	c.ask("first")
+	c.ask("second")
+
+	srv.Stop()
+	// The running session goes on from memory: the turn is answered, and
+	// its writes fail (and are counted).
+	evs := c.ask("third")
+	if errs := ofType(evs, "error"); len(errs) != 0 {
+		t.Fatalf("a turn while Redis is down: errors %v, want none (the session goes on from memory)", errs)
+	}
+	if done := ofType(evs, "text.done"); len(done) != 1 || done[0].str("text") != "three" || last(evs)["turn"] != float64(3) {
+		t.Fatalf("a turn while Redis is down: %v, want turn 3 answered %q", evs, "three")
+	}
+	if n := a.counterSum("turnstile_redis_errors_total"); n == 0 {
+		t.Fatal("no store errors while Redis was down: was it?")
+	}
+	if n := testutilCounter(a); n != 0 {
+		t.Fatalf("store_restorations_total = %v before Redis came back", n)
+	}
+
+	srv.Restart()
+	rdb := redisClientFor(t, cfg)
+	ctx := context.Background()
+	keys := []string{"turnstile:{" + id + "}:meta", "turnstile:{" + id + "}:history"}
+	if n := rdb.Exists(ctx, keys...).Val(); n != 0 {
+		t.Fatalf("%d of the session's keys in a Redis that restarted empty", n)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for testutilCounter(a) != 1 || rdb.Exists(ctx, keys...).Val() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session was not written back within 3 s of Redis restarting: store_restorations_total %v, "+
+				"%d of its 2 keys in Redis", testutilCounter(a), rdb.Exists(ctx, keys...).Val())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Written back whole, as the gateway knew it: the turn taken while
+	// Redis was away too.
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	rec, hist, err := store.NewRedisStore(rdb, store.RedisStoreOptions{}).Load(sctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, e := range hist {
+		stored = append(stored, fmt.Sprintf("%d:%s:%s", e.Turn, e.Role, e.Text))
+	}
+	if got, want := strings.Join(stored, "|"), "1:user:first|1:model:one|2:user:second|2:model:two|3:user:third|3:model:three"; got != want || rec.Turn != 3 {
+		t.Fatalf("stored after the restoration (turn %d):\n%s\nwant\n%s", rec.Turn, got, want)
+	}
+
+	// A new connection on the other gateway resumes it from Redis; the old
+	// connection, still open on A, is taken over.
+	r := b.dial("", nil)
+	again := r.start(resumeMsg(ready))
+	if again["resumed"] != true || again["turn"] != float64(3) {
+		t.Fatalf("resume after Redis restarted: %v", again)
+	}
+	if got, want := historyTexts(again), "user:first|model:one|user:second|model:two|user:third|model:three"; got != want {
+		t.Fatalf("resumed history %q, want %q", got, want)
+	}
+	if code := c.expectClose(); code != protocol.CloseTakenOver {
+		t.Fatalf("the old connection on A ended with %d, want %d (taken over)", code, protocol.CloseTakenOver)
+	}
+	if evs := r.ask("fourth"); last(evs)["turn"] != float64(4) || ofType(evs, "text.done")[0].str("text") != "four" {
+		t.Fatalf("the next turn on B: %v", evs)
+	}
+}
