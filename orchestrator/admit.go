@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -144,7 +145,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 		return refuse(a, tools.ErrConfirmationRequired, "this tool needs the user's approval, which cannot be asked for here")
 	}
 	conf := Confirmation{
-		Token: newConfirmToken(), SessionID: t.s.ID, UserID: t.s.UserID, Tool: c.Name,
+		Token: newConfirmToken(), SessionID: t.s.ID, Epoch: t.s.Epoch, UserID: t.s.UserID, Tool: c.Name,
 		ArgsDigest: a.digest, Args: redactedArgs(t.reg, c.Name, c.Args), Turn: t.n,
 		// Whole seconds, rounded up: the user never gets less than the TTL.
 		ExpiresAt: t.o.cfg.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
@@ -153,6 +154,9 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	approved, err := t.o.Confirms.ConsumeOrRequest(sctx, conf)
 	cancel()
 	switch {
+	case errors.Is(err, ErrFenced):
+		t.takenOver("confirmation")
+		return refuse(a, tools.ErrTransient, "the session was taken over by another connection")
 	case err != nil:
 		t.o.Log.Warn("confirmation store unavailable", "session", t.s.ID, "tool", c.Name, "err", err)
 		return refuse(a, tools.ErrTransient, "the user's approval could not be checked right now; tell the user "+
@@ -165,7 +169,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 		// The model withdrew the call meanwhile: nobody is asked, and the
 		// stored request goes away.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
-		_, _ = t.o.Confirms.Resolve(sctx, t.s.ID, t.s.UserID, conf.Token, false, 0)
+		_, _ = t.o.Confirms.Resolve(sctx, t.s.ID, t.s.Epoch, t.s.UserID, conf.Token, false, 0)
 		cancel()
 		return refuse(a, tools.ErrTransient, "the call was cancelled")
 	}

@@ -46,7 +46,7 @@ func TestCancelledCallIsNeverAnswered(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
 	o := f.with(orchestrator.Config{}, r.deps())
-	tr := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	tr := o.NewTurn(r.session(t, "s", "u", tools.ModeVoice), 1, nil)
 
 	done := make(chan []orchestrator.Result, 1)
 	go func() {
@@ -144,7 +144,7 @@ func TestLedgerRecordsEachAnsweredCallWithItsResponse(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
 	o := f.with(orchestrator.Config{}, r.deps())
-	tr := o.NewTurn(orchestrator.Session{ID: "sess-L", UserID: "u", Mode: tools.ModeText}, 3, nil)
+	tr := o.NewTurn(r.session(t, "sess-L", "u", tools.ModeText), 3, nil)
 	rd := round(t, tr,
 		call("ok", "search", map[string]any{"query": "nothing at all"}),
 		call("ok", "echo", map[string]any{"text": "dup"}),
@@ -194,7 +194,7 @@ func TestLedgerRecordsEachAnsweredCallWithItsResponse(t *testing.T) {
 func TestAnsweredCallSeenAgainIsReplayedFromTheLedgerNotRun(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
-	s := orchestrator.Session{ID: "sess-replay", UserID: "u", Mode: tools.ModeVoice}
+	s := r.session(t, "sess-replay", "u", tools.ModeVoice)
 	first := round(t, f.with(orchestrator.Config{}, r.deps()).NewTurn(s, 1, nil),
 		call("call-1", "echo", map[string]any{"text": "once"}))
 	// Another node: its own orchestrator, the same Redis.
@@ -220,8 +220,8 @@ func TestAnsweredCallSeenAgainIsReplayedFromTheLedgerNotRun(t *testing.T) {
 func TestClaimedButUnansweredCallIsAnsweredWithUnknownOutcome(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
-	s := orchestrator.Session{ID: "sess-lost", UserID: "u", Mode: tools.ModeText}
-	if _, err := r.store.Claim(t.Context(), s.ID, []orchestrator.CallRecord{{ID: "lost", Tool: "echo", Turn: 1,
+	s := r.session(t, "sess-lost", "u", tools.ModeText)
+	if _, err := r.store.Claim(t.Context(), s.ID, s.Epoch, []orchestrator.CallRecord{{ID: "lost", Tool: "echo", Turn: 1,
 		State: orchestrator.StateClaimed}}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +244,10 @@ func TestBookkeepingIsTwoRedisRoundTripsPerMessage(t *testing.T) {
 	f := newFixture(t)
 	r := newRedisStores(t)
 	o := f.with(orchestrator.Config{}, r.deps())
-	s := orchestrator.Session{ID: "sess-R", UserID: "u", Mode: tools.ModeText}
+	s := r.session(t, "sess-R", "u", tools.ModeText)
 	// Redis caches the ledger's scripts at their first use (one extra
 	// round trip each, once per server): warm them up elsewhere.
-	round(t, o.NewTurn(orchestrator.Session{ID: "warm-up", UserID: "u", Mode: tools.ModeText}, 1, nil),
+	round(t, o.NewTurn(r.session(t, "warm-up", "u", tools.ModeText), 1, nil),
 		call("w", "noop", nil))
 
 	for i, calls := range [][]orchestrator.Call{

@@ -53,6 +53,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	f := newFixture(b)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	r := newRedisStores(b)
+	s := r.session(b, "bench", "u1", tools.ModeText)
 	for _, bc := range []struct {
 		name string
 		deps orchestrator.Deps
@@ -64,7 +65,6 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 			d := bc.deps
 			d.Registry, d.Metrics, d.Log = f.tools, f.m, log
 			o := orchestrator.NewWith(orchestrator.Config{}, d)
-			s := orchestrator.Session{ID: "bench", UserID: "u1", Mode: tools.ModeText}
 			// Every call has an ID of its own: the durable ledger answers a
 			// repeated ID from its record instead of running it.
 			ids := make([]string, 0, 1<<16)

@@ -19,6 +19,9 @@ type Confirmation struct {
 	Args       map[string]any `json:"args"` // redacted, for display only
 	Turn       int            `json:"turn"`
 	ExpiresAt  time.Time      `json:"expiresAt"`
+	// Epoch is the requesting connection's (Session.Epoch), which
+	// ConsumeOrRequest is fenced on; it is not stored.
+	Epoch int64 `json:"-"`
 }
 
 // Errors of ConfirmStore.Resolve. Callers answer the browser with them and
@@ -29,17 +32,21 @@ var (
 )
 
 // ConfirmStore keeps confirmations and approvals durably (they survive a
-// reconnect), each operation one round trip.
+// reconnect), each operation one round trip. The writes are fenced like the
+// ledger's: made with an epoch older than the session's, they change
+// nothing and return ErrFenced.
 type ConfirmStore interface {
 	// ConsumeOrRequest consumes an approval matching c's session, user,
 	// tool and argument digest and reports true (an approval is used at
-	// most once); otherwise it stores c as pending and reports false.
+	// most once); otherwise it stores c as pending and reports false. It
+	// is fenced on c.Epoch.
 	ConsumeOrRequest(ctx context.Context, c Confirmation) (approved bool, err error)
-	// Resolve answers a pending confirmation of this session and user. An
-	// approval is stored for the same tool and arguments, valid until ttl
-	// from now. Unknown, reused, or foreign tokens give ErrConfirmUnknown;
-	// late answers ErrConfirmExpired.
-	Resolve(ctx context.Context, sessionID, userID, token string, approve bool, ttl time.Duration) (Confirmation, error)
+	// Resolve answers a pending confirmation of this session and user, as
+	// the connection holding epoch. An approval is stored for the same
+	// tool and arguments, valid until ttl from now. Unknown, reused, or
+	// foreign tokens give ErrConfirmUnknown; late answers
+	// ErrConfirmExpired.
+	Resolve(ctx context.Context, sessionID string, epoch int64, userID, token string, approve bool, ttl time.Duration) (Confirmation, error)
 	// Pending lists the session's confirmations still waiting for an answer.
 	Pending(ctx context.Context, sessionID string) ([]Confirmation, error)
 }

@@ -32,7 +32,7 @@ func newConfirmFixture(t *testing.T, cfg orchestrator.Config) *confirmFixture {
 	f := newFixture(t)
 	r := newRedisStores(t)
 	return &confirmFixture{fixture: f, r: r, o: f.with(cfg, r.deps()),
-		sess: orchestrator.Session{ID: "sess-1", UserID: "user-1", Mode: tools.ModeText}}
+		sess: r.session(t, "sess-1", "user-1", tools.ModeText)}
 }
 
 // turn starts the session's next turn.
@@ -70,7 +70,7 @@ func (c *confirmFixture) callTransfer(t *testing.T, args map[string]any) orchest
 }
 
 func (c *confirmFixture) resolve(token string, approve bool) (orchestrator.Confirmation, error) {
-	return c.r.store.Resolve(context.Background(), c.sess.ID, c.sess.UserID, token, approve, time.Minute)
+	return c.r.store.Resolve(context.Background(), c.sess.ID, c.sess.Epoch, c.sess.UserID, token, approve, time.Minute)
 }
 
 func (c *confirmFixture) pending(t *testing.T) []orchestrator.Confirmation {
@@ -264,7 +264,11 @@ func TestOtherUserOrSessionCannotResolve(t *testing.T) {
 		t.Run(who.name, func(t *testing.T) {
 			c := newConfirmFixture(t, orchestrator.Config{})
 			conf := c.request(t, transferArgs())
-			_, err := c.r.store.Resolve(t.Context(), who.session, who.user, conf.Token, true, time.Minute)
+			epoch := c.sess.Epoch
+			if who.session != c.sess.ID {
+				epoch = c.r.session(t, who.session, who.user, tools.ModeText).Epoch // the user's other session
+			}
+			_, err := c.r.store.Resolve(t.Context(), who.session, epoch, who.user, conf.Token, true, time.Minute)
 			if !errors.Is(err, orchestrator.ErrConfirmUnknown) {
 				t.Fatalf("Resolve by %s: err %v, want ErrConfirmUnknown", who.name, err)
 			}

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -56,16 +57,24 @@ type CallRecord struct {
 
 // LedgerStore keeps a session's call records durably, so that a call ID is
 // run at most once per session whichever node sees it. Each method is one
-// round trip for all the calls of one model message.
+// round trip for all the calls of one model message. Each write carries
+// the writer's epoch (Session.Epoch) and is refused, changing nothing, with
+// ErrFenced when a newer one owns the session.
 type LedgerStore interface {
 	// Claim records the calls as claimed before any of them runs. For an
 	// ID the session had claimed before, it records nothing and returns
 	// that call's record instead, keyed by ID.
-	Claim(ctx context.Context, sessionID string, calls []CallRecord) (map[string]CallRecord, error)
+	Claim(ctx context.Context, sessionID string, epoch int64, calls []CallRecord) (map[string]CallRecord, error)
 	// Answer records calls as answered, each with the response the model
 	// was sent.
-	Answer(ctx context.Context, sessionID string, calls []CallRecord) error
+	Answer(ctx context.Context, sessionID string, epoch int64, calls []CallRecord) error
 }
+
+// ErrFenced is returned by a LedgerStore or ConfirmStore write whose epoch
+// is older than the session's: another connection owns the session now
+// (it was resumed there). Nothing was written, and the writer's connection
+// must end. It is store.ErrFenced.
+var ErrFenced = errors.New("session owned by a newer connection")
 
 // ledger is one turn's in-memory call ledger keyed by call ID.
 type ledger struct {

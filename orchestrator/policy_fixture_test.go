@@ -181,6 +181,17 @@ func (r *redisStores) deps() orchestrator.Deps {
 	return orchestrator.Deps{Ledger: r.store, Confirms: r.store}
 }
 
+// session stores a new session's record (ledger and confirmation writes
+// are fenced on its epoch) and returns it as a turn's session.
+func (r *redisStores) session(t testing.TB, id, user, mode string) orchestrator.Session {
+	t.Helper()
+	rec, _, err := r.store.Create(context.Background(), store.Record{ID: id, UserID: user, Mode: mode})
+	if err != nil {
+		t.Fatalf("create session %s: %v", id, err)
+	}
+	return orchestrator.Session{ID: id, UserID: user, Mode: mode, Epoch: rec.Epoch}
+}
+
 func (r *redisStores) ledger(t testing.TB, sessionID string) []orchestrator.CallRecord {
 	t.Helper()
 	recs, err := r.store.Ledger(context.Background(), sessionID)

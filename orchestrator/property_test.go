@@ -160,7 +160,7 @@ func runInterleaving(t *testing.T, o *orchestrator.Orchestrator, r *redisStores,
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	p := drawPlan(rng)
 	sessionID := fmt.Sprintf("prop-%d", seed)
-	tr := o.NewTurn(orchestrator.Session{ID: sessionID, UserID: "u", Mode: p.mode}, 1, nil)
+	tr := o.NewTurn(r.session(t, sessionID, "u", p.mode), 1, nil)
 	ok := true
 	fail := func(format string, args ...any) {
 		t.Helper()

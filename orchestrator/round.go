@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -99,14 +100,18 @@ func (t *Turn) Round(ctx context.Context, calls []transport.FunctionCall, ev Eve
 }
 
 // recordAnswers tells the durable ledger which calls were answered, and
-// with what, in one round trip.
+// with what, in one round trip (none once the turn is fenced).
 func (t *Turn) recordAnswers(ctx context.Context, recs []CallRecord) {
-	if t.o.Ledger == nil || len(recs) == 0 {
+	if t.o.Ledger == nil || len(recs) == 0 || t.fenced.Load() {
 		return
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
 	defer cancel()
-	if err := t.o.Ledger.Answer(sctx, t.s.ID, recs); err != nil {
+	err := t.o.Ledger.Answer(sctx, t.s.ID, t.s.Epoch, recs)
+	switch {
+	case errors.Is(err, ErrFenced):
+		t.takenOver("answer")
+	case err != nil:
 		t.o.Log.Warn("call ledger write failed", "session", t.s.ID, "turn", t.n, "calls", len(recs), "err", err)
 	}
 }

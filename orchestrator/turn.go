@@ -3,9 +3,11 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/intents"
@@ -20,6 +22,14 @@ type Session struct {
 	ID     string
 	UserID string
 	Mode   string
+	// Epoch is the generation of the connection that owns the session
+	// (store.Record.Epoch): every ledger and confirmation write carries
+	// it, and the store refuses one from an older owner (ErrFenced).
+	Epoch int64
+	// TakenOver, when set, is called (from any goroutine, maybe more than
+	// once) when such a write was refused: another connection owns the
+	// session now, and this one must end.
+	TakenOver func()
 	// Tools is the registry the session pinned at its start; nil means the
 	// orchestrator's own (Deps.Registry).
 	Tools *tools.Registry
@@ -61,6 +71,9 @@ type Turn struct {
 	budget Budget
 	loops  *loopdetect.Detector
 	ledger ledger
+	// fenced: a store write of the turn was refused for a newer owner;
+	// nothing of the turn runs or is recorded any more.
+	fenced atomic.Bool
 
 	mu               sync.Mutex
 	retrieval, total int
@@ -118,6 +131,12 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 			continue
 		}
 		c := results[i].Call
+		if t.fenced.Load() {
+			// Another connection owns the session: nothing runs, and
+			// nothing is answered.
+			results[i].Outcome = t.withdraw(ctx, c, admission{label: t.label(c.Name)}, ev)
+			continue
+		}
 		if rec, ok := prior[c.ID]; ok {
 			results[i].Outcome = t.again(ctx, c, rec, ev)
 			continue
@@ -126,6 +145,10 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 			ev.CallReceived(c, redactedArgs(t.reg, c.Name, c.Args))
 		}
 		a := t.admit(ctx, c, ev)
+		if t.fenced.Load() {
+			results[i].Outcome = t.withdraw(ctx, c, a, ev)
+			continue
+		}
 		if a.refusal != nil {
 			if !t.ledger.move(c.ID, StateRefused) {
 				// Cancelled while it was being admitted: it is reported as
@@ -158,9 +181,11 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 // claim claims the fresh calls in the durable ledger (one round trip) and
 // returns the records of IDs the session had claimed before. Without a
 // ledger, or when it cannot be reached, nothing is known and every call
-// goes ahead: availability wins over deduplication across nodes.
+// goes ahead: availability wins over deduplication across nodes. A claim
+// refused because another connection owns the session (ErrFenced) fences
+// the turn: none of the calls runs.
 func (t *Turn) claim(ctx context.Context, results []Result, fresh []bool) map[string]CallRecord {
-	if t.o.Ledger == nil {
+	if t.o.Ledger == nil || t.fenced.Load() {
 		return nil
 	}
 	var recs []CallRecord
@@ -174,13 +199,39 @@ func (t *Turn) claim(ctx context.Context, results []Result, fresh []bool) map[st
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
 	defer cancel()
-	prior, err := t.o.Ledger.Claim(sctx, t.s.ID, recs)
+	prior, err := t.o.Ledger.Claim(sctx, t.s.ID, t.s.Epoch, recs)
+	if errors.Is(err, ErrFenced) {
+		t.takenOver("claim")
+		return nil
+	}
 	if err != nil {
 		t.o.Log.Warn("call ledger unavailable: calls run without a durable claim", "session", t.s.ID,
 			"turn", t.n, "err", err)
 		return nil
 	}
 	return prior
+}
+
+// takenOver fences the turn after a store write (op) was refused because
+// another connection owns the session now: that connection goes on with
+// it, this one is ending (the session closes it, 4005). It is not a store
+// failure, and is logged once per turn.
+func (t *Turn) takenOver(op string) {
+	if !t.fenced.CompareAndSwap(false, true) {
+		return
+	}
+	t.o.Log.Info("session taken over by another connection: the turn's calls stop here", "session", t.s.ID,
+		"turn", t.n, "refused", op)
+	if t.s.TakenOver != nil {
+		t.s.TakenOver()
+	}
+}
+
+// withdraw ends a call of a fenced turn without running or answering it:
+// it is cancelled, as when the turn ends.
+func (t *Turn) withdraw(ctx context.Context, c Call, a admission, ev Events) Outcome {
+	t.ledger.cancel(c.ID)
+	return t.cancelled(ctx, c, a, 0, ev)
 }
 
 // again answers a call whose ID the session has seen before. An answered
@@ -226,6 +277,9 @@ type admission struct {
 func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if t.fenced.Load() {
+		t.ledger.cancel(c.ID)
+	}
 	if !t.ledger.start(c.ID, cancel) {
 		return t.cancelled(ctx, c, a, 0, ev)
 	}

@@ -184,7 +184,8 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	c := a.c
 	start := time.Now()
 	rec := c.st.record()
-	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg}, turn, c.loops)
+	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg,
+		Epoch: rec.Epoch, TakenOver: c.takenOver}, turn, c.loops)
 	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log,
 		Observe: c.observeRequest}, textHost{c}, ot, note)
 	ot.CancelAll() // nothing of this turn may run on
@@ -301,7 +302,8 @@ func (a *activity) startVoice(reason, handle string) {
 
 	rec := c.st.record()
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
-		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg}, Loops: c.loops,
+		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg, Epoch: rec.Epoch,
+			TakenOver: c.takenOver}, Loops: c.loops,
 		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log},
 		voiceHost{c}, handle)
 

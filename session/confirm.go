@@ -7,6 +7,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 )
 
 // answerConfirm takes the user's answer to a confirm.request. The answer is
@@ -16,8 +17,15 @@ import (
 func (c *conn) answerConfirm(token string, approve bool) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	sid := c.st.record().ID
-	conf, err := c.m.Store.Resolve(ctx, sid, c.user, token, approve, c.m.Orchestrator.Config().ConfirmTTL)
+	rec := c.st.record()
+	conf, err := c.m.Store.Resolve(ctx, rec.ID, rec.Epoch, c.user, token, approve, c.m.Orchestrator.Config().ConfirmTTL)
+	if errors.Is(err, store.ErrFenced) {
+		// Another connection owns the session now: the answer is not
+		// taken here, and this connection ends (4005) as on any fenced
+		// write.
+		c.takenOver()
+		return
+	}
 	if err == nil || errors.Is(err, orchestrator.ErrConfirmUnknown) || errors.Is(err, orchestrator.ErrConfirmExpired) {
 		c.st.dropConfirmation(token) // answered, or never to be answered
 	}
@@ -34,6 +42,9 @@ func (c *conn) answerConfirm(token string, approve bool) {
 		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: "expired"})
 		return
 	case err != nil:
+		if errors.Is(err, store.ErrSessionGone) {
+			c.pst.restoreSoon() // Redis lost the record: write the session back, the answer can come again
+		}
 		c.log.Warn("confirmation store unavailable", "err", err)
 		c.send(protocol.NewError(protocol.CodeStoreUnavailable,
 			"your answer could not be recorded; try again shortly", true, 0))

@@ -77,6 +77,15 @@ func (c *conn) ownerSeen(epoch int64) {
 	}
 }
 
+// takenOver ends the connection, and its running turn, because a write of
+// the session (a call ledger or confirmation write of the orchestrator, a
+// confirmation answer) was refused for a newer owner, as ownerSeen does
+// when the owner is announced.
+func (c *conn) takenOver() {
+	c.fence()
+	c.act.cancelTurn()
+}
+
 // owned records the connection's own epoch once its session is loaded; it
 // reports false (and ends the connection) when a newer one was already
 // announced.

@@ -163,6 +163,7 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			return err
 		}},
 		{"ConsumeOrRequest (request)", func() error {
+			conf.Epoch = rec.Epoch // the owner's
 			ok, err := s.ConsumeOrRequest(ctx, conf)
 			if err == nil && ok {
 				err = errors.New("approved without an approval")
@@ -183,11 +184,11 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			return err
 		}},
 		{"Resolve (approve)", func() error {
-			_, err := s.Resolve(ctx, rec.ID, rec.UserID, conf.Token, true, time.Minute)
+			_, err := s.Resolve(ctx, rec.ID, rec.Epoch, rec.UserID, conf.Token, true, time.Minute)
 			return err
 		}},
 		{"Resolve (deny)", func() error {
-			_, err := s.Resolve(ctx, rec.ID, rec.UserID, "c_tok2", false, time.Minute)
+			_, err := s.Resolve(ctx, rec.ID, rec.Epoch, rec.UserID, "c_tok2", false, time.Minute)
 			return err
 		}},
 		{"ConsumeOrRequest (consume the approval)", func() error {
@@ -198,13 +199,13 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			return err
 		}},
 		{"Claim", func() error {
-			_, err := s.Claim(ctx, rec.ID, []orchestrator.CallRecord{
+			_, err := s.Claim(ctx, rec.ID, rec.Epoch, []orchestrator.CallRecord{
 				{ID: "call-1", Tool: "kb_search", Turn: 2, State: orchestrator.StateClaimed},
 				{ID: "call-2", Tool: "kb_get", Turn: 2, State: orchestrator.StateClaimed}})
 			return err
 		}},
 		{"Answer", func() error {
-			return s.Answer(ctx, rec.ID, []orchestrator.CallRecord{
+			return s.Answer(ctx, rec.ID, rec.Epoch, []orchestrator.CallRecord{
 				{ID: "call-1", Tool: "kb_search", Turn: 2, State: orchestrator.StateAnswered, Outcome: "ok"}})
 		}},
 		{"Ledger", func() error {

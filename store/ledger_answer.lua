@@ -1,12 +1,27 @@
--- Record answered calls, each only if it is still claimed in the ledger
--- (a call trimmed away meanwhile is not brought back without its order entry).
--- KEYS[1] calls hash, KEYS[2] order list
--- ARGV[1] TTL ms, ARGV[2..] pairs: call id, record JSON
-for i = 2, #ARGV, 2 do
-  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+-- Record answered calls as the session's owner, each only if it is still
+-- claimed in the ledger (a call trimmed away meanwhile is not brought back
+-- without its order entry).
+-- KEYS[1] meta hash, KEYS[2] calls hash, KEYS[3] order list
+-- ARGV[1] the writer's epoch, ARGV[2] TTL ms, ARGV[3..] pairs: call id,
+-- record JSON
+-- Returns 1 when written; or, writing nothing, -1 when the record is gone
+-- or was written back by an older owner, -2 when another connection owns
+-- the session now (a newer epoch), as the append script does.
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  return -1
+end
+if tonumber(epoch) > tonumber(ARGV[1]) then
+  return -2
+end
+if epoch ~= ARGV[1] then
+  return -1
+end
+for i = 3, #ARGV, 2 do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
 return 1

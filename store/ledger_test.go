@@ -17,13 +17,14 @@ import (
 func testLedgerClaimAnswerAndTrim(t *testing.T, b *backend) {
 	ctx := context.Background()
 	s := b.store(RedisStoreOptions{})
+	owner, _ := mustCreateRecord(t, s, sampleRecord("sess"))
 	claim := func(ids ...string) map[string]orchestrator.CallRecord {
 		t.Helper()
 		var recs []orchestrator.CallRecord
 		for _, id := range ids {
 			recs = append(recs, orchestrator.CallRecord{ID: id, Tool: "kb_search", Turn: 1, State: orchestrator.StateClaimed})
 		}
-		prior, err := s.Claim(ctx, "sess", recs)
+		prior, err := s.Claim(ctx, "sess", owner.Epoch, recs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +35,7 @@ func testLedgerClaimAnswerAndTrim(t *testing.T, b *backend) {
 	}
 	answered := orchestrator.CallRecord{ID: "a", Tool: "kb_search", Turn: 1, State: orchestrator.StateAnswered,
 		Outcome: "ok", Response: map[string]any{"v": 1.0, "ok": true, "output": "found"}}
-	if err := s.Answer(ctx, "sess", []orchestrator.CallRecord{answered,
+	if err := s.Answer(ctx, "sess", owner.Epoch, []orchestrator.CallRecord{answered,
 		{ID: "never-claimed", State: orchestrator.StateAnswered}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,31 @@
--- Consume an approval for exactly this call, or store a pending confirmation.
--- KEYS[1] approval key  turnstile:{sid}:approved:<tool>:<digest>
--- KEYS[2] pending key   turnstile:{sid}:confirm:<token>
--- KEYS[3] pending index turnstile:{sid}:confirms
--- ARGV[1] user id, ARGV[2] pending JSON, ARGV[3] pending TTL ms, ARGV[4] token
--- Returns 1 when an approval was consumed, 0 when a confirmation is pending.
-local approver = redis.call('GET', KEYS[1])
-if approver and approver == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+-- Consume an approval for exactly this call, or store a pending confirmation,
+-- as the session's owner.
+-- KEYS[1] meta hash     turnstile:{sid}:meta
+-- KEYS[2] approval key  turnstile:{sid}:approved:<tool>:<digest>
+-- KEYS[3] pending key   turnstile:{sid}:confirm:<token>
+-- KEYS[4] pending index turnstile:{sid}:confirms
+-- ARGV[1] the writer's epoch, ARGV[2] user id, ARGV[3] pending JSON,
+-- ARGV[4] pending TTL ms, ARGV[5] token
+-- Returns 1 when an approval was consumed, 0 when a confirmation is pending;
+-- or, changing nothing, -1 when the record is gone or was written back by
+-- an older owner, -2 when another connection owns the session now (a newer
+-- epoch), as the append script does.
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  return -1
+end
+if tonumber(epoch) > tonumber(ARGV[1]) then
+  return -2
+end
+if epoch ~= ARGV[1] then
+  return -1
+end
+local approver = redis.call('GET', KEYS[2])
+if approver and approver == ARGV[2] then
+  redis.call('DEL', KEYS[2])
   return 1
 end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-redis.call('SADD', KEYS[3], ARGV[4])
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
+redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[4])
+redis.call('SADD', KEYS[4], ARGV[5])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
 return 0

@@ -3,12 +3,16 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -84,9 +88,7 @@ func testFencing(t *testing.T, b *backend) {
 	// Redis loses the session; the old owner, not told yet, writes it back
 	// first. The owner's next append finds a stale record (ErrSessionGone)
 	// and writes the session back over it; the old owner is then refused.
-	if err := b.client.FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	b.flush(t) // every server: a cluster client's FLUSHALL reaches one
 	if restored, err := s.Restore(ctx, a, textEntries("A's view"), nil); err != nil || !restored {
 		t.Fatalf("restore by the old owner: %v, %v", restored, err)
 	}
@@ -226,9 +228,7 @@ func testWatch(t *testing.T, b *backend) {
 
 	// Redis loses its data: the node is asked to check its sessions.
 	_, before := w.state()
-	if err := b.client.FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	b.flush(t) // every server: a cluster client's FLUSHALL reaches one
 	waitUntil(t, "a check after the flush", func() bool { _, n := w.state(); return n > before })
 }
 
@@ -241,5 +241,208 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The orchestrator's writes of a session (its call ledger and its
+// confirmations) are fenced like the session's own: each script first
+// compares the writer's epoch with the meta hash's, as the append script
+// does. takeOver creates a session as A, lets B resume it, and returns
+// both owners' records (A's epoch is the stale one).
+func takeOver(t *testing.T, s *RedisStore, id string, before func(a Record)) (a, b Record) {
+	t.Helper()
+	a, tok := mustCreateRecord(t, s, sampleRecord(id))
+	if before != nil {
+		before(a)
+	}
+	b, _ = mustResume(t, s, a.ID, tok, a.UserID)
+	if b.Epoch != a.Epoch+1 {
+		t.Fatalf("resume took epoch %d after %d", b.Epoch, a.Epoch)
+	}
+	return a, b
+}
+
+// contents is everything stored, keys and values, in a stable order, to
+// show that a refused write changed nothing.
+func (b *backend) contents(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	for _, k := range b.keys(t) {
+		var vals []string
+		switch typ := b.client.Type(ctx, k).Val(); typ {
+		case "hash":
+			for f, v := range b.client.HGetAll(ctx, k).Val() {
+				vals = append(vals, f+"="+v)
+			}
+			slices.Sort(vals)
+		case "list":
+			vals = b.client.LRange(ctx, k, 0, -1).Val()
+		case "set":
+			vals = b.client.SMembers(ctx, k).Val()
+			slices.Sort(vals)
+		case "string":
+			vals = []string{b.client.Get(ctx, k).Val()}
+		case "zset":
+			vals = b.client.ZRange(ctx, k, 0, -1).Val()
+		default:
+			t.Fatalf("key %s has unexpected type %q", k, typ)
+		}
+		out = append(out, k+": "+strings.Join(vals, ", "))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
+}
+
+// refusedUnchanged checks that write returns ErrFenced and leaves Redis as
+// it was.
+func refusedUnchanged(t *testing.T, b *backend, what string, write func() error) {
+	t.Helper()
+	before := b.contents(t)
+	if err := write(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("%s by the old owner: %v, want ErrFenced", what, err)
+	}
+	if after := b.contents(t); after != before {
+		t.Fatalf("%s by the old owner changed Redis:\n%s\nwas\n%s", what, after, before)
+	}
+}
+
+func claims(turn int, ids ...string) []orchestrator.CallRecord {
+	var out []orchestrator.CallRecord
+	for _, id := range ids {
+		out = append(out, orchestrator.CallRecord{ID: id, Tool: "kb_search", Turn: turn, State: orchestrator.StateClaimed})
+	}
+	return out
+}
+
+// ledger_claim.lua
+func testFencedClaim(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	a, owner := takeOver(t, s, "s-claim", func(a Record) {
+		if _, err := s.Claim(ctx, a.ID, a.Epoch, claims(1, "c1")); err != nil {
+			t.Fatalf("claim by the first owner: %v", err)
+		}
+	})
+	refusedUnchanged(t, b, "claim", func() error {
+		prior, err := s.Claim(ctx, a.ID, a.Epoch, claims(2, "c1", "c2"))
+		if len(prior) != 0 {
+			t.Errorf("a refused claim returned %v", prior)
+		}
+		return err
+	})
+	refusedUnchanged(t, b, "claim without an epoch", func() error {
+		_, err := s.Claim(ctx, a.ID, 0, claims(2, "c2"))
+		return err
+	})
+	// No record: nothing is claimed (the owner writes the session back).
+	if _, err := s.Claim(ctx, "s-none", 1, claims(1, "c1")); !errors.Is(err, ErrSessionGone) {
+		t.Fatalf("claim for a missing record: %v, want ErrSessionGone", err)
+	}
+	if recs, err := s.Ledger(ctx, "s-none"); err != nil || len(recs) != 0 {
+		t.Fatalf("ledger of a missing record: %v, %v; want nothing", recs, err)
+	}
+
+	prior, err := s.Claim(ctx, owner.ID, owner.Epoch, claims(2, "c1", "c2"))
+	if err != nil {
+		t.Fatalf("claim by the owner: %v", err)
+	}
+	if len(prior) != 1 || prior["c1"].State != orchestrator.StateClaimed {
+		t.Fatalf("owner's claim returned %v, want c1 claimed before", prior)
+	}
+	if recs, err := s.Ledger(ctx, owner.ID); err != nil || len(recs) != 2 || recs[1].ID != "c2" {
+		t.Fatalf("ledger %+v, %v; want c1 and c2", recs, err)
+	}
+}
+
+// ledger_answer.lua
+func testFencedAnswer(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	// A claimed the call, then lost the session; its answer is refused.
+	a, owner := takeOver(t, s, "s-answer", func(a Record) {
+		if _, err := s.Claim(ctx, a.ID, a.Epoch, claims(1, "c1")); err != nil {
+			t.Fatalf("claim by the first owner: %v", err)
+		}
+	})
+	answered := orchestrator.CallRecord{ID: "c1", Tool: "kb_search", Turn: 1, State: orchestrator.StateAnswered,
+		Outcome: "ok", Response: map[string]any{"v": 1.0, "ok": true, "output": "found"}}
+	refusedUnchanged(t, b, "answer", func() error { return s.Answer(ctx, a.ID, a.Epoch, []orchestrator.CallRecord{answered}) })
+
+	if err := s.Answer(ctx, owner.ID, owner.Epoch, []orchestrator.CallRecord{answered}); err != nil {
+		t.Fatalf("answer by the owner: %v", err)
+	}
+	if recs, err := s.Ledger(ctx, owner.ID); err != nil || len(recs) != 1 || recs[0].State != orchestrator.StateAnswered ||
+		recs[0].Response["output"] != "found" {
+		t.Fatalf("ledger %+v, %v; want c1 answered", recs, err)
+	}
+}
+
+func transferConf(rec Record, token string) orchestrator.Confirmation {
+	return orchestrator.Confirmation{Token: token, SessionID: rec.ID, Epoch: rec.Epoch, UserID: rec.UserID,
+		Tool: "refund", ArgsDigest: "d1", Args: map[string]any{"amount": 3.0}, Turn: 1,
+		ExpiresAt: time.Now().Add(time.Minute).Truncate(time.Second)}
+}
+
+// redis_confirm.lua
+func testFencedConsumeOrRequest(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	a, owner := takeOver(t, s, "s-confirm", nil)
+
+	// A request by the old owner stores nothing.
+	refusedUnchanged(t, b, "confirmation request", func() error {
+		_, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_old"))
+		return err
+	})
+	if p, err := s.Pending(ctx, a.ID); err != nil || len(p) != 0 {
+		t.Fatalf("pending after a refused request: %v, %v", p, err)
+	}
+	// The owner asks, and the user approves.
+	if ok, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_new")); err != nil || ok {
+		t.Fatalf("request by the owner: %v, %v; want pending", ok, err)
+	}
+	if _, err := s.Resolve(ctx, owner.ID, owner.Epoch, owner.UserID, "c_new", true, time.Minute); err != nil {
+		t.Fatalf("approval by the owner: %v", err)
+	}
+	// The old owner cannot use that approval up.
+	refusedUnchanged(t, b, "consuming the approval", func() error {
+		ok, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_old2"))
+		if ok {
+			t.Error("the old owner consumed the approval")
+		}
+		return err
+	})
+	if ok, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_new2")); err != nil || !ok {
+		t.Fatalf("the owner's call after the approval: %v, %v; want it consumed", ok, err)
+	}
+}
+
+// redis_resolve.lua
+func testFencedResolve(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	// A asked for a confirmation before B took the session over; B shows
+	// it again (Pending), and only B's answer counts.
+	a, owner := takeOver(t, s, "s-resolve", func(a Record) {
+		if ok, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_tok")); err != nil || ok {
+			t.Fatalf("request by the first owner: %v, %v", ok, err)
+		}
+	})
+	for _, approve := range []bool{true, false} {
+		refusedUnchanged(t, b, fmt.Sprintf("answer (approve %v)", approve), func() error {
+			_, err := s.Resolve(ctx, a.ID, a.Epoch, a.UserID, "c_tok", approve, time.Minute)
+			return err
+		})
+	}
+	if p, err := s.Pending(ctx, owner.ID); err != nil || len(p) != 1 || p[0].Token != "c_tok" {
+		t.Fatalf("pending after refused answers: %+v, %v; want c_tok", p, err)
+	}
+	conf, err := s.Resolve(ctx, owner.ID, owner.Epoch, owner.UserID, "c_tok", true, time.Minute)
+	if err != nil || conf.Tool != "refund" {
+		t.Fatalf("answer by the owner: %+v, %v", conf, err)
+	}
+	if ok, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_tok2")); err != nil || !ok {
+		t.Fatalf("the owner's call after its approval: %v, %v; want it consumed", ok, err)
 	}
 }

@@ -16,7 +16,8 @@ import (
 
 // The orchestrator's ledger and confirmations, and user blocks, kept in the
 // same Redis as the sessions. Ledger and confirmation keys share the
-// session's hash tag; a block is keyed by the user.
+// session's hash tag, and their writes are fenced on the session's epoch
+// like the session's own; a block is keyed by the user.
 
 var (
 	_ orchestrator.LedgerStore  = (*RedisStore)(nil)
@@ -68,11 +69,12 @@ func approvalKey(id, tool, digest string) string {
 }
 func blockKey(user string) string { return "turnstile:user:{" + user + "}:block" }
 
-// Claim implements orchestrator.LedgerStore in one round trip.
-func (s *RedisStore) Claim(ctx context.Context, sessionID string, calls []orchestrator.CallRecord) (map[string]orchestrator.CallRecord, error) {
+// Claim implements orchestrator.LedgerStore in one round trip, fenced on
+// epoch (a Lua script that first compares it, as Append's).
+func (s *RedisStore) Claim(ctx context.Context, sessionID string, epoch int64, calls []orchestrator.CallRecord) (map[string]orchestrator.CallRecord, error) {
 	prior := map[string]orchestrator.CallRecord{}
 	err := s.call(ctx, "ledger", func(ctx context.Context) error {
-		args := []any{s.ttl.Milliseconds(), ledgerMax}
+		args := []any{epoch, s.ttl.Milliseconds(), ledgerMax}
 		for _, c := range calls {
 			b, err := json.Marshal(c)
 			if err != nil {
@@ -80,11 +82,20 @@ func (s *RedisStore) Claim(ctx context.Context, sessionID string, calls []orches
 			}
 			args = append(args, c.ID, b)
 		}
-		got, err := claimScript.Run(ctx, s.c, []string{callsKey(sessionID), callIDsKey(sessionID)}, args...).StringSlice()
+		res, err := claimScript.Run(ctx, s.c, []string{metaKey(sessionID), callsKey(sessionID), callIDsKey(sessionID)},
+			args...).Result()
 		if err != nil {
 			return fmt.Errorf("session %s: ledger claim: %w", sessionID, err)
 		}
-		for i, raw := range got {
+		if n, refused := res.(int64); refused {
+			return refusal(sessionID, "ledger claim", n)
+		}
+		got, ok := res.([]any)
+		if !ok {
+			return fmt.Errorf("session %s: ledger claim: unexpected reply %T", sessionID, res)
+		}
+		for i, v := range got {
+			raw, _ := v.(string)
 			if raw == "" || i >= len(calls) {
 				continue
 			}
@@ -99,10 +110,24 @@ func (s *RedisStore) Claim(ctx context.Context, sessionID string, calls []orches
 	return prior, err
 }
 
-// Answer implements orchestrator.LedgerStore in one round trip.
-func (s *RedisStore) Answer(ctx context.Context, sessionID string, calls []orchestrator.CallRecord) error {
+// refusal is the error of a ledger or confirmation script that wrote
+// nothing: -2 another connection owns the session (ErrFenced), -1 its
+// record is gone or stale (ErrSessionGone), as the append script's.
+func refusal(id, op string, n int64) error {
+	switch n {
+	case -2:
+		return fmt.Errorf("session %s: %s: %w", id, op, ErrFenced)
+	case -1:
+		return fmt.Errorf("session %s: %s: %w", id, op, ErrSessionGone)
+	}
+	return fmt.Errorf("session %s: %s: unexpected reply %d", id, op, n)
+}
+
+// Answer implements orchestrator.LedgerStore in one round trip, fenced on
+// epoch.
+func (s *RedisStore) Answer(ctx context.Context, sessionID string, epoch int64, calls []orchestrator.CallRecord) error {
 	return s.call(ctx, "ledger", func(ctx context.Context) error {
-		args := []any{s.ttl.Milliseconds()}
+		args := []any{epoch, s.ttl.Milliseconds()}
 		for _, c := range calls {
 			b, err := json.Marshal(c)
 			if err != nil {
@@ -110,8 +135,13 @@ func (s *RedisStore) Answer(ctx context.Context, sessionID string, calls []orche
 			}
 			args = append(args, c.ID, b)
 		}
-		if err := answerScript.Run(ctx, s.c, []string{callsKey(sessionID), callIDsKey(sessionID)}, args...).Err(); err != nil {
+		n, err := answerScript.Run(ctx, s.c, []string{metaKey(sessionID), callsKey(sessionID), callIDsKey(sessionID)},
+			args...).Int64()
+		if err != nil {
 			return fmt.Errorf("session %s: ledger answer: %w", sessionID, err)
+		}
+		if n != 1 {
+			return refusal(sessionID, "ledger answer", n)
 		}
 		return nil
 	})
@@ -146,7 +176,8 @@ func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrat
 	return out, err
 }
 
-// ConsumeOrRequest implements orchestrator.ConfirmStore in one round trip.
+// ConsumeOrRequest implements orchestrator.ConfirmStore in one round trip,
+// fenced on c.Epoch.
 func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, error) {
 	var approved bool
 	err := s.call(ctx, "confirm", func(ctx context.Context) error {
@@ -156,10 +187,14 @@ func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confir
 		}
 		ttl := c.ExpiresAt.Sub(s.now()) + confirmGrace
 		n, err := confirmScript.Run(ctx, s.c,
-			[]string{approvalKey(c.SessionID, c.Tool, c.ArgsDigest), confirmKey(c.SessionID, c.Token), confirmsKey(c.SessionID)},
-			c.UserID, b, ttl.Milliseconds(), c.Token).Int()
+			[]string{metaKey(c.SessionID), approvalKey(c.SessionID, c.Tool, c.ArgsDigest), confirmKey(c.SessionID, c.Token),
+				confirmsKey(c.SessionID)},
+			c.Epoch, c.UserID, b, ttl.Milliseconds(), c.Token).Int64()
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
+		}
+		if n < 0 {
+			return refusal(c.SessionID, "confirm", n)
 		}
 		approved = n == 1
 		return nil
@@ -168,23 +203,29 @@ func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confir
 }
 
 // Resolve implements orchestrator.ConfirmStore in one round trip: a Lua
-// script checks that the confirmation is this user's before it takes it
-// (so nobody else can consume or destroy it), deletes it so that an answer
-// is used once even when two arrive together, and stores the approval for
-// exactly this tool and argument digest.
-func (s *RedisStore) Resolve(ctx context.Context, sessionID, userID, token string, approve bool, ttl time.Duration) (orchestrator.Confirmation, error) {
+// script checks that epoch owns the session and that the confirmation is
+// this user's before it takes it (so nobody else can consume or destroy
+// it), deletes it so that an answer is used once even when two arrive
+// together, and stores the approval for exactly this tool and argument
+// digest.
+func (s *RedisStore) Resolve(ctx context.Context, sessionID string, epoch int64, userID, token string, approve bool, ttl time.Duration) (orchestrator.Confirmation, error) {
 	var c orchestrator.Confirmation
 	err := s.call(ctx, "confirm", func(ctx context.Context) error {
 		flag := "0"
 		if approve {
 			flag = "1"
 		}
-		res, err := resolveScript.Run(ctx, s.c, []string{confirmKey(sessionID, token), confirmsKey(sessionID)},
-			userID, token, flag, s.now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").StringSlice()
+		res, err := resolveScript.Run(ctx, s.c, []string{metaKey(sessionID), confirmKey(sessionID, token), confirmsKey(sessionID)},
+			epoch, userID, token, flag, s.now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").StringSlice()
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
 		}
-		if len(res) != 2 || res[0] == "unknown" {
+		switch {
+		case len(res) == 2 && res[0] == "fenced":
+			return refusal(sessionID, "confirm", -2)
+		case len(res) == 2 && res[0] == "gone":
+			return refusal(sessionID, "confirm", -1)
+		case len(res) != 2 || res[0] == "unknown":
 			return orchestrator.ErrConfirmUnknown
 		}
 		var p pendingConfirmation

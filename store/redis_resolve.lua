@@ -1,24 +1,40 @@
--- Answer a pending confirmation, once, and only for its own user.
--- KEYS[1] pending key   turnstile:{sid}:confirm:<token>
--- KEYS[2] pending index turnstile:{sid}:confirms
--- ARGV[1] user id, ARGV[2] token, ARGV[3] "1" to approve, ARGV[4] now (unix ms),
--- ARGV[5] approval TTL ms, ARGV[6] approval key prefix turnstile:{sid}:approved:
--- Returns {status, pending JSON}: status "unknown", "expired" or "ok".
-local raw = redis.call('GET', KEYS[1])
+-- Answer a pending confirmation, once, only for its own user and only as
+-- the session's owner.
+-- KEYS[1] meta hash     turnstile:{sid}:meta
+-- KEYS[2] pending key   turnstile:{sid}:confirm:<token>
+-- KEYS[3] pending index turnstile:{sid}:confirms
+-- ARGV[1] the writer's epoch, ARGV[2] user id, ARGV[3] token, ARGV[4] "1" to
+-- approve, ARGV[5] now (unix ms), ARGV[6] approval TTL ms, ARGV[7] approval
+-- key prefix turnstile:{sid}:approved:
+-- Returns {status, pending JSON}: status "unknown", "expired" or "ok"; or,
+-- changing nothing, {"gone", ''} when the record is gone or was written
+-- back by an older owner, {"fenced", ''} when another connection owns the
+-- session now (a newer epoch), as the append script's -1 and -2.
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  return {'gone', ''}
+end
+if tonumber(epoch) > tonumber(ARGV[1]) then
+  return {'fenced', ''}
+end
+if epoch ~= ARGV[1] then
+  return {'gone', ''}
+end
+local raw = redis.call('GET', KEYS[2])
 if not raw then
   return {'unknown', ''}
 end
 local c = cjson.decode(raw)
-if c['userId'] ~= ARGV[1] then
+if c['userId'] ~= ARGV[2] then
   -- Not this user's: leave it for its owner.
   return {'unknown', ''}
 end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[2])
-if tonumber(c['expiresAtMs']) <= tonumber(ARGV[4]) then
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[3])
+if tonumber(c['expiresAtMs']) <= tonumber(ARGV[5]) then
   return {'expired', raw}
 end
-if ARGV[3] == '1' then
-  redis.call('SET', ARGV[6] .. c['tool'] .. ':' .. c['argsDigest'], ARGV[1], 'PX', ARGV[5])
+if ARGV[4] == '1' then
+  redis.call('SET', ARGV[7] .. c['tool'] .. ':' .. c['argsDigest'], ARGV[2], 'PX', ARGV[6])
 end
 return {'ok', raw}

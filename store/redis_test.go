@@ -89,6 +89,10 @@ var suite = []struct {
 	{"ObserveSeesEveryOp", testObserve},
 	{"LedgerClaimAnswerAndTrim", testLedgerClaimAnswerAndTrim},
 	{"ResumeTakesOwnershipAndFencesTheOldOwner", testFencing},
+	{"LedgerClaimIsFencedOnTheEpoch", testFencedClaim},
+	{"LedgerAnswerIsFencedOnTheEpoch", testFencedAnswer},
+	{"ConfirmationRequestIsFencedOnTheEpoch", testFencedConsumeOrRequest},
+	{"ConfirmationAnswerIsFencedOnTheEpoch", testFencedResolve},
 	{"BeginTurnCountsTurnsPerUserAndUndoTakesTheEntryBack", testBeginTurn},
 	{"WatchAnnouncesOwnersAndNoticesLostData", testWatch},
 }

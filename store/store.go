@@ -47,8 +47,9 @@ var ErrResumeRefused = errors.New("resume refused")
 
 // ErrFenced is returned by a write whose record carries an older epoch than
 // the stored one: another connection resumed the session and owns it now.
-// Nothing was written. It is not a store failure.
-var ErrFenced = errors.New("session owned by a newer connection")
+// Nothing was written. It is not a store failure. The orchestrator's ledger
+// and confirmation writes return the same error (orchestrator.ErrFenced).
+var ErrFenced = orchestrator.ErrFenced
 
 // ErrSessionGone is returned by a write when the session's record is not in
 // Redis any more (Redis restarted empty, was flushed, or the keys expired),

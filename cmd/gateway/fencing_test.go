@@ -243,6 +243,52 @@ func TestSessionsSurviveRedisLosingItsData(t *testing.T) {
 	}
 }
 
+// A resume this connection was not told of (the epoch moved on in Redis,
+// its announcement missed): the old connection's answer to a confirmation
+// is refused by the store and ends that connection (4005), as a fenced
+// history write does; the confirmation still waits for the new owner.
+func TestConfirmationAnsweredOnATakenOverConnectionIsRefused(t *testing.T) {
+	cfg := withPolicy(t, sharedRedisConfig(t), confirmKBGet)
+	a := startGateway(t, cfg, fakegemini.NewScript(callStep(getCall("shipping")), textStep("I need your approval.")))
+	c := a.dial("", nil)
+	id := c.start(nil).str("sessionId")
+	token := askForConfirmation(t, c).str("token")
+	rdb := redisClientFor(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.HIncrBy(ctx, "turnstile:{"+id+"}:meta", "epoch", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	confirm(c, token, true)
+	for {
+		ev, err := c.read()
+		if err != nil {
+			if code := websocket.CloseStatus(err); code != 4005 {
+				t.Fatalf("the old connection after its answer: %v, want close 4005", err)
+			}
+			break
+		}
+		if ev.typ() == "confirm.done" || ev.typ() == "error" || ev.typ() == "turn.start" {
+			t.Fatalf("the old connection's answer was taken: %v", ev)
+		}
+	}
+	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
+	if p, err := st.Pending(ctx, id); err != nil || len(p) != 1 || p[0].Token != token {
+		t.Fatalf("pending after the refused answer: %+v, %v; want it still waiting", p, err)
+	}
+	if keys, err := rdb.Keys(ctx, "turnstile:{"+id+"}:approved:*").Result(); err != nil || len(keys) != 0 {
+		t.Fatalf("approvals stored: %v, %v; want none", keys, err)
+	}
+	waitFor(t, "the old connection to end", func() bool { return a.gw.sessions.Active() == 0 })
+	if n := a.counterSum("turnstile_redis_errors_total"); n != 0 {
+		t.Fatalf("redis_errors_total = %v: a fenced write is not a store failure", n)
+	}
+	if lines := a.errors.all(); len(lines) != 0 {
+		t.Fatalf("ERROR log lines for a fenced write: %q", lines)
+	}
+}
+
 func testutilCounter(g *testGateway) float64 {
 	return g.counterSum("turnstile_store_restorations_total")
 }
