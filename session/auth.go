@@ -1,6 +1,7 @@
 package session
 
 import (
+	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -11,41 +12,48 @@ import (
 // an auth message first.
 
 // expiry is the connection's token deadline and the timer that enforces
-// it, under the connection's auth lock.
+// it. The reader (auth) and the connection's end use it; it locks.
 type expiry struct {
-	at    time.Time // when the token expires; zero: never
-	timer Timer
+	mu      sync.Mutex
+	at      time.Time // when the token expires; zero: never
+	timer   Timer
+	stopped bool // the connection ended: never armed again
+}
+
+// arm (re)starts the timer: expired runs at at+leeway on clock; a zero at
+// never expires.
+func (e *expiry) arm(at time.Time, leeway time.Duration, clock Clock, expired func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	e.at = at
+	if at.IsZero() || e.stopped {
+		return
+	}
+	e.timer = clock.AfterFunc(at.Add(leeway).Sub(clock.Now()), expired)
+}
+
+// stop stops the timer for good.
+func (e *expiry) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopped = true
+	if e.timer != nil {
+		e.timer.Stop()
+	}
 }
 
 // armExpiry (re)starts the timer for a token that expires at; a zero time
 // never expires.
 func (c *conn) armExpiry(at time.Time) {
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.exp.timer != nil {
-		c.exp.timer.Stop()
-		c.exp.timer = nil
-	}
-	c.exp.at = at
-	if at.IsZero() {
-		return
-	}
-	clock := c.m.cfg.Clock
-	d := at.Add(c.m.cfg.AuthLeeway).Sub(clock.Now())
-	c.exp.timer = clock.AfterFunc(d, func() {
+	c.exp.arm(at, c.m.cfg.AuthLeeway, c.m.cfg.Clock, func() {
 		if c.out.close(protocol.DisconnectTokenExpired, false) {
 			c.refused(limitTokenExpired, time.Now())
 		}
 	})
-}
-
-// stopExpiry stops the timer when the connection ends.
-func (c *conn) stopExpiry() {
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.exp.timer != nil {
-		c.exp.timer.Stop()
-	}
 }
 
 // reauth takes a fresh token (auth): the same user's valid token moves the

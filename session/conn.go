@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -56,15 +55,11 @@ type conn struct {
 	rates   rates                   // the reader's limiters
 	logs    [numLimits]throttle.Log // one log line a minute per limit
 	slowLog throttle.Log            // "browser too slow"
-	authMu  sync.Mutex
-	exp     expiry
+	exp     expiry                  // the token's deadline
 	// Liveness, for the node's keepalive goroutine.
 	started  atomic.Bool  // session.ready was sent
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
-	pingMu   sync.Mutex
-	pinging  bool // a ping is out
-	noPings  bool // the connection is ending: no more pings
-	pings    sync.WaitGroup
+	pings    pinger
 	// Ownership: the epoch this connection holds the session with (0 until
 	// known), and the newest announced by the store.
 	epoch, seen atomic.Int64
@@ -107,7 +102,7 @@ func (c *conn) run(parent context.Context) {
 		}}
 	c.ws.SetReadLimit(c.m.cfg.MaxMessageBytes)
 	c.armExpiry(c.expires)
-	defer c.stopExpiry()
+	defer c.exp.stop()
 	// Reads and writes run without a context of their own (a context per
 	// frame costs an allocation per audio frame); ending the connection
 	// drops the socket, which ends a read, a write or a close handshake in
@@ -139,10 +134,7 @@ func (c *conn) run(parent context.Context) {
 	c.finalWrite()
 	c.pst.finish()
 	_ = c.ws.CloseNow()
-	c.pingMu.Lock()
-	c.noPings = true
-	c.pingMu.Unlock()
-	c.pings.Wait()
+	c.pings.stop()
 
 	d := c.out.disconnect()
 	mode, turns := c.st.mode(), c.st.turnsTaken()

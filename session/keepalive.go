@@ -1,6 +1,7 @@
 package session
 
 import (
+	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -70,23 +71,48 @@ func (c *conn) keepalive(now time.Time) {
 	if c.m.cfg.PingInterval <= 0 {
 		return
 	}
-	c.pingMu.Lock()
-	defer c.pingMu.Unlock()
-	if c.pinging || c.noPings {
-		return
-	}
-	c.pinging = true
-	c.pings.Add(1)
-	go func() {
-		defer c.pings.Done()
+	c.pings.start(func() {
 		// Ends with the pong, or with the connection (its context).
 		if c.ws.Ping(c.ctx) == nil {
 			c.alive(time.Now())
 		}
-		c.pingMu.Lock()
-		c.pinging = false
-		c.pingMu.Unlock()
+	})
+}
+
+// pinger runs at most one WebSocket ping at a time, each in a goroutine of
+// its own, and none once stopped. The keepalive goroutine starts them and
+// the connection's end stops them; it locks.
+type pinger struct {
+	mu      sync.Mutex
+	out     bool // a ping is out
+	stopped bool // the connection is ending: no more pings
+	wg      sync.WaitGroup
+}
+
+// start runs ping unless one is out or the pinger is stopped.
+func (p *pinger) start(ping func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.out || p.stopped {
+		return
+	}
+	p.out = true
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ping()
+		p.mu.Lock()
+		p.out = false
+		p.mu.Unlock()
 	}()
+}
+
+// stop starts no more pings and waits for the one out.
+func (p *pinger) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // alive records a sign of life from the browser.
