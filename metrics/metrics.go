@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"regexp"
 	"runtime"
 	"slices"
 	"time"
@@ -180,7 +181,12 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
 		"version", "commit", "goversion")
 	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Besides the memory statistics, the Go scheduler's latency histogram
+	// (go_sched_latencies_seconds: how long goroutines wait, runnable, for a
+	// thread): its tail growing says the node is short of CPU.
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/latencies:seconds$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
