@@ -7,16 +7,7 @@
 -- Returns 1 when written; or, writing nothing, -1 when the record is gone
 -- or was written back by an older owner, -2 when another connection owns
 -- the session now (a newer epoch), as the append script does.
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  return -1
-end
-if tonumber(epoch) > tonumber(ARGV[1]) then
-  return -2
-end
-if epoch ~= ARGV[1] then
-  return -1
-end
+-- (owner_check.lua runs first: -1 and -2 come from it.)
 for i = 3, #ARGV, 2 do
   if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then
     redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])

@@ -9,16 +9,7 @@
 -- writing nothing, -1 when the record is gone or was written back by an
 -- older owner, -2 when another connection owns the session now (a newer
 -- epoch), as the append script does.
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  return -1
-end
-if tonumber(epoch) > tonumber(ARGV[1]) then
-  return -2
-end
-if epoch ~= ARGV[1] then
-  return -1
-end
+-- (owner_check.lua runs first: -1 and -2 come from it.)
 local out = {}
 for i = 4, #ARGV, 2 do
   local prev = redis.call('HGET', KEYS[2], ARGV[i])

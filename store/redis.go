@@ -107,12 +107,19 @@ var (
 	appendLua string
 	//go:embed redis_restore.lua
 	restoreLua string
+	//go:embed owner_check.lua
+	ownerCheckLua string
 
 	createScript  = redis.NewScript(createLua)
 	resumeScript  = redis.NewScript(resumeLua)
-	appendScript  = redis.NewScript(appendLua)
+	appendScript  = ownedScript(appendLua)
 	restoreScript = redis.NewScript(restoreLua)
 )
+
+// ownedScript is a script that writes a session's keys as its owner: the
+// owner check (owner_check.lua: KEYS[1] the meta hash, ARGV[1] the
+// writer's epoch, -1 or -2 when not the owner) runs first.
+func ownedScript(body string) *redis.Script { return redis.NewScript(ownerCheckLua + body) }
 
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {

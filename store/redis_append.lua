@@ -8,16 +8,7 @@
 -- by an older owner (Redis lost it: the writer restores the whole session),
 -- -2 when another connection owns the session now (a newer epoch): nothing
 -- is written.
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  return -1
-end
-if tonumber(epoch) > tonumber(ARGV[1]) then
-  return -2
-end
-if epoch ~= ARGV[1] then
-  return -1
-end
+-- (owner_check.lua runs first: -1 and -2 come from it.)
 local bytes = tonumber(redis.call('HGET', KEYS[1], 'historyBytes') or '0') or 0
 if ARGV[5] ~= '0' then
   local last = redis.call('LINDEX', KEYS[2], -1)

@@ -10,16 +10,7 @@
 -- or, changing nothing, -1 when the record is gone or was written back by
 -- an older owner, -2 when another connection owns the session now (a newer
 -- epoch), as the append script does.
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  return -1
-end
-if tonumber(epoch) > tonumber(ARGV[1]) then
-  return -2
-end
-if epoch ~= ARGV[1] then
-  return -1
-end
+-- (owner_check.lua runs first: -1 and -2 come from it.)
 local approver = redis.call('GET', KEYS[2])
 if approver and approver == ARGV[2] then
   redis.call('DEL', KEYS[2])

@@ -45,10 +45,10 @@ var claimLua string
 var answerLua string
 
 var (
-	confirmScript = redis.NewScript(confirmLua)
-	resolveScript = redis.NewScript(resolveLua)
-	claimScript   = redis.NewScript(claimLua)
-	answerScript  = redis.NewScript(answerLua)
+	confirmScript = ownedScript(confirmLua)
+	resolveScript = redis.NewScript(resolveLua) // its own owner check: it answers with a pair
+	claimScript   = ownedScript(claimLua)
+	answerScript  = ownedScript(answerLua)
 )
 
 // pendingConfirmation is a stored confirmation; the expiry in milliseconds
