@@ -57,23 +57,7 @@ func StartCluster(t testing.TB) *Cluster {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		var addr string
-		err := retry(func() error {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			bus, err := freePort()
-			if err != nil {
-				return err
-			}
-			addr = loopback(port)
-			return launch(t, bin, serverArgs(port, dir,
-				"--cluster-enabled", "yes",
-				"--cluster-port", strconv.Itoa(bus),
-				"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-				"--cluster-node-timeout", "2000"), addr, dir)
-		})
+		addr, err := startClusterNode(t, bin, dir)
 		if err != nil {
 			t.Fatalf("redistest: cluster node %d: %v", i, err)
 		}
@@ -146,4 +130,27 @@ func (c *Cluster) NodeFor(t testing.TB, key string) string {
 		t.Fatalf("redistest: CLUSTER SLOTS: %v", err)
 	}
 	return node
+}
+
+// startClusterNode runs one cluster-enabled redis-server in dir on free
+// loopback ports (client and bus) and returns its address.
+func startClusterNode(t testing.TB, bin, dir string) (string, error) {
+	var addr string
+	err := retry(func() error {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		bus, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr = loopback(port)
+		return launch(t, bin, serverArgs(port, dir,
+			"--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(bus),
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000"), addr, dir)
+	})
+	return addr, err
 }

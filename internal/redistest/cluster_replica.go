@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,23 +21,7 @@ func (c *Cluster) AddReplica(t testing.TB, master string) string {
 	t.Helper()
 	bin := lookPath(t, "redis-server", "redis-server")
 	dir := t.TempDir()
-	var addr string
-	err := retry(func() error {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		bus, err := freePort()
-		if err != nil {
-			return err
-		}
-		addr = loopback(port)
-		return launch(t, bin, serverArgs(port, dir,
-			"--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(bus),
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000"), addr, dir)
-	})
+	addr, err := startClusterNode(t, bin, dir)
 	if err != nil {
 		t.Fatalf("redistest: cluster replica: %v", err)
 	}
