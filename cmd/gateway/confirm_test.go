@@ -239,3 +239,27 @@ func TestAnotherUsersConfirmationTokenIsUnknownToThem(t *testing.T) {
 		t.Fatalf("alice's approved kb_get: %v", res)
 	}
 }
+
+// TestSessionReadyListsToolsAsThePolicySetsThem: the tool list a browser
+// gets is the one the orchestrator enforces, policy overrides included.
+func TestSessionReadyListsToolsAsThePolicySetsThem(t *testing.T) {
+	cfg := withPolicy(t, defaultTestConfig(t), confirmKBGet+"  kb_search:\n    modes: [text]\n")
+	g := startGateway(t, cfg, fakegemini.NewScript())
+	ready := g.dial("", nil).start(nil)
+	tools := map[string]map[string]any{}
+	list, _ := ready["tools"].([]any)
+	for _, v := range list {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		tools[name] = m
+	}
+	if tools["kb_get"]["requiresConfirmation"] != true {
+		t.Errorf("kb_get listed as %v, want requiresConfirmation true (the policy's)", tools["kb_get"])
+	}
+	if tools["kb_search"]["requiresConfirmation"] != false {
+		t.Errorf("kb_search listed as %v, want requiresConfirmation false", tools["kb_search"])
+	}
+	if modes, _ := tools["kb_search"]["modes"].([]any); len(modes) != 1 || modes[0] != "text" {
+		t.Errorf("kb_search modes %v, want [text] (the policy's)", tools["kb_search"]["modes"])
+	}
+}
