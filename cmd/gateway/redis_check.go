@@ -93,8 +93,8 @@ func redisRefusal(err error) (hint string, fatal bool) {
 	case isTLSError(err):
 		return tlsHint, true
 	case isMoved(err):
-		return "this Redis is a cluster node; only a single-node Redis (or a managed endpoint that hides the cluster) " +
-			"is supported", true
+		return "this Redis is a cluster node: set TURNSTILE_REDIS_MODE=cluster (REDIS_URL may list more nodes " +
+			"with addr=)", true
 	case redis.IsLoadingError(err), redis.IsReadOnlyError(err), redis.IsClusterDownError(err), redis.IsTryAgainError(err),
 		redis.IsMasterDownError(err), redis.IsMaxClientsError(err), redis.IsOOMError(err), redis.HasErrorPrefix(err, "BUSY"):
 		return "", false
