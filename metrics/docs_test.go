@@ -58,6 +58,12 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"refusals_total":            {"reason", refusalReasons},
 		"sessions_refused_total":    {"reason", SessionRefusalReasons},
 		"redis_duration_seconds":    {"op", RedisOps},
+		"model_requests_total":      {"outcome", ModelOutcomes},
+		"sessions_started_total":    {"kind", SessionStartKinds},
+		"loop_detections_total":     {"rule", LoopRules},
+		"intents_applied_total":     {"type", IntentTypes},
+		"confirmations_total":       {"outcome", ConfirmationOutcomes},
+		"gate_refusals_total":       {"gate", Gates},
 	}
 	for name, set := range closed {
 		if len(rows[name]) != 1 {
