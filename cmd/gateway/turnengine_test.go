@@ -12,7 +12,6 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
-	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -445,7 +444,7 @@ func TestBlockedPromptIsModelRefused(t *testing.T) {
 	}
 }
 
-// storedSession reads a session from the gateway's Redis, as a resume would.
+// storedSession reads a session from the gateway's Redis without taking it over.
 func storedSession(t testing.TB, cfg Config, ready event) (store.Record, []transport.Entry, error) {
 	t.Helper()
 	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
@@ -455,8 +454,9 @@ func storedSession(t testing.TB, cfg Config, ready event) (store.Record, []trans
 	defer func() { _ = rdb.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return store.NewRedisStore(rdb, store.RedisStoreOptions{}).
-		Resume(ctx, ready.str("sessionId"), ready.str("resumeToken"), server.AnonymousUser)
+	// Load, not Resume: reading must not take the session over (a resume
+	// would fence the gateway's connection, whose writes then stop).
+	return store.NewRedisStore(rdb, store.RedisStoreOptions{}).Load(ctx, ready.str("sessionId"))
 }
 
 // A drain lets a running voice turn play out to its turnComplete: the
