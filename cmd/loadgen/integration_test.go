@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,8 +135,25 @@ func startGateway(t *testing.T, env ...string) (base, admin string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the gateway: %v\n%s", err, out)
 	}
+	// A port found free can be taken before the gateway binds it (by its
+	// own embedded Redis, on a random port): start again on others.
+	for attempt := 1; ; attempt++ {
+		base, admin, ok := tryStartGateway(t, bin, filepath.Join(dir, "gateway"+strconv.Itoa(attempt)+".log"), env)
+		if ok {
+			return base, admin
+		}
+		if attempt == 3 {
+			t.Fatal("the gateway found its ports taken three times")
+		}
+	}
+}
+
+// tryStartGateway runs the gateway on two free ports and waits until it is
+// ready; false means it exited because a port was taken meanwhile.
+func tryStartGateway(t *testing.T, bin, logName string, env []string) (base, admin string, ok bool) {
+	t.Helper()
 	addr, adminAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
-	logFile, err := os.Create(filepath.Join(dir, "gateway.log"))
+	logFile, err := os.Create(logName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,30 +163,39 @@ func startGateway(t *testing.T, env ...string) (base, admin string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the gateway: %v", err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	base, admin = "http://"+addr, "http://"+adminAddr
+	if err := waitReady(base+"/readyz", exited); err != nil {
+		_ = cmd.Process.Kill()
+		_ = logFile.Close()
+		b, _ := os.ReadFile(logName)
+		if strings.Contains(string(b), "address already in use") {
+			t.Logf("gateway: a port was taken; trying others")
+			return "", "", false
+		}
+		t.Fatalf("gateway not ready at %s: %v\ngateway log:\n%s", base, err, b)
+	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
 		select {
-		case err := <-done:
+		case err := <-exited:
 			if err != nil {
 				t.Errorf("gateway exit after SIGTERM: %v", err)
 			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 			t.Error("gateway did not stop within 10 s of SIGTERM")
 		}
 		_ = logFile.Close()
 		if t.Failed() {
-			if b, err := os.ReadFile(logFile.Name()); err == nil {
+			if b, err := os.ReadFile(logName); err == nil {
 				t.Logf("gateway log:\n%s", b)
 			}
 		}
 	})
-	base, admin = "http://"+addr, "http://"+adminAddr
-	waitReady(t, base+"/readyz")
-	return base, admin
+	return base, admin, true
 }
 
 // freeLoopbackAddr finds a port nobody listens on; the gateway's
@@ -200,23 +227,29 @@ func offlineEnv() []string {
 	return env
 }
 
-func waitReady(t *testing.T, url string) {
-	t.Helper()
+// waitReady polls url until it answers 200, the gateway exits, or 15 s
+// pass.
+func waitReady(url string, exited <-chan error) error {
 	client := loopbackClient()
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(15 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the gateway exited: %v", err)
+		default:
+		}
 		resp, err := client.Get(url)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 			err = fmt.Errorf("http %d", resp.StatusCode)
 		}
 		last = err
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("gateway not ready at %s: %v", url, last)
+	return last
 }
