@@ -39,8 +39,7 @@
 //
 // A LiveBrain runs Live connections: LiveScript hands each connection's
 // LiveSession to the test, which reads the client's events and answers with
-// the session's emitters; LiveFunc adapts a function; LiveDemo is the
-// offline demo; LiveToolTurn is a scripted brain for ordering (a) below.
+// the session's emitters; LiveDemo is the offline demo; LiveToolTurn is a scripted brain for ordering (a) below.
 //
 // # Scripted orderings the real Live service produces
 //

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/transport/fakedemo"
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // LiveDemo is the offline default's Live model. It hears speech by energy
@@ -290,12 +289,9 @@ func (c *demoConn) speak(melody []float64, text string) error {
 	}
 	chunks := chunkPCM(synthMelody(melody), c.chunk)
 	c.queue = make([]demoChunk, len(chunks))
-	pieces := fakeserve.SplitText(text, min(len(chunks), 4))
+	transcripts := spreadText(text, len(chunks))
 	for i, p := range chunks {
-		c.queue[i].pcm = p
-	}
-	for i, p := range pieces {
-		c.queue[i*len(chunks)/len(pieces)].transcript = p
+		c.queue[i] = demoChunk{pcm: p, transcript: transcripts[i]}
 	}
 	c.sent, c.started, c.spokenDur = 0, time.Now(), melodyDuration(melody)
 	return c.speakNext()

@@ -74,13 +74,7 @@ func (s *LiveSession) Speak(ctx context.Context, sp Speech) (time.Time, error) {
 		interval = time.Duration(float64(chunk) / speedup)
 	}
 	chunks := chunkPCM(sp.PCM, chunk)
-	transcripts := make([]string, len(chunks))
-	if sp.Transcript != "" && len(chunks) > 0 {
-		pieces := fakeserve.SplitText(sp.Transcript, min(len(chunks), 4))
-		for i, p := range pieces {
-			transcripts[i*len(chunks)/len(pieces)] = p
-		}
-	}
+	transcripts := spreadText(sp.Transcript, len(chunks))
 
 	start := time.Now()
 	s.mu.Lock()
@@ -167,13 +161,6 @@ func (s *LiveSession) AwaitToolResponse(ctx context.Context) (ClientEvent, error
 func pcmDuration(pcm []byte) time.Duration {
 	return time.Duration(len(pcm)/2) * time.Second / liveOutRate
 }
-
-// LiveFunc adapts a function to a LiveBrain, for brains written inline in
-// tests.
-type LiveFunc func(ctx context.Context, s *LiveSession) error
-
-// ServeLive calls f.
-func (f LiveFunc) ServeLive(ctx context.Context, s *LiveSession) error { return f(ctx, s) }
 
 // LiveToolTurn is a scripted Live brain that answers every user turn with
 // ordering (a): it speaks Before, calls Call, speaks After, finishes the

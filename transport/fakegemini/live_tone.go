@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/transport/fakeserve"
 )
 
 // The demo model "speaks" short sine melodies: PCM16LE mono at the rate
@@ -57,6 +59,21 @@ func chunkPCM(pcm []byte, d time.Duration) [][]byte {
 		n := min(size, len(pcm))
 		out = append(out, pcm[:n])
 		pcm = pcm[n:]
+	}
+	return out
+}
+
+// spreadText cuts a transcript into at most four pieces spread over n audio
+// chunks, as the service sends transcripts alongside its audio: the piece
+// for chunk i, or "".
+func spreadText(text string, n int) []string {
+	out := make([]string, n)
+	if text == "" || n == 0 {
+		return out
+	}
+	pieces := fakeserve.SplitText(text, min(n, 4))
+	for i, p := range pieces {
+		out[i*n/len(pieces)] = p
 	}
 	return out
 }

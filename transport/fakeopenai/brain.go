@@ -226,15 +226,6 @@ func ErrorReply(status int, typ, code, msg string) Reply {
 	return Reply{Status: status, Error: &APIError{Type: typ, Code: code, Message: msg}}
 }
 
-// JSONArgs encodes v as arguments text.
-func JSONArgs(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("fakeopenai: JSONArgs: " + err.Error())
-	}
-	return string(b)
-}
-
 // Split cuts s into at most n non-empty pieces of about equal length, at
 // rune boundaries (the real API never splits a character, but it does cut
 // JSON text anywhere else, inside a string or an escape). It returns one

@@ -31,9 +31,6 @@ func New(client *genai.Client, name string) *Model {
 // Name is the model id.
 func (m *Model) Name() string { return m.name }
 
-// Provider is transport.ProviderGemini.
-func (m *Model) Provider() string { return transport.ProviderGemini }
-
 // Stream implements transport.TextModel. Errors are *transport.ModelError
 // (with RetryAfter from a RetryInfo detail; a blocked prompt matches
 // transport.ErrPromptBlocked), transport.ErrTruncated, or the context's

@@ -86,9 +86,6 @@ func New(client openai.Client, name string, opts Options) (*Model, error) {
 // Name is the model id.
 func (m *Model) Name() string { return m.name }
 
-// Provider is transport.ProviderOpenAI.
-func (m *Model) Provider() string { return transport.ProviderOpenAI }
-
 // Stream implements transport.TextModel. Text deltas are yielded as they
 // arrive; each tool call is announced in Chunk.Started as soon as its name
 // is known; the final chunk, sent once the stream has ended, carries the
