@@ -15,8 +15,8 @@ import (
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
-// hello is the smallest request every API accepts.
-var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
+// Hello is the smallest request every API accepts.
+var Hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
 
 // Collect drains a stream. It fails the test if anything follows an error,
 // which the TextModel contract forbids.
@@ -44,13 +44,13 @@ func Collect(t testing.TB, ctx context.Context, m transport.TextModel, req trans
 // counts its requests in flight.
 func CancelDuringHangEndsPromptly(t *testing.T, m transport.TextModel, inFlight func() int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(testContext(t))
+	ctx, cancel := context.WithCancel(Context(t))
 	defer cancel()
 
 	var got []string
 	var err error
 	var cancelledAt time.Time
-	for c, e := range m.Stream(ctx, hello) {
+	for c, e := range m.Stream(ctx, Hello) {
 		if e != nil {
 			err = e
 			break
@@ -76,9 +76,9 @@ func CancelDuringHangEndsPromptly(t *testing.T, m transport.TextModel, inFlight 
 // caller's deadline passes. m's server must hang.
 func DeadlineDuringHangIsContextError(t *testing.T, m transport.TextModel) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(testContext(t), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(Context(t), 100*time.Millisecond)
 	defer cancel()
-	_, err := Collect(t, ctx, m, hello)
+	_, err := Collect(t, ctx, m, Hello)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error = %v, want context.DeadlineExceeded", err)
 	}
@@ -90,7 +90,7 @@ func DeadlineDuringHangIsContextError(t *testing.T, m transport.TextModel) {
 // its requests in flight.
 func ConsumerStoppingEarlyReleasesTheRequest(t *testing.T, m transport.TextModel, inFlight func() int) {
 	t.Helper()
-	for c, err := range m.Stream(testContext(t), hello) {
+	for c, err := range m.Stream(Context(t), Hello) {
 		if err != nil || c.Text != "first" {
 			t.Fatalf("first item = %+v, %v", c, err)
 		}
@@ -99,7 +99,8 @@ func ConsumerStoppingEarlyReleasesTheRequest(t *testing.T, m transport.TextModel
 	waitFor(t, "the abandoned stream to be released", func() bool { return inFlight() == 0 })
 }
 
-func testContext(t *testing.T) context.Context {
+// Context is the test's context, ended after 10 s at the latest.
+func Context(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)

@@ -4,12 +4,11 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
 )
@@ -64,12 +63,7 @@ func newModel(t *testing.T, base string) *geminitext.Model {
 	return geminitext.New(c, testModel)
 }
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// hello is the smallest request the API accepts.
-var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
+var (
+	testContext = texttest.Context
+	hello       = texttest.Hello
+)

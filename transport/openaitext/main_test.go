@@ -1,10 +1,8 @@
 package openaitext_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -87,12 +85,7 @@ func answer(t *testing.T, m transport.TextModel, req transport.TextRequest) ([]t
 	return chunks, chunks[len(chunks)-1]
 }
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// hello is the smallest request the API accepts.
-var hello = transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}
+var (
+	testContext = texttest.Context
+	hello       = texttest.Hello
+)
