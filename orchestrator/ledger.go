@@ -203,16 +203,3 @@ func (l *ledger) answer(id string) (CallRecord, bool) {
 	rec.State = StateAnswered
 	return rec, true
 }
-
-// pending counts the calls that are neither answered nor cancelled.
-func (l *ledger) pending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, e := range l.calls {
-		if e.state != StateAnswered && e.state != StateCancelled {
-			n++
-		}
-	}
-	return n
-}

@@ -444,10 +444,6 @@ func (t *Turn) Cancel(ids ...string) {
 // the turn ending).
 func (t *Turn) CancelAll() { t.Cancel(t.ledger.ids()...) }
 
-// Pending reports how many calls of the turn are neither answered nor
-// cancelled yet.
-func (t *Turn) Pending() int { return t.ledger.pending() }
-
 // End reports whether a terminal tool or a handler's termination (finish)
 // ended the turn.
 func (t *Turn) End() (End, bool) {

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // Retry-After of the admission refusals.
@@ -45,7 +43,6 @@ type admission struct {
 	store    Leases
 	ttl      time.Duration
 	log      *slog.Logger
-	metrics  *metrics.Metrics
 	throttle *logThrottle
 
 	mu   sync.Mutex
@@ -58,7 +55,7 @@ type admission struct {
 func newAdmission(cfg Config, d Deps, throttle *logThrottle) *admission {
 	a := &admission{
 		maxSessions: cfg.MaxSessions, perUser: cfg.MaxSessionsPerUser, store: d.Leases, ttl: cfg.LeaseTTL,
-		log: d.Log, metrics: d.Metrics, throttle: throttle, held: map[string]map[string]struct{}{},
+		log: d.Log, throttle: throttle, held: map[string]map[string]struct{}{},
 	}
 	if a.ttl <= 0 {
 		a.ttl = DefaultLeaseTTL

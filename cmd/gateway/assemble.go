@@ -224,9 +224,6 @@ func watchSessions(gw *gateway, log *slog.Logger) {
 // redisClient connects to REDIS_URL, or starts the embedded miniredis.
 func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
 	url, mode := string(cfg.RedisURL), cfg.RedisMode
-	if url == "" || mode == "" {
-		mode = store.RedisSingle
-	}
 	if url == "" {
 		mr, err := store.StartEmbedded()
 		if err != nil {

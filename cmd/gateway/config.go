@@ -227,7 +227,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("context_max_tokens", c.ContextMaxTokens),
 		slog.Int("history_max_bytes", c.HistoryMaxBytes),
 		slog.Int("resume_history_max", c.ResumeHistoryMax),
-		slog.Duration("auth_leeway", c.AuthLeeway),
 		slog.Duration("ping_interval", c.PingInterval),
 		slog.Duration("idle_timeout", c.IdleTimeout),
 	)
