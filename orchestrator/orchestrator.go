@@ -10,7 +10,6 @@ package orchestrator
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/throttle"
@@ -87,7 +86,7 @@ type Deps struct {
 type Orchestrator struct {
 	cfg Config
 	Deps
-	oversize sync.Map // tool name → *throttle.Log: results over the size warning
+	oversize throttle.Keyed // per tool name: results over the size warning
 }
 
 // New returns an orchestrator with the default policy and no stores.
@@ -197,8 +196,7 @@ func modelResponse(env tools.Envelope) map[string]any {
 // (metrics.ResultSizeWarnBytes), at most once a minute per tool with the
 // count since the last line: such results bloat every later request.
 func (o *Orchestrator) warnOversize(tool string, size int) {
-	v, _ := o.oversize.LoadOrStore(tool, &throttle.Log{})
-	if n, ok := v.(*throttle.Log).Note(time.Now(), 1); ok {
+	if n, ok := o.oversize.Note(tool, time.Now(), 1); ok {
 		o.Log.Warn("tool result over the size warning", "tool", tool, "bytes", size,
 			"warning_bytes", metrics.ResultSizeWarnBytes, "count", n)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 )
 
 // Retry-After of the admission refusals.
@@ -43,7 +45,7 @@ type admission struct {
 	store    Leases
 	ttl      time.Duration
 	log      *slog.Logger
-	throttle *logThrottle
+	throttle *throttle.Keyed
 
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // user → this node's connection ids
@@ -52,7 +54,7 @@ type admission struct {
 	done chan struct{}
 }
 
-func newAdmission(cfg Config, d Deps, throttle *logThrottle) *admission {
+func newAdmission(cfg Config, d Deps, throttle *throttle.Keyed) *admission {
 	a := &admission{
 		maxSessions: cfg.MaxSessions, perUser: cfg.MaxSessionsPerUser, store: d.Leases, ttl: cfg.LeaseTTL,
 		log: d.Log, throttle: throttle, held: map[string]map[string]struct{}{},
@@ -106,7 +108,7 @@ func (a *admission) admitUser(ctx context.Context, user string) (release func(),
 	admitted, err := a.store.AcquireLease(ctx, user, id, a.perUser, a.ttl)
 	if err != nil {
 		// redis_errors_total{op="lease_acquire"} counts it (the store's hook).
-		if count, ok := a.throttle.allow("lease_acquire_failed"); ok {
+		if count, ok := a.throttle.Note("lease_acquire_failed", time.Now(), 1); ok {
 			a.log.Warn("per-user connection limit not enforced: Redis did not answer; connection admitted",
 				"err", err, "count", count)
 		}
@@ -128,7 +130,7 @@ func (a *admission) admitUser(ctx context.Context, user string) (release func(),
 		a.mu.Unlock()
 		// The session has ended; its context is gone.
 		if err := a.store.ReleaseLease(context.Background(), user, id); err != nil {
-			if count, ok := a.throttle.allow("lease_release_failed"); ok {
+			if count, ok := a.throttle.Note("lease_release_failed", time.Now(), 1); ok {
 				a.log.Warn("connection lease not released: Redis did not answer; it expires by itself",
 					"err", err, "expires_in", a.ttl, "count", count)
 			}
@@ -157,7 +159,7 @@ func (a *admission) renew(ctx context.Context) {
 		}
 		a.mu.Unlock()
 		if err := a.store.RenewLeases(ctx, leases, a.ttl); err != nil && ctx.Err() == nil {
-			if count, ok := a.throttle.allow("lease_renew_failed"); ok {
+			if count, ok := a.throttle.Note("lease_renew_failed", time.Now(), 1); ok {
 				a.log.Warn("connection leases not renewed: Redis did not answer", "err", err, "users", len(leases),
 					"count", count)
 			}

@@ -267,23 +267,3 @@ func TestOriginAndHostRules(t *testing.T) {
 		}
 	}
 }
-
-func TestLogThrottleLetsOneLinePerIntervalThroughWithACount(t *testing.T) {
-	now := time.Unix(0, 0)
-	th := newLogThrottle(time.Minute, func() time.Time { return now })
-	if n, ok := th.allow("a"); !ok || n != 1 {
-		t.Fatalf("first: (%d, %v)", n, ok)
-	}
-	for range 5 {
-		if _, ok := th.allow("a"); ok {
-			t.Fatal("a second line within the minute")
-		}
-	}
-	if n, ok := th.allow("b"); !ok || n != 1 {
-		t.Fatalf("another key: (%d, %v)", n, ok)
-	}
-	now = now.Add(time.Minute)
-	if n, ok := th.allow("a"); !ok || n != 6 {
-		t.Fatalf("after a minute: (%d, %v), want 6 (5 held back and this one)", n, ok)
-	}
-}

@@ -17,6 +17,7 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"golang.org/x/time/rate"
 )
 
@@ -46,7 +47,7 @@ type jwks struct {
 	log       *slog.Logger
 	client    *http.Client
 	transport *http.Transport
-	throttle  *logThrottle
+	throttle  *throttle.Keyed
 
 	kf     atomic.Pointer[keyfunc.Keyfunc] // nil until the first fetch succeeded
 	cancel context.CancelFunc              // ends the fetch loop and the library's refreshes
@@ -93,7 +94,7 @@ func startJWKS(rawURL string, refresh time.Duration, log *slog.Logger) (*jwks, e
 			Transport:     limitedBodies{tr},
 			CheckRedirect: checkJWKSRedirect,
 		},
-		throttle: newLogThrottle(logEvery, nil),
+		throttle: &throttle.Keyed{Every: logEvery},
 		done:     make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,7 +119,7 @@ func (j *jwks) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if count, ok := j.throttle.allow("first"); ok {
+		if count, ok := j.throttle.Note("first", time.Now(), 1); ok {
 			j.log.Warn("JWKS unreachable: its tokens are refused and /readyz fails until it answers",
 				"url", j.url, "err", err, "retry_in", delay, "failures", count)
 		}
@@ -149,7 +150,7 @@ func (j *jwks) first(ctx context.Context) (kf keyfunc.Keyfunc, keys int, err err
 		HTTPTimeout:     jwksHTTPTimeout,
 		RefreshInterval: j.refresh,
 		RefreshErrorHandler: func(_ context.Context, err error) {
-			if count, ok := j.throttle.allow("refresh"); ok {
+			if count, ok := j.throttle.Note("refresh", time.Now(), 1); ok {
 				j.log.Warn("JWKS refresh failed; the keys fetched before stay in use", "url", j.url, "err", err,
 					"failures", count)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session"
@@ -79,7 +80,7 @@ type Server struct {
 	draining atomic.Bool
 	public   *http.ServeMux
 	admin    *http.ServeMux
-	throttle *logThrottle
+	throttle *throttle.Keyed
 	admit    *admission
 }
 
@@ -99,7 +100,7 @@ func New(cfg Config, d Deps) *Server {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	s := &Server{cfg: cfg, d: d, public: http.NewServeMux(), admin: http.NewServeMux(),
-		throttle: newLogThrottle(logEvery, nil)}
+		throttle: &throttle.Keyed{Every: logEvery}}
 	s.admit = newAdmission(cfg, d, s.throttle)
 	for _, mux := range []*http.ServeMux{s.public, s.admin} {
 		mux.HandleFunc("GET /healthz", s.healthz)
@@ -222,7 +223,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 // logEvery on this node, with how many there were since the last line.
 func (s *Server) refused(reason, remote string, err error) {
 	s.d.Metrics.Refusal(reason)
-	count, ok := s.throttle.allow(reason)
+	count, ok := s.throttle.Note(reason, time.Now(), 1)
 	if !ok {
 		return
 	}

@@ -39,3 +39,22 @@ func (t *Log) Note(now time.Time, n int) (total int, ok bool) {
 	total, t.last, t.n = t.n, now, 0
 	return total, true
 }
+
+// Keyed gates one log line per key, each key a Log of its own; keys must
+// come from a closed set (reasons, tool names). The zero value is ready,
+// with DefaultEvery. It is safe for concurrent use.
+type Keyed struct {
+	// Every is each key's shortest time between two lines; zero is
+	// DefaultEvery.
+	Every time.Duration
+	logs  sync.Map // key → *Log
+}
+
+// Note counts n occurrences of key at now, as Log.Note.
+func (k *Keyed) Note(key string, now time.Time, n int) (total int, ok bool) {
+	v, found := k.logs.Load(key)
+	if !found {
+		v, _ = k.logs.LoadOrStore(key, &Log{Every: k.Every})
+	}
+	return v.(*Log).Note(now, n)
+}
