@@ -220,9 +220,13 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 }
 
 // refused counts a refusal and logs it, at most once per reason per
-// logEvery on this node, with how many there were since the last line.
+// logEvery on this node, with how many there were since the last line. A
+// refused upgrade is also a browser that got no session.
 func (s *Server) refused(reason, remote string, err error) {
 	s.d.Metrics.Refusal(reason)
+	if reason != metrics.RefusedMaxConnections {
+		s.d.Metrics.RefuseSession(reason)
+	}
 	count, ok := s.throttle.Note(reason, time.Now(), 1)
 	if !ok {
 		return

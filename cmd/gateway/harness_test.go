@@ -189,6 +189,11 @@ func (g *testGateway) refusals(reason string) float64 {
 	return testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(reason))
 }
 
+// sessionsRefused is turnstile_sessions_refused_total for one reason.
+func (g *testGateway) sessionsRefused(reason string) float64 {
+	return testutil.ToFloat64(g.gw.sessions.Metrics.SessionsRefused.WithLabelValues(reason))
+}
+
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
