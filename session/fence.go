@@ -72,15 +72,14 @@ func (c *conn) ownerSeen(epoch int64) {
 		}
 	}
 	if own := c.epoch.Load(); own != 0 && epoch > own {
-		c.fence()
-		c.act.cancelTurn()
+		c.takenOver()
 	}
 }
 
-// takenOver ends the connection, and its running turn, because a write of
-// the session (a call ledger or confirmation write of the orchestrator, a
-// confirmation answer) was refused for a newer owner, as ownerSeen does
-// when the owner is announced.
+// takenOver ends the connection, and its running turn, because a newer
+// owner was announced (ownerSeen) or a write of the session (a call ledger
+// or confirmation write of the orchestrator, a confirmation answer) was
+// refused for one.
 func (c *conn) takenOver() {
 	c.fence()
 	c.act.cancelTurn()

@@ -46,7 +46,7 @@ var answerLua string
 
 var (
 	confirmScript = ownedScript(confirmLua)
-	resolveScript = redis.NewScript(resolveLua) // its own owner check: it answers with a pair
+	resolveScript = ownedScript(resolveLua)
 	claimScript   = ownedScript(claimLua)
 	answerScript  = ownedScript(answerLua)
 )
@@ -216,24 +216,24 @@ func (s *RedisStore) Resolve(ctx context.Context, sessionID string, epoch int64,
 			flag = "1"
 		}
 		res, err := resolveScript.Run(ctx, s.c, []string{metaKey(sessionID), confirmKey(sessionID, token), confirmsKey(sessionID)},
-			epoch, userID, token, flag, s.now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").StringSlice()
+			epoch, userID, token, flag, s.now().UnixMilli(), ttl.Milliseconds(), "turnstile:{"+sessionID+"}:approved:").Result()
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
 		}
-		switch {
-		case len(res) == 2 && res[0] == "fenced":
-			return refusal(sessionID, "confirm", -2)
-		case len(res) == 2 && res[0] == "gone":
-			return refusal(sessionID, "confirm", -1)
-		case len(res) != 2 || res[0] == "unknown":
+		if n, ok := res.(int64); ok {
+			return refusal(sessionID, "confirm", n)
+		}
+		pair, _ := res.([]any)
+		if len(pair) != 2 || pair[0] == "unknown" {
 			return orchestrator.ErrConfirmUnknown
 		}
+		status, raw := pair[0], fmt.Sprint(pair[1])
 		var p pendingConfirmation
-		if err := json.Unmarshal([]byte(res[1]), &p); err != nil {
+		if err := json.Unmarshal([]byte(raw), &p); err != nil {
 			return fmt.Errorf("session %s: confirm: %w", sessionID, err)
 		}
 		c = p.Confirmation
-		if res[0] == "expired" {
+		if status == "expired" {
 			return orchestrator.ErrConfirmExpired
 		}
 		return nil

@@ -6,20 +6,8 @@
 -- ARGV[1] the writer's epoch, ARGV[2] user id, ARGV[3] token, ARGV[4] "1" to
 -- approve, ARGV[5] now (unix ms), ARGV[6] approval TTL ms, ARGV[7] approval
 -- key prefix turnstile:{sid}:approved:
--- Returns {status, pending JSON}: status "unknown", "expired" or "ok"; or,
--- changing nothing, {"gone", ''} when the record is gone or was written
--- back by an older owner, {"fenced", ''} when another connection owns the
--- session now (a newer epoch), as the append script's -1 and -2.
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  return {'gone', ''}
-end
-if tonumber(epoch) > tonumber(ARGV[1]) then
-  return {'fenced', ''}
-end
-if epoch ~= ARGV[1] then
-  return {'gone', ''}
-end
+-- Returns {status, pending JSON}: status "unknown", "expired" or "ok".
+-- (owner_check.lua runs first: -1 and -2 come from it.)
 local raw = redis.call('GET', KEYS[2])
 if not raw then
   return {'unknown', ''}
