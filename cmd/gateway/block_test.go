@@ -130,11 +130,7 @@ func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T)
 	}
 
 	// What a resume (after the block ends) would find.
-	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rdb.Close() }()
+	rdb := redisClientFor(t, cfg)
 	// The refused entry is taken back without holding up the browser:
 	// poll until the store has caught up.
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/turnstile-gw/turnstile/server"
 )
 
 const embedSecret = "embed-test-secret-0123456789abcdef"
@@ -65,17 +65,6 @@ document.getElementById("talk").addEventListener("click", () => {
 </script>
 </body></html>`
 
-// mintToken is what an application's backend does: sign a short-lived
-// HS256 token for the signed-in user with the gateway's secret.
-func mintToken(secret []byte, user string, ttl time.Duration) (string, error) {
-	claims := jwt.RegisteredClaims{
-		Subject:   user,
-		IssuedAt:  jwt.NewNumericDate(time.Now()),
-		ExpiresAt: jwt.NewNumericDate(time.Now().Add(ttl)),
-	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
-}
-
 func TestBrowserEmbedsTheClientFromAnotherOrigin(t *testing.T) {
 	chromium := findChromium(t)
 
@@ -94,7 +83,7 @@ func TestBrowserEmbedsTheClientFromAnotherOrigin(t *testing.T) {
 				http.Error(w, "POST only", http.StatusMethodNotAllowed)
 				return
 			}
-			tok, err := mintToken([]byte(embedSecret), "shopper-42", 10*time.Minute)
+			tok, err := server.MintToken([]byte(embedSecret), "shopper-42", 10*time.Minute)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return

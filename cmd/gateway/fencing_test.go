@@ -217,7 +217,7 @@ func TestSessionsSurviveRedisLosingItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "both sessions written back", func() bool {
-		return testutilCounter(a) == 1 && testutilCounter(b) == 1
+		return a.counterSum("turnstile_store_restorations_total") == 1 && b.counterSum("turnstile_store_restorations_total") == 1
 	})
 
 	// Each resumes on the other gateway with its whole history, and the
@@ -287,10 +287,6 @@ func TestConfirmationAnsweredOnATakenOverConnectionIsRefused(t *testing.T) {
 	if lines := a.errors.all(); len(lines) != 0 {
 		t.Fatalf("ERROR log lines for a fenced write: %q", lines)
 	}
-}
-
-func testutilCounter(g *testGateway) float64 {
-	return g.counterSum("turnstile_store_restorations_total")
 }
 
 // historyTexts is session.ready's history as role:text|….

@@ -84,28 +84,10 @@ func TestTwoGatewaysOnARedisClusterShareOneSession(t *testing.T) {
 		t.Fatalf("closed %d, want 4003", code)
 	}
 	for name, g := range map[string]*testGateway{"A": a, "B": b} {
-		if n := redisErrors(t, g); n != 0 {
+		if n := g.counterSum("turnstile_redis_errors_total"); n != 0 {
 			t.Errorf("gateway %s counted %v Redis errors on a healthy cluster", name, n)
 		}
 	}
-}
-
-// redisErrors sums turnstile_redis_errors_total on a gateway.
-func redisErrors(t *testing.T, g *testGateway) float64 {
-	t.Helper()
-	mfs, err := g.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() == "turnstile_redis_errors_total" {
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
 }
 
 // echoBrain answers every text turn with what the user said.

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -168,11 +169,17 @@ func (r errorRecorder) WithGroup(name string) slog.Handler {
 // when it has none yet).
 func (g *testGateway) counterSum(name string) float64 {
 	g.t.Helper()
-	mfs, err := g.reg.Gather()
+	return counterSum(g.t, g.reg, name)
+}
+
+// counterSum adds up every series of a counter in reg.
+func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
 	if err != nil {
-		g.t.Fatal(err)
+		t.Fatal(err)
 	}
-	sum := 0.0
+	var sum float64
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -444,4 +451,16 @@ func systemText(req *fakegemini.Request) string {
 		b.WriteString(p.Text)
 	}
 	return b.String()
+}
+
+// redisClientFor is a client of the gateway's Redis, for looking at what
+// it stored.
+func redisClientFor(t testing.TB, cfg Config) redis.UniversalClient {
+	t.Helper()
+	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }

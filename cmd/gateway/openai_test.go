@@ -2,9 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/fakeopenai"

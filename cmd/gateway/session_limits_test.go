@@ -433,18 +433,6 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-// redisClientFor is a client of the gateway's Redis, for looking at what
-// it stored.
-func redisClientFor(t *testing.T, cfg Config) redis.UniversalClient {
-	t.Helper()
-	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
-}
-
 func TestContextBoundAppliesToTheHistoryThatSeedsVoice(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.ContextMaxTokens = 4000

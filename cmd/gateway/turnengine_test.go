@@ -447,7 +447,7 @@ func TestBlockedPromptIsModelRefused(t *testing.T) {
 // storedSession reads a session from the gateway's Redis without taking it over.
 func storedSession(t testing.TB, cfg Config, ready event) (store.Record, []transport.Entry, error) {
 	t.Helper()
-	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
+	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second) // closed at once: called in polls
 	if err != nil {
 		t.Fatal(err)
 	}
