@@ -7,9 +7,6 @@ import (
 	"bufio"
 	"errors"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -23,77 +20,22 @@ const startTimeout = 10 * time.Second
 // when the test ends. It fails the test when redis-server is not installed.
 func Start(t testing.TB) (addr string) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redistest: redis-server not found on PATH: install it (apt-get install redis-server) or run `make test`, which installs it")
-	}
+	bin := lookPath(t, "redis-server", "redis-server")
 	// Another process can take the free port between our probe and the
 	// server's bind; a few attempts make that race harmless.
-	var lastErr error
-	for range 3 {
-		a, err := start(t, bin)
-		if err == nil {
-			return a
+	err := retry(func() error {
+		port, err := freePort()
+		if err != nil {
+			return err
 		}
-		lastErr = err
-	}
-	t.Fatalf("redistest: %v", lastErr)
-	return ""
-}
-
-// start makes one attempt at running a server; on failure nothing is left
-// running.
-func start(t testing.TB, bin string) (string, error) {
-	port, err := freePort()
+		addr = loopback(port)
+		dir := t.TempDir()
+		return launch(t, bin, serverArgs(port, dir), addr, dir)
+	})
 	if err != nil {
-		return "", err
+		t.Fatalf("redistest: %v", err)
 	}
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "redis.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return "", err
-	}
-	defer logFile.Close()
-
-	cmd := exec.Command(bin,
-		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", dir,
-		"--daemonize", "no")
-	// A file, not a buffer, so that exec starts no copying goroutines.
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if ping(addr) == nil {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-			return addr, nil
-		}
-		select {
-		case err := <-exited:
-			out, _ := os.ReadFile(logPath)
-			return "", errors.New("redis-server exited (" + errString(err) + "): " + string(out))
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
-			out, _ := os.ReadFile(logPath)
-			return "", errors.New("redis-server did not answer PING within " + startTimeout.String() + ": " + string(out))
-		}
-	}
+	return addr
 }
 
 func errString(err error) string {
