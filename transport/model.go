@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -28,7 +29,30 @@ const (
 	RoleModel Role = "model"
 	// RoleTool carries function results back to the model.
 	RoleTool Role = "tool"
+	// RoleSystem is an instruction from the gateway at this point of a
+	// turn (the restricted-output reminder). It is sent, never committed.
+	// A provider with a system role mid-conversation (OpenAI) gets it as a
+	// system message in place; Gemini has none, so its adapter moves it to
+	// the system instruction's turn note (see TurnNote).
+	RoleSystem Role = "system"
 )
+
+// TurnNoteHeading introduces the part of a system instruction that holds
+// notes for the current turn only (a pending message, a confirmation
+// outcome, a reminder); what precedes it, the base prompt, never changes.
+const TurnNoteHeading = "\n\n# Note for this turn\n"
+
+// TurnNote adds note to system's turn note, starting the note section if
+// system has none yet.
+func TurnNote(system, note string) string {
+	if note == "" {
+		return system
+	}
+	if strings.Contains(system, TurnNoteHeading) {
+		return system + "\n" + note
+	}
+	return system + TurnNoteHeading + note
+}
 
 // Entry is one provider-neutral conversation entry. Exactly one of Text,
 // Calls or Results is meaningful for a given Role: user entries carry Text,

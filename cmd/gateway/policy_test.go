@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
 )
 
 // End-to-end tests of the orchestrator's pipeline as a browser and the
@@ -349,20 +350,91 @@ func TestRestrictedOutputAsksAgainUntilTheModelFinishes(t *testing.T) {
 		t.Fatalf("model called %d times, want 3", len(reqs))
 	}
 	base := systemText(reqs[0])
-	for i, req := range reqs {
-		if got := systemText(req); got != base {
-			t.Fatalf("request %d changed the system instruction:\n%q\nwant\n%q", i, got, base)
-		}
+	if got := systemText(reqs[2]); got != base {
+		t.Fatalf("the next turn's system instruction changed:\n%q\nwant\n%q", got, base)
 	}
-	// The second call sees the plain answer, then the restriction.
-	contents := reqs[1].Contents
-	if n := len(contents); n < 2 || contents[n-2].Role != "model" || contents[n-2].Parts[0].Text != "a plain answer the user must not see" ||
-		contents[n-1].Role != "user" || contents[n-1].Parts[0].Text != rule {
-		t.Fatalf("second call's contents end with %s, want the plain answer then the restriction", mustJSON(t, contents))
+	// Gemini has no system role inside contents: the second call carries
+	// the restriction in the system instruction's turn note, after the base
+	// prompt unchanged, and its contents end on the user's message, as the
+	// first call's did (the rejected answer is not sent back).
+	if got, want := systemText(reqs[1]), base+"\n\n# Note for this turn\n"+rule; got != want {
+		t.Fatalf("second call's system instruction:\n%q\nwant\n%q", got, want)
+	}
+	if a, b := mustJSON(t, reqs[1].Contents), mustJSON(t, reqs[0].Contents); a != b || strings.Contains(a, rule) {
+		t.Fatalf("second call's contents %s, want the first call's %s", a, b)
 	}
 	// The next turn's history holds neither.
 	if got := mustJSON(t, reqs[2].Contents); strings.Contains(got, rule) || strings.Contains(got, "must not see") {
 		t.Fatalf("the next turn's history holds what the user never saw: %s", got)
+	}
+}
+
+// Seed 000 resets the injection counter after each tool step: with one
+// injection allowed, a plain answer after a tool round is corrected again
+// instead of becoming the answer.
+func TestRestrictedOutputCorrectsAPlainAnswerAgainAfterAToolRound(t *testing.T) {
+	const rule = "ANSWER THROUGH finish ONLY."
+	cfg := defaultTestConfig(t)
+	cfg.RestrictOutput, cfg.RestrictionMessage, cfg.RestrictionMaxInjections = true, rule, 1
+	brain := fakegemini.NewScript(
+		textStep("plain answer before looking"),
+		callStep(fakegemini.Call{Name: "kb_search", Args: map[string]any{"query": "returns"}}),
+		textStep("plain answer after looking"),
+		callStep(fakegemini.Call{Name: "finish", Args: map[string]any{"note": "Returns take 30 days."}}))
+	g := startGateway(t, cfg, brain)
+	c := g.dial("", nil)
+	c.start(nil)
+	evs := c.ask("how do returns work?")
+	if done := ofType(evs, "text.done"); len(done) != 1 || done[0].str("text") != "Returns take 30 days." {
+		t.Fatalf("text.done = %v, want finish's note, not the plain answer after the tool round", done)
+	}
+	if r := last(evs).str("reason"); r != "finish" {
+		t.Fatalf("turn.done reason %q, want finish", r)
+	}
+	reqs := brain.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("model called %d times, want 4", len(reqs))
+	}
+	if got := systemText(reqs[3]); !strings.HasSuffix(got, "# Note for this turn\n"+rule) {
+		t.Fatalf("fourth call's system instruction ends %q, want the restriction in the turn note", got[max(0, len(got)-80):])
+	}
+}
+
+// OpenAI-compatible models have a system role anywhere in the
+// conversation: the reminder is a system message right after the rejected
+// answer, never a user message, and the leading system prompt is unchanged.
+func TestOpenAIRestrictionReminderIsASystemMessage(t *testing.T) {
+	const rule = "ANSWER THROUGH finish ONLY."
+	brain := fakeopenai.NewScript(
+		fakeopenai.Fixed(fakeopenai.TextReply("a plain answer", 1)),
+		fakeopenai.Fixed(fakeopenai.CallReply(fakeopenai.Call{ID: "call_f", Name: "finish",
+			Pieces: []string{`{"note":"Done."}`}})))
+	cfg := openAIConfig(t, brain)
+	cfg.RestrictOutput, cfg.RestrictionMessage = true, rule
+	g := startGateway(t, cfg, nil)
+	c := g.dial("", nil)
+	c.start(nil)
+	evs := c.ask("hi")
+	if r := last(evs).str("reason"); r != "finish" {
+		t.Fatalf("turn.done = %v, want finish", last(evs))
+	}
+	reqs := brain.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model called %d times, want 2", len(reqs))
+	}
+	first, second := reqs[0].Messages, reqs[1].Messages
+	n := len(second)
+	if n < 3 || second[n-2].Role != "assistant" || second[n-2].Content != "a plain answer" ||
+		second[n-1].Role != "system" || second[n-1].Content != rule {
+		t.Fatalf("second request ends with %s, want the rejected answer then a system message", mustJSON(t, second[max(0, n-3):]))
+	}
+	if first[0].Role != "system" || second[0].Role != "system" || second[0].Content != first[0].Content || strings.Contains(string(first[0].Content), rule) {
+		t.Fatalf("leading system prompt changed or holds the rule: %q / %q", first[0].Content, second[0].Content)
+	}
+	for _, m := range second {
+		if m.Role == "user" && m.Content == rule {
+			t.Fatalf("the reminder was sent as a user message")
+		}
 	}
 }
 

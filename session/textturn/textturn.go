@@ -47,11 +47,14 @@ type Config struct {
 	ModelTimeout      time.Duration // one model call
 	// RestrictOutput makes the model answer through tools (finish or a
 	// terminal tool): when it answers with text and no tool call, its text
-	// stays in the turn's history, RestrictionMessage (default
-	// DefaultRestrictionMessage) is added after it as an instruction, and
-	// the model is asked again, at most RestrictionMaxInjections times per
-	// turn (0: no limit but the iteration limit). The system instruction is
-	// never changed.
+	// stays in the turn's requests, RestrictionMessage (default
+	// DefaultRestrictionMessage) follows it as a system-role entry
+	// (transport.RoleSystem), and the model is asked again, at most
+	// RestrictionMaxInjections times in a row: the count starts again after
+	// every tool round, as seed 000's summarize node resets it (0: no limit
+	// but the iteration limit). The base system prompt is never changed.
+	// Neither the plain answer nor the reminder is committed: the user saw
+	// neither.
 	RestrictOutput           bool
 	RestrictionMessage       string
 	RestrictionMaxInjections int
@@ -60,12 +63,6 @@ type Config struct {
 // DefaultRestrictionMessage is the spec's restriction message.
 const DefaultRestrictionMessage = "Do not produce a final answer directly. Before finishing, call a tool. " +
 	"If no tool is needed, call the 'finish' tool."
-
-// KindInstruction marks the user-role entry that carries the restriction
-// message to the model. It and the plain answer before it belong to the
-// turn's requests only: they are never committed, since the user saw
-// neither.
-const KindInstruction = "instruction"
 
 // Deps are what a text turn talks to.
 type Deps struct {
@@ -117,10 +114,7 @@ func (l *loop) run(ctx context.Context, note string) string {
 	var said string // the model's text in this turn, as the deltas showed it
 	restrict := l.cfg.RestrictOutput
 	injections := 0
-	system := l.cfg.System
-	if note != "" {
-		system += "\n\n# Note for this turn\n" + note
-	}
+	system := transport.TurnNote(l.cfg.System, note)
 	history := l.h.History()
 	announced := map[string]bool{} // calls shown with tool.call before their arguments were complete
 	for iter := 1; ; iter++ {
@@ -145,7 +139,7 @@ func (l *loop) run(ctx context.Context, note string) string {
 				if text != "" {
 					l.add(false, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
 				}
-				l.add(false, transport.Entry{Role: transport.RoleUser, Kind: KindInstruction,
+				l.add(false, transport.Entry{Role: transport.RoleSystem,
 					Text: l.cfg.RestrictionMessage, Turn: l.turn})
 				l.d.Log.Info("restricted output: model answered without a tool; instruction injected",
 					"turn", l.turn, "injection", injections)
@@ -172,6 +166,9 @@ func (l *loop) run(ctx context.Context, note string) string {
 			transport.Entry{Role: transport.RoleModel, Text: text, Calls: rd.Calls, Turn: l.turn},
 			transport.Entry{Role: transport.RoleTool, Results: rd.Responses, Turn: l.turn})
 		l.h.Apply(l.turn, rd.Intents)
+		// A tool step ends a run of plain answers: the next one may be
+		// corrected again (seed 000 resets the counter after each tool step).
+		injections = 0
 		if rd.End != nil {
 			// A terminal tool's output is the turn's final answer, exactly.
 			l.add(true, transport.Entry{Role: transport.RoleModel, Text: rd.End.Text, Turn: l.turn})

@@ -420,7 +420,7 @@ func TestRestrictedOutputKeepsThePlainAnswerBeforeTheSpecsInstruction(t *testing
 	want := []transport.Entry{
 		{Role: transport.RoleUser, Text: "hi", Turn: 1},
 		{Role: transport.RoleModel, Text: "A plain answer.", Turn: 1},
-		{Role: transport.RoleUser, Kind: textturn.KindInstruction, Text: "Do not produce a final answer directly. " +
+		{Role: transport.RoleSystem, Text: "Do not produce a final answer directly. " +
 			"Before finishing, call a tool. If no tool is needed, call the 'finish' tool.", Turn: 1},
 	}
 	if len(h) != len(want) {
@@ -437,7 +437,7 @@ func TestRestrictedOutputKeepsThePlainAnswerBeforeTheSpecsInstruction(t *testing
 		}
 	}
 	for _, e := range f.host.committed {
-		if e.Text == "A plain answer." || e.Kind == textturn.KindInstruction {
+		if e.Text == "A plain answer." || e.Role == transport.RoleSystem {
 			t.Errorf("committed %+v, which the user never saw", e)
 		}
 	}
@@ -458,7 +458,7 @@ func TestRestrictionInjectionsResetEveryTurn(t *testing.T) {
 		}
 		// The first request of the turn carries no injection of its own.
 		first := f.model.requests()[2*turn-2]
-		if got := first.History[len(first.History)-1]; got.Kind == textturn.KindInstruction && got.Turn == turn {
+		if got := first.History[len(first.History)-1]; got.Role == transport.RoleSystem && got.Turn == turn {
 			t.Errorf("turn %d: first request already injected", turn)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,10 +40,11 @@ func (m *Model) Name() string { return m.name }
 // cumulative).
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
-		cfg := &genai.GenerateContentConfig{SystemInstruction: SystemInstruction(req.System), Tools: Tools(req.Tools)}
+		system, history := FoldReminders(req.System, req.History)
+		cfg := &genai.GenerateContentConfig{SystemInstruction: SystemInstruction(system), Tools: Tools(req.Tools)}
 		finished := false
 		var usage *transport.Usage
-		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(req.History), cfg) {
+		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(history), cfg) {
 			if err != nil {
 				yield(transport.Chunk{}, classify(ctx, err))
 				return
@@ -72,6 +74,37 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 			yield(transport.Chunk{}, transport.ErrTruncated)
 		}
 	}
+}
+
+// FoldReminders moves the gateway's system-role entries
+// (transport.RoleSystem) out of history into system's turn note: Gemini has
+// no system role inside contents, and a reminder sent as a user message
+// would put words in the user's mouth. The plain model answer a reminder
+// corrects (a text-only model entry right before it) goes too, so the
+// contents still end on the user's side, as Gemini expects of a request;
+// the note says what to do instead. history is not modified.
+func FoldReminders(system string, history []transport.Entry) (string, []transport.Entry) {
+	i := slices.IndexFunc(history, func(e transport.Entry) bool { return e.Role == transport.RoleSystem })
+	if i < 0 {
+		return system, history
+	}
+	kept := make([]transport.Entry, 0, len(history))
+	kept = append(kept, history[:i]...)
+	seen := map[string]bool{}
+	for _, e := range history[i:] {
+		if e.Role != transport.RoleSystem {
+			kept = append(kept, e)
+			continue
+		}
+		if n := len(kept); n > 0 && kept[n-1].Role == transport.RoleModel && len(kept[n-1].Calls) == 0 {
+			kept = kept[:n-1]
+		}
+		if !seen[e.Text] { // the same reminder again says nothing new
+			seen[e.Text] = true
+			system = transport.TurnNote(system, e.Text)
+		}
+	}
+	return system, kept
 }
 
 // SystemInstruction is the genai form of a system instruction; nil for "".

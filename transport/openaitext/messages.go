@@ -32,6 +32,10 @@ func Messages(system string, history []transport.Entry) []openai.ChatCompletionM
 		switch e.Role {
 		case transport.RoleUser:
 			out = append(out, openai.UserMessage(e.Text))
+		case transport.RoleSystem:
+			// Chat Completions takes a system message anywhere: the
+			// gateway's reminder stays where the loop put it.
+			out = append(out, openai.SystemMessage(e.Text))
 		case transport.RoleModel:
 			if len(e.Calls) == 0 {
 				if e.Text != "" {
