@@ -66,25 +66,24 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
 		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate))
 	}
+	// 5. argument validation, before anything is asked of the user: a call
+	// that cannot run must not be put to them for approval.
+	if err != nil {
+		return refuse(a, tools.ErrValidation, "arguments are not JSON-encodable")
+	}
+	if verr := tool.ValidateArgs(a.raw); verr != nil {
+		return refuse(a, tools.ErrValidation, verr.Error())
+	}
 	// A turn has at most one terminal answer.
 	if a.terminal && !t.reserveTerminal() {
 		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn")
 	}
-	// 5. confirmation
+	// 6. confirmation, of a call that would run as it stands
 	if tool.RequiresConfirmation {
 		if r := t.confirm(ctx, c, a, ev); r.refusal != nil {
 			t.releaseTerminal(a)
 			return r
 		}
-	}
-	// 6. argument validation
-	if err != nil {
-		t.releaseTerminal(a)
-		return refuse(a, tools.ErrValidation, "arguments are not JSON-encodable")
-	}
-	if verr := tool.ValidateArgs(a.raw); verr != nil {
-		t.releaseTerminal(a)
-		return refuse(a, tools.ErrValidation, verr.Error())
 	}
 	return a
 }

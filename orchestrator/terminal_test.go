@@ -60,13 +60,15 @@ func TestFinishEndsTheTurnWithItsNoteOrFinished(t *testing.T) {
 }
 
 func TestSecondTerminalCallInOneMessageIsAConflictAndNeverRuns(t *testing.T) {
-	for _, second := range []string{"hang_up", finishTool} {
-		t.Run(second, func(t *testing.T) {
+	for _, second := range []orchestrator.Call{
+		call("second", "hang_up", map[string]any{"text": "Bye again."}),
+		call("second", finishTool, map[string]any{"note": "Bye again."}),
+	} {
+		t.Run(second.Name, func(t *testing.T) {
 			f := newFixture(t)
 			tr := textTurn(f)
 			res := tr.Handle(t.Context(), []orchestrator.Call{
-				call("first", "hang_up", map[string]any{"text": "Bye."}),
-				call("second", second, map[string]any{"text": "Bye again."}),
+				call("first", "hang_up", map[string]any{"text": "Bye."}), second,
 			}, nil)
 			if !res[0].Outcome.Envelope.OK {
 				t.Fatalf("first terminal call: %+v", res[0].Outcome.Envelope)

@@ -104,7 +104,7 @@ func (o *Orchestrator) NewTurn(s Session, n int, loops *loopdetect.Detector) *Tu
 func (t *Turn) Number() int { return t.n }
 
 // Handle runs the calls of one model message: each is admitted in arrival
-// order (lookup, mode, loop detection, gates, confirmation, validation),
+// order (lookup, mode, loop detection, gates, validation, confirmation),
 // the admitted ones run concurrently, and one Result per call comes back in
 // the calls' order. Before anything runs, the calls are claimed in the
 // durable ledger: a call ID the session answered before is answered again

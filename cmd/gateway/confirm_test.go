@@ -263,3 +263,48 @@ func TestSessionReadyListsToolsAsThePolicySetsThem(t *testing.T) {
 		t.Errorf("kb_search modes %v, want [text] (the policy's)", tools["kb_search"]["modes"])
 	}
 }
+
+// badGetCall is a kb_get call whose arguments break its schema (id must be
+// a string).
+func badGetCall() fakegemini.Call {
+	return fakegemini.Call{Name: "kb_get", Args: map[string]any{"id": 42}}
+}
+
+// The user is never asked to approve a call that could not run: arguments
+// are validated before a confirmation is requested.
+func TestInvalidArgumentsAreRefusedWithoutAskingForApproval(t *testing.T) {
+	brain := fakegemini.NewScript(callStep(badGetCall()), textStep("That id was wrong."))
+	g := startGateway(t, withPolicy(t, defaultTestConfig(t), confirmKBGet), brain)
+	c := g.dial("", nil)
+	c.start(nil)
+	evs := c.ask("read me article 42")
+	res := ofType(evs, "tool.result")
+	if len(res) != 1 || !refusedWith(res[0], "VALIDATION") {
+		t.Fatalf("kb_get with invalid arguments: %v, want refused VALIDATION", res)
+	}
+	if reqs := ofType(evs, "confirm.request"); len(reqs) != 0 {
+		t.Fatalf("the user is asked to approve a call with invalid arguments: %v", reqs)
+	}
+	if typ, _ := responseError(lastResponses(t, brain.Requests()[1])[0]); typ != "VALIDATION" {
+		t.Fatalf("model told %s, want VALIDATION", typ)
+	}
+}
+
+func TestInvalidArgumentsAreRefusedWithoutAskingForApprovalInVoice(t *testing.T) {
+	g, script := startVoiceGateway(t, withPolicy(t, defaultTestConfig(t), confirmKBGet), nil)
+	c, _, u := startInVoice(t, g, script)
+	ids, err := u.SendToolCall(badGetCall())
+	must(t, err)
+	evs := untilResult(c, ids[0])
+	if r := last(evs); !refusedWith(r, "VALIDATION") {
+		t.Fatalf("kb_get with invalid arguments: %v, want refused VALIDATION", r)
+	}
+	if typ, _ := responseError(u.waitResponses(1)[0]); typ != "VALIDATION" {
+		t.Fatalf("model told %s, want VALIDATION", typ)
+	}
+	must(t, u.SendTurnComplete(nil))
+	evs = append(evs, c.until("turn.done")...)
+	if reqs := ofType(evs, "confirm.request"); len(reqs) != 0 {
+		t.Fatalf("the user is asked to approve a call with invalid arguments: %v", reqs)
+	}
+}
