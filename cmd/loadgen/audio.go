@@ -83,14 +83,16 @@ const (
 
 // speechPCM renders frames frames of speech-like PCM16LE at 16 kHz. All
 // sessions share one rendering: it is read, never written.
-func speechPCM(frames int) []byte {
-	n := frames * frameSamples
+func speechPCM(frames int) []byte { return speechAt(inputRate, frames*frameSamples) }
+
+// speechAt renders n samples of the speech-like sound as PCM16LE at rate.
+func speechAt(rate float64, n int) []byte {
 	pcm := make([]byte, 0, 2*n)
 	phase := 0.0
 	for i := range n {
-		t := float64(i) / inputRate
+		t := float64(i) / rate
 		f := voiceF0 + wobbleDepth*math.Sin(2*math.Pi*wobbleRate*t)
-		phase += 2 * math.Pi * f / inputRate
+		phase += 2 * math.Pi * f / rate
 		voice := (math.Sin(phase) + 0.5*math.Sin(2*phase) + 0.25*math.Sin(3*phase)) / 1.75
 		env := 0.7 + 0.3*math.Sin(2*math.Pi*syllableRate*t)
 		v := int16(math.Round(voicePeak * env * voice))

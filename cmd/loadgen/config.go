@@ -10,7 +10,11 @@ import (
 
 // Config is one load run.
 type Config struct {
-	URL        string        // the gateway's WebSocket endpoint (loopback only)
+	// Client is who calls: "browser" (the WebSocket protocol v1, URL its
+	// ws:// endpoint) or "twilio" (phone calls as Twilio places them, URL
+	// the voice webhook, http://…/v1/telephony/twilio).
+	Client     string
+	URL        string        // the gateway's endpoint (loopback only); "" is the client's default
 	Sessions   int           // concurrent voice sessions
 	Duration   time.Duration // the whole run, from the first session's start
 	Ramp       time.Duration // session starts are spread evenly over this
@@ -28,6 +32,20 @@ type Config struct {
 	// EchoUpstream serves an echoing fake Gemini Live on this loopback
 	// host:port for the whole run; "" serves none.
 	EchoUpstream string
+	// TwilioAuthToken signs the twilio client's webhook and stream upgrade
+	// as Twilio does (the gateway's TWILIO_AUTH_TOKEN); "" signs nothing.
+	TwilioAuthToken string
+}
+
+// The clients and their default endpoints.
+const (
+	clientBrowser = "browser"
+	clientTwilio  = "twilio"
+)
+
+var defaultURL = map[string]string{
+	clientBrowser: "ws://127.0.0.1:8080/v1/ws",
+	clientTwilio:  "http://127.0.0.1:8080/v1/telephony/twilio",
 }
 
 // maxSessions bounds one run; more would not fit this machine anyway.
@@ -37,7 +55,13 @@ func parseFlags(args []string, usage io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.URL, "url", "ws://127.0.0.1:8080/v1/ws", "gateway WebSocket URL (loopback hosts only)")
+	fs.StringVar(&c.Client, "client", clientBrowser,
+		"who calls: browser (WebSocket protocol v1) or twilio (phone calls over Twilio Media Streams: "+
+			"20 ms μ-law frames; needs -relay)")
+	fs.StringVar(&c.URL, "url", "", "gateway endpoint, loopback hosts only (default "+defaultURL[clientBrowser]+
+		" for browser, "+defaultURL[clientTwilio]+" — the voice webhook — for twilio)")
+	fs.StringVar(&c.TwilioAuthToken, "twilio-auth-token", "",
+		"with -client twilio: sign the webhook and the stream upgrade with this auth token (the gateway's TWILIO_AUTH_TOKEN)")
 	fs.IntVar(&c.Sessions, "sessions", 10, "concurrent voice sessions")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "total run time; sessions stream until then, then close")
 	fs.DurationVar(&c.Ramp, "ramp", 5*time.Second, "spread the session starts evenly over this (less than -duration)")
@@ -61,13 +85,30 @@ func parseFlags(args []string, usage io.Writer) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("parse flags: unexpected argument %q", fs.Arg(0))
 	}
+	if c.URL == "" {
+		c.URL = defaultURL[c.Client]
+	}
 	return c, c.validate()
 }
 
 func (c Config) validate() error {
 	var errs []error
-	if err := checkLoopbackURL(c.URL, "ws", "wss"); err != nil {
-		errs = append(errs, fmt.Errorf("-url: %w", err))
+	switch c.Client {
+	case clientBrowser:
+		if err := checkLoopbackURL(c.URL, "ws", "wss"); err != nil {
+			errs = append(errs, fmt.Errorf("-url: %w", err))
+		}
+	case clientTwilio:
+		if err := checkLoopbackURL(c.URL, "http", "https"); err != nil {
+			errs = append(errs, fmt.Errorf("-url (the voice webhook): %w", err))
+		}
+		if !c.Relay {
+			// The speech load's 40 ms PCM frames and its turn events are
+			// the browser protocol's; a call carries neither.
+			errs = append(errs, errors.New("-client twilio: runs the relay load only; add -relay"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("-client: %q is not browser or twilio", c.Client))
 	}
 	if c.MetricsURL != "" {
 		if err := checkLoopbackURL(c.MetricsURL, "http", "https"); err != nil {

@@ -66,6 +66,7 @@ func TestFlagsRefuseARemoteTargetOrMetricsEndpoint(t *testing.T) {
 	for _, args := range [][]string{
 		{"-url", "ws://10.0.0.1:8080/v1/ws"},
 		{"-metrics", "http://192.168.0.2:8080/metrics"},
+		{"-client", "twilio", "-relay", "-url", "http://10.0.0.1:8080/v1/telephony/twilio"},
 	} {
 		var usage strings.Builder
 		if _, err := parseFlags(args, &usage); err == nil || !errors.Is(err, errNotLoopback) {
@@ -84,6 +85,9 @@ func TestFlagsBoundTheRun(t *testing.T) {
 		{[]string{"-duration", "5s", "-ramp", "5s"}, "-ramp"},
 		{[]string{"-speech", "10ms"}, "-speech"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"-client", "sip"}, "-client"},
+		{[]string{"-client", "twilio"}, "add -relay"},
+		{[]string{"-client", "twilio", "-relay", "-url", "ws://127.0.0.1:8080/v1/ws"}, "voice webhook"},
 	} {
 		var usage strings.Builder
 		_, err := parseFlags(tc.args, &usage)
@@ -92,8 +96,12 @@ func TestFlagsBoundTheRun(t *testing.T) {
 		}
 	}
 	cfg, err := parseFlags([]string{"-sessions", "50", "-duration", "60s", "-ramp", "10s", "-metrics", ""}, &strings.Builder{})
-	if err != nil || cfg.Sessions != 50 || cfg.MetricsURL != "" {
+	if err != nil || cfg.Sessions != 50 || cfg.MetricsURL != "" || cfg.URL != defaultURL[clientBrowser] {
 		t.Errorf("valid flags: cfg %+v, err %v", cfg, err)
+	}
+	cfg, err = parseFlags([]string{"-client", "twilio", "-relay"}, &strings.Builder{})
+	if err != nil || cfg.URL != "http://127.0.0.1:8080/v1/telephony/twilio" {
+		t.Errorf("-client twilio -relay: URL %q, err %v; want the local voice webhook", cfg.URL, err)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/turnstile-gw/turnstile/audio"
 )
 
 // The relay load (-relay), the one relaybench holds voice relays to: every
@@ -17,6 +17,14 @@ import (
 // the start of its answer (see echoUpstream), so every answer names the
 // chunk it answers and when that was sent: a round trip per chunk, browser
 // → gateway → upstream → gateway → browser.
+//
+// A phone call (-client twilio) sends 20 ms of μ-law instead (160 bytes,
+// the frame Twilio sends). A header cannot survive the gateway's μ-law
+// decoding and resampling, so answers are matched in order instead: the
+// upstream answers every chunk at once with 20 ms of audio, which the
+// gateway turns into 160 μ-law bytes, so the k-th 160 bytes the call
+// receives answer its k-th chunk. TCP keeps the order; a lost answer would
+// shift the matching (and show as lost chunks at the end).
 const (
 	relayChunkDur   = 20 * time.Millisecond
 	relayChunkBytes = 640
@@ -40,6 +48,9 @@ type relayPlan struct {
 	from, to time.Time // the measurement window: chunks sent in it count
 	late     time.Duration
 	pcm      []byte // the chunk template; the header is overwritten per chunk
+	// mulaw is a call's chunk (20 ms of μ-law), matched in order; nil for
+	// browser sessions.
+	mulaw []byte
 }
 
 func newRelayPlan(start time.Time, cfg Config) *relayPlan {
@@ -47,8 +58,20 @@ func newRelayPlan(start time.Time, cfg Config) *relayPlan {
 	if !from.Before(to) {
 		from = start // a short run: every chunk counts
 	}
-	return &relayPlan{epoch: start.Add(-10 * time.Second), from: from, to: to, late: cfg.Late,
+	p := &relayPlan{epoch: start.Add(-10 * time.Second), from: from, to: to, late: cfg.Late,
 		pcm: speechPCM(1)[:relayChunkBytes]}
+	if cfg.Client == clientTwilio {
+		p.mulaw = audio.AppendMulaw(nil, speechAt(audio.CarrierRate, audio.MulawFrame))
+	}
+	return p
+}
+
+// chunkBytes is the size of one chunk sent.
+func (p *relayPlan) chunkBytes() int {
+	if p.mulaw != nil {
+		return len(p.mulaw)
+	}
+	return relayChunkBytes
 }
 
 func (p *relayPlan) us(t time.Time) uint32 { return uint32(t.Sub(p.epoch).Microseconds()) }
@@ -64,6 +87,7 @@ type relayProbe struct {
 	answered  atomic.Uint32
 	unmatched int // answers naming a chunk never sent
 	dup       int // second answers to a chunk
+	received  int // a call's answer bytes so far (matched in order)
 }
 
 // relayResult is one session's figures over the window.
@@ -78,6 +102,9 @@ type relayResult struct {
 func (s *voiceSession) streamRelay(ctx context.Context) bool {
 	p := s.probe
 	chunk := append([]byte(nil), p.plan.pcm...)
+	if p.plan.mulaw != nil {
+		chunk = p.plan.mulaw // read only: a call's chunk carries no header
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -101,8 +128,10 @@ func (s *voiceSession) streamRelay(ctx context.Context) bool {
 		}
 		now := time.Now()
 		seq, ts := uint32(i+1), p.plan.us(now)
-		binary.LittleEndian.PutUint32(chunk[0:], seq)
-		binary.LittleEndian.PutUint32(chunk[4:], ts)
+		if s.call == nil {
+			binary.LittleEndian.PutUint32(chunk[0:], seq)
+			binary.LittleEndian.PutUint32(chunk[4:], ts)
+		}
 		// Recorded before the write: the answer may arrive before it returns.
 		p.sentAt = append(p.sentAt, ts)
 		p.sent.Store(seq)
@@ -115,7 +144,7 @@ func (s *voiceSession) streamRelay(ctx context.Context) bool {
 			s.res.framesLate++
 		}
 		s.mu.Unlock()
-		if err := s.write(websocket.MessageBinary, chunk); err != nil {
+		if err := s.sendChunk(chunk); err != nil {
 			if !s.closing.Load() && ctx.Err() == nil {
 				s.fail("write")
 			}
@@ -148,6 +177,26 @@ func (p *relayProbe) onAnswer(data []byte, now time.Time) {
 	}
 }
 
+// onMulaw records the round trips a call's n answer bytes complete: the
+// k-th MulawFrame bytes answer chunk k, sent at sentAt[k-1]. The stamp of
+// the arrival is kept in rtt until result, as the sender owns sentAt.
+func (p *relayProbe) onMulaw(n int, now time.Time) {
+	p.received += n
+	for done := p.received / audio.MulawFrame; int(p.answered.Load()) < done; {
+		seq := p.answered.Load() + 1
+		if seq > p.sent.Load() {
+			p.unmatched += done - int(seq) + 1
+			p.received = int(p.answered.Load()) * audio.MulawFrame
+			return
+		}
+		for len(p.rtt) < int(seq) {
+			p.rtt = append(p.rtt, make([]uint32, 1024)...)
+		}
+		p.rtt[seq-1] = p.plan.us(now) + 1
+		p.answered.Add(1)
+	}
+}
+
 // awaitAnswers waits, up to relayGrace, until every chunk sent has been
 // answered or the reader has stopped.
 func (p *relayProbe) awaitAnswers(readDone <-chan struct{}) {
@@ -174,7 +223,11 @@ func (p *relayProbe) result() relayResult {
 			r.lost++
 			continue
 		}
-		rtt := time.Duration(p.rtt[i]-1) * time.Microsecond
+		d := p.rtt[i] - 1
+		if p.plan.mulaw != nil { // an arrival stamp
+			d -= ts
+		}
+		rtt := time.Duration(d) * time.Microsecond
 		r.rtts = append(r.rtts, rtt)
 		if rtt > p.plan.late {
 			r.late++
@@ -209,7 +262,7 @@ type RTT struct {
 }
 
 func relayFigures(plan *relayPlan, results []sessionResult) *RelayFigures {
-	f := &RelayFigures{ChunkBytes: relayChunkBytes, IntervalMs: ms(relayChunkDur),
+	f := &RelayFigures{ChunkBytes: plan.chunkBytes(), IntervalMs: ms(relayChunkDur),
 		WindowS: plan.to.Sub(plan.from).Seconds(), LateMs: ms(plan.late)}
 	var rtts []time.Duration
 	for _, res := range results {

@@ -4,8 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/audio"
 )
 
 func TestEchoAnswersAudioWithItsHeaderAndOneAndAHalfTimesItsLength(t *testing.T) {
@@ -88,5 +91,30 @@ func TestRelayProbeCountsChunksSentInTheWindow(t *testing.T) {
 	}
 	if got := p.answered.Load(); got != 3 {
 		t.Errorf("answered %d chunks, want 3 (1, 2, 3)", got)
+	}
+}
+
+// A call's answers carry no header: the k-th 160 μ-law bytes answer the
+// k-th chunk, however the gateway splits them into media frames.
+func TestRelayProbeMatchesACallsAnswersInOrder(t *testing.T) {
+	start := time.Unix(1000, 0)
+	plan := &relayPlan{epoch: start.Add(-10 * time.Second), from: start, to: start.Add(2 * time.Second),
+		late: 200 * time.Millisecond, mulaw: make([]byte, audio.MulawFrame)}
+	p := &relayProbe{plan: plan}
+	for _, d := range []time.Duration{100 * time.Millisecond, 120 * time.Millisecond, 140 * time.Millisecond} {
+		p.sentAt = append(p.sentAt, plan.us(start.Add(d)))
+	}
+	p.sent.Store(3)
+	// Chunk 1's answer in two frames (100 + 60 bytes), chunk 2's with the
+	// first half of 3's, the rest of 3 late; then 160 bytes no chunk asked for.
+	p.onMulaw(100, start.Add(105*time.Millisecond))
+	p.onMulaw(60, start.Add(110*time.Millisecond))
+	p.onMulaw(240, start.Add(130*time.Millisecond))
+	p.onMulaw(80, start.Add(500*time.Millisecond))
+	p.onMulaw(160, start.Add(510*time.Millisecond))
+	r := p.result()
+	want := []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 360 * time.Millisecond}
+	if r.sent != 3 || r.lost != 0 || r.late != 1 || r.unmatched != 1 || !slices.Equal(r.rtts, want) {
+		t.Fatalf("result %+v: want 3 sent, none lost, 1 late, 1 unmatched, round trips %v", r, want)
 	}
 }

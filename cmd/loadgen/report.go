@@ -12,6 +12,7 @@ import (
 
 // Report is the outcome of one run.
 type Report struct {
+	Client    string  `json:"client"` // browser or twilio
 	URL       string  `json:"url"`
 	Sessions  int     `json:"sessions"`
 	DurationS float64 `json:"durationS"`
@@ -57,7 +58,7 @@ func (r *Report) ErrorCount() int {
 
 func newReport(cfg Config, sched schedule) *Report {
 	return &Report{
-		URL: cfg.URL, Sessions: cfg.Sessions, DurationS: cfg.Duration.Seconds(), RampS: cfg.Ramp.Seconds(),
+		Client: cfg.Client, URL: cfg.URL, Sessions: cfg.Sessions, DurationS: cfg.Duration.Seconds(), RampS: cfg.Ramp.Seconds(),
 		SpeechMs: ms(time.Duration(sched.speech) * frameDur), SilenceMs: ms(time.Duration(sched.silence) * frameDur),
 		TurnsByReason: map[string]int{}, Errors: map[string]int{},
 	}
@@ -100,8 +101,12 @@ func (r *Report) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-14s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	if rl := r.Relay; rl != nil {
-		fmt.Fprintf(&b, "loadgen: %d voice sessions against %s for %gs (ramp %gs; relay load: %d-byte chunks every %g ms)\n",
-			r.Sessions, r.URL, r.DurationS, r.RampS, rl.ChunkBytes, rl.IntervalMs)
+		what := "voice sessions"
+		if r.Client == clientTwilio {
+			what = "phone calls (Twilio Media Streams, μ-law)"
+		}
+		fmt.Fprintf(&b, "loadgen: %d %s against %s for %gs (ramp %gs; relay load: %d-byte chunks every %g ms)\n",
+			r.Sessions, what, r.URL, r.DurationS, r.RampS, rl.ChunkBytes, rl.IntervalMs)
 		line("sessions", "%d ok, %d failed", r.SessionsOK, r.SessionsFailed)
 		line("chunks", "%d sent in the %.1f s window: %d answered, %d lost, %d late (> %g ms), %d unmatched, %d dup",
 			rl.Sent, rl.WindowS, rl.Answered, rl.Lost, rl.Late, rl.LateMs, rl.Unmatched, rl.Dup)

@@ -31,7 +31,8 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	live := &atomic.Int64{}
 	plan := &streamPlan{url: cfg.URL, header: header, client: client, sched: sched,
-		speech: speechPCM(sched.speech), silence: make([]byte, frameBytes), live: live}
+		speech: speechPCM(sched.speech), silence: make([]byte, frameBytes), live: live,
+		twilio: cfg.Client == clientTwilio, twilioAuthToken: cfg.TwilioAuthToken}
 	rep := newReport(cfg, sched)
 	rep.LoadAvgStart = loadAverage()
 

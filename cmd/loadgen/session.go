@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/telephony/twilio/caller"
 )
 
 const (
@@ -39,6 +40,10 @@ type streamPlan struct {
 	silence []byte // one frame of silence
 	live    *atomic.Int64
 	relay   *relayPlan // the relay load instead of speech and silence; nil for speech
+	// twilio: place phone calls to the webhook at url instead.
+	twilio          bool
+	twilioAuthToken string
+	calls           atomic.Int64 // calls placed, numbering their callers
 }
 
 // sessionResult is what one session saw.
@@ -66,7 +71,8 @@ type sessionResult struct {
 type voiceSession struct {
 	plan  *streamPlan
 	conn  *websocket.Conn
-	probe *relayProbe // the relay load's chunks; nil for speech
+	call  *caller.Call // a phone call's stream, instead of conn
+	probe *relayProbe  // the relay load's chunks; nil for speech
 
 	ready    chan struct{} // closed at session.ready
 	voice    chan struct{} // closed at mode voice
@@ -93,17 +99,25 @@ func runSession(ctx context.Context, plan *streamPlan) sessionResult {
 	if plan.relay != nil {
 		s.probe = &relayProbe{plan: plan.relay}
 	}
-	if err := s.connect(ctx); err != nil {
-		s.fail(err.Error())
-		return s.res
-	}
-	go s.read()
-	if err := s.setup(ctx); err != nil {
-		s.fail(err.Error())
-		s.closing.Store(true)
-		_ = s.conn.CloseNow()
-		<-s.readDone
-		return s.finish()
+	if plan.twilio {
+		if err := s.dial(ctx); err != nil {
+			s.fail(err.Error())
+			return s.res
+		}
+		go s.readCall()
+	} else {
+		if err := s.connect(ctx); err != nil {
+			s.fail(err.Error())
+			return s.res
+		}
+		go s.read()
+		if err := s.setup(ctx); err != nil {
+			s.fail(err.Error())
+			s.closing.Store(true)
+			_ = s.conn.CloseNow()
+			<-s.readDone
+			return s.finish()
+		}
 	}
 	plan.live.Add(1)
 	var ended bool
@@ -116,11 +130,7 @@ func runSession(ctx context.Context, plan *streamPlan) sessionResult {
 	}
 	plan.live.Add(-1)
 	s.closing.Store(true)
-	if ended {
-		_ = s.conn.Close(websocket.StatusNormalClosure, "load test done")
-	} else {
-		_ = s.conn.CloseNow()
-	}
+	s.hangUp(ended)
 	<-s.readDone
 	res := s.finish()
 	res.ok = ended && !res.failed
