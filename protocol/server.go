@@ -163,6 +163,17 @@ type TurnDone struct {
 	Type   string `json:"type"`
 	Turn   int    `json:"turn"`
 	Reason string `json:"reason"`
+	// IgnoredIntents are the intents the turn's tools returned that do
+	// not apply in the session's mode (a text turn has no audio to
+	// suppress), each with why; absent when there were none.
+	IgnoredIntents []IgnoredIntent `json:"ignoredIntents,omitempty"`
+}
+
+// IgnoredIntent is an intent a tool returned that the session did not
+// apply, and why.
+type IgnoredIntent struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
 }
 
 // Error reports a problem; the session may go on.

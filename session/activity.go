@@ -186,8 +186,9 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	rec := c.st.record()
 	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg,
 		Epoch: rec.Epoch, TakenOver: c.takenOver}, turn, c.loops)
+	var ignored []protocol.IgnoredIntent
 	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log,
-		Observe: c.observeRequest}, textHost{c}, ot, note)
+		Observe: c.observeRequest}, textHost{c: c, ignored: &ignored}, ot, note)
 	ot.CancelAll() // nothing of this turn may run on
 	c.stats.AddToolCalls(ot.Calls())
 	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
@@ -199,7 +200,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	// turn.done goes out and the turn is cleared in one step, so that a
 	// browser answering turn.done at once is never told a turn is running.
 	a.mu.Lock()
-	c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason})
+	c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason, IgnoredIntents: ignored})
 	a.turnCancel, a.turnDone = nil, nil
 	toVoice := a.toVoice
 	a.toVoice = ""

@@ -27,8 +27,13 @@ func (c *conn) voiceConfig() voice.Config {
 	return voice.Config{System: c.ts.voice.system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
 }
 
-// textHost is the connection as a text turn sees it.
-type textHost struct{ c *conn }
+// textHost is the connection as one text turn sees it. ignored collects
+// the intents the turn's tools returned that text cannot apply, for
+// turn.done.
+type textHost struct {
+	c       *conn
+	ignored *[]protocol.IgnoredIntent
+}
 
 var _ textturn.Host = textHost{}
 
@@ -42,9 +47,25 @@ func (h textHost) Commit(entries []transport.Entry) {
 }
 
 func (h textHost) Apply(turn int, ins []intents.Intent) {
-	intents.Apply(ins, textTarget(h), func(in intents.Intent, applied bool) {
-		h.c.intentApplied(turn, string(in.Type), applied)
+	intents.Apply(ins, textTarget{h.c}, func(in intents.Intent, applied bool) {
+		why, voiceOnly := textIgnores[in.Type]
+		if applied || !voiceOnly {
+			h.c.intentApplied(turn, string(in.Type), applied)
+			return
+		}
+		h.c.log.Info("intent ignored: voice only", "turn", turn, "intent", string(in.Type), "why", why)
+		if h.ignored != nil {
+			*h.ignored = append(*h.ignored, protocol.IgnoredIntent{Type: string(in.Type), Reason: why})
+		}
 	})
+}
+
+// textIgnores are the voice-only intents, with why a text turn does not
+// apply them (said in turn.done and the log).
+var textIgnores = map[intents.Type]string{
+	intents.SuppressAudio:      "voice only: a text turn has no audio to suppress",
+	intents.SuppressTranscript: "voice only: a text turn has no transcript to suppress",
+	intents.EndVoiceSession:    "voice only: the session is not in voice",
 }
 
 // textTarget applies intents in text mode.

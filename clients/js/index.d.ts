@@ -169,6 +169,8 @@ export interface TurnDoneMessage {
   type: "turn.done";
   turn: number;
   reason: TurnDoneReason;
+  /** Intents the turn's tools returned that do not apply in the session's mode, with why. */
+  ignoredIntents?: { type: string; reason: string }[];
 }
 
 export type ErrorCode =
