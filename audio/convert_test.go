@@ -223,3 +223,32 @@ func TestConvertDoesNotAllocateWithRoom(t *testing.T) {
 		t.Errorf("Outbound.Convert: %.1f allocations per 20 ms frame, want 0", n)
 	}
 }
+
+// A WAV file at another rate reaches the caller with the same care: the
+// 1 kHz tone intact, 5 kHz gone.
+func TestOutboundFromOtherRates(t *testing.T) {
+	const amp = 0.5
+	for _, rate := range []int{16000, 44100, 48000} {
+		out, err := NewOutboundFrom(rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tone1k := samples(AppendPCM(nil, out.Convert(nil, tone(1000, float64(rate), amp, rate))))
+		if len(tone1k) < 7999 || len(tone1k) > 8001 {
+			t.Fatalf("%d Hz: 1 s became %d samples at 8 kHz", rate, len(tone1k))
+		}
+		if _, snr := fit(steady(tone1k, 3200), 1000, CarrierRate); snr < 30 {
+			t.Errorf("%d Hz: SNR of a 1 kHz tone = %.1f dB, want >= 30", rate, snr)
+		}
+		out, _ = NewOutboundFrom(rate)
+		tone5k := samples(AppendPCM(nil, out.Convert(nil, tone(5000, float64(rate), amp, rate))))
+		if g := db(rms(steady(tone5k, 4000)) / (amp * math.MaxInt16 / math.Sqrt2)); g > -40 {
+			t.Errorf("%d Hz: a 5 kHz tone comes out at %.1f dB, want <= -40", rate, g)
+		}
+	}
+	for _, rate := range []int{8000, 4000, 400000} {
+		if _, err := NewOutboundFrom(rate); err == nil {
+			t.Errorf("NewOutboundFrom(%d) = nil error, want a refusal", rate)
+		}
+	}
+}

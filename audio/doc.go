@@ -23,7 +23,8 @@
 // new stream or after playback was cleared.
 //
 // [EncodeMulaw], [DecodeMulaw], [AppendMulaw] and [AppendPCM] are the bare
-// codec at one rate, for WAV files and test clients.
+// codec at one rate, for WAV files and test clients; [NewOutboundFrom]
+// converts from another source rate (a WAV file's 16, 44.1 or 48 kHz).
 //
 // # μ-law: a table, not a library
 //

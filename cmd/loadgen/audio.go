@@ -1,9 +1,9 @@
 package main
 
 import (
-	"encoding/binary"
-	"math"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/speechlike"
 )
 
 // The microphone side: PCM16LE mono at 16 kHz in 40 ms frames, as the web
@@ -69,34 +69,6 @@ func startOffset(i, n int, ramp time.Duration) time.Duration {
 	return time.Duration(int64(ramp) * int64(i) / int64(n))
 }
 
-// Speech-like sound: a 150 Hz voice with two harmonics and a slow pitch
-// wobble, its loudness swinging between 40 % and 100 % four times a second
-// like syllables. Every 10 ms of it is far above an energy detector's
-// speech threshold (-30 dBFS): its quietest stretch is about -21 dBFS.
-const (
-	voiceF0      = 150.0
-	voicePeak    = 0.5 * math.MaxInt16
-	syllableRate = 4.0 // per second
-	wobbleRate   = 3.0 // pitch wobble, per second
-	wobbleDepth  = 10.0
-)
-
 // speechPCM renders frames frames of speech-like PCM16LE at 16 kHz. All
 // sessions share one rendering: it is read, never written.
-func speechPCM(frames int) []byte { return speechAt(inputRate, frames*frameSamples) }
-
-// speechAt renders n samples of the speech-like sound as PCM16LE at rate.
-func speechAt(rate float64, n int) []byte {
-	pcm := make([]byte, 0, 2*n)
-	phase := 0.0
-	for i := range n {
-		t := float64(i) / rate
-		f := voiceF0 + wobbleDepth*math.Sin(2*math.Pi*wobbleRate*t)
-		phase += 2 * math.Pi * f / rate
-		voice := (math.Sin(phase) + 0.5*math.Sin(2*phase) + 0.25*math.Sin(3*phase)) / 1.75
-		env := 0.7 + 0.3*math.Sin(2*math.Pi*syllableRate*t)
-		v := int16(math.Round(voicePeak * env * voice))
-		pcm = binary.LittleEndian.AppendUint16(pcm, uint16(v))
-	}
-	return pcm
-}
+func speechPCM(frames int) []byte { return speechlike.Render(inputRate, frames*frameSamples) }

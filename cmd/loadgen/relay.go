@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/audio"
+	"github.com/turnstile-gw/turnstile/internal/speechlike"
 )
 
 // The relay load (-relay), the one relaybench holds voice relays to: every
@@ -61,7 +62,7 @@ func newRelayPlan(start time.Time, cfg Config) *relayPlan {
 	p := &relayPlan{epoch: start.Add(-10 * time.Second), from: from, to: to, late: cfg.Late,
 		pcm: speechPCM(1)[:relayChunkBytes]}
 	if cfg.Client == clientTwilio {
-		p.mulaw = audio.AppendMulaw(nil, speechAt(audio.CarrierRate, audio.MulawFrame))
+		p.mulaw = audio.AppendMulaw(nil, speechlike.Render(audio.CarrierRate, audio.MulawFrame))
 	}
 	return p
 }
