@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/turnstile-gw/turnstile/intents"
@@ -21,7 +20,7 @@ const TerminalNote = "This text was shown to the user as the final answer. Do no
 // live here once.
 type Round struct {
 	// Calls are the model's calls with their IDs: a call the provider sent
-	// without one got a synthetic ID, unique in the session.
+	// without one got a synthetic ID, a random UUID (transport.NewCallID).
 	Calls []transport.FunctionCall
 	// Results are the pipeline's results, in the calls' order.
 	Results []Result
@@ -59,7 +58,7 @@ func (t *Turn) Round(ctx context.Context, calls []transport.FunctionCall, ev Eve
 	oc := make([]Call, len(calls))
 	for i, fc := range calls {
 		if fc.ID == "" {
-			fc.ID, fc.Synthetic = fmt.Sprintf("c%d-%d-%d", t.n, round, i), true
+			fc.ID, fc.Synthetic = transport.NewCallID(), true
 		}
 		r.Calls[i] = fc
 		oc[i] = Call{ID: fc.ID, Name: fc.Name, Args: fc.Args, ArgsError: fc.ArgsError}

@@ -70,8 +70,8 @@ type Entry struct {
 }
 
 // FunctionCall is a tool call requested by the model. ID is stable within a
-// turn; when the provider sends none, the session invents one and marks it
-// Synthetic (an adapter whose provider requires IDs may instead assign one
+// turn; when the provider sends none, the orchestrator gives it a random
+// UUID (NewCallID) and marks it Synthetic (an adapter whose provider requires IDs may instead assign one
 // itself, unmarked, and send it back like a provider's own).
 type FunctionCall struct {
 	ID   string         `json:"id"`

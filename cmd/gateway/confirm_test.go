@@ -95,11 +95,11 @@ func TestApprovedCallRunsWhenTheModelCallsAgain(t *testing.T) {
 	if evs[0]["turn"] != float64(2) {
 		t.Fatalf("confirmation turn = %v, want turn 2", evs[0])
 	}
-	results := resultsByID(evs)
-	if r := results["c2-1-0"]; !refusedWith(r, "CONFIRMATION_REQUIRED") {
+	results := resultsInCallOrder(evs)
+	if r := results[0]; !refusedWith(r, "CONFIRMATION_REQUIRED") {
 		t.Fatalf("kb_get with other arguments after the approval: %v", r)
 	}
-	if r := results["c2-1-1"]; r["ok"] != true || r["refused"] == true {
+	if r := results[1]; r["ok"] != true || r["refused"] == true {
 		t.Fatalf("approved kb_get: %v", r)
 	}
 	if again := ofType(evs, "confirm.request"); len(again) != 1 || again[0]["args"].(map[string]any)["id"] != "returns-and-refunds" {

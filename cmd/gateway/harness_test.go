@@ -398,6 +398,17 @@ func resultsByID(evs []event) map[string]event {
 	return out
 }
 
+// resultsInCallOrder are a turn's tool.result events in the order of their
+// tool.call events, which is the order the model made the calls in.
+func resultsInCallOrder(evs []event) []event {
+	byID := resultsByID(evs)
+	var out []event
+	for _, c := range ofType(evs, "tool.call") {
+		out = append(out, byID[c.str("id")])
+	}
+	return out
+}
+
 // lastResponses are the function responses the model received in a
 // request: the parts of its last content.
 func lastResponses(t *testing.T, req *fakegemini.Request) []*genai.FunctionResponse {

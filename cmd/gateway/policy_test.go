@@ -31,13 +31,13 @@ func TestSixthRetrievalInOneMessageIsRefusedAndTheNextTurnHasFreshBudgets(t *tes
 	if n := len(ofType(evs, "tool.call")); n != 6 {
 		t.Fatalf("%d tool.call events, want 6", n)
 	}
-	results := resultsByID(evs)
+	results := resultsInCallOrder(evs)
 	for i := range 5 {
-		if r := results[fmt.Sprintf("c1-1-%d", i)]; r["ok"] != true || r["refused"] == true {
+		if r := results[i]; r["ok"] != true || r["refused"] == true {
 			t.Fatalf("call %d (%s) did not run: %v", i, queries[i], r)
 		}
 	}
-	if r := results["c1-1-5"]; !refusedWith(r, "BUDGET_EXCEEDED") {
+	if r := results[5]; !refusedWith(r, "BUDGET_EXCEEDED") {
 		t.Fatalf("6th retrieval call: %v, want refused BUDGET_EXCEEDED", r)
 	}
 	if last(evs).str("reason") != "end_turn" {
@@ -82,13 +82,13 @@ func TestTotalGateSpansTheTurnsIterations(t *testing.T) {
 	c := g.dial("", nil)
 	c.start(nil)
 	evs := c.ask("shipping and returns")
-	results := resultsByID(evs)
-	for _, id := range []string{"c1-1-0", "c1-1-1", "c1-2-0"} {
-		if results[id]["ok"] != true {
-			t.Fatalf("call %s within the budget: %v", id, results[id])
+	results := resultsInCallOrder(evs)
+	for i := range 3 {
+		if results[i]["ok"] != true {
+			t.Fatalf("call %d within the budget: %v", i, results[i])
 		}
 	}
-	if r := results["c1-2-1"]; !refusedWith(r, "BUDGET_EXCEEDED") {
+	if r := results[3]; !refusedWith(r, "BUDGET_EXCEEDED") {
 		t.Fatalf("4th call of a 3-call turn: %v", r)
 	}
 	resp := lastResponses(t, brain.Requests()[2])
@@ -108,11 +108,11 @@ func TestThirdIdenticalSearchIsRefusedAsALoopWithoutEchoingTheQuery(t *testing.T
 	c := g.dial("", nil)
 	c.start(nil)
 	evs := c.ask("how fast?")
-	results := resultsByID(evs)
-	if results["c1-1-0"]["ok"] != true || results["c1-2-0"]["ok"] != true {
+	results := resultsInCallOrder(evs)
+	if results[0]["ok"] != true || results[1]["ok"] != true {
 		t.Fatalf("first two searches must run: %v", results)
 	}
-	if r := results["c1-3-0"]; !refusedWith(r, "LOOP_DETECTED") {
+	if r := results[2]; !refusedWith(r, "LOOP_DETECTED") {
 		t.Fatalf("third identical search: %v", r)
 	}
 	typ, msg := responseError(lastResponses(t, brain.Requests()[3])[0])
@@ -147,7 +147,7 @@ func TestRepeatingAnEmptySearchAfterTwoEmptyResultsIsRefusedButNewTermsRun(t *te
 	}
 	// Asking again for what found nothing is a loop, and the model is told
 	// what to do instead.
-	if r := resultsByID(evs)["c1-3-0"]; !refusedWith(r, "LOOP_DETECTED") {
+	if r := resultsInCallOrder(evs)[2]; !refusedWith(r, "LOOP_DETECTED") {
 		t.Fatalf("the empty search repeated: %v", r)
 	}
 	_, msg := responseError(lastResponses(t, brain.Requests()[3])[0])
@@ -155,7 +155,7 @@ func TestRepeatingAnEmptySearchAfterTwoEmptyResultsIsRefusedButNewTermsRun(t *te
 		t.Errorf("feedback %q, want the spec's advice", msg)
 	}
 	// Different terms may find something: they run.
-	if r := resultsByID(evs)["c1-4-0"]; r["ok"] != true {
+	if r := resultsInCallOrder(evs)[3]; r["ok"] != true {
 		t.Fatalf("a search with new terms: %v", r)
 	}
 	_, body := get(t, g.adminURL+"/metrics")
@@ -174,11 +174,11 @@ func TestCallsOutsideTheTextModesToolsAreRefused(t *testing.T) {
 	c := g.dial("", nil)
 	c.start(nil)
 	evs := c.ask("switch things around")
-	results := resultsByID(evs)
+	results := resultsInCallOrder(evs)
 	want := []string{"MODE_RESTRICTED", "NOT_FOUND", "VALIDATION"}
 	for i, typ := range want {
-		if id := fmt.Sprintf("c1-1-%d", i); !refusedWith(results[id], typ) {
-			t.Fatalf("%s: %v, want refused %s", id, results[id], typ)
+		if !refusedWith(results[i], typ) {
+			t.Fatalf("call %d: %v, want refused %s", i, results[i], typ)
 		}
 	}
 	if m := ofType(evs, "mode"); len(m) != 0 {
@@ -251,8 +251,8 @@ func TestTerminalToolsOutputIsTheFinalAnswerExactly(t *testing.T) {
 		t.Fatalf("turn.done = %v, want terminal_tool", end)
 	}
 	// A turn has one terminal answer: the second terminal call is refused.
-	results := resultsByID(evs)
-	if results["c1-1-0"]["ok"] != true || results["c1-1-1"]["ok"] != false || errorType(results["c1-1-1"]) == "" {
+	results := resultsInCallOrder(evs)
+	if results[0]["ok"] != true || results[1]["ok"] != false || errorType(results[1]) == "" {
 		t.Fatalf("results = %v, want kb_search ok and finish refused", results)
 	}
 	if n := len(brain.Requests()); n != 1 {

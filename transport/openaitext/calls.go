@@ -2,7 +2,6 @@ package openaitext
 
 import (
 	"cmp"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -65,7 +64,7 @@ func (a *assembler) add(index int64, id, name, args string) []transport.Function
 // announced.
 func (p *pendingCall) announce() transport.FunctionCall {
 	if p.id == "" {
-		p.id = newCallID()
+		p.id = transport.NewCallID()
 	}
 	p.announced = true
 	return transport.FunctionCall{ID: p.id, Name: p.name}
@@ -106,13 +105,4 @@ func parseArgs(text string) (map[string]any, string) {
 		return nil, "arguments are not a JSON object"
 	}
 	return m, ""
-}
-
-// newCallID is a random (version 4) UUID.
-func newCallID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
