@@ -8,6 +8,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -55,6 +56,9 @@ type Config struct {
 	// LeaseTTL is the life of a per-user lease without renewal; default
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// TrustedProxies are the proxies whose X-Forwarded-For or Forwarded
+	// name the client (in logs and the session); empty: the TCP peer is.
+	TrustedProxies TrustedProxies
 }
 
 // Deps are the parts the edge hands work to.
@@ -172,8 +176,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // the node's session count, the user's connections across nodes — and
 // answers each refusal over plain HTTP before the upgrade.
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
+	client := s.cfg.TrustedProxies.ClientIP(r)
 	if err := s.checkOrigin(r); err != nil {
-		s.refused(metrics.RefusedOrigin, r.RemoteAddr, err)
+		s.refused(metrics.RefusedOrigin, client, err)
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this page's origin may not connect"})
 		return
 	}
@@ -183,13 +188,13 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, ErrNoToken) {
 			msg = "no token: send Authorization: Bearer <token> or ?access_token=<token>"
 		}
-		s.refused(metrics.RefusedUnauthenticated, r.RemoteAddr, err)
+		s.refused(metrics.RefusedUnauthenticated, client, err)
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": msg})
 		return
 	}
 	leaveNode, ok := s.admit.admitSession()
 	if !ok {
-		s.refused(metrics.RefusedMaxSessions, r.RemoteAddr, nil)
+		s.refused(metrics.RefusedMaxSessions, client, nil)
 		w.Header().Set("Retry-After", retryAfter(retryAfterNodeFull))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "this node is at its session limit; try again later",
 			"reason": metrics.RefusedMaxSessions})
@@ -198,7 +203,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	defer leaveNode()
 	leaveUser, ok := s.admit.admitUser(r.Context(), id.User)
 	if !ok {
-		s.refused(metrics.RefusedMaxSessionsPerUser, r.RemoteAddr, nil)
+		s.refused(metrics.RefusedMaxSessionsPerUser, client, nil)
 		w.Header().Set("Retry-After", retryAfter(retryAfterUserFull))
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many open connections for this user; close one",
 			"reason": metrics.RefusedMaxSessionsPerUser})
@@ -213,16 +218,18 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		// Accept has already answered (400 for a request that is no upgrade).
-		s.d.Log.Info("websocket refused", "err", err, "remote", r.RemoteAddr)
+		s.d.Log.Info("websocket refused", "err", err, "client_ip", client)
 		return
 	}
+	id.ClientIP = client
 	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, id)
 }
 
 // refused counts a refusal and logs it, at most once per reason per
-// logEvery on this node, with how many there were since the last line. A
+// logEvery on this node, with how many there were since the last line and
+// the client of the one logged. A
 // refused upgrade is also a browser that got no session.
-func (s *Server) refused(reason, remote string, err error) {
+func (s *Server) refused(reason, client string, err error) {
 	s.d.Metrics.Refusal(reason)
 	if reason != metrics.RefusedMaxConnections {
 		s.d.Metrics.RefuseSession(reason)
@@ -231,7 +238,7 @@ func (s *Server) refused(reason, remote string, err error) {
 	if !ok {
 		return
 	}
-	attrs := []any{"reason", reason, "count", count, "remote", remote}
+	attrs := []any{"reason", reason, "count", count, "client_ip", client}
 	if err != nil {
 		attrs = append(attrs, "err", err)
 	}
@@ -257,6 +264,12 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c, brw, err := hj.Hijack()
 	h.conn = c
+	if tc, ok := c.(*tls.Conn); ok {
+		// Closing a TLS connection first writes a close_notify, which a
+		// full socket buffer holds up for seconds; the session drops the
+		// TCP connection under it instead.
+		h.conn = tc.NetConn()
+	}
 	return c, brw, err
 }
 

@@ -75,6 +75,9 @@ func newConn(m *Manager, ws *websocket.Conn, id Identity) *conn {
 		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
 		rates:   newRates(m.cfg),
 	}
+	if id.ClientIP != "" {
+		c.log = c.log.With("client_ip", id.ClientIP)
+	}
 	if id.Anonymous {
 		// Dev mode: every connection is "the" anonymous user; each counts
 		// as a user of its own for the per-user limits.

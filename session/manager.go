@@ -257,6 +257,9 @@ type Identity struct {
 	// anonymous user, and counts as a user of its own for the per-user
 	// limits.
 	Anonymous bool
+	// ClientIP is the browser's address (behind trusted proxies, the one
+	// they forwarded); every log line of the connection carries it.
+	ClientIP string
 }
 
 // Serve runs one accepted WebSocket until it ends. raw is the network

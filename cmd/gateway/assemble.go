@@ -190,6 +190,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		MaxSessions:        cfg.MaxSessions,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
 		LeaseTTL:           cfg.UserLeaseTTL,
+		TrustedProxies:     cfg.TrustedProxies,
 	}, server.Deps{
 		Sessions: gw.sessions,
 		Auth:     auth,

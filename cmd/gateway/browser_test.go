@@ -162,9 +162,9 @@ type chromiumTab struct {
 }
 
 // startBrowser starts Chromium with a fresh profile whose microphone plays
-// wav once, and opens a blank tab. It is stopped, and its goroutines are
-// gone, when the test ends.
-func startBrowser(t *testing.T, path, wav string) *chromiumTab {
+// wav once, and opens a blank tab; extra are further options. It is
+// stopped, and its goroutines are gone, when the test ends.
+func startBrowser(t *testing.T, path, wav string, extra ...chromedp.ExecAllocatorOption) *chromiumTab {
 	t.Helper()
 	out := &browserOutput{}
 	opts := []chromedp.ExecAllocatorOption{
@@ -191,6 +191,7 @@ func startBrowser(t *testing.T, path, wav string) *chromiumTab {
 		chromedp.Flag("use-file-for-fake-audio-capture", wav+"%noloop"),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
 	)
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	// Closing the browser lets it stop its helper processes; the cancels

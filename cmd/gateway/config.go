@@ -83,21 +83,24 @@ type Config struct {
 	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
 
 	// The edge: listeners, HTTP limits, admission and tokens.
-	AdminAddr             string        // host:port of /metrics, /metrics/summary, /healthz, /readyz
-	HTTPReadHeaderTimeout time.Duration // a request's headers must arrive within this
-	HTTPIdleTimeout       time.Duration // an idle keep-alive connection is closed after this
-	HTTPMaxHeaderBytes    int           // request headers larger than this are refused (431)
-	MaxConnections        int           // open connections on the public listener, enforced at accept
-	MaxSessions           int           // upgraded connections on this node (503 beyond)
-	MaxSessionsPerUser    int           // one user's open connections across all nodes (429 beyond); 0 = no limit
-	UserLeaseTTL          time.Duration // life of a per-user connection lease without renewal
-	AuthMaxTTL            time.Duration // a token's exp may be at most this far away
-	AuthLeeway            time.Duration // clock skew tolerated for exp, nbf and AuthMaxTTL
-	AuthAudience          string        // "" = aud not checked
-	AuthIssuer            string        // "" = iss not checked
-	AuthJWKSURL           string        // "" = no RS256/ES256/EdDSA tokens
-	AuthJWKSRefresh       time.Duration // how often the JWKS is fetched again
-	FileLimit             uint64        // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
+	AdminAddr             string                // host:port of /metrics, /metrics/summary, /healthz, /readyz
+	HTTPReadHeaderTimeout time.Duration         // a request's headers must arrive within this
+	HTTPIdleTimeout       time.Duration         // an idle keep-alive connection is closed after this
+	HTTPMaxHeaderBytes    int                   // request headers larger than this are refused (431)
+	MaxConnections        int                   // open connections on the public listener, enforced at accept
+	MaxSessions           int                   // upgraded connections on this node (503 beyond)
+	MaxSessionsPerUser    int                   // one user's open connections across all nodes (429 beyond); 0 = no limit
+	UserLeaseTTL          time.Duration         // life of a per-user connection lease without renewal
+	AuthMaxTTL            time.Duration         // a token's exp may be at most this far away
+	AuthLeeway            time.Duration         // clock skew tolerated for exp, nbf and AuthMaxTTL
+	AuthAudience          string                // "" = aud not checked
+	AuthIssuer            string                // "" = iss not checked
+	AuthJWKSURL           string                // "" = no RS256/ES256/EdDSA tokens
+	AuthJWKSRefresh       time.Duration         // how often the JWKS is fetched again
+	FileLimit             uint64                // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
+	TLSCertFile           string                // PEM certificate of both listeners; "" = plain HTTP
+	TLSKeyFile            string                // its PEM key
+	TrustedProxies        server.TrustedProxies // whose X-Forwarded-For / Forwarded name the client
 
 	// Warnings are settings the gateway adjusted instead of refusing them (a
 	// default that conflicted with an explicit value, a value below its
@@ -229,6 +232,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("resume_history_max", c.ResumeHistoryMax),
 		slog.Duration("ping_interval", c.PingInterval),
 		slog.Duration("idle_timeout", c.IdleTimeout),
+		slog.String("tls_cert_file", c.TLSCertFile),
+		slog.String("tls_key_file", c.TLSKeyFile),
+		slog.Any("trusted_proxies", c.TrustedProxies),
 	)
 }
 
@@ -537,7 +543,7 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, sessionLimitSettings()...)
+	}, append(sessionLimitSettings(), networkSettings()...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.
@@ -679,6 +685,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 			shown["TURNSTILE_IDLE_TIMEOUT"], shown["TURNSTILE_PING_INTERVAL"]))
 	}
 	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
+	errs = append(errs, tlsChecks(*c, failed, shown)...)
 	return errs
 }
 
@@ -697,8 +704,10 @@ func configDisplayValue(env, v string) string {
 	return v
 }
 
-// redactURL masks the password of a URL; a value that does not parse is not shown at all, since
-// it may still hold credentials.
+// redactURL masks the password of a URL and the values of its query
+// parameters (go-redis reads ?password=, an endpoint may take ?key=) but
+// the few that only name servers; a value that does not parse is not shown
+// at all, since it may still hold credentials.
 func redactURL(v string) string {
 	if v == "" {
 		return ""
@@ -707,10 +716,27 @@ func redactURL(v string) string {
 	if err != nil {
 		return "(unparseable URL, not shown)"
 	}
-	if _, has := u.User.Password(); !has {
-		return v
+	if u.RawQuery != "" {
+		pairs := strings.Split(u.RawQuery, "&")
+		for i, p := range pairs {
+			k, _, _ := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); err != nil || !shownQueryParam(name) {
+				pairs[i] = k + "=xxxxx"
+			}
+		}
+		u.RawQuery = strings.Join(pairs, "&")
 	}
 	return u.Redacted()
+}
+
+// shownQueryParam: the query parameters of Redis URLs that say where the
+// servers are, and nothing secret.
+func shownQueryParam(name string) bool {
+	switch name {
+	case "addr", "master_name", "db", "protocol":
+		return true
+	}
+	return false
 }
 
 func printConfigUsage(w io.Writer, all []configSetting) {

@@ -107,7 +107,7 @@ func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 		gw.close()
 		t.Fatalf("listen: %v", err)
 	}
-	tg := &testGateway{t: t, url: "http://" + l.publicAddr.String(), adminURL: "http://" + l.adminAddr.String(),
+	tg := &testGateway{t: t, url: l.scheme + "://" + l.publicAddr.String(), adminURL: l.scheme + "://" + l.adminAddr.String(),
 		reg: reg, gw: gw, cfg: cfg, errors: errs}
 	var once sync.Once
 	tg.stop = func() {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/server"
 )
 
 // Set at build time with -ldflags "-X main.version=… -X main.commit=…".
@@ -50,7 +53,7 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "gateway: invalid configuration:\n%v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: goDurations}))
 	// go-redis logs each failed dial on its own; route it through slog at
 	// debug level (failures surface as store errors, counted and logged).
 	redis.SetLogger(redisLogger{log})
@@ -66,6 +69,16 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		return 1
 	}
 	return 0
+}
+
+// goDurations writes durations as Go durations ("20s"), where slog's JSON
+// would write nanoseconds: an operator reads them back as the settings
+// they came from.
+func goDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // serve runs the gateway until ctx ends, then drains within the shutdown
@@ -91,7 +104,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("gateway listening", "url", "http://"+l.publicAddr.String()+"/", "admin_url", "http://"+l.adminAddr.String()+"/",
+	log.Info("gateway listening", "url", l.scheme+"://"+l.publicAddr.String()+"/", "admin_url", l.scheme+"://"+l.adminAddr.String()+"/",
 		"dev_mode", cfg.DevMode(), "offline_demo_model", cfg.Offline(), "max_connections", cfg.MaxConnections,
 		"max_sessions", cfg.MaxSessions, "max_sessions_per_user", cfg.MaxSessionsPerUser)
 
@@ -117,12 +130,24 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 type listeners struct {
 	public, admin         *http.Server
 	publicAddr, adminAddr net.Addr
+	scheme                string     // https with TURNSTILE_TLS_CERT_FILE, else http
 	errs                  chan error // a server that stopped on its own
 	stopped               chan struct{}
 }
 
-// listen opens both listeners and serves them in the background.
+// listen opens both listeners and serves them in the background, over TLS
+// when the configuration has a certificate.
 func listen(cfg Config, gw *gateway, log *slog.Logger) (*listeners, error) {
+	wrap, scheme := func(ln net.Listener) net.Listener { return ln }, "http"
+	if cfg.TLSCertFile != "" {
+		certs, err := server.LoadCertFiles(cfg.TLSCertFile, cfg.TLSKeyFile, log)
+		if err != nil {
+			return nil, fmt.Errorf("TURNSTILE_TLS_CERT_FILE, TURNSTILE_TLS_KEY_FILE: %w", err)
+		}
+		tlsCfg := certs.TLSConfig()
+		wrap, scheme = func(ln net.Listener) net.Listener { return tls.NewListener(ln, tlsCfg) }, "https"
+		log.Info("TLS on both listeners, the certificate read again when its files change", certs.Loaded()...)
+	}
 	pub, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on TURNSTILE_ADDR=%s: %w", cfg.Addr, err)
@@ -133,9 +158,10 @@ func listen(cfg Config, gw *gateway, log *slog.Logger) (*listeners, error) {
 		return nil, fmt.Errorf("listen on TURNSTILE_ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
 	}
 	l := &listeners{public: gw.edge.PublicServer(), admin: gw.edge.AdminServer(), publicAddr: pub.Addr(),
-		adminAddr: adm.Addr(), errs: make(chan error, 2), stopped: make(chan struct{})}
+		adminAddr: adm.Addr(), scheme: scheme, errs: make(chan error, 2), stopped: make(chan struct{})}
 	done := make(chan struct{}, 2)
-	for srv, ln := range map[*http.Server]net.Listener{l.public: gw.edge.LimitListener(pub), l.admin: adm} {
+	// The connection cap counts TCP connections, handshakes included.
+	for srv, ln := range map[*http.Server]net.Listener{l.public: wrap(gw.edge.LimitListener(pub)), l.admin: wrap(adm)} {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
