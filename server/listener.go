@@ -73,11 +73,13 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		if l.open.Add(1) > l.max {
 			l.open.Add(-1)
+			// Counted before the reset, so that whoever sees the reset
+			// also sees the refusal in the metrics.
+			l.refused(c)
 			if tc, ok := c.(*net.TCPConn); ok {
 				_ = tc.SetLinger(0) // reset: nothing of it stays in TIME_WAIT here
 			}
 			_ = c.Close()
-			l.refused(c)
 			continue
 		}
 		return &countedConn{Conn: c, l: l}, nil
