@@ -193,6 +193,14 @@ type ToolState struct {
 	Detections   map[Rule]int `json:"detections,omitempty"`
 }
 
+// Turns is how many turns the detector holds state for (at most the
+// keepTurns it was made with), at the cost of one lock.
+func (d *Detector) Turns() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.turns)
+}
+
 // Snapshot returns the remembered turns, oldest first, tools by name.
 func (d *Detector) Snapshot() []TurnState {
 	d.mu.Lock()

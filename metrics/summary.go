@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // DefaultSummaryWindow is how many recent results per tool the summary keeps.
@@ -174,6 +176,13 @@ type ResponseSizes struct {
 // current estimate; and, over the last Window ended sessions, their peak
 // context and their tool-call counts (nearest-rank percentiles).
 type ContextView struct {
+	// SessionInitTokens, SystemPromptTokens and ToolDeclTokens are the
+	// seed's figures: the session-init estimate of the mode sessions start
+	// in by default (text; voice when only voice has one), its system
+	// prompt and its tool declarations. Init has every mode's.
+	SessionInitTokens   int                    `json:"sessionInitTokens"`
+	SystemPromptTokens  int                    `json:"systemPromptTokens"`
+	ToolDeclTokens      int                    `json:"toolDeclTokens"`
 	Init                map[string]InitContext `json:"init"`
 	BudgetTokens        int                    `json:"budgetTokens"`
 	LiveSessions        int                    `json:"liveSessions"`
@@ -246,6 +255,13 @@ func (s *Summary) Snapshot() SummaryView {
 	for mode, total := range context {
 		if ic, ok := cv.Init[mode]; !ok || ic.TotalTokens != total {
 			cv.Init[mode] = InitContext{TotalTokens: total}
+		}
+	}
+	for _, mode := range protocol.Modes {
+		if ic, ok := cv.Init[mode]; ok {
+			cv.SessionInitTokens, cv.SystemPromptTokens, cv.ToolDeclTokens =
+				ic.TotalTokens, ic.SystemPromptTokens, ic.ToolDeclarationTokens
+			break
 		}
 	}
 	slices.Sort(peaks)

@@ -419,21 +419,28 @@ func (m *Manager) blockLocal(user string, b store.Block) {
 const loopStateMax = 50
 
 // loopState is the loop-detection view of /metrics/summary: per live
-// session (at most loopStateMax), the counts its last turns hold. It shows
-// counts only, never arguments.
+// session (at most loopStateMax), the counts its last turns hold; and, over
+// every live session, how many hold loop state (activeSessions) and how
+// many turns they hold in all (totalTurnsTracked), the seed's two figures.
+// It shows counts only, never arguments.
 func (m *Manager) loopState() any {
 	m.mu.Lock()
 	conns := make([]*conn, 0, len(m.live))
 	for _, c := range m.live {
-		if len(conns) == loopStateMax {
-			break
-		}
 		conns = append(conns, c)
 	}
 	m.mu.Unlock()
-	out := make(map[string]any, len(conns))
+	out := make(map[string]any, min(len(conns), loopStateMax))
+	active, turns := 0, 0
 	for _, c := range conns {
-		out[c.st.record().ID] = c.loops.Snapshot()
+		if n := c.loops.Turns(); n > 0 {
+			active++
+			turns += n
+		}
+		if len(out) < loopStateMax {
+			out[c.st.record().ID] = c.loops.Snapshot()
+		}
 	}
-	return map[string]any{"sessions": out, "liveSessions": m.Active()}
+	return map[string]any{"sessions": out, "liveSessions": m.Active(),
+		"activeSessions": active, "totalTurnsTracked": turns}
 }

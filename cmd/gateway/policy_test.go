@@ -470,3 +470,51 @@ func TestRestrictedOutputGivesUpOnAStubbornModel(t *testing.T) {
 		})
 	}
 }
+
+// /metrics/summary carries the seed's keys beside its own: the session-init
+// estimate split into system prompt and tool declarations, and how many
+// live sessions hold loop-detection state for how many turns.
+func TestMetricsSummarySpeaksTheSeedsContextAndLoopDetectionKeys(t *testing.T) {
+	brain := fakegemini.NewScript(callStep(searchCall("shipping")), textStep("ok"),
+		callStep(searchCall("returns")), textStep("ok"))
+	g := startGateway(t, defaultTestConfig(t), brain)
+	c := g.dial("", nil)
+	c.start(nil)
+	type seedKeys struct {
+		Context struct {
+			SessionInitTokens  *int `json:"sessionInitTokens"`
+			SystemPromptTokens *int `json:"systemPromptTokens"`
+			ToolDeclTokens     *int `json:"toolDeclTokens"`
+		} `json:"context"`
+		LoopDetection struct {
+			ActiveSessions    *int `json:"activeSessions"`
+			TotalTurnsTracked *int `json:"totalTurnsTracked"`
+		} `json:"loopDetection"`
+	}
+	summary := func() seedKeys {
+		code, body := get(t, g.adminURL+"/metrics/summary")
+		var s seedKeys
+		if err := json.Unmarshal([]byte(body), &s); code != 200 || err != nil {
+			t.Fatalf("/metrics/summary: HTTP %d, %v\n%s", code, err, body)
+		}
+		if s.Context.SessionInitTokens == nil || s.Context.SystemPromptTokens == nil || s.Context.ToolDeclTokens == nil ||
+			s.LoopDetection.ActiveSessions == nil || s.LoopDetection.TotalTurnsTracked == nil {
+			t.Fatalf("/metrics/summary lacks a seed key:\n%s", body)
+		}
+		return s
+	}
+	for turn := 1; turn <= 2; turn++ {
+		c.ask("a question")
+		s := summary()
+		ctx, loops := s.Context, s.LoopDetection
+		if init := g.gw.sessions.InitTokens(); *ctx.SessionInitTokens != init || *ctx.SystemPromptTokens <= 0 ||
+			*ctx.ToolDeclTokens <= 0 || *ctx.SystemPromptTokens+*ctx.ToolDeclTokens != init {
+			t.Fatalf("context: init %d = system %d + tools %d, want the session init estimate %d",
+				*ctx.SessionInitTokens, *ctx.SystemPromptTokens, *ctx.ToolDeclTokens, init)
+		}
+		if *loops.ActiveSessions != 1 || *loops.TotalTurnsTracked != turn {
+			t.Fatalf("after turn %d: loopDetection activeSessions %d, totalTurnsTracked %d; want 1 and %d",
+				turn, *loops.ActiveSessions, *loops.TotalTurnsTracked, turn)
+		}
+	}
+}
