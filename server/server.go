@@ -75,6 +75,10 @@ type Deps struct {
 	// Ready records every readiness result (turnstile_ready: metrics'
 	// SetReady); nil: not recorded.
 	Ready func(ready bool)
+	// Warnings are what /readyz says besides ready or not: conditions
+	// found at startup that do not stop the node serving but that an
+	// operator must fix (a Redis without persistence).
+	Warnings []string
 }
 
 // Server routes HTTP requests.
@@ -169,7 +173,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setReady(true)
-	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+	body := map[string]any{"ready": true}
+	if len(s.d.Warnings) > 0 {
+		body["warnings"] = s.d.Warnings
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // ws checks a WebSocket request in order of cost — Origin and Host, token,

@@ -21,6 +21,7 @@ type watcher struct{ m *Manager }
 
 // Owner: a resume made epoch the owner of the session.
 func (w watcher) Owner(id string, epoch int64) {
+	w.m.recent.forget(id, epoch)
 	if c := w.m.holder(id); c != nil {
 		c.ownerSeen(epoch)
 	}
@@ -29,8 +30,14 @@ func (w watcher) Owner(id string, epoch int64) {
 // Check compares every live session with the store: one whose record is
 // gone (Redis restarted empty or was flushed), or stale, or whose writes
 // failed is written back whole; one that another connection owns now is
-// closed.
+// closed. Then the recent sessions, between connections, get the same
+// (restoreRecent).
 func (w watcher) Check() {
+	w.checkLive()
+	w.m.restoreRecent()
+}
+
+func (w watcher) checkLive() {
 	m := w.m
 	m.mu.Lock()
 	var conns []*conn

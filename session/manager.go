@@ -109,6 +109,11 @@ type Config struct {
 	// PingInterval, or IdleTimeout/4 without pings).
 	PingInterval time.Duration
 	IdleTimeout  time.Duration
+	// RecentSessionsBytes bounds the history (JSON bytes) of the copies
+	// this node keeps of the sessions whose connection ended here in the
+	// last IdleTimeout, to write them back should Redis lose them (see
+	// recent.go); 0: none kept.
+	RecentSessionsBytes int
 	// Clock runs the token expiry timers; default the system clock.
 	Clock Clock
 	// Node names this node in the store (its liveness marker); default
@@ -207,6 +212,7 @@ type Manager struct {
 	mu       sync.Mutex
 	toolsets map[string]*toolset // by registry version, the newest few
 	live     map[string]*conn    // by session id
+	recent   *recentSessions     // sessions served here lately, not live
 	all      map[*conn]struct{}
 	starting map[string]chan struct{} // session ids being resumed on this node
 	draining bool
@@ -223,7 +229,8 @@ type ToolSource interface {
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
-		toolsets: map[string]*toolset{}, starting: map[string]chan struct{}{}}
+		toolsets: map[string]*toolset{}, starting: map[string]chan struct{}{},
+		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Now)}
 	for l := range numLimits {
 		m.refusals[l] = d.Metrics.Refusals.WithLabelValues(l.String())
 	}
@@ -286,6 +293,11 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 		delete(m.all, c)
 		if id := c.st.record().ID; m.live[id] == c {
 			delete(m.live, id)
+			if own := c.epoch.Load(); own != 0 && c.seen.Load() <= own {
+				rec, _, pending := c.st.snapshot()
+				hist, sizes := c.st.historyAndSizes()
+				m.recent.keep(rec, hist, sizes, pending)
+			}
 		}
 		if len(m.all) == 0 && m.pinger != nil {
 			close(m.pinger)

@@ -79,6 +79,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if err := checkRedis(ctx, cfg, rdb, log); err != nil {
 		return nil, err
 	}
+	var readyWarnings []string
+	if w := redisDurability(ctx, cfg, rdb, log); w != "" {
+		readyWarnings = append(readyWarnings, w)
+	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
 		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
 		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
@@ -159,6 +163,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		AuthLeeway:           cfg.AuthLeeway,
 		PingInterval:         cfg.PingInterval,
 		IdleTimeout:          cfg.IdleTimeout,
+		RecentSessionsBytes:  cfg.RecentSessionsBytes,
 		Clock:                cfg.Clock,
 	}, session.Deps{
 		Store: st,
@@ -202,6 +207,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Web:      web.Handler(),
 		Log:      log,
 		Ready:    m.SetReady,
+		Warnings: readyWarnings,
 	})
 	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil

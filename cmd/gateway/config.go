@@ -120,6 +120,7 @@ type Config struct {
 	ResumeHistoryMax     int           // history entries session.ready carries
 	PingInterval         time.Duration // WebSocket pings to every started connection
 	IdleTimeout          time.Duration // no message nor pong this long: close 4104
+	RecentSessionsBytes  int           // history of sessions served lately kept to write back to an emptied Redis
 	// Clock is not a setting: nil is the system clock; tests inject one to
 	// move token expiries.
 	Clock session.Clock
@@ -235,6 +236,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("tls_cert_file", c.TLSCertFile),
 		slog.String("tls_key_file", c.TLSKeyFile),
 		slog.Any("trusted_proxies", c.TrustedProxies),
+		slog.Int("recent_sessions_bytes", c.RecentSessionsBytes),
 	)
 }
 
@@ -574,6 +576,8 @@ func sessionLimitSettings() []configSetting {
 			func(c *Config) *time.Duration { return &c.PingInterval }),
 		durConfigSetting("TURNSTILE_IDLE_TIMEOUT", "90s", "a started connection that sent nothing and answered no ping this long is closed 4104 (more than TURNSTILE_PING_INTERVAL)", time.Millisecond,
 			func(c *Config) *time.Duration { return &c.IdleTimeout }),
+		intConfigSetting("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
+			func(c *Config) *int { return &c.RecentSessionsBytes }),
 	}
 }
 

@@ -80,6 +80,10 @@ func TestRedisFootprintOfASupportConversation(t *testing.T) {
 	defer rdb.Close()
 	cfg := unlimited(defaultTestConfig(t)) // 140 turns in a few seconds
 	cfg.RedisURL = SecretURL("redis://" + addr)
+	// Each run flushes Redis: without this, the node would write the
+	// previous run's session back from its recent copies (as it should
+	// after a flush), and the footprint would be two sessions'.
+	cfg.RecentSessionsBytes = 0
 	g := startGatewayWith(t, cfg, brains{text: fakegemini.NewDemo()})
 
 	for _, turns := range []int{10, 130} {

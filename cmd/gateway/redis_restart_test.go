@@ -98,3 +98,46 @@ func TestSessionIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
 		t.Fatalf("the next turn on B: %v", evs)
 	}
 }
+
+// TestSessionBetweenConnectionsIsWrittenBackToARedisThatRestartedEmpty:
+// the browser is between connections (its socket closed, no connection
+// anywhere) when Redis restarts empty. The node that served the session
+// last keeps a recent copy and writes it back on the same signal as its
+// live sessions, so the browser's resume, on another gateway, gets its
+// conversation instead of 4004.
+func TestSessionBetweenConnectionsIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
+	srv := redistest.StartServer(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
+	a := startGateway(t, cfg, fakegemini.NewScript(textStep("one"), textStep("two")))
+	b := startGateway(t, cfg, fakegemini.NewScript(textStep("three")))
+
+	c := a.dial("", nil)
+	ready := c.start(nil)
+	id := ready.str("sessionId")
+	c.ask("first")
+	c.ask("second")
+	c.c.CloseNow()
+	waitFor(t, "the connection to end on A", func() bool { return a.gw.sessions.Active() == 0 })
+
+	srv.Stop()
+	srv.Restart()
+	rdb := redisClientFor(t, cfg)
+	ctx := context.Background()
+	keys := []string{"turnstile:{" + id + "}:meta", "turnstile:{" + id + "}:history"}
+	waitFor(t, "the session written back by A", func() bool {
+		return a.counterSum("turnstile_store_restorations_total") == 1 && rdb.Exists(ctx, keys...).Val() == 2
+	})
+
+	r := b.dial("", nil)
+	again := r.start(resumeMsg(ready))
+	if again["resumed"] != true || again["turn"] != float64(2) {
+		t.Fatalf("resume after Redis restarted empty while the browser was away: %v", again)
+	}
+	if got, want := historyTexts(again), "user:first|model:one|user:second|model:two"; got != want {
+		t.Fatalf("resumed history %q, want %q", got, want)
+	}
+	if evs := r.ask("third"); last(evs)["turn"] != float64(3) || ofType(evs, "text.done")[0].str("text") != "three" {
+		t.Fatalf("the next turn on B: %v", evs)
+	}
+}
