@@ -54,16 +54,17 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		label  string
 		values []string
 	}{
-		"browser_disconnects_total": {"reason", DisconnectReasons()},
-		"refusals_total":            {"reason", refusalReasons},
-		"sessions_refused_total":    {"reason", SessionRefusalReasons},
-		"redis_duration_seconds":    {"op", RedisOps},
-		"model_requests_total":      {"outcome", ModelOutcomes},
-		"sessions_started_total":    {"kind", SessionStartKinds},
-		"loop_detections_total":     {"rule", LoopRules},
-		"intents_applied_total":     {"type", IntentTypes},
-		"confirmations_total":       {"outcome", ConfirmationOutcomes},
-		"gate_refusals_total":       {"gate", Gates},
+		"browser_disconnects_total":         {"reason", DisconnectReasons()},
+		"refusals_total":                    {"reason", refusalReasons},
+		"sessions_refused_total":            {"reason", SessionRefusalReasons},
+		"redis_duration_seconds":            {"op", RedisOps},
+		"model_requests_total":              {"outcome", ModelOutcomes},
+		"sessions_started_total":            {"kind", SessionStartKinds},
+		"loop_detections_total":             {"rule", LoopRules},
+		"intents_applied_total":             {"type", IntentTypes},
+		"confirmations_total":               {"outcome", ConfirmationOutcomes},
+		"voice_audio_dropped_seconds_total": {"reason", VoiceDropReasons},
+		"gate_refusals_total":               {"gate", Gates},
 	}
 	for name, set := range closed {
 		if len(rows[name]) != 1 {

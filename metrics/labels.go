@@ -51,6 +51,11 @@ var (
 	IntentTypes = []string{"END_VOICE_SESSION", "SUPPRESS_AUDIO", "SUPPRESS_TRANSCRIPT", "SET_PENDING_MESSAGE",
 		"START_VOICE_SESSION", "BLOCK_USER"}
 
+	// VoiceDropReasons label turnstile_voice_audio_dropped_seconds_total:
+	// why model audio was not played (a SUPPRESS_AUDIO intent, a terminal
+	// tool's answer, a barge-in).
+	VoiceDropReasons = []string{"suppress_audio", "terminal", "interrupted"}
+
 	// ConfirmationOutcomes label turnstile_confirmations_total.
 	ConfirmationOutcomes = []string{"requested", "approved", "denied", "expired", "consumed", "invalid"}
 
@@ -149,6 +154,9 @@ func (m *Metrics) initZero() {
 	}
 	for _, o := range ConfirmationOutcomes {
 		m.Confirmations.WithLabelValues(o)
+	}
+	for _, r := range VoiceDropReasons {
+		m.VoiceAudioDropped.WithLabelValues(r)
 	}
 	for _, e := range upstreamEvents {
 		m.UpstreamEvents.WithLabelValues(e[0], e[1], e[2])

@@ -43,6 +43,7 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		"turnstile_loop_detections_total":               len(LoopRules),
 		"turnstile_intents_applied_total":               len(IntentTypes),
 		"turnstile_confirmations_total":                 len(ConfirmationOutcomes),
+		"turnstile_voice_audio_dropped_seconds_total":   len(VoiceDropReasons),
 		"turnstile_upstream_events_total":               len(upstreamEvents),
 		"turnstile_tool_calls_total":                    len(ToolOutcomes()), // the "unknown" tool
 		"turnstile_tool_duration_seconds":               1,
@@ -249,6 +250,7 @@ func TestEveryLiteralLabelValueIsInitialised(t *testing.T) {
 		"LoopDetections":    {"turnstile_loop_detections_total", []string{"rule"}},
 		"IntentsApplied":    {"turnstile_intents_applied_total", []string{"type"}},
 		"Confirmations":     {"turnstile_confirmations_total", []string{"outcome"}},
+		"VoiceAudioDropped": {"turnstile_voice_audio_dropped_seconds_total", []string{"reason"}},
 		"ToolCallsPerTurn":  {"turnstile_tool_calls_per_turn", []string{"mode"}},
 		"UpstreamEvents":    {"turnstile_upstream_events_total", []string{"kind", "event", ""}},
 	}

@@ -53,6 +53,10 @@ type Metrics struct {
 	// StoreRestorations counts live sessions a node wrote back to a Redis
 	// that had lost them.
 	StoreRestorations prometheus.Counter
+	// VoiceAudioDropped counts the seconds of model audio the Live model
+	// generated (and bills) that the gateway did not play, by reason
+	// (VoiceDropReasons).
+	VoiceAudioDropped *prometheus.CounterVec
 
 	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
 	MCPRestarts *prometheus.CounterVec // server
@@ -143,7 +147,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"kind", "event", "code"),
 
 		StoreRestorations: f.counter("turnstile_store_restorations_total",
-			"Live sessions this node wrote back to Redis whole after Redis lost them (restarted empty, flushed, expired)."),
+			"Sessions this node wrote back to Redis whole after Redis lost them (restarted empty, flushed, expired): live ones and those served in the last idle timeout."),
+		VoiceAudioDropped: f.counterVec("turnstile_voice_audio_dropped_seconds_total",
+			"Seconds of model audio the Live model generated that the gateway did not play, by reason (suppress_audio, terminal, interrupted).", "reason"),
 
 		MCPServerUp: f.gaugeVec("turnstile_mcp_server_up",
 			"1 while the gateway is connected to the MCP tool server, 0 while it is down or unreachable.", "server"),

@@ -71,10 +71,16 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 	case transport.LiveAudio:
 		v.mu.Lock()
 		t := v.modelOutputLocked()
-		quiet := t.suppressAudio || t.quiet()
+		drop := t.dropReason()
 		v.mu.Unlock()
-		if !quiet && len(ev.Audio) > 0 {
+		switch {
+		case len(ev.Audio) == 0:
+		case drop == "":
 			v.h.SendAudio(ev.Audio)
+		default:
+			// Generated, billed and thrown away: the Live API cannot stop
+			// a turn's speech once asked for it (docs/operations.md).
+			v.d.Metrics.VoiceAudioDropped.WithLabelValues(drop).Add(float64(len(ev.Audio)) / modelAudioBytesPerSecond)
 		}
 	case transport.LiveInputTranscript:
 		v.mu.Lock()

@@ -179,6 +179,24 @@ type turn struct {
 // the browser.
 func (t *turn) quiet() bool { return t.interrupted || t.terminal != nil }
 
+// dropReason is why the turn's model audio is not played, as the label of
+// turnstile_voice_audio_dropped_seconds_total; "" when it is played.
+func (t *turn) dropReason() string {
+	switch {
+	case t.interrupted:
+		return "interrupted"
+	case t.terminal != nil:
+		return "terminal"
+	case t.suppressAudio:
+		return "suppress_audio"
+	}
+	return ""
+}
+
+// modelAudioBytesPerSecond is the Live model's output: PCM16 mono at
+// 24 kHz.
+const modelAudioBytesPerSecond = 24000 * 2
+
 // userTurn is input for the model that waits until it stops speaking: a
 // clientContent sent mid-answer would cut the answer off.
 type userTurn struct {
