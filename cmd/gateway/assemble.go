@@ -307,7 +307,11 @@ func textModel(cfg Config, log *slog.Logger, gw *gateway, b brains, gemini *gena
 		if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
 			log.Info("OPENAI_API_KEY / OPENAI_BASE_URL are set but unused: TURNSTILE_TEXT_PROVIDER is gemini")
 		}
-		return geminitext.New(gemini, cfg.TextModel), cfg.TextModel, nil
+		m, err := geminitext.New(gemini, cfg.TextModel, geminitext.Options{ToolChoice: cfg.ToolChoice})
+		if err != nil {
+			return nil, "", fmt.Errorf("gemini text model: %w", err)
+		}
+		return m, cfg.TextModel, nil
 	}
 	key, base := string(cfg.OpenAIAPIKey), string(cfg.OpenAIBaseURL)
 	if cfg.OpenAIOffline() {
@@ -328,7 +332,7 @@ func textModel(cfg Config, log *slog.Logger, gw *gateway, b brains, gemini *gena
 			"OPENAI_BASE_URL (any compatible server) or OPENAI_API_KEY (OpenAI) for a real one", "fake_url", url)
 	}
 	m, err := openaitext.New(openaitext.NewClient(openaitext.ClientConfig{BaseURL: base, APIKey: key}),
-		cfg.OpenAIModel, openaitext.Options{ToolChoice: cfg.OpenAIToolChoice})
+		cfg.OpenAIModel, openaitext.Options{ToolChoice: cfg.ToolChoice})
 	if err != nil {
 		return nil, "", fmt.Errorf("openai text model: %w", err)
 	}

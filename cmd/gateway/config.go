@@ -42,11 +42,12 @@ type Config struct {
 	MCP             *mcp.Config     // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
 	MCPStartTimeout time.Duration   // how long startup waits for each MCP server
 
-	TextProvider     string    // who answers text turns: gemini or openai
-	OpenAIAPIKey     Secret    // "" = no key sent (local servers)
-	OpenAIBaseURL    SecretURL // "" = OpenAI's endpoint
-	OpenAIModel      string    // model for text turns with the openai provider
-	OpenAIToolChoice string    // tool_choice sent to the openai provider: auto, required or none
+	TextProvider    string    // who answers text turns: gemini or openai
+	OpenAIAPIKey    Secret    // "" = no key sent (local servers)
+	OpenAIBaseURL   SecretURL // "" = OpenAI's endpoint
+	OpenAIModel     string    // model for text turns with the openai provider
+	ToolChoice      string    // whether text models may, must or must not call tools: auto, required or none
+	toolChoiceAlias string    // TURNSTILE_OPENAI_TOOL_CHOICE, the older name of ToolChoice; "" = unset
 
 	// Vertex AI, and the offline demo on a public address (config_production.go).
 	UseVertexAI    bool   // GOOGLE_GENAI_USE_VERTEXAI: Gemini through Vertex AI with application default credentials
@@ -180,7 +181,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("openai_api_key", c.OpenAIAPIKey),
 		slog.String("openai_base_url", redactURL(openaiBase)),
 		slog.String("openai_model", c.OpenAIModel),
-		slog.String("openai_tool_choice", c.OpenAIToolChoice),
+		slog.String("tool_choice", c.ToolChoice),
 		slog.String("live_model", c.LiveModel),
 		slog.Any("auth_secret", c.AuthSecret),
 		slog.Bool("dev_mode", c.DevMode()),
@@ -356,15 +357,23 @@ func configSettings() []configSetting {
 			apply: parseOpenAIBaseURL},
 		{env: "TURNSTILE_OPENAI_MODEL", def: "gpt-4o-mini", usage: "model for text turns with TURNSTILE_TEXT_PROVIDER=openai, e.g. llama3.1 on Ollama",
 			apply: parseModelName(func(c *Config) *string { return &c.OpenAIModel })},
-		{env: "TURNSTILE_OPENAI_TOOL_CHOICE", def: openaitext.ToolChoiceAuto,
-			usage: "tool_choice sent to the openai provider: auto (the model decides), required (it must call a tool) or none (it may not)",
+		{env: "TURNSTILE_TOOL_CHOICE", def: transport.ToolChoiceAuto,
+			usage: "whether the text model may call tools (auto), must call one (required) or may not (none); sent with every text request " +
+				"that declares tools, as Gemini's functionCallingConfig.mode (AUTO, ANY, NONE) or OpenAI's tool_choice",
 			apply: func(c *Config, v string) error {
-				switch tc := strings.ToLower(strings.TrimSpace(v)); tc {
-				case openaitext.ToolChoiceAuto, openaitext.ToolChoiceRequired, openaitext.ToolChoiceNone:
-					c.OpenAIToolChoice = tc
+				tc, err := parseToolChoice(v)
+				c.ToolChoice = tc
+				return err
+			}},
+		{env: "TURNSTILE_OPENAI_TOOL_CHOICE", defDoc: "unset: TURNSTILE_TOOL_CHOICE",
+			usage: "the older name of TURNSTILE_TOOL_CHOICE, still read when that is not set",
+			apply: func(c *Config, v string) error {
+				if v == "" {
 					return nil
 				}
-				return errors.New("must be auto, required or none")
+				tc, err := parseToolChoice(v)
+				c.toolChoiceAlias = tc
+				return err
 			}},
 		{env: "TURNSTILE_LIVE_MODEL", def: "gemini-2.5-flash-native-audio-preview-12-2025",
 			usage: "model for voice sessions (Gemini Live)", apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
@@ -678,6 +687,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 				shown[g.retrieval], shown[g.calls]))
 		}
 	}
+	errs = append(errs, toolChoiceAlias(c, failed, explicit, shown)...)
 	errs = append(errs, redisCrossChecks(*c, failed, shown)...)
 	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && !failed["TURNSTILE_AUTH_JWKS_URL"] &&
 		c.DevMode() && !isLoopbackAddr(c.Addr) {

@@ -19,6 +19,7 @@ import (
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 func intConfigSetting(env string, def int, usage string, lo, hi int, field func(*Config) *int) configSetting {
@@ -328,5 +329,31 @@ func parseOrigins(c *Config, v string) error {
 			"optionally *.host for subdomains", strings.Join(bad, ", "))
 	}
 	c.AllowedOrigins = out
+	return nil
+}
+
+// parseToolChoice reads a tool choice in any case.
+func parseToolChoice(v string) (string, error) {
+	tc := strings.ToLower(strings.TrimSpace(v))
+	if !transport.ValidToolChoice(tc) {
+		return "", errors.New("must be auto, required or none")
+	}
+	return tc, nil
+}
+
+// toolChoiceAlias applies TURNSTILE_OPENAI_TOOL_CHOICE, the older name of
+// TURNSTILE_TOOL_CHOICE, when only it is set; both set to different values
+// is an error naming both.
+func toolChoiceAlias(c *Config, failed, explicit map[string]bool, shown map[string]string) []error {
+	const name, alias = "TURNSTILE_TOOL_CHOICE", "TURNSTILE_OPENAI_TOOL_CHOICE"
+	given := c.toolChoiceAlias
+	c.toolChoiceAlias = "" // read once, here
+	if failed[name] || failed[alias] || given == "" {
+		return nil
+	}
+	if explicit[name] && c.ToolChoice != given {
+		return []error{fmt.Errorf("%s: conflicts with %s (its older name); set only %s", shown[alias], shown[name], name)}
+	}
+	c.ToolChoice = given
 	return nil
 }

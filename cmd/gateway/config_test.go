@@ -39,7 +39,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
 		RedisMode: "single", RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
-		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", OpenAIToolChoice: "auto",
+		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto",
 		MCPStartTimeout: 10 * time.Second,
 	}
 	withEdgeDefaults(&want)
@@ -110,7 +110,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
 		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
 		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
-		OpenAIToolChoice: "required",
+		ToolChoice: "required",
 		MCPStartTimeout:  10 * time.Second,
 	}
 	withEdgeDefaults(&want)
@@ -201,6 +201,7 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"OPENAI_BASE_URL", "http://", "OPENAI_BASE_URL=http://: has no host"},
 		{"TURNSTILE_OPENAI_MODEL", "llama 3", `TURNSTILE_OPENAI_MODEL="llama 3": a model name`},
 		{"TURNSTILE_OPENAI_TOOL_CHOICE", "always", "TURNSTILE_OPENAI_TOOL_CHOICE=always: must be auto, required or none"},
+		{"TURNSTILE_TOOL_CHOICE", "always", "TURNSTILE_TOOL_CHOICE=always: must be auto, required or none"},
 		{"TURNSTILE_ADMIN_ADDR", "9090", "TURNSTILE_ADMIN_ADDR=9090: must be host:port"},
 		{"TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "0s", "TURNSTILE_HTTP_READ_HEADER_TIMEOUT=0s: must be greater than 0"},
 		{"TURNSTILE_HTTP_IDLE_TIMEOUT", "soon", "TURNSTILE_HTTP_IDLE_TIMEOUT=soon: not a duration"},
@@ -498,7 +499,7 @@ func TestOpenAISecretsNeverShown(t *testing.T) {
 		t.Fatalf("log line: %v", err)
 	}
 	for k, want := range map[string]any{"text_provider": "openai", "openai_api_key": "set", "offline": false,
-		"openai_base_url": "https://user:xxxxx@llm.internal/v1", "openai_model": "gpt-4o-mini", "openai_tool_choice": "auto"} {
+		"openai_base_url": "https://user:xxxxx@llm.internal/v1", "openai_model": "gpt-4o-mini", "tool_choice": "auto"} {
 		if rec.Config[k] != want {
 			t.Errorf("logged %s = %v, want %v", k, rec.Config[k], want)
 		}
@@ -654,6 +655,29 @@ func TestEverySettingHasARowInConfigurationMD(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z][A-Z0-9_]+)` \\| `-").FindAllStringSubmatch(doc, -1) {
 		if !known[m[1]] {
 			t.Errorf("docs/configuration.md lists %s, which is not a setting", m[1])
+		}
+	}
+}
+
+func TestToolChoiceTakesItsOlderOpenAINameAndRefusesAConflict(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{map[string]string{}, "auto", ""},
+		{map[string]string{"TURNSTILE_TOOL_CHOICE": "None"}, "none", ""},
+		{map[string]string{"TURNSTILE_OPENAI_TOOL_CHOICE": "required"}, "required", ""},
+		{map[string]string{"TURNSTILE_TOOL_CHOICE": "none", "TURNSTILE_OPENAI_TOOL_CHOICE": "none"}, "none", ""},
+		{map[string]string{"TURNSTILE_TOOL_CHOICE": "none", "TURNSTILE_OPENAI_TOOL_CHOICE": "required"}, "",
+			"TURNSTILE_OPENAI_TOOL_CHOICE=required: conflicts with TURNSTILE_TOOL_CHOICE=none (its older name); set only TURNSTILE_TOOL_CHOICE"},
+	} {
+		c, err := LoadConfig(nil, func(k string) string { return tc.env[k] })
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: error %v, want %q", tc.env, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || c.ToolChoice != tc.want):
+			t.Errorf("%v: tool choice %q (%v), want %q", tc.env, c.ToolChoice, err, tc.want)
 		}
 	}
 }

@@ -42,6 +42,15 @@ type Request struct {
 	Header http.Header
 }
 
+// FunctionCallingMode is the request's toolConfig.functionCallingConfig.mode,
+// AUTO when it sets none (the API's default with tools declared).
+func (r *Request) FunctionCallingMode() genai.FunctionCallingConfigMode {
+	if r.ToolConfig == nil || r.ToolConfig.FunctionCallingConfig == nil || r.ToolConfig.FunctionCallingConfig.Mode == "" {
+		return genai.FunctionCallingConfigModeAuto
+	}
+	return r.ToolConfig.FunctionCallingConfig.Mode
+}
+
 // Reply is what the fake model does with one request. A Status of 400 or
 // more answers before any chunk with Error as the body (or a generic error
 // for that status when Error is nil). A BlockReason answers HTTP 200 with

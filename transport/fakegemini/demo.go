@@ -30,6 +30,10 @@ func NewDemo() *DemoBrain { return &DemoBrain{} }
 // Respond answers according to the last content of the conversation.
 func (d *DemoBrain) Respond(_ context.Context, req *Request) Reply {
 	a := fakedemo.Decide(demoInput(req))
+	if len(a.Calls) > 0 && req.FunctionCallingMode() == genai.FunctionCallingConfigModeNone {
+		a = fakedemo.Action{Text: "I would look that up, but tools are switched off for this request " +
+			"(function calling mode NONE)."}
+	}
 	if len(a.Calls) == 0 {
 		return d.say(a.Text)
 	}

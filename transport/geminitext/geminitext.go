@@ -21,12 +21,44 @@ import (
 type Model struct {
 	client *genai.Client
 	name   string
+	opts   Options
+}
+
+// Options tune a Model.
+type Options struct {
+	// ToolChoice (transport.ToolChoiceAuto, the zero value, Required or
+	// None) is sent as toolConfig.functionCallingConfig.mode (AUTO, ANY,
+	// NONE) with every request that declares tools.
+	ToolChoice string
 }
 
 // New returns a text model backed by client. name is the model id, e.g.
-// "gemini-2.5-flash".
-func New(client *genai.Client, name string) *Model {
-	return &Model{client: client, name: name}
+// "gemini-2.5-flash". It refuses a ToolChoice it does not know.
+func New(client *genai.Client, name string, opts Options) (*Model, error) {
+	if opts.ToolChoice == "" {
+		opts.ToolChoice = transport.ToolChoiceAuto
+	}
+	if !transport.ValidToolChoice(opts.ToolChoice) {
+		return nil, fmt.Errorf("geminitext: tool choice %q is not auto, required or none", opts.ToolChoice)
+	}
+	return &Model{client: client, name: name, opts: opts}, nil
+}
+
+// functionCallingModes are Gemini's names of the tool choices.
+var functionCallingModes = map[string]genai.FunctionCallingConfigMode{
+	transport.ToolChoiceAuto:     genai.FunctionCallingConfigModeAuto,
+	transport.ToolChoiceRequired: genai.FunctionCallingConfigModeAny,
+	transport.ToolChoiceNone:     genai.FunctionCallingConfigModeNone,
+}
+
+// ToolConfig is the toolConfig of a request declaring tools: the tool
+// choice as functionCallingConfig.mode. nil without tools (there is
+// nothing to choose, and ANY without declarations is an error).
+func ToolConfig(choice string, tools []*genai.Tool) *genai.ToolConfig {
+	if len(tools) == 0 {
+		return nil
+	}
+	return &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: functionCallingModes[choice]}}
 }
 
 // Name is the model id.
@@ -42,6 +74,7 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 	return func(yield func(transport.Chunk, error) bool) {
 		system, history := FoldReminders(req.System, req.History)
 		cfg := &genai.GenerateContentConfig{SystemInstruction: SystemInstruction(system), Tools: Tools(req.Tools)}
+		cfg.ToolConfig = ToolConfig(m.opts.ToolChoice, cfg.Tools)
 		finished := false
 		var usage *transport.Usage
 		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(history), cfg) {

@@ -45,6 +45,12 @@ func startFake(t *testing.T, brain fakegemini.Brain) (*fakegemini.Server, string
 // its own transport so that the test can drop its idle connections.
 func newModel(t *testing.T, base string) *geminitext.Model {
 	t.Helper()
+	return newModelWith(t, base, geminitext.Options{})
+}
+
+// newModelWith is newModel with options.
+func newModelWith(t *testing.T, base string, opts geminitext.Options) *geminitext.Model {
+	t.Helper()
 	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL",
 		"GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
 		t.Setenv(v, "")
@@ -60,7 +66,11 @@ func newModel(t *testing.T, base string) *geminitext.Model {
 	if err != nil {
 		t.Fatalf("new genai client: %v", err)
 	}
-	return geminitext.New(c, testModel)
+	m, err := geminitext.New(c, testModel, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 var (

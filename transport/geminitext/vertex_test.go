@@ -38,7 +38,10 @@ func TestStreamOverVertexAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := geminitext.New(client, testModel)
+	m, err := geminitext.New(client, testModel, geminitext.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	history := []transport.Entry{{Role: transport.RoleUser, Text: "refunds?"}}
 	chunks, err := texttest.Collect(t, testContext(t), m, transport.TextRequest{History: history})
 	if err != nil || len(chunks) != 1 || len(chunks[0].Calls) != 1 {

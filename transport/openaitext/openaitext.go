@@ -22,11 +22,12 @@ import (
 // DefaultBaseURL is OpenAI's own endpoint.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-// Tool choices a Model may send; the zero value means ToolChoiceAuto.
+// Tool choices a Model may send (transport's); the zero value means
+// ToolChoiceAuto.
 const (
-	ToolChoiceAuto     = "auto"
-	ToolChoiceRequired = "required"
-	ToolChoiceNone     = "none"
+	ToolChoiceAuto     = transport.ToolChoiceAuto
+	ToolChoiceRequired = transport.ToolChoiceRequired
+	ToolChoiceNone     = transport.ToolChoiceNone
 )
 
 // ClientConfig says where a client sends its requests.
@@ -73,11 +74,10 @@ type Model struct {
 // New returns a text model backed by client. name is the model id, e.g.
 // "gpt-4o-mini" or "llama3.1". It refuses a ToolChoice it does not know.
 func New(client openai.Client, name string, opts Options) (*Model, error) {
-	switch opts.ToolChoice {
-	case "":
+	if opts.ToolChoice == "" {
 		opts.ToolChoice = ToolChoiceAuto
-	case ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone:
-	default:
+	}
+	if !transport.ValidToolChoice(opts.ToolChoice) {
 		return nil, fmt.Errorf("openaitext: tool choice %q is not auto, required or none", opts.ToolChoice)
 	}
 	return &Model{client: client, name: name, opts: opts}, nil
