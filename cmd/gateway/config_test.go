@@ -110,8 +110,8 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
 		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
 		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
-		ToolChoice: "required",
-		MCPStartTimeout:  10 * time.Second,
+		ToolChoice:      "required",
+		MCPStartTimeout: 10 * time.Second,
 	}
 	withEdgeDefaults(&want)
 	withDefaultSessionLimits(&want)
