@@ -14,6 +14,9 @@ type ClientMessage struct {
 	Type    string
 	Mode    string  // session.start
 	Resume  *Resume // session.start
+	// Traceparent is the W3C traceparent of the browser's span
+	// (session.start): the session's turn traces link to it.
+	Traceparent string
 	Text    string  // text
 	Token   string  // confirm, auth
 	Approve bool    // confirm
@@ -44,6 +47,7 @@ type wireClient struct {
 	Type    *string `json:"type"`
 	Mode    string  `json:"mode"`
 	Resume  *Resume `json:"resume"`
+	Trace   string  `json:"traceparent"`
 	Text    *string `json:"text"`
 	Token   string  `json:"token"`
 	Approve *bool   `json:"approve"`
@@ -83,6 +87,12 @@ func Decode(data []byte, lim Limits) (ClientMessage, error) {
 			}
 			r := *w.Resume
 			m.Resume = &r
+		}
+		if w.Trace != "" {
+			if !validTraceparent(w.Trace) {
+				return m, &DecodeError{CodeBadMessage, "traceparent must be a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lower case, IDs not all zero"}
+			}
+			m.Traceparent = w.Trace
 		}
 	case TypeText:
 		if w.Text == nil {
@@ -171,4 +181,28 @@ func cleanText(s string, max int) (string, error) {
 		return "", &DecodeError{CodeBadMessage, fmt.Sprintf("text is longer than %d characters", max)}
 	}
 	return s, nil
+}
+
+// validTraceparent accepts a W3C Trace Context traceparent of version 00:
+// "00-" 32 lower-case hex digits (trace ID, not all zero) "-" 16 (parent
+// span ID, not all zero) "-" 2 (flags).
+func validTraceparent(s string) bool {
+	if len(s) != 55 || s[0:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	hexOnly := func(h string) (zero bool, ok bool) {
+		zero = true
+		for i := 0; i < len(h); i++ {
+			c := h[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false, false
+			}
+			zero = zero && c == '0'
+		}
+		return zero, true
+	}
+	traceZero, ok1 := hexOnly(s[3:35])
+	spanZero, ok2 := hexOnly(s[36:52])
+	_, ok3 := hexOnly(s[53:55])
+	return ok1 && ok2 && ok3 && !traceZero && !spanZero
 }

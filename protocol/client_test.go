@@ -170,3 +170,25 @@ func BenchmarkDecodeText(b *testing.B) {
 		}
 	}
 }
+
+func TestDecodeSessionStartTraceparent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	m, err := Decode([]byte(`{"type":"session.start","traceparent":"`+tp+`"}`), Limits{})
+	if err != nil || m.Traceparent != tp {
+		t.Fatalf("got %+v, %v", m, err)
+	}
+	for _, bad := range []string{
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", // unknown version
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", // upper case
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01", // zero trace ID
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", // zero span ID
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",    // no flags
+		"not-a-trace-context",
+	} {
+		_, err := Decode([]byte(`{"type":"session.start","traceparent":"`+bad+`"}`), Limits{})
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Code != CodeBadMessage || strings.Contains(de.Message, bad) {
+			t.Errorf("%q: err %v, want bad_message without the value", bad, err)
+		}
+	}
+}
