@@ -70,6 +70,9 @@ type Metrics struct {
 	CallsPerSession  prometheus.Histogram   // tool calls of each ended session
 	sessions         *liveSessions          // the live sessions' context estimates (OpenSession)
 	Refusals         *prometheus.CounterVec // reason: see RefusalReasons; count through Refusal
+	// TraceSpansDropped counts spans never exported (reason: queue_full,
+	// export_failed; tracing.DropReasons).
+	TraceSpansDropped *prometheus.CounterVec
 
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
@@ -175,6 +178,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Tool calls made during one browser connection's session, observed when it ends.",
 			[]float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256}),
 		Refusals: newRefusals(f),
+		TraceSpansDropped: f.counterVec("turnstile_trace_spans_dropped_total",
+			"Trace spans never exported, by reason: queue_full (the export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full) or "+
+				"export_failed (the collector refused them or did not answer in time).", "reason"),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // InvalidJSON is the error code of a call whose arguments did not parse.
@@ -56,6 +57,7 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	if a.digest != "" {
 		if rule, loop := t.loops.CheckAndRecord(t.n, tool.Name, a.digest); loop {
 			t.o.Metrics.LoopDetections.WithLabelValues(string(rule)).Inc()
+			traceAttr(ctx, tracing.AttrToolLoopRule.String(string(rule)))
 			return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name))
 		}
 	}
@@ -157,11 +159,12 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 		t.takenOver("confirmation")
 		return refuse(a, tools.ErrTransient, "the session was taken over by another connection")
 	case err != nil:
-		t.o.Log.Warn("confirmation store unavailable", "session", t.s.ID, "tool", c.Name, "err", err)
+		t.o.Log.WarnContext(ctx, "confirmation store unavailable", "session", t.s.ID, "tool", c.Name, "err", err)
 		return refuse(a, tools.ErrTransient, "the user's approval could not be checked right now; tell the user "+
 			"and try again in a later turn")
 	case approved:
 		t.o.Metrics.Confirmations.WithLabelValues("consumed").Inc()
+		traceAttr(ctx, tracing.AttrToolConfirm.String("approved"))
 		return a
 	}
 	if t.ledger.state(c.ID) == StateCancelled {
@@ -173,6 +176,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 		return refuse(a, tools.ErrTransient, "the call was cancelled")
 	}
 	t.o.Metrics.Confirmations.WithLabelValues("requested").Inc()
+	traceAttr(ctx, tracing.AttrToolConfirm.String("asked"))
 	if ev != nil {
 		ev.ConfirmRequested(conf)
 	}

@@ -22,7 +22,7 @@ func (o *Orchestrator) execute(ctx context.Context, t *tools.Tool, call tools.Ca
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				o.Log.Error("tool handler panicked", "tool", t.Name, "call", call.ID, "panic", fmt.Sprint(r),
+				o.Log.ErrorContext(ctx, "tool handler panicked", "tool", t.Name, "call", call.ID, "panic", fmt.Sprint(r),
 					"stack", string(debug.Stack()))
 				done <- tools.Fail(tools.ErrInternal, "the tool failed unexpectedly", false, true)
 			}

@@ -52,7 +52,7 @@ func (t *Turn) Round(ctx context.Context, calls []transport.FunctionCall, ev Eve
 	t.mu.Unlock()
 
 	if t.o.Log.Enabled(ctx, slog.LevelDebug) {
-		t.o.Log.Debug("executing tool calls", "session", t.s.ID, "turn", t.n, "iteration", round, "count", len(calls))
+		t.o.Log.DebugContext(ctx, "executing tool calls", "session", t.s.ID, "turn", t.n, "iteration", round, "count", len(calls))
 	}
 	r := Round{Calls: make([]transport.FunctionCall, len(calls))}
 	oc := make([]Call, len(calls))
@@ -111,7 +111,7 @@ func (t *Turn) recordAnswers(ctx context.Context, recs []CallRecord) {
 	case errors.Is(err, ErrFenced):
 		t.takenOver("answer")
 	case err != nil:
-		t.o.Log.Warn("call ledger write failed", "session", t.s.ID, "turn", t.n, "calls", len(recs), "err", err)
+		t.o.Log.WarnContext(ctx, "call ledger write failed", "session", t.s.ID, "turn", t.n, "calls", len(recs), "err", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // Session identifies who a turn belongs to.
@@ -119,7 +120,7 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 		c.SessionID, c.UserID, c.Mode, c.Turn = t.s.ID, t.s.UserID, t.s.Mode, t.n
 		results[i].Call = c
 		if !t.ledger.receive(c.ID) {
-			t.o.Log.Warn("duplicate tool call id ignored", "session", t.s.ID, "turn", t.n, "call", c.ID)
+			t.o.Log.WarnContext(ctx, "duplicate tool call id ignored", "session", t.s.ID, "turn", t.n, "call", c.ID)
 			continue
 		}
 		results[i].Send, fresh[i] = true, true
@@ -131,38 +132,47 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 			continue
 		}
 		c := results[i].Call
+		// Every answered call has an execute_tool span, refused ones too.
+		cctx, span := tracing.StartTool(ctx, t.label(c.Name), c.ID)
 		if t.fenced.Load() {
 			// Another connection owns the session: nothing runs, and
 			// nothing is answered.
-			results[i].Outcome = t.withdraw(ctx, c, admission{label: t.label(c.Name)}, ev)
+			results[i].Outcome = t.withdraw(cctx, c, admission{label: t.label(c.Name)}, ev)
+			span.End()
 			continue
 		}
 		if rec, ok := prior[c.ID]; ok {
-			results[i].Outcome = t.again(ctx, c, rec, ev)
+			results[i].Outcome = t.again(cctx, c, rec, ev)
+			traceReplay(cctx, results[i].Outcome)
+			span.End()
 			continue
 		}
 		if ev != nil {
 			ev.CallReceived(c, redactedArgs(t.reg, c.Name, c.Args))
 		}
-		a := t.admit(ctx, c, ev)
+		a := t.admit(cctx, c, ev)
 		if t.fenced.Load() {
-			results[i].Outcome = t.withdraw(ctx, c, a, ev)
+			results[i].Outcome = t.withdraw(cctx, c, a, ev)
+			span.End()
 			continue
 		}
 		if a.refusal != nil {
 			if !t.ledger.move(c.ID, StateRefused) {
 				// Cancelled while it was being admitted: it is reported as
 				// cancelled and never answered.
-				results[i].Outcome = t.cancelled(ctx, c, a, 0, ev)
+				results[i].Outcome = t.cancelled(cctx, c, a, 0, ev)
+				span.End()
 				continue
 			}
-			results[i].Outcome = t.finish(c, a, *a.refusal, 0, ev)
+			results[i].Outcome = t.finish(cctx, c, a, *a.refusal, 0, ev)
+			span.End()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i].Outcome = t.run(ctx, c, a, ev)
+			results[i].Outcome = t.run(cctx, c, a, ev)
+			span.End()
 		}()
 	}
 	wg.Wait()
@@ -205,7 +215,7 @@ func (t *Turn) claim(ctx context.Context, results []Result, fresh []bool) map[st
 		return nil
 	}
 	if err != nil {
-		t.o.Log.Warn("call ledger unavailable: calls run without a durable claim", "session", t.s.ID,
+		t.o.Log.WarnContext(ctx, "call ledger unavailable: calls run without a durable claim", "session", t.s.ID,
 			"turn", t.n, "err", err)
 		return nil
 	}
@@ -240,7 +250,7 @@ func (t *Turn) withdraw(ctx context.Context, c Call, a admission, ev Events) Out
 // model can act on rather than run a second time.
 func (t *Turn) again(ctx context.Context, c Call, rec CallRecord, ev Events) Outcome {
 	if rec.State == StateAnswered && rec.Response != nil && t.ledger.move(c.ID, StateReplayed) {
-		t.o.Log.Info("tool call answered again from the ledger", "session", t.s.ID, "turn", t.n,
+		t.o.Log.InfoContext(ctx, "tool call answered again from the ledger", "session", t.s.ID, "turn", t.n,
 			"call", c.ID, "tool", rec.Tool, "first_turn", rec.Turn)
 		return Outcome{Response: rec.Response, Replayed: true, Envelope: tools.Envelope{OK: rec.Outcome == "ok"}}
 	}
@@ -251,7 +261,7 @@ func (t *Turn) again(ctx context.Context, c Call, rec CallRecord, ev Events) Out
 	if !t.ledger.move(c.ID, StateRefused) {
 		return t.cancelled(ctx, c, a, 0, ev)
 	}
-	return t.finish(c, a, env, 0, ev)
+	return t.finish(ctx, c, a, env, 0, ev)
 }
 
 // label is a tool's metric label: its name, or "unknown".
@@ -287,20 +297,21 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	// allocates nothing for them otherwise.
 	debug := t.o.Log.Enabled(ctx, slog.LevelDebug)
 	if debug {
-		t.o.Log.Debug("executing tool", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID)
+		t.o.Log.DebugContext(ctx, "executing tool", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID)
 	}
 	start := time.Now()
 	env, timedOut := t.o.execute(cctx, a.tool, tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID,
 		Mode: t.s.Mode, Args: a.raw})
 	d := time.Since(start)
 	if debug && !env.OK {
-		t.o.Log.Debug("tool execution failed", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID,
+		t.o.Log.DebugContext(ctx, "tool execution failed", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID,
 			"error_type", env.Error.Type)
 	}
 	if soft := a.tool.SoftLatencyIn(t.s.Mode); soft > 0 && d > soft {
 		t.o.Metrics.SoftLatencyExceeded.WithLabelValues(a.tool.Name, t.s.Mode).Inc()
-		t.o.Log.Warn("tool call over its soft latency budget", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name,
+		t.o.Log.WarnContext(ctx, "tool call over its soft latency budget", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name,
 			"call", c.ID, "mode", t.s.Mode, "duration_ms", d.Milliseconds(), "budget_ms", soft.Milliseconds())
+		traceSoftLatency(ctx, d, soft)
 	}
 	state := StateDone
 	if timedOut {
@@ -321,7 +332,7 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	} else {
 		t.releaseTerminal(a)
 	}
-	out := t.finish(c, a, env, d, ev)
+	out := t.finish(ctx, c, a, env, d, ev)
 	out.end = end
 	return out
 }
@@ -343,10 +354,10 @@ func (t *Turn) collect(id string, a admission, env tools.Envelope) *End {
 }
 
 // cancelled finishes a call whose answer must never be sent.
-func (t *Turn) cancelled(_ context.Context, c Call, a admission, d time.Duration, ev Events) Outcome {
+func (t *Turn) cancelled(ctx context.Context, c Call, a admission, d time.Duration, ev Events) Outcome {
 	t.releaseTerminal(a)
 	env := tools.Fail(tools.ErrTransient, "the call was cancelled", false, true)
-	return t.finish(c, a, env, d, ev)
+	return t.finish(ctx, c, a, env, d, ev)
 }
 
 // responseWrapper is the size of the success envelope around the output,
@@ -356,7 +367,7 @@ var responseWrapper = len(`{"ok":true,"output":,"v":1}`)
 // finish shapes the answer (step 9), records metrics (10), and reports the
 // call to the session. The durable ledger learns the answer when it is
 // sent (see Round).
-func (t *Turn) finish(c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
+func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
 	var size int // of the response's JSON, for the metrics
 	out := Outcome{Duration: d, Refused: a.refusal != nil}
 	if env.OK {
@@ -385,12 +396,13 @@ func (t *Turn) finish(c Call, a admission, env tools.Envelope, d time.Duration, 
 		t.o.warnOversize(a.label, size)
 	}
 	if env.OK {
-		t.o.Log.Debug("tool call done", "session", t.s.ID, "turn", t.n, "tool", a.label, "call", c.ID,
+		t.o.Log.DebugContext(ctx, "tool call done", "session", t.s.ID, "turn", t.n, "tool", a.label, "call", c.ID,
 			"duration_ms", d.Milliseconds())
 	} else {
-		t.o.Log.Info("tool call answered with an error", "session", t.s.ID, "turn", t.n, "tool", a.label,
+		t.o.Log.InfoContext(ctx, "tool call answered with an error", "session", t.s.ID, "turn", t.n, "tool", a.label,
 			"call", c.ID, "error_type", env.Error.Type, "refused", out.Refused, "state", t.ledger.state(c.ID))
 	}
+	traceOutcome(ctx, t.reg, c, out, size)
 	t.ledger.setRecord(c.ID, CallRecord{ID: c.ID, Tool: a.label, Turn: t.n, Outcome: outcome, ArgsDigest: a.digest,
 		DurationMs: d.Milliseconds(), Empty: a.empty, Response: out.Response})
 	if ev != nil {

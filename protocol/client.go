@@ -11,17 +11,17 @@ import (
 // ClientMessage is one decoded and validated browser message. Only the
 // fields of its Type are set.
 type ClientMessage struct {
-	Type    string
-	Mode    string  // session.start
-	Resume  *Resume // session.start
+	Type   string
+	Mode   string  // session.start
+	Resume *Resume // session.start
 	// Traceparent is the W3C traceparent of the browser's span
 	// (session.start): the session's turn traces link to it.
 	Traceparent string
-	Text    string  // text
-	Token   string  // confirm, auth
-	Approve bool    // confirm
-	Before  int     // history: a turn number (exclusive)
-	Limit   int     // history: 1 to HistoryLimitMax
+	Text        string // text
+	Token       string // confirm, auth
+	Approve     bool   // confirm
+	Before      int    // history: a turn number (exclusive)
+	Limit       int    // history: 1 to HistoryLimitMax
 }
 
 // Resume asks for an existing session back.

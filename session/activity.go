@@ -12,6 +12,7 @@ import (
 	"github.com/turnstile-gw/turnstile/session/textturn"
 	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -174,16 +175,21 @@ func (a *activity) startTextTurn(text, kind string) {
 		defer a.wg.Done()
 		defer close(done)
 		defer cancel(nil)
-		a.runTextTurn(ctx, turn, note)
+		a.runTextTurn(ctx, turn, text, note)
 	}()
 }
 
 // runTextTurn runs one text turn, ends it, and starts what waited for it:
 // a switch to voice, or the turn telling the model a confirmation outcome.
-func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
+func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string) {
 	c := a.c
 	start := time.Now()
 	rec := c.st.record()
+	ctx, span := c.m.Tracing.StartTurn(ctx, tracing.Turn{Session: rec.ID, User: c.user, N: turn,
+		Mode: protocol.ModeText, Link: c.traceLink})
+	if tracing.Capturing(ctx) {
+		span.SetAttributes(tracing.Messages("user", input))
+	}
 	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg,
 		Epoch: rec.Epoch, TakenOver: c.takenOver}, turn, c.loops)
 	var ignored []protocol.IgnoredIntent
@@ -194,8 +200,11 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, note string) {
 	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
 	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason).Inc()
 	c.m.Metrics.TurnDuration.WithLabelValues(protocol.ModeText).Observe(time.Since(start).Seconds())
-	c.log.Info("turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls(),
+	c.log.InfoContext(ctx, "turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls(),
 		"duration_ms", time.Since(start).Milliseconds())
+	// Ended before turn.done goes out: a client that saw turn.done finds
+	// the whole trace in the exporter's queue.
+	tracing.EndTurn(span, reason)
 
 	// turn.done goes out and the turn is cleared in one step, so that a
 	// browser answering turn.done at once is never told a turn is running.
@@ -305,7 +314,7 @@ func (a *activity) startVoice(reason, handle string) {
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg, Epoch: rec.Epoch,
 			TakenOver: c.takenOver}, Loops: c.loops,
-		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log},
+		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink},
 		voiceHost{c}, handle)
 
 	a.mu.Lock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/loopdetect"
@@ -46,8 +47,11 @@ type conn struct {
 	st    *state
 	pst   *persister
 	loops *loopdetect.Detector // the session's loop history (last turns)
-	act   activity
-	out   closer
+	// traceLink is the browser's span (session.start traceparent) that the
+	// turns' traces link to; zero: none.
+	traceLink trace.SpanContext
+	act       activity
+	out       closer
 
 	audioIn prometheus.Counter    // browser audio frames, resolved once
 	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready

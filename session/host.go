@@ -17,6 +17,7 @@ import (
 func (c *conn) textConfig() textturn.Config {
 	cfg := c.m.cfg
 	return textturn.Config{System: c.ts.text.system, Tools: c.ts.text.decls, Provider: cfg.TextProvider,
+		GenAIProvider: cfg.GenAIProvider, Model: cfg.ModelName,
 		MaxToolIterations: cfg.MaxToolIterations, ModelTimeout: cfg.ModelTimeout,
 		RestrictOutput: cfg.RestrictOutput, RestrictionMessage: cfg.RestrictionMessage,
 		RestrictionMaxInjections: cfg.RestrictionMaxInjections}

@@ -25,6 +25,7 @@ import (
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -46,7 +47,10 @@ type Config struct {
 	// TextProvider names the text model's provider in metrics; default
 	// "gemini".
 	TextProvider string
-	Offline      bool // the model is the offline demo model
+	// GenAIProvider is the text model's gen_ai.provider.name on chat
+	// spans (tracing.ProviderGemini, …); default tracing.ProviderGemini.
+	GenAIProvider string
+	Offline       bool // the model is the offline demo model
 	// RestrictOutput makes the model answer through tools (finish or a
 	// terminal tool): a text answer without a tool call is not the answer;
 	// RestrictionMessage ("": textturn.DefaultRestrictionMessage)
@@ -154,6 +158,9 @@ func (c *Config) defaults() {
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 64 << 10
 	}
+	if c.GenAIProvider == "" {
+		c.GenAIProvider = tracing.ProviderGemini
+	}
 	if c.TextProvider == "" {
 		c.TextProvider = "gemini"
 	}
@@ -190,6 +197,8 @@ type Deps struct {
 	Auth    TokenVerifier
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
+	// Tracing makes each turn's trace; nil: tracing is off.
+	Tracing *tracing.Provider
 }
 
 // TokenVerifier checks an access token and says whom it names and until

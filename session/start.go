@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -44,6 +45,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	wantVoice, handle := false, ""
 	c.ts = c.m.currentToolset()
+	if msg.Traceparent != "" && c.m.Tracing != nil {
+		c.traceLink = tracing.Link(msg.Traceparent)
+	}
 	ready := protocol.SessionReady{
 		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
 		RegistryVersion: c.ts.reg.Version(),

@@ -10,13 +10,9 @@ import (
 // LogHandler wraps h so that every record logged with a context inside a
 // span (the *Context logging methods, or slog.Logger.Log) carries trace_id
 // and span_id, which find the turn's trace from its log lines and back.
-// With tracing off (nil Provider) h is returned as it is.
-func (p *Provider) LogHandler(h slog.Handler) slog.Handler {
-	if p == nil {
-		return h
-	}
-	return logHandler{h}
-}
+// Install it only with tracing on: with it off there are no spans, and the
+// handler would only cost a context lookup per line.
+func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
 
 type logHandler struct{ slog.Handler }
 

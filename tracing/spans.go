@@ -3,9 +3,11 @@ package tracing
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -164,4 +166,34 @@ func JSON(key attribute.Key, v any) attribute.KeyValue {
 		return key.String("")
 	}
 	return key.String(string(b))
+}
+
+// InjectHeader adds the W3C traceparent (and tracestate) of ctx's span to
+// h, for the HTTP request a tool call makes; without a span, nothing.
+func InjectHeader(ctx context.Context, h http.Header) {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}
+
+// Carrier is the W3C trace context of ctx's span as MCP _meta entries
+// ("traceparent", and "tracestate" when there is one); nil without a span.
+func Carrier(ctx context.Context) map[string]any {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	out := make(map[string]any, len(c))
+	for k, v := range c {
+		out[k] = v
+	}
+	return out
+}
+
+// Link is the span a W3C traceparent names (as session.start carries it),
+// for a turn's trace to link to; zero when it does not parse.
+func Link(traceparent string) trace.SpanContext {
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	return trace.SpanContextFromContext(ctx)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/kb"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
@@ -35,6 +36,7 @@ type gateway struct {
 	sessions *session.Manager
 	catalog  *tools.Catalog     // the current tool registry (built-in, HTTP and MCP tools, policy applied)
 	fake     *fakegemini.Server // the offline model, when it runs in-process
+	tracing  *tracing.Provider  // nil with tracing off
 	closers  []func()
 }
 
@@ -71,6 +73,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}()
 	v, c := buildVersion()
 	m := metrics.New(reg, metrics.Build{Version: v, Commit: c})
+	tracer, err := startTracing(ctx, cfg, v, m, log, gw)
+	if err != nil {
+		return nil, err
+	}
 
 	rdb, err := redisClient(cfg, log, gw)
 	if err != nil {
@@ -144,6 +150,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		HistoryMax:        cfg.HistoryMax,
 		ModelName:         modelName,
 		TextProvider:      cfg.TextProvider,
+		GenAIProvider:     cfg.genAIProvider(),
 		Offline:           cfg.Offline(),
 
 		RestrictOutput:           cfg.RestrictOutput,
@@ -179,6 +186,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Auth:    verifier,
 		Metrics: m,
 		Log:     log,
+		Tracing: tracer,
 	})
 	watchSessions(gw, log)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
@@ -79,6 +80,10 @@ type Config struct {
 	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
+
+	// Tracing is what the OpenTelemetry SDK's variables say (config_tracing.go).
+	Tracing      tracing.Settings
+	PseudonymKey Secret // TURNSTILE_PSEUDONYM_KEY; "" = derived from the auth secret, else random per process
 
 	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
 	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
@@ -554,7 +559,7 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, append(sessionLimitSettings(), networkSettings()...)...)
+	}, append(append(sessionLimitSettings(), networkSettings()...), tracingSettings()...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.
@@ -652,6 +657,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	errs = append(errs, crossChecks(&c, failed, explicit, shown)...)
 	errs = append(errs, productionChecks(c, failed, shown)...)
 	errs = append(errs, loadToolSources(&c, getenv, failed, shown)...)
+	errs = append(errs, loadTracing(&c, getenv)...)
 	if len(errs) > 0 {
 		// One problem per line; the caller adds its own heading.
 		return Config{}, errors.Join(errs...)

@@ -182,7 +182,9 @@ func TestStackSetsOnlySettingsTheGatewayKnowsAndDocuments(t *testing.T) {
 		t.Fatalf("only %d gateway settings found in the stack files: %v", len(env), env)
 	}
 	for name, where := range env {
-		if !known[name] {
+		// The OpenTelemetry SDK's own variables are no gateway settings,
+		// but docs/configuration.md lists the ones the gateway honours.
+		if !known[name] && !strings.HasPrefix(name, "OTEL_") {
 			t.Errorf("%s (set in %s) is not a gateway setting (cmd/gateway/config.go)", name, strings.Join(where, ", "))
 		}
 		if !strings.Contains(string(doc), "| `"+name+"` |") {

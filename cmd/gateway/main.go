@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // Set at build time with -ldflags "-X main.version=… -X main.commit=…".
@@ -53,7 +54,11 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "gateway: invalid configuration:\n%v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: goDurations}))
+	var handler slog.Handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: goDurations})
+	if cfg.Tracing.Enabled {
+		handler = tracing.LogHandler(handler) // trace_id and span_id on the lines of a turn
+	}
+	log := slog.New(handler)
 	// go-redis logs each failed dial on its own; route it through slog at
 	// debug level (failures surface as store errors, counted and logged).
 	redis.SetLogger(redisLogger{log})

@@ -43,10 +43,12 @@ const NotesLogEnv = "NOTES_LOG"
 // State is one server's state.
 type State struct {
 	Created atomic.Int64
-	server  *sdk.Server
-	release chan struct{} // closed by Close: hanging calls end
-	once    sync.Once
-	notes   string // NOTES_LOG, for stdio servers
+	// EchoTraceparent is the _meta traceparent of the last echo call.
+	EchoTraceparent atomic.Value // string
+	server          *sdk.Server
+	release         chan struct{} // closed by Close: hanging calls end
+	once            sync.Once
+	notes           string // NOTES_LOG, for stdio servers
 }
 
 // ServeStdioIfAsked serves MCP on stdin/stdout and exits when the
@@ -81,9 +83,11 @@ func StdioConfig(notesLog string) map[string]any {
 // HTTP is a test server on Streamable HTTP.
 type HTTP struct {
 	*State
-	URL  string
-	srv  *httptest.Server
-	down atomic.Bool
+	URL string
+	// Traceparent is the traceparent header of the last request that had one.
+	Traceparent atomic.Value // string
+	srv         *httptest.Server
+	down        atomic.Bool
 }
 
 // NewHTTP starts a test server on loopback; its endpoint is URL.
@@ -95,6 +99,9 @@ func NewHTTP() *HTTP {
 		if h.down.Load() {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 			return
+		}
+		if tp := r.Header.Get("Traceparent"); tp != "" {
+			h.Traceparent.Store(tp)
 		}
 		handler.ServeHTTP(w, r)
 	}))
@@ -155,6 +162,9 @@ func newState() *State {
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var in struct{ Text string }
 			_ = json.Unmarshal(req.Params.Arguments, &in)
+			if tp, ok := req.Params.GetMeta()["traceparent"].(string); ok {
+				st.EchoTraceparent.Store(tp)
+			}
 			return text(in.Text), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "search.notes", Description: "Search the notes.", Annotations: readOnly,

@@ -39,11 +39,11 @@ func Random() Key {
 	return Key{k: k}
 }
 
-// Of returns the pseudonym of a user ID: "u_" and 16 hex digits (64 bits
-// of HMAC-SHA256), short enough to read and search, long enough that two
-// users of one deployment do not collide.
+// Of returns the pseudonym of a user ID: "u_" and the first 16 bytes of
+// HMAC-SHA256(key, user) in hex (32 digits), so that two users never
+// share one.
 func (k Key) Of(user string) string {
 	m := hmac.New(sha256.New, k.k)
 	m.Write([]byte(user))
-	return "u_" + hex.EncodeToString(m.Sum(nil)[:8])
+	return "u_" + hex.EncodeToString(m.Sum(nil)[:16])
 }

@@ -14,8 +14,8 @@ func TestPseudonymIsStableAndHidesTheID(t *testing.T) {
 	if a.Of("alice") == a.Of("bob") {
 		t.Fatal("alice and bob share a pseudonym")
 	}
-	if p := a.Of("alice"); strings.Contains(p, "alice") || len(p) != 18 || !strings.HasPrefix(p, "u_") {
-		t.Fatalf("pseudonym %q: want u_ and 16 hex digits, not the ID", p)
+	if p := a.Of("alice"); strings.Contains(p, "alice") || len(p) != 34 || !strings.HasPrefix(p, "u_") {
+		t.Fatalf("pseudonym %q: want u_ and 32 hex digits, not the ID", p)
 	}
 	if New(secret).Of("alice") == a.Of("alice") {
 		t.Fatal("a derived key must differ from the secret it comes from")

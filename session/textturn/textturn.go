@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -42,7 +43,11 @@ type Config struct {
 	System string // the system instruction: base prompt and tool guides
 	Tools  []transport.ToolDecl
 	// Provider names the model's provider in metrics ("gemini", "openai").
-	Provider          string
+	Provider string
+	// GenAIProvider and Model name the provider (gen_ai.provider.name) and
+	// the model of the turn's chat spans.
+	GenAIProvider     string
+	Model             string
 	MaxToolIterations int           // model↔tool rounds per turn (≥ 1)
 	ModelTimeout      time.Duration // one model call
 	// RestrictOutput makes the model answer through tools (finish or a
@@ -85,7 +90,7 @@ func Run(ctx context.Context, cfg Config, d Deps, h Host, ot *orchestrator.Turn,
 	}
 	l := loop{cfg: cfg, d: d, h: h, ot: ot, turn: ot.Number()}
 	reason := l.run(ctx, note)
-	l.d.Log.Debug("tool loop complete", "turn", l.turn, "iterations", l.iterations, "reason", reason)
+	l.d.Log.DebugContext(ctx, "tool loop complete", "turn", l.turn, "iterations", l.iterations, "reason", reason)
 	return reason
 }
 
@@ -141,17 +146,18 @@ func (l *loop) run(ctx context.Context, note string) string {
 				}
 				l.add(false, transport.Entry{Role: transport.RoleSystem,
 					Text: l.cfg.RestrictionMessage, Turn: l.turn})
-				l.d.Log.Info("restricted output: model answered without a tool; instruction injected",
+				l.d.Log.InfoContext(ctx, "restricted output: model answered without a tool; instruction injected",
 					"turn", l.turn, "injection", injections)
 				continue
 			}
 			if restrict {
-				l.d.Log.Warn("restricted output: the model never used a tool; its text is the answer", "turn", l.turn)
+				l.d.Log.WarnContext(ctx, "restricted output: the model never used a tool; its text is the answer", "turn", l.turn)
 				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, text))
 			}
 			l.add(true, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
 			said += text
 			l.h.Commit(l.kept)
+			traceAnswer(ctx, said)
 			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, said))
 			return protocol.ReasonEndTurn
 		}
@@ -173,12 +179,13 @@ func (l *loop) run(ctx context.Context, note string) string {
 			// A terminal tool's output is the turn's final answer, exactly.
 			l.add(true, transport.Entry{Role: transport.RoleModel, Text: rd.End.Text, Turn: l.turn})
 			l.h.Commit(l.kept)
+			traceAnswer(ctx, rd.End.Text)
 			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, rd.End.Text))
 			return rd.End.Reason
 		}
 		if iter >= l.cfg.MaxToolIterations {
 			l.h.Commit(l.kept)
-			l.d.Log.Warn("turn stopped at the tool iteration limit", "turn", l.turn, "limit", l.cfg.MaxToolIterations)
+			l.d.Log.WarnContext(ctx, "turn stopped at the tool iteration limit", "turn", l.turn, "limit", l.cfg.MaxToolIterations)
 			l.h.Send(protocol.NewError(protocol.CodeMaxIterations,
 				fmt.Sprintf("max tool iterations (%d) exceeded", l.cfg.MaxToolIterations), false, l.turn))
 			return protocol.ReasonMaxIterations
@@ -194,6 +201,8 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	announced map[string]bool) (string, []transport.FunctionCall, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.ModelTimeout)
 	defer cancel()
+	ctx, span := tracing.StartChat(ctx, l.cfg.GenAIProvider, l.cfg.Model)
+	var usage transport.Usage
 	start := time.Now()
 	first := true
 	var text strings.Builder
@@ -201,11 +210,14 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	for chunk, err := range l.d.Model.Stream(ctx, req) {
 		if err != nil {
 			l.d.Metrics.ModelRequests.WithLabelValues("text", Outcome(err)).Inc()
+			endChat(span, usage, Outcome(err))
 			return text.String(), nil, err
 		}
 		if first {
 			first = false
-			l.d.Metrics.ModelFirstToken.WithLabelValues("text").Observe(time.Since(start).Seconds())
+			ttfc := time.Since(start)
+			l.d.Metrics.ModelFirstToken.WithLabelValues("text").Observe(ttfc.Seconds())
+			traceFirstChunk(span, ttfc)
 		}
 		// Control characters are stripped before the text is shown or
 		// kept; the turn goes on.
@@ -223,10 +235,13 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 		}
 		if u := chunk.Usage; u != nil {
 			l.d.Metrics.AddModelTokens(l.cfg.Provider, u.InputTokens, u.OutputTokens)
+			usage.InputTokens += u.InputTokens
+			usage.OutputTokens += u.OutputTokens
 		}
 		calls = append(calls, chunk.Calls...)
 	}
 	l.d.Metrics.ModelRequests.WithLabelValues("text", "ok").Inc()
+	endChat(span, usage, "")
 	return text.String(), calls, nil
 }
 
@@ -261,25 +276,25 @@ func (l *loop) failed(ctx context.Context, err error) string {
 	case ctx.Err() != nil:
 		return protocol.ReasonInterrupted // the connection is gone
 	case errors.Is(err, transport.ErrRefused), errors.Is(err, transport.ErrPromptBlocked):
-		l.d.Log.Warn("model refused to answer", "turn", turn, "err", err)
+		l.d.Log.WarnContext(ctx, "model refused to answer", "turn", turn, "err", err)
 		l.h.Send(protocol.NewError(protocol.CodeModelRefused,
 			"the model declined to answer this; try rephrasing", false, turn))
 	case errors.Is(err, transport.ErrTruncated):
-		l.d.Log.Warn("model stream ended without a finish reason", "turn", turn)
+		l.d.Log.WarnContext(ctx, "model stream ended without a finish reason", "turn", turn)
 		l.h.Send(protocol.NewError(protocol.CodeModelTruncated,
 			"the model's answer was cut off; please try again", true, turn))
 	case errors.Is(err, context.DeadlineExceeded):
-		l.d.Log.Warn("model call timed out", "turn", turn, "timeout", l.cfg.ModelTimeout)
+		l.d.Log.WarnContext(ctx, "model call timed out", "turn", turn, "timeout", l.cfg.ModelTimeout)
 		l.h.Send(protocol.NewError(protocol.CodeModelUnavailable, "the model did not answer in time", true, turn))
 	case errors.As(err, &me) && me.Status == 0:
-		l.d.Log.Warn("model unreachable", "turn", turn, "err", err)
+		l.d.Log.WarnContext(ctx, "model unreachable", "turn", turn, "err", err)
 		l.h.Send(protocol.NewError(protocol.CodeModelUnavailable, "the model could not be reached", true, turn))
 	case errors.As(err, &me):
-		l.d.Log.Warn("model error", "turn", turn, "status", me.Status, "code", me.Code, "err", me.Message)
+		l.d.Log.WarnContext(ctx, "model error", "turn", turn, "status", me.Status, "code", me.Code, "err", me.Message)
 		l.h.Send(protocol.NewError(protocol.CodeModelError,
 			fmt.Sprintf("the model answered an error (%d %s)", me.Status, me.Code), me.Retryable, turn))
 	default:
-		l.d.Log.Error("turn failed", "turn", turn, "err", err)
+		l.d.Log.ErrorContext(ctx, "turn failed", "turn", turn, "err", err)
 		l.h.Send(protocol.NewError(protocol.CodeInternal, "the turn failed unexpectedly", true, turn))
 	}
 	return protocol.ReasonError

@@ -6,6 +6,7 @@ import (
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -21,7 +22,7 @@ func (v *Session) toolCall(calls []transport.FunctionCall) {
 	v.rounds.Add(1)
 	go func() {
 		defer v.rounds.Done()
-		rd := t.ot.Round(v.ctx, calls, v.h.ToolEvents(t.n))
+		rd := t.ot.Round(t.ctx, calls, v.h.ToolEvents(t.n))
 		v.afterRound(t, rd)
 	}()
 }
@@ -55,7 +56,7 @@ func (v *Session) afterRound(t *turn, rd orchestrator.Round) {
 	}
 	if len(rd.Responses) > 0 {
 		if err := up.SendToolResponses(rd.Responses); err != nil {
-			v.d.Log.Warn("voice: could not send tool responses", "turn", t.n, "err", err)
+			v.d.Log.WarnContext(t.ctx, "voice: could not send tool responses", "turn", t.n, "err", err)
 		}
 	}
 }
@@ -87,6 +88,7 @@ func (g target) SuppressAudio() bool {
 	g.v.mu.Lock()
 	g.t.suppressAudio = true
 	g.v.mu.Unlock()
+	tracing.Event(g.t.ctx, tracing.EventSuppressAudio)
 	return true
 }
 
@@ -94,5 +96,6 @@ func (g target) SuppressTranscript() bool {
 	g.v.mu.Lock()
 	g.t.suppressTranscript = true
 	g.v.mu.Unlock()
+	tracing.Event(g.t.ctx, tracing.EventSuppressScript)
 	return true
 }

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -120,11 +123,12 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		v.d.Log.Info("voice: upstream cancelled tool calls", "calls", ev.IDs)
 	case transport.LiveGoAway:
 		v.d.Metrics.UpstreamEvents.WithLabelValues("live", "goaway", "none").Inc()
-		v.d.Log.Info("voice: upstream going away; will resume on a new connection", "time_left", ev.TimeLeft)
 		v.mu.Lock()
 		v.wantSwap = true
 		ready := v.handle != "" && v.cur == nil
+		v.traceEventLocked(tracing.EventGoAway)
 		v.mu.Unlock()
+		v.d.Log.Info("voice: upstream going away; will resume on a new connection", "time_left", ev.TimeLeft)
 		return ready
 	case transport.LiveResumption:
 		if !ev.Resumable || ev.Handle == "" {
@@ -148,6 +152,12 @@ func (v *Session) ensureTurnLocked() *turn {
 	}
 	n := v.h.BeginTurn()
 	t := &turn{n: n, ot: v.d.Orchestrator.NewTurn(v.d.Session, n, v.d.Loops)}
+	t.ctx, t.span = v.d.Tracing.StartTurn(v.ctx, tracing.Turn{Session: v.d.Session.ID, User: v.d.Session.UserID,
+		N: n, Mode: protocol.ModeVoice, Link: v.d.TraceLink})
+	for _, ev := range v.traceNotes {
+		t.span.AddEvent(ev.name, trace.WithAttributes(ev.attrs...))
+	}
+	v.traceNotes = nil
 	v.cur = t
 	v.open = append(v.open, t)
 	v.h.Send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: n})
@@ -177,7 +187,8 @@ func (v *Session) interrupted() {
 	v.h.DropAudio()
 	v.h.Send(protocol.Interrupted{Type: protocol.TypeAudioInterrupted, Turn: t.n})
 	t.ot.CancelAll()
-	v.d.Log.Info("voice: barge-in", "turn", t.n)
+	tracing.Event(t.ctx, tracing.EventBargeIn)
+	v.d.Log.InfoContext(t.ctx, "voice: barge-in", "turn", t.n)
 }
 
 // turnComplete ends the model's turn: the turn is finalized once its calls
@@ -274,6 +285,9 @@ func (v *Session) finalize(t *turn) {
 	v.mu.Unlock()
 
 	t.ot.CancelAll()
+	traceTranscripts(t.ctx, in, out)
+	// Ended before turn.done goes out, as in text.
+	tracing.EndTurn(t.span, reason)
 	var entries []transport.Entry
 	if t.gateway != "" {
 		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: t.gateway, Kind: "confirmation", Turn: t.n})
@@ -291,7 +305,7 @@ func (v *Session) finalize(t *turn) {
 	if v.d.Stats != nil {
 		v.d.Stats.AddToolCalls(t.ot.Calls())
 	}
-	v.d.Log.Info("voice turn done", "turn", t.n, "reason", reason, "tool_calls", t.ot.Calls())
+	v.d.Log.InfoContext(t.ctx, "voice turn done", "turn", t.n, "reason", reason, "tool_calls", t.ot.Calls())
 	if ending && idle {
 		v.closeUpstreamWhenIdle()
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -81,6 +84,7 @@ func (v *Session) replace(old transport.LiveSession) bool {
 			v.buffered, v.bufBytes, v.swapping = nil, 0, false
 			deferred := v.deferred
 			v.deferred = nil
+			v.traceEventLocked(tracing.EventResumed, attribute.Bool("turnstile.voice.resumed", resumed))
 			v.mu.Unlock()
 			for _, u := range deferred {
 				v.sendUserTurn(u)

@@ -19,11 +19,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -128,6 +131,10 @@ type Deps struct {
 	// Stats are the session's figures (tool calls per session); nil: none.
 	Stats *metrics.SessionStats
 	Log   *slog.Logger
+	// Tracing makes each voice turn's trace, linked to TraceLink when it
+	// is valid; nil: tracing is off.
+	Tracing   *tracing.Provider
+	TraceLink trace.SpanContext
 }
 
 // Session is the voice side of one session.
@@ -157,13 +164,20 @@ type Session struct {
 	wantSwap bool   // goAway seen: replace at the next resumable moment
 	buffered [][]byte
 	bufBytes int
+	// traceNotes are upstream events (goAway, resume) that came between
+	// turns, for the next turn's span.
+	traceNotes []traceNote
 }
 
 // turn is one voice turn: from its first event to its turnComplete, and
 // until every call made in it is answered or cancelled.
 type turn struct {
-	n                                 int
-	ot                                *orchestrator.Turn
+	n  int
+	ot *orchestrator.Turn
+	// ctx carries the turn's root span (v.ctx itself with tracing off):
+	// its tool rounds run, and its log lines are written, with it.
+	ctx                               context.Context
+	span                              trace.Span
 	in, out                           strings.Builder
 	gateway                           string // input the gateway wrote (a confirmation outcome)
 	interrupted                       bool

@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // DefaultMaxResponseBytes bounds the response body a call reads.
@@ -203,6 +204,8 @@ func (h *handler) request(ctx context.Context, args json.RawMessage) (*http.Requ
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	// The tool's server joins the call's trace (its execute_tool span).
+	tracing.InjectHeader(ctx, req.Header)
 	return req, nil
 }
 

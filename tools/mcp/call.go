@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // toolFrom turns a listed MCP tool into a gateway tool with the defaults
@@ -84,7 +85,11 @@ func (c *caller) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")
 	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: json.RawMessage(args)})
+	params := &sdk.CallToolParams{Name: c.tool, Arguments: json.RawMessage(args)}
+	if tc := tracing.Carrier(ctx); tc != nil {
+		params.Meta = tc // the call's execute_tool span, over any transport
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		return callError(ctx, name, err)
 	}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // server supervises the connection to one MCP server. Its mutable fields
@@ -245,13 +247,16 @@ type headerTransport struct {
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.header) == 0 {
+	traced := trace.SpanContextFromContext(r.Context()).IsValid()
+	if len(t.header) == 0 && !traced {
 		return t.base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
 	for k, v := range t.header {
 		r.Header.Set(k, v)
 	}
+	// A tool call's request carries its execute_tool span (traceparent).
+	tracing.InjectHeader(r.Context(), r.Header)
 	return t.base.RoundTrip(r)
 }
 

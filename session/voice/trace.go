@@ -1,0 +1,53 @@
+package voice
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/turnstile-gw/turnstile/tracing"
+)
+
+// traceNote is a span event waiting for the next turn.
+type traceNote struct {
+	name  string
+	attrs []attribute.KeyValue
+}
+
+// maxTraceNotes bounds the events kept between turns (an upstream that goes
+// away again and again while nobody speaks).
+const maxTraceNotes = 8
+
+// traceEventLocked adds an upstream event to the spans of the open turns,
+// or keeps it for the next turn's span when none is open. Called with v.mu
+// held; with tracing off it does nothing.
+func (v *Session) traceEventLocked(name string, attrs ...attribute.KeyValue) {
+	if v.d.Tracing == nil {
+		return
+	}
+	if len(v.open) == 0 {
+		if len(v.traceNotes) < maxTraceNotes {
+			v.traceNotes = append(v.traceNotes, traceNote{name: name, attrs: attrs})
+		}
+		return
+	}
+	for _, t := range v.open {
+		t.span.AddEvent(name, trace.WithAttributes(attrs...))
+	}
+}
+
+// traceTranscripts puts a voice turn's transcripts on its root span, when
+// message content is captured.
+func traceTranscripts(ctx context.Context, in, out string) {
+	if !tracing.Capturing(ctx) {
+		return
+	}
+	span := trace.SpanFromContext(ctx)
+	if in != "" {
+		span.SetAttributes(tracing.Messages("user", in))
+	}
+	if out != "" {
+		span.SetAttributes(tracing.Messages("assistant", out))
+	}
+}
