@@ -174,6 +174,11 @@ func TestTextTurnExportsOneTraceWithEveryCallOverHTTPAndGRPC(t *testing.T) {
 	}
 }
 
+// withTracingDefaults sets what no OTEL_* variable gives: tracing off.
+func withTracingDefaults(c *Config) {
+	c.Tracing = tracing.Settings{Protocol: tracing.ProtocolHTTP, MaxQueueSize: tracing.DefaultMaxQueueSize}
+}
+
 // pseudonymOf is the pseudonym the gateway shows a user by.
 func (c Config) pseudonymOf(user string) string {
 	k, _ := c.pseudonyms()
@@ -317,4 +322,19 @@ func TestStalledCollectorNeitherDelaysTurnsNorHidesDroppedSpans(t *testing.T) {
 		t.Fatalf("%v spans counted as dropped, want at least 3 of 5", n)
 	}
 	rcv.Release()
+}
+
+// Tracing settings the gateway cannot honour stop it at start, naming the
+// variable; a short pseudonym key is refused without echoing it.
+func TestTracingSettingsAreCheckedAtStart(t *testing.T) {
+	for want, env := range map[string]map[string]string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/json: must be http/protobuf or grpc": {
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+		"TURNSTILE_PSEUDONYM_KEY: must be at least 32 bytes": {"TURNSTILE_PSEUDONYM_KEY": "short-key"},
+	} {
+		_, err := loadTestConfig(t, nil, env)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "short-key") {
+			t.Errorf("%v: err %v, want %q", env, err, want)
+		}
+	}
 }
