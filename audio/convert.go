@@ -24,8 +24,10 @@ var (
 	// 8 → 16 kHz: the gain of 2 makes up for the zero between every two
 	// up-sampled inputs.
 	inboundFilter = newPolyphase(lowpass(InputRate, 3400, 4600, 2, 2), 2, 1)
-	// 24 → 8 kHz.
-	outboundFilter = newPolyphase(lowpass(OutputRate, 3400, 4000, 1, 1), 1, 3)
+	// 24 → 8 kHz: what lies between 4 and 4.4 kHz folds to 3.6–4 kHz,
+	// above the telephone band (G.712 asks only 14 dB at 4 kHz and 32 dB
+	// from 4.6 kHz); a stop band from 4 kHz would cost 60 % more taps.
+	outboundFilter = newPolyphase(lowpass(OutputRate, 3400, 4400, 1, 1), 1, 3)
 )
 
 // Inbound converts a caller's audio for the model: μ-law at 8 kHz to
