@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -22,18 +24,25 @@ import (
 // 8 bytes are the chunk's first 8 bytes (the probe header) and the rest
 // silence. It is an echo with the real wire shape, not a model: it never
 // ends a turn. Point the gateway at it with GEMINI_BASE_URL=http://ADDR.
+//
+// For phone calls (content) it answers with the chunk's audio itself,
+// resampled to 24 kHz by linear interpolation, instead of a header and
+// silence: a call's chunks are named by their tone (see callTones), which
+// must come back.
 type echoUpstream struct {
-	srv  *http.Server
-	addr string
-	wg   sync.WaitGroup
+	srv     *http.Server
+	addr    string
+	content bool
+	wg      sync.WaitGroup
 }
 
 // echoReadLimit bounds one client message (an audio chunk is under 1 KiB;
 // a setup with tools a few KiB).
 const echoReadLimit = 1 << 20
 
-// startEcho serves the echo upstream on addr (host:port, loopback).
-func startEcho(addr string) (*echoUpstream, error) {
+// startEcho serves the echo upstream on addr (host:port, loopback);
+// content echoes the audio itself (see echoUpstream).
+func startEcho(addr string, content bool) (*echoUpstream, error) {
 	if err := checkLoopbackURL("http://"+addr, "http"); err != nil {
 		return nil, fmt.Errorf("echo upstream: %w", err)
 	}
@@ -41,7 +50,7 @@ func startEcho(addr string) (*echoUpstream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("echo upstream: %w", err)
 	}
-	e := &echoUpstream{addr: ln.Addr().String()}
+	e := &echoUpstream{addr: ln.Addr().String(), content: content}
 	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve), ReadHeaderTimeout: 5 * time.Second}
 	e.wg.Go(func() { _ = e.srv.Serve(ln) })
 	return e, nil
@@ -74,7 +83,7 @@ func (e *echoUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	if c.Write(ctx, websocket.MessageBinary, []byte(`{"setupComplete":{}}`)) != nil {
 		return
 	}
-	var ec echoer
+	ec := echoer{content: e.content}
 	for {
 		_, rd, err := c.Reader(ctx)
 		if err != nil {
@@ -117,7 +126,8 @@ var (
 
 // echoer answers one connection's messages; its buffers are reused.
 type echoer struct {
-	in, pcm, out []byte
+	content            bool // answer with the audio itself
+	in, in16, pcm, out []byte
 }
 
 // answer is the answer to a client message, if it is realtimeInput audio
@@ -147,9 +157,30 @@ func (e *echoer) answer(msg []byte) ([]byte, bool) {
 	size := 3 * n / 2
 	e.pcm = slices.Grow(e.pcm[:0], size)[:size]
 	clear(e.pcm)
-	copy(e.pcm, hdr[:probeHeader])
+	if e.content {
+		e.in16 = slices.Grow(e.in16[:0], n)[:n]
+		if _, err := base64.StdEncoding.Decode(e.in16, b64); err != nil {
+			return nil, false
+		}
+		upsample(e.pcm, e.in16)
+	} else {
+		copy(e.pcm, hdr[:probeHeader])
+	}
 	e.out = append(e.out[:0], answerPrefix...)
 	e.out = base64.StdEncoding.AppendEncode(e.out, e.pcm)
 	e.out = append(e.out, answerSuffix...)
 	return e.out, true
+}
+
+// upsample writes PCM16LE src at 16 kHz into dst at 24 kHz (1.5 times as
+// long) by linear interpolation: test audio, not a listening resampler.
+func upsample(dst, src []byte) {
+	n := len(src) / 2
+	at := func(i int) float64 { return float64(int16(binary.LittleEndian.Uint16(src[2*min(i, n-1):]))) }
+	for j := range len(dst) / 2 {
+		pos := float64(2*j) / 3
+		i := int(pos)
+		v := at(i) + (pos-float64(i))*(at(i+1)-at(i))
+		binary.LittleEndian.PutUint16(dst[2*j:], uint16(int16(math.Round(v))))
+	}
 }

@@ -80,25 +80,8 @@ func TestRelayLoadAgainstTheRealGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway binary")
 	}
-	echo, err := startEcho("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.close()
-	base, admin := startGateway(t, "GEMINI_API_KEY=test", "GEMINI_BASE_URL=http://"+echo.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rep, err := run(ctx, Config{
-		URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: admin + "/metrics",
-		Sessions: 2, Duration: 4 * time.Second, Ramp: 500 * time.Millisecond,
-		Speech: frameDur, Silence: frameDur, Relay: true, Late: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	_ = rep.writeText(&text)
-	t.Logf("report:\n%s", text.String())
+	base, admin := startEchoGateway(t, false)
+	rep := runRelay(t, Config{URL: "ws" + strings.TrimPrefix(base, "http") + "/v1/ws", MetricsURL: admin + "/metrics"})
 
 	if rep.SessionsOK != 2 || rep.ErrorCount() != 0 {
 		t.Errorf("sessions %d ok, errors %v; want 2 ok and no errors", rep.SessionsOK, rep.Errors)
@@ -118,6 +101,37 @@ func TestRelayLoadAgainstTheRealGateway(t *testing.T) {
 	if want := rep.AudioBytesSent * 3 / 2; rep.AudioBytesReceived < want*9/10 {
 		t.Errorf("received %d audio bytes for %d sent, want about %d", rep.AudioBytesReceived, rep.AudioBytesSent, want)
 	}
+}
+
+// startEchoGateway serves loadgen's echo upstream (echoing the audio
+// itself with content) and the gateway binary on it (with env added) until
+// the test ends.
+func startEchoGateway(t *testing.T, content bool, env ...string) (base, admin string) {
+	t.Helper()
+	echo, err := startEcho("127.0.0.1:0", content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(echo.close)
+	return startGateway(t, append([]string{"GEMINI_API_KEY=test", "GEMINI_BASE_URL=http://" + echo.addr}, env...)...)
+}
+
+// runRelay runs the relay load of cfg's client, URL and token: two
+// sessions for four seconds; it logs the report.
+func runRelay(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	cfg.Sessions, cfg.Duration, cfg.Ramp = 2, 4*time.Second, 500*time.Millisecond
+	cfg.Speech, cfg.Silence, cfg.Relay, cfg.Late = frameDur, frameDur, true, 200*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	_ = rep.writeText(&text)
+	t.Logf("report:\n%s", text.String())
+	return rep
 }
 
 // startGateway builds cmd/gateway and serves it offline on a free port

@@ -13,6 +13,15 @@
 //
 //	go run ./cmd/loadgen -relay -echo-upstream 127.0.0.1:19100 -sessions 200 -duration 30s -ramp 5s
 //
+// With -client twilio the same load is phone calls placed as Twilio places
+// them (the voice webhook at -url, the signed stream its TwiML names, 20 ms
+// μ-law media frames; -twilio-auth-token is the gateway's
+// TWILIO_AUTH_TOKEN), each chunk named by its tone since no header
+// survives μ-law:
+//
+//	go run ./cmd/loadgen -client twilio -relay -echo-upstream 127.0.0.1:19100 -sessions 50 \
+//	  -url http://127.0.0.1:8080/v1/telephony/twilio -twilio-auth-token "$TWILIO_AUTH_TOKEN"
+//
 // The exit status is 0 when every session ran to the end without an error,
 // 1 when a session failed or an error was counted, 2 for bad flags.
 package main
@@ -45,7 +54,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cfg.EchoUpstream != "" {
-		echo, err := startEcho(cfg.EchoUpstream)
+		echo, err := startEcho(cfg.EchoUpstream, cfg.Client == clientTwilio)
 		if err != nil {
 			fmt.Fprintf(stderr, "loadgen: %v\n", err)
 			return 1

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/audio"
-	"github.com/turnstile-gw/turnstile/internal/speechlike"
 )
 
 // The relay load (-relay), the one relaybench holds voice relays to: every
@@ -20,12 +19,7 @@ import (
 // → gateway → upstream → gateway → browser.
 //
 // A phone call (-client twilio) sends 20 ms of μ-law instead (160 bytes,
-// the frame Twilio sends). A header cannot survive the gateway's μ-law
-// decoding and resampling, so answers are matched in order instead: the
-// upstream answers every chunk at once with 20 ms of audio, which the
-// gateway turns into 160 μ-law bytes, so the k-th 160 bytes the call
-// receives answer its k-th chunk. TCP keeps the order; a lost answer would
-// shift the matching (and show as lost chunks at the end).
+// the frame Twilio sends), each chunk named by its tone (see callTones).
 const (
 	relayChunkDur   = 20 * time.Millisecond
 	relayChunkBytes = 640
@@ -49,9 +43,9 @@ type relayPlan struct {
 	from, to time.Time // the measurement window: chunks sent in it count
 	late     time.Duration
 	pcm      []byte // the chunk template; the header is overwritten per chunk
-	// mulaw is a call's chunk (20 ms of μ-law), matched in order; nil for
-	// browser sessions.
-	mulaw []byte
+	// calls are a call's chunks (20 ms of μ-law), one per tone of
+	// callTones; nil for browser sessions.
+	calls [][]byte
 }
 
 func newRelayPlan(start time.Time, cfg Config) *relayPlan {
@@ -62,15 +56,15 @@ func newRelayPlan(start time.Time, cfg Config) *relayPlan {
 	p := &relayPlan{epoch: start.Add(-10 * time.Second), from: from, to: to, late: cfg.Late,
 		pcm: speechPCM(1)[:relayChunkBytes]}
 	if cfg.Client == clientTwilio {
-		p.mulaw = audio.AppendMulaw(nil, speechlike.Render(audio.CarrierRate, audio.MulawFrame))
+		p.calls = callChunks()
 	}
 	return p
 }
 
 // chunkBytes is the size of one chunk sent.
 func (p *relayPlan) chunkBytes() int {
-	if p.mulaw != nil {
-		return len(p.mulaw)
+	if p.calls != nil {
+		return audio.MulawFrame
 	}
 	return relayChunkBytes
 }
@@ -86,9 +80,10 @@ type relayProbe struct {
 	sent      atomic.Uint32
 	rtt       []uint32 // round trip of chunk seq-1 in µs, plus 1; 0: unanswered
 	answered  atomic.Uint32
-	unmatched int // answers naming a chunk never sent
-	dup       int // second answers to a chunk
-	received  int // a call's answer bytes so far (matched in order)
+	unmatched int    // answers naming a chunk never sent
+	dup       int    // second answers to a chunk
+	block     []byte // a call's answer audio not yet a whole chunk's
+	lastSeq   uint32 // the chunk a call's last answer answered
 }
 
 // relayResult is one session's figures over the window.
@@ -103,9 +98,6 @@ type relayResult struct {
 func (s *voiceSession) streamRelay(ctx context.Context) bool {
 	p := s.probe
 	chunk := append([]byte(nil), p.plan.pcm...)
-	if p.plan.mulaw != nil {
-		chunk = p.plan.mulaw // read only: a call's chunk carries no header
-	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -129,7 +121,9 @@ func (s *voiceSession) streamRelay(ctx context.Context) bool {
 		}
 		now := time.Now()
 		seq, ts := uint32(i+1), p.plan.us(now)
-		if s.call == nil {
+		if p.plan.calls != nil {
+			chunk = p.plan.calls[int(seq-1)%len(callTones)] // read only: its tone names it
+		} else {
 			binary.LittleEndian.PutUint32(chunk[0:], seq)
 			binary.LittleEndian.PutUint32(chunk[4:], ts)
 		}
@@ -178,26 +172,6 @@ func (p *relayProbe) onAnswer(data []byte, now time.Time) {
 	}
 }
 
-// onMulaw records the round trips a call's n answer bytes complete: the
-// k-th MulawFrame bytes answer chunk k, sent at sentAt[k-1]. The stamp of
-// the arrival is kept in rtt until result, as the sender owns sentAt.
-func (p *relayProbe) onMulaw(n int, now time.Time) {
-	p.received += n
-	for done := p.received / audio.MulawFrame; int(p.answered.Load()) < done; {
-		seq := p.answered.Load() + 1
-		if seq > p.sent.Load() {
-			p.unmatched += done - int(seq) + 1
-			p.received = int(p.answered.Load()) * audio.MulawFrame
-			return
-		}
-		for len(p.rtt) < int(seq) {
-			p.rtt = append(p.rtt, make([]uint32, 1024)...)
-		}
-		p.rtt[seq-1] = p.plan.us(now) + 1
-		p.answered.Add(1)
-	}
-}
-
 // awaitAnswers waits, up to relayGrace, until every chunk sent has been
 // answered or the reader has stopped.
 func (p *relayProbe) awaitAnswers(readDone <-chan struct{}) {
@@ -225,7 +199,7 @@ func (p *relayProbe) result() relayResult {
 			continue
 		}
 		d := p.rtt[i] - 1
-		if p.plan.mulaw != nil { // an arrival stamp
+		if p.plan.calls != nil { // an arrival stamp
 			d -= ts
 		}
 		rtt := time.Duration(d) * time.Microsecond

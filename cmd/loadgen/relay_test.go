@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"slices"
 	"testing"
 	"time"
 
@@ -94,27 +93,46 @@ func TestRelayProbeCountsChunksSentInTheWindow(t *testing.T) {
 	}
 }
 
-// A call's answers carry no header: the k-th 160 μ-law bytes answer the
-// k-th chunk, however the gateway splits them into media frames.
-func TestRelayProbeMatchesACallsAnswersInOrder(t *testing.T) {
+// A call's chunks come back through the gateway's real conversions (μ-law
+// → 16 kHz, the echo's 24 kHz, → μ-law) and are named by their tones:
+// every answer is paired with its own chunk, whatever the gateway dropped
+// in between (fewer than len(callTones) in a row), and a block of silence
+// is no answer.
+func TestCallAnswersAreNamedByTheirTonesThroughTheGatewaysConversions(t *testing.T) {
 	start := time.Unix(1000, 0)
-	plan := &relayPlan{epoch: start.Add(-10 * time.Second), from: start, to: start.Add(2 * time.Second),
-		late: 200 * time.Millisecond, mulaw: make([]byte, audio.MulawFrame)}
+	plan := &relayPlan{epoch: start.Add(-10 * time.Second), from: start, to: start.Add(10 * time.Second),
+		late: 200 * time.Millisecond, calls: callChunks()}
 	p := &relayProbe{plan: plan}
-	for _, d := range []time.Duration{100 * time.Millisecond, 120 * time.Millisecond, 140 * time.Millisecond} {
-		p.sentAt = append(p.sentAt, plan.us(start.Add(d)))
+	in, out := audio.NewInbound(), audio.NewOutbound()
+	dropped := map[int]bool{5: true, 20: true, 21: true, 22: true, 23: true, 24: true, 25: true, 26: true}
+	const chunks = 60
+	for i := range chunks {
+		sent := start.Add(time.Duration(i) * relayChunkDur)
+		p.sentAt = append(p.sentAt, plan.us(sent))
+		p.sent.Store(uint32(i + 1))
+		pcm16 := in.Convert(nil, plan.calls[i%len(callTones)])
+		if dropped[i] {
+			continue
+		}
+		pcm24 := make([]byte, 3*len(pcm16)/2)
+		upsample(pcm24, pcm16)
+		// Answers arrive in media frames of any size: here 100 bytes.
+		mulaw := out.Convert(nil, pcm24)
+		for len(mulaw) > 0 {
+			n := min(100, len(mulaw))
+			p.onMulaw(mulaw[:n], sent.Add(7*time.Millisecond))
+			mulaw = mulaw[n:]
+		}
 	}
-	p.sent.Store(3)
-	// Chunk 1's answer in two frames (100 + 60 bytes), chunk 2's with the
-	// first half of 3's, the rest of 3 late; then 160 bytes no chunk asked for.
-	p.onMulaw(100, start.Add(105*time.Millisecond))
-	p.onMulaw(60, start.Add(110*time.Millisecond))
-	p.onMulaw(240, start.Add(130*time.Millisecond))
-	p.onMulaw(80, start.Add(500*time.Millisecond))
-	p.onMulaw(160, start.Add(510*time.Millisecond))
+	p.onMulaw(make([]byte, audio.MulawFrame), start.Add(5*time.Second)) // μ-law zeros: loud noise, no tone
 	r := p.result()
-	want := []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 360 * time.Millisecond}
-	if r.sent != 3 || r.lost != 0 || r.late != 1 || r.unmatched != 1 || !slices.Equal(r.rtts, want) {
-		t.Fatalf("result %+v: want 3 sent, none lost, 1 late, 1 unmatched, round trips %v", r, want)
+	if r.sent != chunks || r.lost != len(dropped) || r.unmatched > 1 || len(r.rtts) != chunks-len(dropped) {
+		t.Fatalf("result: %d sent, %d lost, %d unmatched, %d round trips; want %d sent, %d lost, at most 1 unmatched",
+			r.sent, r.lost, r.unmatched, len(r.rtts), chunks, len(dropped))
+	}
+	for i, d := range r.rtts {
+		if d < 7*time.Millisecond || d > 7*time.Millisecond+relayChunkDur {
+			t.Fatalf("round trip %d = %v: an answer was paired with another chunk", i, d)
+		}
 	}
 }

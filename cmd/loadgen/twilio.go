@@ -78,7 +78,7 @@ func (s *voiceSession) readCall() {
 		case caller.Media:
 			now := time.Now()
 			if s.probe != nil {
-				s.probe.onMulaw(len(m.Audio), now)
+				s.probe.onMulaw(m.Audio, now)
 			}
 			s.onAudio(now, len(m.Audio))
 		case caller.Mark:
