@@ -33,7 +33,7 @@ import (
 // Twilio's Media Streams carry audio only: there is no transcript on the
 // wire. The command prints the call as it went instead — each answer's
 // length, barge-ins, the keys pressed, who hung up — and says where the
-// words are (the session's history and the gateway's log).
+// words are (the session's history).
 
 const (
 	// demoUtterance is the built-in caller's speech.
@@ -148,8 +148,8 @@ func placeCall(ctx context.Context, opts callOptions, w io.Writer) error {
 			err = werr
 		}
 	}
-	fmt.Fprintln(w, "transcript: none on the wire — Twilio's Media Streams carry audio only. The words of the call "+
-		"are in the session's history (its user is the caller's pseudonym) and in the gateway's log.")
+	fmt.Fprintln(w, "transcript: none on the wire — Twilio's Media Streams carry audio only. The model's words are "+
+		"in the session's history (its user is the caller's pseudonym); listen to the answer file to hear them.")
 	return err
 }
 
@@ -234,7 +234,7 @@ func (p *phone) run(ctx context.Context) error {
 				return err
 			}
 			if p.answers >= want && len(p.marks) == 0 {
-				p.logf("heard %d answers: hanging up", p.answers)
+				p.logf("heard the answers (%d): hanging up", p.answers)
 				p.hangUp()
 				return nil
 			}
