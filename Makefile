@@ -14,7 +14,7 @@ run:
 # The suite needs a real redis-server (integration tests); test-deps installs
 # it when it is missing.
 test: test-deps
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # The official JS SDK (@google/genai) against cmd/fakegemini; needs Node.js
 # 20+ and npm (test-deps installs them). CI runs it after `make test`.
