@@ -21,17 +21,9 @@ import (
 // so that a new connection, on another gateway, resumes it with its
 // history instead of being refused (4004).
 func TestSessionIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
-	srv := redistest.StartServer(t)
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
-	a := startGateway(t, cfg, fakegemini.NewScript(textStep("one"), textStep("two"), textStep("three")))
-	b := startGateway(t, cfg, fakegemini.NewScript(textStep("four")))
-
-	c := a.dial("", nil)
-	ready := c.start(nil)
+	srv, cfg, a, b := twoGatewaysOnARestartableRedis(t, []string{"one", "two", "three"}, "four")
+	c, ready := twoTurnsOn(a)
 	id := ready.str("sessionId")
-	c.ask("first")
-	c.ask("second")
 
 	srv.Stop()
 	// The running session goes on from memory: the turn is answered, and
@@ -106,17 +98,9 @@ func TestSessionIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
 // live sessions, so the browser's resume, on another gateway, gets its
 // conversation instead of 4004.
 func TestSessionBetweenConnectionsIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
-	srv := redistest.StartServer(t)
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
-	a := startGateway(t, cfg, fakegemini.NewScript(textStep("one"), textStep("two")))
-	b := startGateway(t, cfg, fakegemini.NewScript(textStep("three")))
-
-	c := a.dial("", nil)
-	ready := c.start(nil)
+	srv, cfg, a, b := twoGatewaysOnARestartableRedis(t, []string{"one", "two"}, "three")
+	c, ready := twoTurnsOn(a)
 	id := ready.str("sessionId")
-	c.ask("first")
-	c.ask("second")
 	c.c.CloseNow()
 	waitFor(t, "the connection to end on A", func() bool { return a.gw.sessions.Active() == 0 })
 
@@ -140,4 +124,27 @@ func TestSessionBetweenConnectionsIsWrittenBackToARedisThatRestartedEmpty(t *tes
 	if evs := r.ask("third"); last(evs)["turn"] != float64(3) || ofType(evs, "text.done")[0].str("text") != "three" {
 		t.Fatalf("the next turn on B: %v", evs)
 	}
+}
+
+// twoGatewaysOnARestartableRedis starts a redis-server the test can restart
+// empty and two gateways on it: A answers with aSays in turn, B with bSays.
+func twoGatewaysOnARestartableRedis(t *testing.T, aSays []string, bSays string) (*redistest.Server, Config, *testGateway, *testGateway) {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
+	var steps []func(*fakegemini.Request) fakegemini.Reply
+	for _, say := range aSays {
+		steps = append(steps, textStep(say))
+	}
+	return srv, cfg, startGateway(t, cfg, fakegemini.NewScript(steps...)), startGateway(t, cfg, fakegemini.NewScript(textStep(bSays)))
+}
+
+// twoTurnsOn starts a session on g and asks "first" and "second".
+func twoTurnsOn(g *testGateway) (*wsClient, event) {
+	c := g.dial("", nil)
+	ready := c.start(nil)
+	c.ask("first")
+	c.ask("second")
+	return c, ready
 }

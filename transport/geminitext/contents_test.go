@@ -2,6 +2,7 @@ package geminitext_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/genai"
@@ -137,4 +138,37 @@ func describe(cs []*genai.Content) string {
 		s += "}"
 	}
 	return s + "]"
+}
+
+// Gemini has no system role inside contents: the gateway's reminders move
+// to the system instruction's turn note (each text once), the plain answer
+// each corrects leaves the contents, and everything else stays in order.
+func TestRemindersMoveToTheTurnNoteAndTheirRejectedAnswersLeave(t *testing.T) {
+	call := transport.FunctionCall{ID: "c1", Name: "kb_search"}
+	hist := []transport.Entry{
+		{Role: transport.RoleUser, Text: "hi"},
+		{Role: transport.RoleModel, Text: "plain 1"},
+		{Role: transport.RoleSystem, Text: "USE finish."},
+		{Role: transport.RoleModel, Calls: []transport.FunctionCall{call}},
+		{Role: transport.RoleTool, Results: []transport.FunctionResult{{ID: "c1", Name: "kb_search"}}},
+		{Role: transport.RoleModel, Text: "plain 2"},
+		{Role: transport.RoleSystem, Text: "USE finish."},
+	}
+	system, kept := geminitext.FoldReminders("BASE", hist)
+	if system != "BASE\n\n# Note for this turn\nUSE finish." {
+		t.Errorf("system %q", system)
+	}
+	var roles []string
+	for _, e := range kept {
+		roles = append(roles, string(e.Role)+":"+e.Text)
+	}
+	if got := strings.Join(roles, "|"); got != "user:hi|model:|tool:" {
+		t.Errorf("contents kept %s, want the user's message, the call and its result", got)
+	}
+	if len(hist) != 7 || hist[1].Text != "plain 1" {
+		t.Errorf("the history passed in was modified: %+v", hist)
+	}
+	if s, k := geminitext.FoldReminders("BASE", hist[:1]); s != "BASE" || len(k) != 1 {
+		t.Errorf("without reminders: %q %+v, want them unchanged", s, k)
+	}
 }
