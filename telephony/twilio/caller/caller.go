@@ -49,14 +49,19 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// AnswerError is a webhook that did not answer 200 with TwiML: a refused
-// signature (403), a draining node (503), a gateway with telephony off.
+// AnswerError is a webhook that did not answer 200 with TwiML (a refused
+// signature 403, a draining node 503, a gateway with telephony off), or a
+// refused stream upgrade (Stream).
 type AnswerError struct {
 	Status int
 	Body   string // the start of the answer, for a message
+	Stream bool   // the stream's upgrade, not the webhook
 }
 
 func (e *AnswerError) Error() string {
+	if e.Stream {
+		return fmt.Sprintf("caller: the stream upgrade was refused with %d", e.Status)
+	}
 	return fmt.Sprintf("caller: the webhook answered %d: %s", e.Status, e.Body)
 }
 
@@ -176,7 +181,7 @@ func Open(ctx context.Context, cfg Config, ans Answer) (*Call, error) {
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, &AnswerError{Status: resp.StatusCode, Body: "stream upgrade refused"}
+			return nil, &AnswerError{Status: resp.StatusCode, Stream: true}
 		}
 		return nil, fmt.Errorf("caller: stream: %w", err)
 	}
