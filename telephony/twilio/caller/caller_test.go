@@ -39,6 +39,9 @@ func newCarrierSide(t *testing.T) *carrierSide {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hook", cs.webhook)
 	mux.HandleFunc("GET /stream", cs.stream)
+	mux.HandleFunc("GET /elsewhere", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	})
 	cs.srv = httptest.NewServer(mux)
 	t.Cleanup(cs.srv.Close)
 	return cs
@@ -192,5 +195,19 @@ func TestParseTwiMLReadsTheStreamOrWhatItSays(t *testing.T) {
 	_, err = parseTwiML([]byte(`<Response><Say>We are busy.</Say><Hangup/></Response>`))
 	if !errors.Is(err, ErrNoStream) || !strings.Contains(err.Error(), "We are busy.") {
 		t.Fatalf("a TwiML without a stream: %v, want ErrNoStream saying what it says", err)
+	}
+}
+
+// A refused upgrade is told apart from a refused webhook.
+func TestDialReportsARefusedStreamUpgrade(t *testing.T) {
+	cs := newCarrierSide(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Dial(ctx, Config{WebhookURL: cs.srv.URL + "/hook", AuthToken: token, From: "+1", To: "+2",
+		StreamURL: "ws" + strings.TrimPrefix(cs.srv.URL, "http") + "/elsewhere"})
+	var ae *AnswerError
+	if !errors.As(err, &ae) || !ae.Stream || ae.Status != http.StatusForbidden ||
+		err.Error() != "caller: the stream upgrade was refused with 403" {
+		t.Fatalf("Dial to a refusing stream: %v, want the stream upgrade's 403", err)
 	}
 }
