@@ -8,6 +8,7 @@ import (
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // answerConfirm takes the user's answer to a confirm.request. The answer is
@@ -37,6 +38,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 		return
 	case errors.Is(err, orchestrator.ErrConfirmExpired):
 		c.m.Metrics.Confirmations.WithLabelValues("expired").Inc()
+		c.traceConfirmation(conf, "expired")
 		c.send(protocol.NewError(protocol.CodeConfirmExpired,
 			"this confirmation expired; the call was not made", false, 0))
 		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: "expired"})
@@ -57,6 +59,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 			"with exactly the same arguments.]", conf.Tool, conf.Tool)
 	}
 	c.m.Metrics.Confirmations.WithLabelValues(outcome).Inc()
+	c.traceConfirmation(conf, outcome)
 	c.log.Info("confirmation answered", "tool", conf.Tool, "outcome", outcome)
 	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: outcome})
 	// The model that asked learns it: the Live model in voice (never the
@@ -78,4 +81,11 @@ func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
 		out = append(out, confirmRequest(p))
 	}
 	return out
+}
+
+// traceConfirmation records the user's answer to a confirmation in the
+// traces (tracing.Provider.Confirmation).
+func (c *conn) traceConfirmation(conf orchestrator.Confirmation, outcome string) {
+	c.m.Tracing.Confirmation(c.ctx, tracing.Turn{Session: c.st.record().ID, User: c.user, N: conf.Turn,
+		Mode: c.st.mode(), Link: c.traceLink}, conf.Tool, outcome)
 }

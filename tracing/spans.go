@@ -197,3 +197,21 @@ func Link(traceparent string) trace.SpanContext {
 	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
 	return trace.SpanContextFromContext(ctx)
 }
+
+// Confirmation records the user's answer to a confirmation (approved,
+// denied or expired) as a span of its own, "confirm {tool}": the answer
+// comes between turns, so it is a short trace beside them, found by the
+// same gen_ai.conversation.id. t.N is the turn that asked.
+func (p *Provider) Confirmation(ctx context.Context, t Turn, tool, outcome string) {
+	if p == nil {
+		return
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithAttributes(
+		semconv.GenAIConversationID(t.Session), semconv.EnduserPseudoID(p.users.Of(t.User)),
+		AttrTurn.Int(t.N), AttrMode.String(t.Mode), semconv.GenAIToolName(tool), AttrToolConfirm.String(outcome))}
+	if t.Link.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: t.Link}))
+	}
+	_, span := p.tracer.Start(ctx, "confirm "+tool, opts...)
+	span.End()
+}

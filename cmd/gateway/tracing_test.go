@@ -338,3 +338,41 @@ func TestTracingSettingsAreCheckedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// A call that needs the user's approval: the refused call's span says the
+// approval was asked, the user's answer is a confirm span of its own, and
+// the repeated call's span says the approval was used.
+func TestConfirmationAskedAnsweredAndUsedAreTraced(t *testing.T) {
+	rcv := otlptest.StartHTTP(t)
+	cfg := withPolicy(t, tracedConfig(t, rcv, nil), "tools:\n  kb_search:\n    requiresConfirmation: true\n")
+	brain := fakegemini.NewScript(callStep(searchCall("hours")), textStep("I need your approval."),
+		callStep(searchCall("hours")), textStep("We open at nine."))
+	g := startGateway(t, cfg, brain)
+	c := g.dial("", nil)
+	ready := c.start(nil)
+	reqs := ofType(c.ask("When do you open?"), "confirm.request")
+	if len(reqs) != 1 {
+		t.Fatalf("confirm.request %v", reqs)
+	}
+	confirm(c, reqs[0].str("token"), true)
+	if done := c.next(); done.str("outcome") != "approved" {
+		t.Fatalf("confirm answered %v", done)
+	}
+	c.until("turn.done")
+
+	var confirmation []string
+	var answers []otlptest.Span
+	for _, spans := range flushedSpans(t, g, rcv) {
+		for _, s := range spansNamed(spans, "execute_tool kb_search") {
+			confirmation = append(confirmation, fmt.Sprint(s.Attrs["turnstile.tool.confirmation"]))
+		}
+		answers = append(answers, spansNamed(spans, "confirm kb_search")...)
+	}
+	if strings.Join(confirmation, ",") != "asked,approved" && strings.Join(confirmation, ",") != "approved,asked" {
+		t.Errorf("kb_search spans' confirmation: %v, want asked and approved", confirmation)
+	}
+	if len(answers) != 1 || answers[0].Attrs["turnstile.tool.confirmation"] != "approved" ||
+		answers[0].Attrs["gen_ai.conversation.id"] != ready.str("sessionId") || answers[0].Attrs["turnstile.turn"] != int64(1) {
+		t.Errorf("confirm spans %+v", answers)
+	}
+}
