@@ -22,7 +22,7 @@ type watcher struct{ m *Manager }
 // Owner: a resume made epoch the owner of the session.
 func (w watcher) Owner(id string, epoch int64) {
 	w.m.recent.forget(id, epoch)
-	if c := w.m.holder(id); c != nil {
+	for _, c := range w.m.holders(id) {
 		c.ownerSeen(epoch)
 	}
 }

@@ -223,7 +223,7 @@ type Manager struct {
 	live     map[string]*conn    // by session id
 	recent   *recentSessions     // sessions served here lately, not live
 	all      map[*conn]struct{}
-	starting map[string]chan struct{} // session ids being resumed on this node
+	starting map[string]*resuming // session ids being resumed on this node
 	draining bool
 	pinger   chan struct{} // closed to stop the keepalive goroutine; nil when none runs
 	wg       sync.WaitGroup
@@ -238,7 +238,7 @@ type ToolSource interface {
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
-		toolsets: map[string]*toolset{}, starting: map[string]chan struct{}{},
+		toolsets: map[string]*toolset{}, starting: map[string]*resuming{},
 		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Now)}
 	for l := range numLimits {
 		m.refusals[l] = d.Metrics.Refusals.WithLabelValues(l.String())
@@ -332,31 +332,58 @@ func (m *Manager) isDraining() bool {
 	return m.draining
 }
 
+// resuming is a resume of a session in progress on this node: the
+// connection taking it over, and what the next resume waits on.
+type resuming struct {
+	c    *conn
+	done chan struct{}
+}
+
 // lockSession keeps other resumes of the session on this node waiting
 // until unlock, so that they take the session over one after the other; ok
-// is false when ctx ended first.
-func (m *Manager) lockSession(ctx context.Context, id string) (unlock func(), ok bool) {
+// is false when ctx ended first. While it holds the lock, c hears the
+// session's owner announcements (see holders).
+func (m *Manager) lockSession(ctx context.Context, id string, c *conn) (unlock func(), ok bool) {
 	for {
 		m.mu.Lock()
 		busy, waiting := m.starting[id]
 		if !waiting {
-			ch := make(chan struct{})
-			m.starting[id] = ch
+			r := &resuming{c: c, done: make(chan struct{})}
+			m.starting[id] = r
 			m.mu.Unlock()
 			return func() {
 				m.mu.Lock()
 				delete(m.starting, id)
 				m.mu.Unlock()
-				close(ch)
+				close(r.done)
 			}, true
 		}
 		m.mu.Unlock()
 		select {
-		case <-busy:
+		case <-busy.done:
 		case <-ctx.Done():
 			return nil, false
 		}
 	}
+}
+
+// holders are the connections of a session on this node that an owner
+// announcement concerns: the live one, and one resuming it. An epoch
+// announced while a resume waits for the store's answer (another node
+// resumed the session just after it) must reach that resume too: it is
+// not the live connection yet, and would otherwise never hear that it
+// lost.
+func (m *Manager) holders(id string) []*conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*conn
+	if c := m.live[id]; c != nil {
+		out = append(out, c)
+	}
+	if r := m.starting[id]; r != nil && r.c != m.live[id] {
+		out = append(out, r.c)
+	}
+	return out
 }
 
 // holder is the live connection of a session on this node, or nil.

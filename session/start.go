@@ -161,7 +161,7 @@ func (c *conn) sendReady(ready protocol.SessionReady) {
 // makes this connection the owner (a new epoch) and tells every node. Two
 // resumes of one session on this node take it one after the other.
 func (c *conn) resume(r *protocol.Resume) (store.Record, []transport.Entry, error) {
-	unlock, ok := c.m.lockSession(c.ctx, r.SessionID)
+	unlock, ok := c.m.lockSession(c.ctx, r.SessionID, c)
 	if !ok {
 		return store.Record{}, nil, c.ctx.Err()
 	}

@@ -155,11 +155,18 @@ func validID(id string) bool {
 }
 
 // call bounds one operation by the store timeout and reports it to Observe.
+// A call its caller abandoned (ctx cancelled: the connection closed, taken
+// over by a resume or shut down) says nothing about Redis and is not
+// reported; one that ran out of time is a failure.
 func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
 	start := time.Now()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	err := fn(ctx)
+	if errors.Is(err, context.Canceled) && errors.Is(parent.Err(), context.Canceled) {
+		return err
+	}
 	if s.observe != nil {
 		failure := err
 		if errors.Is(err, ErrResumeRefused) || errors.Is(err, ErrFenced) || errors.Is(err, ErrSessionGone) {

@@ -216,8 +216,11 @@ func testWatch(t *testing.T, b *backend) {
 			t.Errorf("watch: %v", err)
 		}
 	}()
-	// The first probe finds no marker: a check (of no sessions yet).
-	waitUntil(t, "the first check", func() bool { _, n := w.state(); return n >= 1 })
+	// Two checks (of no sessions yet): the first probe finds no marker, and
+	// Redis confirms the subscription. Only after the second is an
+	// announcement certain to be heard: on a busy machine the marker's
+	// check can come first, while the subscription is still on its way.
+	waitUntil(t, "the subscription", func() bool { _, n := w.state(); return n >= 2 })
 
 	rec, tok := mustCreateRecord(t, s, sampleRecord("s-watched"))
 	mustResume(t, s, rec.ID, tok, rec.UserID)

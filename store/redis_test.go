@@ -87,6 +87,7 @@ var suite = []struct {
 	{"RestoreRewritesEverythingAfterRedisLostIt", testRestore},
 	{"CreateRefusesExistingID", testCreateCollision},
 	{"ObserveSeesEveryOp", testObserve},
+	{"ObserveLeavesOutCallsTheirCallerAbandoned", testObserveAbandoned},
 	{"LedgerClaimAnswerAndTrim", testLedgerClaimAnswerAndTrim},
 	{"ResumeTakesOwnershipAndFencesTheOldOwner", testFencing},
 	{"LedgerClaimIsFencedOnTheEpoch", testFencedClaim},
@@ -508,6 +509,47 @@ func testCreateCollision(t *testing.T, b *backend) {
 	assertRecord(t, got, rec)
 	if !reflect.DeepEqual(hist, sampleEntries()) {
 		t.Errorf("history changed by the refused create: %v", hist)
+	}
+}
+
+// A call whose caller went away (a connection closed while its write was
+// on the way) is no Redis error; a call that ran out of time is.
+func testObserveAbandoned(t *testing.T, b *backend) {
+	var (
+		mu     sync.Mutex
+		failed []string
+	)
+	observe := func(op string, _ time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed = append(failed, op+": "+err.Error())
+		}
+	}
+	s := b.store(RedisStoreOptions{Observe: observe})
+	rec, tok := mustCreateRecord(t, s, sampleRecord("s-abandoned"))
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.Resume(gone, rec.ID, tok, rec.UserID); !errors.Is(err, context.Canceled) {
+		t.Fatalf("resume with its caller gone: %v, want context.Canceled", err)
+	}
+	if err := s.Append(gone, rec, sampleEntries()...); !errors.Is(err, context.Canceled) {
+		t.Fatalf("append with its caller gone: %v, want context.Canceled", err)
+	}
+	mu.Lock()
+	if len(failed) != 0 {
+		t.Errorf("abandoned calls counted as Redis errors: %q", failed)
+	}
+	mu.Unlock()
+
+	slow := b.store(RedisStoreOptions{Observe: observe, Timeout: time.Nanosecond})
+	if err := slow.Ping(context.Background()); err == nil {
+		t.Fatal("a ping with a 1 ns deadline succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 1 || !strings.HasPrefix(failed[0], "ping: ") {
+		t.Errorf("a call out of time observed as %q, want one ping failure", failed)
 	}
 }
 

@@ -26,8 +26,9 @@ func nodeKey(node string) string { return "turnstile:node:{" + node + "}" }
 
 // Watch runs until ctx ends: it hears ownership announcements (Owner) and,
 // every WatchInterval, refreshes this node's marker; when Redis answers
-// again after failing, or the marker is gone, or the subscription was
-// re-established, it asks w to Check the live sessions. It uses one
+// again after failing, or the marker is gone, or Redis confirmed the
+// subscription (the first time or again), it asks w to Check the live
+// sessions. It uses one
 // goroutine, the caller's, and one Redis connection for the subscription.
 func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 	if node == "" || strings.ContainsAny(node, "{}") {
@@ -36,7 +37,6 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 	ps := s.c.Subscribe(ctx, ownersChannel)
 	defer func() { _ = ps.Close() }()
 	healthy := true // Redis is assumed up until a probe fails
-	subscribed := false
 	next := time.Now()
 	for ctx.Err() == nil {
 		msg, err := ps.ReceiveTimeout(ctx, s.watchInterval)
@@ -47,11 +47,11 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 			}
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
-				if subscribed {
-					// A new connection: announcements may have been missed.
-					w.Check()
-				}
-				subscribed = true
+				// Announcements made before Redis confirmed the subscription
+				// were missed, whether it is the first one (a marker check
+				// may have run before it, when the confirmation is slow) or
+				// a new connection's: check the live sessions now.
+				w.Check()
 			}
 		}
 		if err != nil && !isTimeout(err) {
