@@ -151,7 +151,8 @@ func (a *Authenticator) Ready() error {
 
 // Authenticate returns who a request is made by. The token comes from an
 // `Authorization: Bearer <token>` header or, since browsers cannot set headers on a WebSocket,
-// from the `access_token` query parameter. Errors wrap ErrNoToken or ErrBadToken and never
+// from a subprotocol turnstile.auth.<token> offered beside turnstile.v1, or from the
+// `access_token` query parameter (older clients). Errors wrap ErrNoToken or ErrBadToken and never
 // contain the token.
 func (a *Authenticator) Authenticate(r *http.Request) (session.Identity, error) {
 	if a.DevMode() {
@@ -216,13 +217,23 @@ func (a *Authenticator) key(t *jwt.Token) (any, error) {
 	return nil, fmt.Errorf("unexpected signing method %s", t.Method.Alg())
 }
 
-// tokenFrom extracts the raw token. A Bearer header wins; any other Authorization scheme (for
-// example a proxy's Basic credentials) is not ours and is ignored.
+// AuthSubprotocolPrefix marks the WebSocket subprotocol that carries a browser's token
+// ("turnstile.auth.<token>"), offered beside protocol.Subprotocol: browsers cannot set headers
+// on a WebSocket, and unlike a query parameter a subprotocol is not written to proxies' access
+// logs. The gateway never selects it (it answers protocol.Subprotocol).
+const AuthSubprotocolPrefix = "turnstile.auth."
+
+// tokenFrom extracts the raw token: a Bearer header wins, then a subprotocol
+// turnstile.auth.<token>, then the access_token query parameter (kept for older clients; proxies
+// log it). Any other Authorization scheme (for example a proxy's Basic credentials) is not ours
+// and is ignored.
 func tokenFrom(r *http.Request) (string, error) {
 	raw, found := "", false
 	scheme, rest, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if strings.EqualFold(scheme, "Bearer") {
 		raw, found = strings.TrimSpace(rest), true
+	} else if tok, ok := subprotocolToken(r.Header); ok {
+		raw, found = tok, true
 	} else if q := r.URL.Query(); q.Has("access_token") {
 		raw, found = q.Get("access_token"), true
 	}
@@ -235,6 +246,19 @@ func tokenFrom(r *http.Request) (string, error) {
 		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadToken, maxTokenBytes)
 	}
 	return raw, nil
+}
+
+// subprotocolToken finds turnstile.auth.<token> among the offered subprotocols (any number of
+// Sec-WebSocket-Protocol headers, each a comma-separated list).
+func subprotocolToken(h http.Header) (string, bool) {
+	for _, v := range h.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), AuthSubprotocolPrefix); ok {
+				return tok, true
+			}
+		}
+	}
+	return "", false
 }
 
 // validUser checks a user name: 1 to 128 characters of valid UTF-8, no control characters.

@@ -37,6 +37,13 @@ func withHeader(tok string) *http.Request {
 	return r
 }
 
+// withSubprotocol offers the subprotocols a browser client sends: turnstile.v1 and the token.
+func withSubprotocol(tok string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/v1/ws", nil)
+	r.Header.Set("Sec-WebSocket-Protocol", "turnstile.v1, "+AuthSubprotocolPrefix+tok)
+	return r
+}
+
 func withQuery(tok string) *http.Request {
 	return httptest.NewRequest(http.MethodGet, "/v1/ws?access_token="+url.QueryEscape(tok), nil)
 }
@@ -64,6 +71,12 @@ func TestAuthenticateAcceptsValidTokens(t *testing.T) {
 	proxyBasic := withQuery(minted)
 	proxyBasic.Header.Set("Authorization", "Basic dXNlcjpwYXNz")
 
+	subBeatsQuery := withQuery("garbage")
+	subBeatsQuery.Header.Set("Sec-WebSocket-Protocol", AuthSubprotocolPrefix+minted)
+	subSecondHeader := httptest.NewRequest(http.MethodGet, "/v1/ws", nil)
+	subSecondHeader.Header.Add("Sec-WebSocket-Protocol", "turnstile.v1")
+	subSecondHeader.Header.Add("Sec-WebSocket-Protocol", AuthSubprotocolPrefix+minted)
+
 	zoe := signed(t, jwt.SigningMethodHS256, authTestSecret, jwt.MapClaims{"sub": "Zoë 🎧", "exp": time.Now().Add(time.Hour).Unix()})
 
 	cases := []struct {
@@ -75,6 +88,9 @@ func TestAuthenticateAcceptsValidTokens(t *testing.T) {
 		{"query parameter", withQuery(minted), "alice"},
 		{"lowercase scheme", lower, "alice"},
 		{"header beats query", headerWins, "alice"},
+		{"subprotocol", withSubprotocol(minted), "alice"},
+		{"subprotocol beats query", subBeatsQuery, "alice"},
+		{"subprotocol in a second header", subSecondHeader, "alice"},
 		{"non-bearer header, query used", proxyBasic, "alice"},
 		{"unicode subject", withHeader(zoe), "Zoë 🎧"},
 	}
@@ -123,6 +139,9 @@ func TestAuthenticateRefusesBadTokens(t *testing.T) {
 		}(), ErrNoToken},
 		{"empty bearer", empty, ErrBadToken},
 		{"empty query", withQuery(""), ErrBadToken},
+		{"empty subprotocol token", withSubprotocol(""), ErrBadToken},
+		{"forged subprotocol token", withSubprotocol(signed(t, jwt.SigningMethodHS256,
+			[]byte("another-secret-another-secret-another"), validClaims())), ErrBadToken},
 		{"garbage", withHeader("not.a.jwt"), ErrBadToken},
 		{"oversized", withHeader(strings.Repeat("a", maxTokenBytes+1)), ErrBadToken},
 		{"forged with another secret", withHeader(signed(t, jwt.SigningMethodHS256,
@@ -152,7 +171,8 @@ func TestAuthenticateRefusesBadTokens(t *testing.T) {
 			if id.User != "" {
 				t.Errorf("refused request still got user %q", id.User)
 			}
-			if tok := tc.req.Header.Get("Authorization") + tc.req.URL.Query().Get("access_token"); len(tok) > 20 &&
+			if tok := tc.req.Header.Get("Authorization") + tc.req.URL.Query().Get("access_token") +
+				tc.req.Header.Get("Sec-WebSocket-Protocol"); len(tok) > 20 &&
 				strings.Contains(err.Error(), tok[len(tok)-20:]) {
 				t.Errorf("error repeats the token: %v", err)
 			}

@@ -194,7 +194,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		msg := "a valid token is required"
 		if errors.Is(err, ErrNoToken) {
-			msg = "no token: send Authorization: Bearer <token> or ?access_token=<token>"
+			msg = "no token: send Authorization: Bearer <token>, or the subprotocols turnstile.v1 and turnstile.auth.<token>"
 		}
 		s.refused(metrics.RefusedUnauthenticated, client, err)
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": msg})

@@ -309,7 +309,8 @@ func writeSpeechWAV(path string) error {
 	return nil
 }
 
-// browserOutput collects the browser's output from chromedp's goroutines.
+// browserOutput collects the browser's output from chromedp's goroutines
+// (or a gateway's log: startGatewayLogging).
 type browserOutput struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -319,6 +320,13 @@ func (s *browserOutput) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.Write(p)
+}
+
+// String is everything written.
+func (s *browserOutput) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
 
 // tail is the last n bytes written, without the complaints of a browser

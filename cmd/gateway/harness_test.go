@@ -80,9 +80,21 @@ func startGateway(t testing.TB, cfg Config, brain fakegemini.Brain) *testGateway
 // (nil: the demo brains).
 func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
 	t.Helper()
+	return startGatewayLogging(t, cfg, b, nil)
+}
+
+// startGatewayLogging is startGatewayWith whose whole log, at debug level,
+// also goes to logTo (nil: nowhere but the verbose test output).
+func startGatewayLogging(t testing.TB, cfg Config, b brains, logTo io.Writer) *testGateway {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	var h slog.Handler = slog.NewTextHandler(io.Discard, nil)
-	if testing.Verbose() {
+	switch {
+	case logTo != nil && testing.Verbose():
+		h = slog.NewJSONHandler(io.MultiWriter(logTo, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug})
+	case logTo != nil:
+		h = slog.NewJSONHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug})
+	case testing.Verbose():
 		h = slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})
 	}
 	if cfg.Addr == "" || cfg.Addr == "127.0.0.1:8080" {
