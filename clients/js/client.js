@@ -14,6 +14,11 @@ import { TokenSource } from "./token.js";
 import { Voice } from "./voice.js";
 
 export const SUBPROTOCOL = "turnstile.v1";
+/** The token rides as the subprotocol `turnstile.auth.<token>` beside
+ * SUBPROTOCOL (the gateway answers SUBPROTOCOL only): unlike a query
+ * parameter, it is not written to proxies' access logs nor printed with the
+ * URL in the browser console. */
+export const AUTH_SUBPROTOCOL_PREFIX = "turnstile.auth.";
 /** How often a ping goes out; a ping unanswered (no frame at all) for
  * PONG_TIMEOUT_MS means a dead link the browser has not noticed yet (a
  * sleeping laptop, a dropped NAT entry). */
@@ -32,6 +37,11 @@ const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
 // A `history` request the gateway has not answered in this time is given up.
 const HISTORY_TIMEOUT_MS = 15_000;
 const OPEN = 1; // WebSocket.OPEN
+/** Attempts in a row that never reached session.ready, before a client that
+ * has never been connected gives up (the maxFailedAttempts option). */
+export const MAX_FAILED_ATTEMPTS = 3;
+/** The code of the terminal `error` event a client that gives up emits. */
+export const UNREACHABLE_OR_REFUSED = "unreachable_or_refused";
 
 /** The gateway's WebSocket URL for a page at `loc` (window.location): the
  * same host, /v1/ws, ws: or wss: as the page. */
@@ -50,13 +60,15 @@ export function connect(options) {
 /**
  * A connection to the gateway. Listen with on(type, fn): every server
  * message by its type ("session.ready", "text.delta", …, and "message" for
- * all of them), "audio" (the model's speech, ArrayBuffers of PCM16 24 kHz),
+ * all of them), "audio" (the model's speech, ArrayBuffers of PCM16 24 kHz,
+ * each the listeners' own to keep),
  * "status" ({state: "connecting" | "ready" | "reconnecting" | "closed", …}),
  * "voice", "playback", "switchFailed", "audioError", "audioSuspended".
  */
 export class Client {
   #url;
   #tokens;
+  #tokenIn;
   #startMode;
   #resume; // the session to resume
   #WebSocket;
@@ -64,6 +76,7 @@ export class Client {
   #backoff;
   #pingIntervalMs;
   #pongTimeoutMs;
+  #maxFailed;
   #events = new Emitter();
 
   #ws = null;
@@ -71,6 +84,7 @@ export class Client {
   #ready = false;
   #stopped = true;
   #attempt = 0;
+  #failed = 0; // attempts in a row that never reached session.ready
   #everConnected = false;
   #resuming = false; // the current socket asked to resume a stored session
   #reauthed = false; // a 4001 was answered with a fresh token, not yet a session.ready
@@ -98,6 +112,7 @@ export class Client {
   constructor({
     url,
     token = null,
+    tokenIn = "subprotocol",
     mode = "text",
     storage = null,
     storageKey = "turnstile.session",
@@ -107,12 +122,15 @@ export class Client {
     backoff = {},
     pingIntervalMs = PING_INTERVAL_MS,
     pongTimeoutMs = PONG_TIMEOUT_MS,
+    maxFailedAttempts = MAX_FAILED_ATTEMPTS,
     refreshMarginMs = 60_000,
     switchTimeoutMs,
   }) {
     if (typeof url !== "string" || url === "") throw new TypeError("turnstile: connect needs a url");
     if (typeof WS !== "function") throw new TypeError("turnstile: no WebSocket here; pass one as the WebSocket option");
     this.#url = url;
+    if (tokenIn !== "subprotocol" && tokenIn !== "query") throw new TypeError('turnstile: tokenIn must be "subprotocol" or "query"');
+    this.#tokenIn = tokenIn;
     this.#tokens = new TokenSource(token, { marginMs: refreshMarginMs, onRefresh: () => this.#refresh() });
     this.#startMode = mode === "voice" ? "voice" : "text";
     this.#resume = new ResumeStore(storage, storageKey);
@@ -121,6 +139,10 @@ export class Client {
     this.#backoff = backoff;
     this.#pingIntervalMs = pingIntervalMs;
     this.#pongTimeoutMs = pongTimeoutMs;
+    if (!(Number.isInteger(maxFailedAttempts) && maxFailedAttempts >= 1) && maxFailedAttempts !== Infinity) {
+      throw new TypeError("turnstile: maxFailedAttempts must be a whole number of at least 1 (or Infinity)");
+    }
+    this.#maxFailed = maxFailedAttempts;
     this.voice = new Voice({
       conn: this,
       devices: audio || null,
@@ -152,6 +174,7 @@ export class Client {
   connect() {
     this.#stopped = false;
     this.#attempt = 0;
+    this.#failed = 0;
     this.#reauthed = false;
     // In a microtask: listeners added right after connect() see "connecting".
     const gen = ++this.#generation;
@@ -274,6 +297,7 @@ export class Client {
         : { state: "connecting" },
     );
     let url = this.#url;
+    const protocols = [SUBPROTOCOL];
     if (this.#tokens.enabled) {
       let token;
       try {
@@ -284,16 +308,20 @@ export class Client {
       }
       if (gen !== this.#generation || this.#stopped) return;
       this.#tokens.sent(token);
-      const u = new URL(url);
-      u.searchParams.set("access_token", token);
-      url = u.toString();
+      if (this.#tokenIn === "query") {
+        const u = new URL(url);
+        u.searchParams.set("access_token", token);
+        url = u.toString();
+      } else {
+        protocols.push(AUTH_SUBPROTOCOL_PREFIX + token);
+      }
     }
     let ws;
     try {
-      ws = new this.#WebSocket(url, SUBPROTOCOL);
+      ws = new this.#WebSocket(url, protocols);
     } catch (err) {
       console.error("turnstile: cannot open WebSocket", err);
-      this.#scheduleReconnect();
+      if (!this.#attemptFailed(0, "")) this.#scheduleReconnect();
       return;
     }
     this.#ws = ws;
@@ -321,8 +349,11 @@ export class Client {
     this.#lastFrameAt = Date.now();
     if (typeof ev.data !== "string") {
       if (this.#ready && ev.data instanceof ArrayBuffer) {
+        // The speaker transfers the buffer to its worklet (it is empty
+        // afterwards): listeners get their own copy, made only when there
+        // are any (docs/benchmarks.md, "The audio event").
+        if (this.#events.has("audio")) this.#emit("audio", ev.data.slice(0));
         this.voice.audio(ev.data);
-        this.#emit("audio", ev.data);
       }
       return;
     }
@@ -399,6 +430,7 @@ export class Client {
     this.moreHistory = msg.historyTruncated === true;
     this.#ready = true;
     this.#attempt = 0;
+    this.#failed = 0;
     this.#reauthed = false;
     this.#everConnected = true;
     this.voice.sessionReady(this.mode);
@@ -418,11 +450,16 @@ export class Client {
 
   #closed(ws, code, reason) {
     if (ws !== this.#ws) return; // a socket we already gave up on
+    const wasReady = this.#ready;
     this.#ws = null;
     this.#ready = false;
     this.#clearTimers();
     this.#rejectHistory();
     if (this.#stopped) return;
+    // 1006: no close frame. A socket that never opened ends so whatever the
+    // reason: the gateway refused the upgrade (an Origin not allowed, a
+    // token refused: browsers hide the HTTP answer), or nothing answered.
+    if (code === 1006 && !wasReady && this.#attemptFailed(code, reason)) return;
     switch (closeAction(code)) {
       case "reauth":
         // The token stopped being valid: a fresh one from the supplier and
@@ -447,6 +484,27 @@ export class Client {
       default:
         this.#scheduleReconnect();
     }
+  }
+
+  // Counts an attempt that could not reach the gateway's session.ready; a
+  // client that has never been connected stops after maxFailedAttempts of
+  // them in a row, and says why (true). One that was connected keeps trying:
+  // a network drop or a gateway restart are expected, and it resumes.
+  #attemptFailed(code, reason) {
+    this.#failed++;
+    if (this.#everConnected || this.#failed < this.#maxFailed) return false;
+    this.#stopped = true;
+    this.#abandon();
+    this.#clearTimers();
+    const message =
+      `Could not reach the gateway's session ${this.#failed} times in a row, so the client stopped trying. ` +
+      "Likely causes: this page's Origin is not allowed (TURNSTILE_ALLOWED_ORIGINS), the access token was refused " +
+      "(wrong secret, audience or issuer, or expired), or the gateway is down or unreachable at this URL. " +
+      'Browsers do not show why an upgrade failed: the gateway\'s log says ("connection refused", with the reason). ' +
+      "See docs/troubleshooting.md, \"Stuck reconnecting\".";
+    this.#emit("error", { type: "error", code: UNREACHABLE_OR_REFUSED, message, retryable: false, attempts: this.#failed });
+    this.#setStatus({ state: "closed", by: "unreachable", code, reason: String(reason ?? ""), message });
+    return true;
   }
 
   #stop(code, reason) {

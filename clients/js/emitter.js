@@ -16,6 +16,11 @@ export class Emitter {
     this.#listeners.get(type)?.delete(fn);
   }
 
+  /** True when something listens for `type`. */
+  has(type) {
+    return (this.#listeners.get(type)?.size ?? 0) > 0;
+  }
+
   emit(type, payload) {
     const set = this.#listeners.get(type);
     if (set === undefined) return;

@@ -174,6 +174,8 @@ export interface TurnDoneMessage {
 }
 
 export type ErrorCode =
+  /** Client-side, terminal: attempts in a row never reached session.ready (see ClientOptions.maxFailedAttempts). */
+  | "unreachable_or_refused"
   | "bad_json"
   | "unknown_type"
   | "bad_message"
@@ -204,6 +206,8 @@ export interface ErrorMessage {
   message: string;
   retryable: boolean;
   turn?: number;
+  /** unreachable_or_refused: how many attempts failed in a row. */
+  attempts?: number;
 }
 
 export interface PongMessage {
@@ -269,8 +273,9 @@ export type Status =
 /** The client stopped and will not reconnect by itself (connect() starts it again). */
 export interface ClosedStatus {
   state: "closed";
-  /** server: a terminal close code; client: close(); token: the token supplier failed. */
-  by: "server" | "client" | "token";
+  /** server: a terminal close code; client: close(); token: the token supplier failed;
+   * unreachable: attempts in a row never reached session.ready (an `error` with code unreachable_or_refused came first). */
+  by: "server" | "client" | "token" | "unreachable";
   /** The close code (0 when the token supplier failed). */
   code: number;
   /** The gateway's close reason. */
@@ -317,7 +322,7 @@ export interface SwitchFailed {
 export interface ClientEvents extends ServerMessages {
   /** Every server message, known or not. */
   message: ServerMessage | UnknownMessage;
-  /** The model's speech: PCM16 little-endian mono 24 kHz. */
+  /** The model's speech: PCM16 little-endian mono 24 kHz; a copy the listeners may keep (the speaker has its own). */
   audio: ArrayBuffer;
   status: Status;
   voice: VoiceState;
@@ -355,6 +360,12 @@ export interface ClientOptions {
   url: string;
   /** The access token, or (better) a supplier called on every (re)connect and before the token expires. Omit for a gateway in dev mode. */
   token?: string | TokenSupplier | null;
+  /** How the token reaches the gateway: "subprotocol" (default: `turnstile.auth.<token>` beside turnstile.v1, kept out of
+   * URLs and proxy logs) or "query" (`?access_token=`, for a gateway built before it took subprotocol tokens; proxies log it). */
+  tokenIn?: "subprotocol" | "query";
+  /** A client that has never been connected stops after this many attempts in a row that never reached session.ready
+   * (refused Origin or token, gateway down), with an `error` event of code unreachable_or_refused (default 3). */
+  maxFailedAttempts?: number;
   /** The mode a new session starts in (default "text"). */
   mode?: Mode;
   /** Where to keep the session for resuming after a reload (e.g. sessionStorage); default: memory only. */
@@ -381,6 +392,9 @@ export interface HistoryPage {
 }
 
 export declare const SUBPROTOCOL: "turnstile.v1";
+export declare const AUTH_SUBPROTOCOL_PREFIX: "turnstile.auth.";
+export declare const MAX_FAILED_ATTEMPTS: number;
+export declare const UNREACHABLE_OR_REFUSED: "unreachable_or_refused";
 export declare const PING_INTERVAL_MS: number;
 export declare const PONG_TIMEOUT_MS: number;
 export declare const HISTORY_LIMIT_MAX: number;
@@ -408,11 +422,10 @@ export declare class Client {
   readonly tokenExpiresAt: number | null;
   readonly voice: Voice;
 
-  /** Listens for an event; returns a function that stops listening. */
+  /** Listens for an event; returns a function that stops listening. Only the events of ClientEvents: a message type this
+   * version does not know arrives in "message". */
   on<K extends keyof ClientEvents>(type: K, fn: (event: ClientEvents[K]) => void): () => void;
-  on(type: string, fn: (event: UnknownMessage) => void): () => void;
   off<K extends keyof ClientEvents>(type: K, fn: (event: ClientEvents[K]) => void): void;
-  off(type: string, fn: (event: UnknownMessage) => void): void;
 
   connect(): void;
   /** Forgets the session and starts a new one. */

@@ -2,7 +2,10 @@
 // (browser protocol v1). Plain ES modules, no build step, no dependencies;
 // types in index.d.ts. See README.md.
 
-export { Client, HISTORY_LIMIT_MAX, PING_INTERVAL_MS, PONG_TIMEOUT_MS, SUBPROTOCOL, connect, gatewayURL } from "./client.js";
+export {
+  AUTH_SUBPROTOCOL_PREFIX, Client, HISTORY_LIMIT_MAX, MAX_FAILED_ATTEMPTS, PING_INTERVAL_MS, PONG_TIMEOUT_MS, SUBPROTOCOL,
+  UNREACHABLE_OR_REFUSED, connect, gatewayURL,
+} from "./client.js";
 export { BACKOFF_MAX_MS, BACKOFF_MIN_MS, backoffDelay, closeAction, describeClose } from "./close.js";
 export { refreshDelay, tokenExpiry } from "./token.js";
 export { SWITCH_TIMEOUT_MS, Voice } from "./voice.js";

@@ -55,6 +55,8 @@ test("resumes the session after a reconnect close code, with a fresh token each 
   client.on("status", (s) => states.push(s.state));
   const first = await gw.peer();
   assert.equal(first.token, "tok-1");
+  assert.equal(first.tokenVia, "subprotocol", "the token rides in the subprotocol list, not the URL");
+  assert.equal(first.protocol, "turnstile.v1", "the gateway answers turnstile.v1 only");
   assert.deepEqual(await first.next(), { type: "session.start" });
   first.ready();
   await until("ready", () => client.ready);
@@ -110,6 +112,15 @@ test("reconnects and resumes after the idle close (4104)", async () => {
   assert.equal((await second.next()).resume.sessionId, "s1");
 });
 
+test("tokenIn: query puts the token in ?access_token= for an older gateway", async () => {
+  const client = open({ token: "tok-q", tokenIn: "query" });
+  const peer = await gw.peer();
+  assert.equal(peer.token, "tok-q");
+  assert.equal(peer.tokenVia, "query");
+  assert.equal(peer.protocol, "turnstile.v1");
+  client.close();
+});
+
 test("a 4001 gets a fresh token and one resume; a second 4001 is final", async () => {
   let calls = 0;
   const client = open({ token: () => `tok-${++calls}` });
@@ -161,12 +172,47 @@ test("backoff doubles from half a second to ten, with jitter below", () => {
 test("reconnect attempts wait longer and longer while the gateway cannot be reached", async () => {
   // A gateway that refuses the upgrade: the browser sees close 1006, as for
   // a dead network.
-  const client = open({ url: "ws://127.0.0.1:9/v1/ws", backoff: { minMs: 10, maxMs: 40 }, random: () => 1 });
+  const client = open({ url: "ws://127.0.0.1:9/v1/ws", backoff: { minMs: 10, maxMs: 40 }, random: () => 1, maxFailedAttempts: Infinity });
   const delays = [];
   client.on("status", (s) => s.state === "reconnecting" && s.delayMs > 0 && delays.push(s.delayMs));
   await until("four attempts", () => delays.length >= 4);
   client.close();
   assert.deepEqual(delays.slice(0, 4), [10, 20, 40, 40]);
+});
+
+test("a client that never reaches session.ready stops after three attempts and says why", async () => {
+  let minted = 0;
+  const client = open({ url: "ws://127.0.0.1:9/v1/ws", backoff: { minMs: 1, maxMs: 2 }, token: () => `tok-${++minted}` });
+  const log = record(client, "error", "status");
+  await until("the client to stop", () => client.status === "closed");
+  const errors = log.filter(([t]) => t === "error").map(([, e]) => e);
+  assert.equal(errors.length, 1, "one terminal error");
+  assert.equal(errors[0].code, "unreachable_or_refused");
+  assert.equal(errors[0].retryable, false);
+  assert.equal(errors[0].attempts, 3);
+  for (const cause of ["Origin", "token", "down"]) assert.match(errors[0].message, new RegExp(cause));
+  const last = log.at(-1)[1];
+  assert.equal(last.state, "closed");
+  assert.equal(last.by, "unreachable");
+  assert.equal(minted, 3, "one token per attempt, none after the client stopped");
+  await new Promise((r) => setTimeout(r, 50)); // a retry timer left behind would fire by now
+  assert.equal(minted, 3);
+  assert.equal(client.status, "closed");
+});
+
+test("a client that was connected keeps retrying past the limit (a restart, a network drop)", async () => {
+  const client = open({ backoff: { minMs: 1, maxMs: 2 }, maxFailedAttempts: 2 });
+  const peer = await gw.peer();
+  await peer.next();
+  peer.ready();
+  await until("ready", () => client.ready);
+  await gw.close(); // the gateway goes away: every attempt fails with 1006
+  const attempts = [];
+  client.on("status", (s) => s.state === "reconnecting" && s.delayMs > 0 && attempts.push(s.attempt));
+  await until("five failed attempts", () => attempts.length >= 5);
+  assert.notEqual(client.status, "closed");
+  client.close();
+  gw = await startGateway();
 });
 
 test("every server message is an event of its type and a message event, in order", async () => {
@@ -284,5 +330,6 @@ test("close() stops reconnecting and says so", async () => {
 test("the constructor refuses what cannot work", () => {
   assert.throws(() => new Client({ url: "" }), /url/);
   assert.throws(() => new Client({ url: "ws://x", token: 42 }), /token/);
+  assert.throws(() => new Client({ url: "ws://x", tokenIn: "header" }), /tokenIn/);
   assert.throws(() => new Client({ url: "ws://x", WebSocket: null }), /WebSocket/);
 });

@@ -9,8 +9,11 @@ import { WebSocket as WsWebSocket, WebSocketServer } from "ws";
 export const ClientWebSocket = globalThis.WebSocket ?? WsWebSocket;
 
 export class Peer {
-  /** The access_token query parameter of the upgrade, or null. */
+  /** The token the client presented (subprotocol turnstile.auth.<token>,
+   * or the access_token query parameter), or null. */
   token;
+  /** Where it came: "subprotocol", "query" or null. */
+  tokenVia;
   /** The subprotocol selected. */
   protocol;
   closed; // resolves to {code, reason} when the socket closes
@@ -19,7 +22,11 @@ export class Peer {
 
   constructor(ws, req) {
     this.ws = ws;
-    this.token = new URL(req.url, "http://x").searchParams.get("access_token");
+    const offered = String(req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim());
+    const sub = offered.find((p) => p.startsWith("turnstile.auth."));
+    const query = new URL(req.url, "http://x").searchParams.get("access_token");
+    this.token = sub !== undefined ? sub.slice("turnstile.auth.".length) : query;
+    this.tokenVia = sub !== undefined ? "subprotocol" : query !== null ? "query" : null;
     this.protocol = ws.protocol;
     this.closed = new Promise((resolve) => {
       ws.on("close", (code, reason) => {

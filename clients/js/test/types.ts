@@ -5,7 +5,7 @@
 import {
   AudioEngine, BACKOFF_MAX_MS, BACKOFF_MIN_MS, BUFFERING, Client, ConfirmQueue, Downsampler, FRAME_BYTES, FRAME_SAMPLES,
   FrameAssembler, HISTORY_LIMIT_MAX, IDLE, MIC_OFF, MIC_ON, MIC_RATE, MIC_STARTING, MIC_WAITING, Microphone, PING_INTERVAL_MS,
-  PLAYBACK_RATE, PLAYING, PONG_TIMEOUT_MS, PlaybackQueue, SUBPROTOCOL, SWITCH_TIMEOUT_MS, Speaker, TurnTexts, backoffDelay,
+  PLAYBACK_RATE, PLAYING, PONG_TIMEOUT_MS, AUTH_SUBPROTOCOL_PREFIX, MAX_FAILED_ATTEMPTS, UNREACHABLE_OR_REFUSED, PlaybackQueue, SUBPROTOCOL, SWITCH_TIMEOUT_MS, Speaker, TurnTexts, backoffDelay,
   browserAudio, closeAction, connect, describeClose, downmix, gatewayURL, lowPass, parseRequest, pcm16ToFloat, refreshDelay,
   toPCM16, tokenExpiry,
 } from "@turnstile-gw/client";
@@ -30,6 +30,8 @@ export async function app(): Promise<void> {
     storageKey: "chat",
     backoff: { minMs: 500, maxMs: 10_000 },
     refreshMarginMs: 30_000,
+    tokenIn: "subprotocol",
+    maxFailedAttempts: 5,
   });
   const off = client.on("text.delta", (m) => console.log(m.turn, m.text.toUpperCase()));
   off();
@@ -67,7 +69,12 @@ export async function app(): Promise<void> {
   client.on("switchFailed", (f) => console.log(f.to, f.code, f.message));
   client.on("audioError", (e) => console.log(e.message));
   client.on("audioSuspended", () => client.voice.resumeAudio());
-  client.on("some.future.event", (m) => console.log(m.type, m["anything"]));
+  client.on("message", (m) => console.log(m.type, (m as Record<string, unknown>)["anything"]));
+  // @ts-expect-error: a misspelt event name (no string fallback: a typo fails tsc)
+  client.on("text.detla", () => {});
+  // @ts-expect-error: a misspelt event name in off too
+  client.off("sesion.ready", () => {});
+  client.on("error", (m) => console.log(m.code === "unreachable_or_refused", m.attempts));
   // @ts-expect-error: text.delta has no `args`
   client.on("text.delta", (m) => m.args);
   // @ts-expect-error: not a client message type
@@ -151,6 +158,7 @@ export async function app(): Promise<void> {
   console.log(head, confirms.items, confirms.length, confirms.settle("t"), confirms.dropSent(), confirms.expire(), confirms.nextExpiryIn(), confirms.replace([]), parseRequest({}));
   confirms.clear();
 
+  console.log(AUTH_SUBPROTOCOL_PREFIX, MAX_FAILED_ATTEMPTS, UNREACHABLE_OR_REFUSED);
   console.log(SUBPROTOCOL, BACKOFF_MIN_MS, BACKOFF_MAX_MS, backoffDelay(3, Math.random, { maxMs: 5000 }), closeAction(4001) === "reauth",
     describeClose(4008), tokenExpiry("a.b.c"), refreshDelay(Date.now() + 60_000, Date.now(), 10_000));
   const closed: ClosedStatus | null = null;
