@@ -331,14 +331,18 @@ func TestComposeGatewaysStartAsTheREADMESays(t *testing.T) {
 	}
 	compose := yamlDocs(t, filepath.Join(deployDir, "compose.yaml"))[0]
 	secret := strings.Repeat("ab", 32)
+	redisPass := strings.Repeat("cd", 32)
+	if !strings.Contains(string(readme), "\nexport REDIS_PASSWORD=") {
+		t.Fatal("deploy/README.md does not export REDIS_PASSWORD before bringing the stack up")
+	}
 	for _, tc := range []struct {
 		name    string
 		shell   map[string]string
 		refusal string // "" = starts
 	}{
-		{"offline demo", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "TURNSTILE_DEMO": "true"}, ""},
-		{"gemini key", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "GEMINI_API_KEY": "k"}, ""},
-		{"neither", map[string]string{"TURNSTILE_AUTH_SECRET": secret}, "TURNSTILE_DEMO"},
+		{"offline demo", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "TURNSTILE_DEMO": "true"}, ""},
+		{"gemini key", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "GEMINI_API_KEY": "k"}, ""},
+		{"neither", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass}, "TURNSTILE_DEMO"},
 	} {
 		for name, svc := range mapAt(compose, "services") {
 			s := mapAt(map[string]any{"s": svc}, "s")

@@ -46,6 +46,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if len(args) > 0 && args[0] == "version" {
 		return versionCommand(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "sleep" {
+		return sleepCommand(args[1:], stderr)
+	}
 	cfg, err := loadConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
