@@ -6,7 +6,7 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test test-js test-js-sdk test-deps lint build docker clean
+.PHONY: run test test-under-load test-js test-js-sdk test-deps lint build release docker clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/gateway
@@ -15,6 +15,11 @@ run:
 # it when it is missing.
 test: test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# The whole suite beside two busy-looping processes: a busy CI machine
+# (docs/testing.md).
+test-under-load: test-deps
+	scripts/test-under-load
 
 # The official JS SDK (@google/genai) against cmd/fakegemini; needs Node.js
 # 20+ and npm (test-deps installs them). CI runs it after `make test`.
@@ -38,8 +43,14 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/fakegemini ./cmd/fakegemini
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/fakeopenai ./cmd/fakeopenai
 
+# The artefacts of a release in dist/: static gateway binaries for linux and
+# darwin (amd64, arm64), the browser client's npm tarball, SHA256SUMS. For
+# VERSION=vX.Y.Z if given, else the version tag at HEAD (scripts/release).
+release:
+	scripts/release $(if $(filter command line environment,$(origin VERSION)),$(VERSION),$(shell git describe --tags --exact-match 2>/dev/null))
+
 docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t turnstile:$(VERSION) .
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
