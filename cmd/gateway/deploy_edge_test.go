@@ -6,20 +6,14 @@ package main
 // closed to all but Prometheus in Kubernetes.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/tlstest"
 )
 
 func readDeploy(t *testing.T, parts ...string) string {
@@ -119,8 +113,12 @@ func TestStackHAProxyLogsNoQueryStringAndTerminatesTLS(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
+	// What HAProxy reads as a certificate: the chain, then the key.
+	cert := tlstest.New(t, "localhost")
 	certFile := filepath.Join(dir, "turnstile.pem")
-	writeSelfSignedPEM(t, certFile)
+	if err := os.WriteFile(certFile, append(cert.CertPEM, cert.KeyPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	local := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(local, []byte(strings.ReplaceAll(cfg, bind[2], certFile)), 0o600); err != nil {
 		t.Fatal(err)
@@ -252,30 +250,5 @@ func TestStackComposeRedisNeedsThePasswordTheGatewaysUse(t *testing.T) {
 		if url := composeValue(t, str(mapAt(s, "environment")["REDIS_URL"]), shell); !strings.Contains(url, ":"+want+"@") {
 			t.Errorf("%s: REDIS_URL does not carry Redis's password", name)
 		}
-	}
-}
-
-// writeSelfSignedPEM writes what HAProxy reads as a certificate: a
-// self-signed certificate for localhost, then its private key.
-func writeSelfSignedPEM(t *testing.T, path string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk})...)
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
