@@ -53,12 +53,13 @@ test("a token is refreshed a minute before it expires, or halfway for a short on
   assert.equal(refreshDelay(now + 90 * 86_400_000, now), 2 ** 31 - 1);
 });
 
-test("the token goes on the URL, and a fresh one in `auth` before it expires", async () => {
+test("the token goes with the upgrade, and a fresh one in `auth` before it expires", async () => {
   const tokens = [jwt({ sub: "u", exp: inSeconds(2) }), jwt({ sub: "u", exp: inSeconds(3600) })];
   let calls = 0;
   const client = open({ token: async () => tokens[calls++], refreshMarginMs: 1500 });
   const peer = await gw.peer();
   assert.equal(peer.token, tokens[0]);
+  assert.equal(peer.tokenVia, "subprotocol");
   await peer.next();
   peer.ready();
   // 2 s left, 1.5 s margin (at most half of what is left): refresh within a second.
