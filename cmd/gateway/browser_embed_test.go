@@ -124,6 +124,22 @@ func (e *embedSite) minted() []string {
 	return append([]string(nil), e.tokens...)
 }
 
+// startEmbedBrowser starts Chromium for an embedding page (its microphone
+// plays speech) and gives the conversation's context, which ends with the
+// test.
+func startEmbedBrowser(t *testing.T, chromium string) (*chromiumTab, context.Context) {
+	t.Helper()
+	wav := filepath.Join(t.TempDir(), "speech.wav")
+	if err := writeSpeechWAV(wav); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrowser(t, chromium, wav)
+	b.debugExpr = `JSON.stringify({embed: window.__embed ?? null, page: document.body?.innerText ?? ""}, null, 1)`
+	ctx, cancel := context.WithTimeout(b.ctx, browserConversationTimeout)
+	t.Cleanup(cancel)
+	return b, ctx
+}
+
 // embedGateway starts a gateway with auth on whose allowed origin is
 // allowed, logging to log (nil: nowhere).
 func embedGateway(t *testing.T, allowed string, log io.Writer) *testGateway {
@@ -152,14 +168,7 @@ func TestBrowserEmbedsTheClientFromAnotherOrigin(t *testing.T) {
 		t.Fatal("the site and the gateway share an origin")
 	}
 
-	wav := filepath.Join(t.TempDir(), "speech.wav")
-	if err := writeSpeechWAV(wav); err != nil {
-		t.Fatal(err)
-	}
-	b := startBrowser(t, chromium, wav)
-	b.debugExpr = `JSON.stringify({embed: window.__embed ?? null, page: document.body?.innerText ?? ""}, null, 1)`
-	ctx, cancel := context.WithTimeout(b.ctx, browserConversationTimeout)
-	defer cancel()
+	b, ctx := startEmbedBrowser(t, chromium)
 
 	b.do(ctx, "open the shop's page", chromedp.Navigate(siteOrigin+"/"))
 	b.waitFor(ctx, "the client to connect with a token from the shop's backend", `window.__client?.ready === true`)
@@ -231,14 +240,7 @@ func TestBrowserClientOnARefusedOriginStopsAfterThreeAttempts(t *testing.T) {
 	gatewayURL = g.url
 	site.srv.Start()
 
-	wav := filepath.Join(t.TempDir(), "speech.wav")
-	if err := writeSpeechWAV(wav); err != nil {
-		t.Fatal(err)
-	}
-	b := startBrowser(t, chromium, wav)
-	b.debugExpr = `JSON.stringify({embed: window.__embed ?? null, page: document.body?.innerText ?? ""}, null, 1)`
-	ctx, cancel := context.WithTimeout(b.ctx, browserConversationTimeout)
-	defer cancel()
+	b, ctx := startEmbedBrowser(t, chromium)
 	b.do(ctx, "open the page of a site the gateway does not allow", chromedp.Navigate(site.origin+"/"))
 	b.waitFor(ctx, "the client to give up", `window.__embed?.closed !== null && window.__embed?.closed !== undefined`)
 
