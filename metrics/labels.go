@@ -132,9 +132,14 @@ func (m *Metrics) initZero() {
 			m.ModelRequests.WithLabelValues(k, o)
 		}
 	}
-	for _, p := range modelProviders {
-		m.ModelTokens.WithLabelValues(p, "input")
-		m.ModelTokens.WithLabelValues(p, "output")
+	for _, kind := range []string{"input", "output"} {
+		for _, p := range modelProviders {
+			m.ModelTokens.WithLabelValues(p, "text", kind, "text")
+		}
+		// What Live reports a split for: text and audio.
+		for _, modality := range []string{"text", "audio"} {
+			m.ModelTokens.WithLabelValues("gemini", "voice", kind, modality)
+		}
 	}
 	for _, typ := range BrowserMessageTypes() {
 		m.BrowserMessages.WithLabelValues(typ)

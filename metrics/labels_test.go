@@ -35,7 +35,7 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		"turnstile_sessions_refused_total":              len(SessionRefusalReasons),
 		"turnstile_model_requests_total":                len(ModelRequestKinds) * len(ModelOutcomes),
 		"turnstile_model_first_chunk_seconds":           len(ModelRequestKinds),
-		"turnstile_model_tokens_total":                  4,
+		"turnstile_model_tokens_total":                  8,
 		"turnstile_browser_messages_total":              len(BrowserMessageTypes()),
 		"turnstile_browser_disconnects_total":           len(protocol.Disconnects),
 		"turnstile_redis_duration_seconds":              len(RedisOps),

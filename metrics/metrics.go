@@ -34,7 +34,7 @@ type Metrics struct {
 	ToolResultBytes   *prometheus.HistogramVec // tool
 	ModelRequests     *prometheus.CounterVec   // kind, outcome
 	ModelFirstToken   *prometheus.HistogramVec // kind
-	ModelTokens       *prometheus.CounterVec   // provider: gemini|openai|other, kind: input|output
+	ModelTokens       *prometheus.CounterVec   // provider: gemini|openai|other, mode, kind: input|output, modality
 	BrowserMessages   *prometheus.CounterVec   // type
 	BrowserDisconnect *prometheus.CounterVec   // reason
 	RedisDuration     *prometheus.HistogramVec // op
@@ -115,8 +115,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Time from a model request to its first streamed chunk.",
 			prometheus.ExponentialBuckets(0.01, 2, 12), "kind"),
 		ModelTokens: f.counterVec("turnstile_model_tokens_total",
-			"Tokens of text model requests as the provider reported them, by provider (gemini, openai) and kind (input, output; output includes reasoning tokens).",
-			"provider", "kind"),
+			"Tokens of model requests (text) and Live turns (voice) as the provider reported them, by provider (gemini, openai), mode, kind (input, output; output includes reasoning tokens) and modality (text, audio, image, video, document; unspecified where the provider gave no split).",
+			"provider", "mode", "kind", "modality"),
 		BrowserMessages: f.counterVec("turnstile_browser_messages_total",
 			"Messages received from browsers, by protocol type (invalid ones as \"invalid\").", "type"),
 		BrowserDisconnect: f.counterVec("turnstile_browser_disconnects_total",
@@ -215,18 +215,49 @@ func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
 // any other provider is counted as "other", so the label stays bounded.
 var modelProviders = []string{"gemini", "openai"}
 
-// AddModelTokens counts the tokens one model request used, as its provider
-// reported them (provider "gemini" or "openai"; anything else is counted as
-// "other"). Negative counts are ignored.
+// AddModelTokens counts the tokens one text model request used, as its
+// provider reported them (provider "gemini" or "openai"; anything else is
+// counted as "other"). Text turns send text only: modality "text".
+// Negative counts are ignored.
 func (m *Metrics) AddModelTokens(provider string, input, output int) {
 	if !slices.Contains(modelProviders, provider) {
 		provider = "other"
 	}
 	if input > 0 {
-		m.ModelTokens.WithLabelValues(provider, "input").Add(float64(input))
+		m.ModelTokens.WithLabelValues(provider, "text", "input", "text").Add(float64(input))
 	}
 	if output > 0 {
-		m.ModelTokens.WithLabelValues(provider, "output").Add(float64(output))
+		m.ModelTokens.WithLabelValues(provider, "text", "output", "text").Add(float64(output))
+	}
+}
+
+// TokenModalities are the modality label values of
+// turnstile_model_tokens_total (Gemini's MediaModality, lower case);
+// "unspecified" is what a total holds beyond its split.
+var TokenModalities = []string{"text", "audio", "image", "video", "document", "unspecified"}
+
+// AddVoiceTokens counts what one Live turn cost (provider gemini, mode
+// voice): kind is "input" or "output", total the count, byModality its split
+// where the upstream gave one. A modality outside TokenModalities, and
+// whatever the split leaves of the total, count as "unspecified"; a split
+// larger than the total is believed over it.
+func (m *Metrics) AddVoiceTokens(kind string, total int, byModality map[string]int) {
+	if kind != "input" && kind != "output" {
+		return
+	}
+	rest := total
+	for modality, n := range byModality {
+		if n <= 0 {
+			continue
+		}
+		rest -= n
+		if !slices.Contains(TokenModalities, modality) {
+			modality = "unspecified"
+		}
+		m.ModelTokens.WithLabelValues("gemini", "voice", kind, modality).Add(float64(n))
+	}
+	if rest > 0 {
+		m.ModelTokens.WithLabelValues("gemini", "voice", kind, "unspecified").Add(float64(rest))
 	}
 }
 

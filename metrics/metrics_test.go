@@ -93,8 +93,9 @@ func TestRedisErrorsCounted(t *testing.T) {
 func TestModelTokensStartAtZeroForEachProviderAndKind(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	New(reg, Build{})
-	if n, err := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); err != nil || n != 4 {
-		t.Fatalf("turnstile_model_tokens_total has %d series (%v), want gemini and openai × input and output", n, err)
+	if n, err := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); err != nil || n != 8 {
+		t.Fatalf("turnstile_model_tokens_total has %d series (%v), want text (gemini and openai) and voice "+
+			"(gemini text and audio) × input and output", n, err)
 	}
 }
 
@@ -114,11 +115,35 @@ func TestModelTokensAddUpPerProviderWithABoundedLabel(t *testing.T) {
 		{"gemini", "input", 10}, {"gemini", "output", 5},
 		{"other", "input", 7}, {"other", "output", 3},
 	} {
-		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues(c.provider, c.kind)); got != c.want {
+		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues(c.provider, "text", c.kind, "text")); got != c.want {
 			t.Errorf("tokens{%s,%s} = %v, want %v", c.provider, c.kind, got, c.want)
 		}
 	}
-	if n, _ := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); n != 6 {
-		t.Errorf("%d series, want 6: an unknown provider must not add a label value of its own", n)
+	if n, _ := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); n != 10 {
+		t.Errorf("%d series, want 10: an unknown provider must not add a label value of its own", n)
+	}
+}
+
+func TestVoiceTokensCountByModalityAndTheRestAsUnspecified(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, Build{})
+	m.AddVoiceTokens("input", 554, map[string]int{"text": 553, "audio": 1})
+	m.AddVoiceTokens("output", 25, map[string]int{"audio": 19}) // 6 thinking tokens without a split
+	m.AddVoiceTokens("input", 10, nil)
+	m.AddVoiceTokens("output", 4, map[string]int{"hologram": 4})
+	m.AddVoiceTokens("sideways", 99, nil)
+	for _, c := range []struct {
+		kind, modality string
+		want           float64
+	}{
+		{"input", "text", 553}, {"input", "audio", 1}, {"input", "unspecified", 10},
+		{"output", "audio", 19}, {"output", "unspecified", 10}, {"output", "text", 0},
+	} {
+		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "voice", c.kind, c.modality)); got != c.want {
+			t.Errorf("voice tokens{%s,%s} = %v, want %v", c.kind, c.modality, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "text", "input", "text")); got != 0 {
+		t.Errorf("voice tokens counted as text: %v", got)
 	}
 }

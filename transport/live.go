@@ -33,6 +33,7 @@ const (
 	LiveToolCancel                                  // IDs: calls the model no longer wants
 	LiveGoAway                                      // TimeLeft: the connection ends soon
 	LiveResumption                                  // Handle, Resumable
+	LiveTokens                                      // Usage: what a turn cost
 )
 
 // LiveEvent is one thing the realtime upstream said.
@@ -45,6 +46,17 @@ type LiveEvent struct {
 	TimeLeft  time.Duration
 	Handle    string
 	Resumable bool
+	Usage     *LiveUsage
+}
+
+// LiveUsage is the token count the upstream reported for a turn (Gemini
+// Live's usageMetadata). Input is the prompt; Output the response plus any
+// thinking. The ByModality maps split them where the upstream did ("text",
+// "audio", "image", "video", "document"; nil when it did not); they may
+// cover less than the total.
+type LiveUsage struct {
+	Input, Output                     int
+	InputByModality, OutputByModality map[string]int
 }
 
 // LiveSession is one realtime upstream connection. Exactly one goroutine

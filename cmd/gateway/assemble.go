@@ -73,6 +73,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}()
 	v, c := buildVersion()
 	m := metrics.New(reg, metrics.Build{Version: v, Commit: c})
+	m.SetContextBudget(cfg.ContextMaxTokens)
 	tracer, err := startTracing(ctx, cfg, v, m, log, gw)
 	if err != nil {
 		return nil, err

@@ -130,6 +130,11 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		v.mu.Unlock()
 		v.d.Log.Info("voice: upstream going away; will resume on a new connection", "time_left", ev.TimeLeft)
 		return ready
+	case transport.LiveTokens:
+		if u := ev.Usage; u != nil {
+			v.d.Metrics.AddVoiceTokens("input", u.Input, u.InputByModality)
+			v.d.Metrics.AddVoiceTokens("output", u.Output, u.OutputByModality)
+		}
 	case transport.LiveResumption:
 		if !ev.Resumable || ev.Handle == "" {
 			return false

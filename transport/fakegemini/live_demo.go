@@ -67,10 +67,11 @@ type demoConn struct {
 	vad     *energyDetector
 	vadRate int
 
-	turnOpen     bool                   // the model owes a turnComplete
-	pending      map[string]pendingCall // by tool call id, awaiting a response
-	made         []fakedemo.Call        // the calls of this connection, for an approval to repeat
-	promptTokens int                    // input of the current turn
+	turnOpen    bool                   // the model owes a turnComplete
+	pending     map[string]pendingCall // by tool call id, awaiting a response
+	made        []fakedemo.Call        // the calls of this connection, for an approval to repeat
+	promptText  int                    // input of the current turn: typed text
+	promptAudio int                    // and microphone audio, in tokens
 
 	queue     []demoChunk // speech not yet sent
 	sent      int         // chunks of the current reply already sent
@@ -127,7 +128,7 @@ func (c *demoConn) handle(ev ClientEvent) error {
 		if rate := pcmRate(ev.MIMEType); c.vad == nil || rate != c.vadRate {
 			c.vad, c.vadRate = newEnergyDetector(rate), rate
 		}
-		c.promptTokens += audioTokens(time.Duration(len(ev.Data)/2) * time.Second / time.Duration(c.vadRate))
+		c.promptAudio += audioTokens(time.Duration(len(ev.Data)/2) * time.Second / time.Duration(c.vadRate))
 		for _, v := range c.vad.feed(ev.Data) {
 			if err := c.onVAD(v); err != nil {
 				return err
@@ -183,7 +184,7 @@ func (c *demoConn) onText(text string) error {
 	if err := c.bargeIn(); err != nil {
 		return err
 	}
-	c.promptTokens += textTokens(text)
+	c.promptText += textTokens(text)
 	if fakedemo.IsCall(text) || fakedemo.IsConfirmation(text) {
 		a := fakedemo.Decide(fakedemo.Input{Text: text, Tools: declaredNames(c.s.Setup.Tools), Earlier: c.made})
 		if len(a.Calls) == 0 {
@@ -326,11 +327,17 @@ func (c *demoConn) finishTurn() error {
 	if err := c.s.SendGenerationComplete(); err != nil {
 		return err
 	}
-	prompt, out := int32(max(1, c.promptTokens)), int32(audioTokens(c.spokenDur))
-	c.promptTokens = 0
+	// As the real service: the prompt split into text (at least the
+	// instruction's token) and audio, the response all audio.
+	text, audio, out := int32(max(1, c.promptText)), int32(c.promptAudio), int32(audioTokens(c.spokenDur))
+	c.promptText, c.promptAudio = 0, 0
 	usage := &genai.UsageMetadata{
-		PromptTokenCount: prompt, ResponseTokenCount: out, TotalTokenCount: prompt + out,
+		PromptTokenCount: text + audio, ResponseTokenCount: out, TotalTokenCount: text + audio + out,
+		PromptTokensDetails:   []*genai.ModalityTokenCount{{Modality: genai.MediaModalityText, TokenCount: text}},
 		ResponseTokensDetails: []*genai.ModalityTokenCount{{Modality: genai.MediaModalityAudio, TokenCount: out}},
+	}
+	if audio > 0 {
+		usage.PromptTokensDetails = append(usage.PromptTokensDetails, &genai.ModalityTokenCount{Modality: genai.MediaModalityAudio, TokenCount: audio})
 	}
 	if err := c.s.SendTurnComplete(usage); err != nil {
 		return err

@@ -11,10 +11,55 @@ import (
 )
 
 // serverMessage is a server message decoded in full: genai's type, plus
-// the error the SDK's Receive refuses a message for.
+// the error the SDK's Receive refuses a message for, and the usage in
+// either API's field names (it shadows genai's UsageMetadata).
 type serverMessage struct {
 	genai.LiveServerMessage
 	Error json.RawMessage `json:"error"`
+	Usage *usageWire      `json:"usageMetadata"`
+}
+
+// usageWire is Live's usageMetadata: the Gemini API says response, Vertex
+// AI candidates (its SDK renames them; this adapter reads both).
+type usageWire struct {
+	PromptTokenCount        int              `json:"promptTokenCount"`
+	ResponseTokenCount      int              `json:"responseTokenCount"`
+	CandidatesTokenCount    int              `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int              `json:"thoughtsTokenCount"`
+	PromptTokensDetails     []modalityTokens `json:"promptTokensDetails"`
+	ResponseTokensDetails   []modalityTokens `json:"responseTokensDetails"`
+	CandidatesTokensDetails []modalityTokens `json:"candidatesTokensDetails"`
+}
+
+type modalityTokens struct {
+	Modality   string `json:"modality"`
+	TokenCount int    `json:"tokenCount"`
+}
+
+// event is the neutral usage event: output is the response (or
+// candidates) plus thinking, billed as output.
+func (u *usageWire) event() transport.LiveEvent {
+	byModality := func(details ...[]modalityTokens) map[string]int {
+		var m map[string]int
+		for _, ds := range details {
+			for _, d := range ds {
+				if d.TokenCount <= 0 {
+					continue
+				}
+				if m == nil {
+					m = map[string]int{}
+				}
+				m[strings.ToLower(strings.TrimPrefix(d.Modality, "MODALITY_"))] += d.TokenCount
+			}
+		}
+		return m
+	}
+	return transport.LiveEvent{Kind: transport.LiveTokens, Usage: &transport.LiveUsage{
+		Input:            max(u.PromptTokenCount, 0),
+		Output:           max(u.ResponseTokenCount, 0) + max(u.CandidatesTokenCount, 0) + max(u.ThoughtsTokenCount, 0),
+		InputByModality:  byModality(u.PromptTokensDetails),
+		OutputByModality: byModality(u.ResponseTokensDetails, u.CandidatesTokensDetails),
+	}}
 }
 
 // decodeMessage decodes a server message the way the SDK's Receive does
@@ -37,8 +82,9 @@ func decodeMessage(data []byte) (*serverMessage, error) {
 // order), output transcription, interrupted, generationComplete,
 // turnComplete, tool calls, tool cancellations, goAway, resumption update.
 // The real service sends one of these per message; the order only matters
-// for a message that carries several. setupComplete and usageMetadata
-// yield nothing. scanAudio keeps to the same order.
+// for a message that carries several. setupComplete yields nothing, and
+// usageMetadata is decodeMessage's (serverMessage.Usage). scanAudio keeps
+// to the same order.
 func appendEvents(out []transport.LiveEvent, msg *genai.LiveServerMessage) []transport.LiveEvent {
 	if sc := msg.ServerContent; sc != nil {
 		if t := sc.InputTranscription; t != nil && t.Text != "" {

@@ -49,15 +49,25 @@ func TestEveryServerMessageBecomesItsEvent(t *testing.T) {
 		{func() error { return fs.SendGoAway(50 * time.Second) },
 			transport.LiveEvent{Kind: transport.LiveGoAway, TimeLeft: 50 * time.Second}},
 		{func() error {
-			// Thought parts and usage-only messages say nothing to the
-			// user: the next event must be the resumption update.
+			// Thought parts say nothing to the user; the usage that follows
+			// is the next event.
 			if err := fs.Send(map[string]any{"serverContent": map[string]any{"modelTurn": map[string]any{
 				"role": "model", "parts": []any{map[string]any{"text": "**Planning**", "thought": true}}}}}); err != nil {
 				return err
 			}
-			if err := fs.Send(map[string]any{"usageMetadata": map[string]any{"totalTokenCount": 5}}); err != nil {
-				return err
-			}
+			return fs.Send(map[string]any{"usageMetadata": map[string]any{"promptTokenCount": 554, "responseTokenCount": 19,
+				"totalTokenCount": 573, "promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": 553},
+					map[string]any{"modality": "AUDIO", "tokenCount": 1}},
+				"responseTokensDetails": []any{map[string]any{"modality": "AUDIO", "tokenCount": 19}}}})
+		}, transport.LiveEvent{Kind: transport.LiveTokens, Usage: &transport.LiveUsage{Input: 554, Output: 19,
+			InputByModality: map[string]int{"text": 553, "audio": 1}, OutputByModality: map[string]int{"audio": 19}}}},
+		{func() error {
+			// Vertex AI's names: candidates, and thinking billed as output.
+			return fs.Send(map[string]any{"usageMetadata": map[string]any{"promptTokenCount": 9, "candidatesTokenCount": 7,
+				"thoughtsTokenCount": 3, "candidatesTokensDetails": []any{map[string]any{"modality": "AUDIO", "tokenCount": 7}}}})
+		}, transport.LiveEvent{Kind: transport.LiveTokens, Usage: &transport.LiveUsage{Input: 9, Output: 10,
+			OutputByModality: map[string]int{"audio": 7}}}},
+		{func() error {
 			var err error
 			handle, err = fs.SendResumptionUpdate(true)
 			return err

@@ -98,7 +98,8 @@ func (s *Session) handshake(setup, seed []byte) error {
 // buffer the session reuses, so Audio is valid only until the next call.
 // Without allocating, it handles a message of model audio (the common
 // case); anything else is decoded into genai.LiveServerMessage.
-// setupComplete and usageMetadata yield no event.
+// setupComplete yields no event; usageMetadata a LiveTokens event after the
+// message's other events.
 func (s *Session) Recv() (transport.LiveEvent, error) {
 	for {
 		if s.dead.Load() {
@@ -123,6 +124,9 @@ func (s *Session) Recv() (transport.LiveEvent, error) {
 			return transport.LiveEvent{}, s.fail(err)
 		}
 		s.events = appendEvents(s.events, &msg.LiveServerMessage)
+		if msg.Usage != nil {
+			s.events = append(s.events, msg.Usage.event())
+		}
 	}
 }
 
