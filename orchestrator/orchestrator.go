@@ -44,7 +44,8 @@ type Config struct {
 	// ConfirmTTL is how long a confirmation waits for the user, and how long
 	// an approval waits for the model's repeated call; default 2 min.
 	ConfirmTTL time.Duration
-	// Now is the clock confirmations expire by; default time.Now.
+	// Now is the clock confirmations expire by and tool calls are timed
+	// by (latency, soft budgets); default time.Now.
 	Now func() time.Time
 }
 

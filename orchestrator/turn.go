@@ -299,10 +299,12 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	if debug {
 		t.o.Log.DebugContext(ctx, "executing tool", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID)
 	}
-	start := time.Now()
+	// Durations are read on the orchestrator's clock (Config.Now), which
+	// tests move.
+	start := t.o.cfg.Now()
 	env, timedOut := t.o.execute(cctx, a.tool, tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID,
 		Mode: t.s.Mode, Args: a.raw})
-	d := time.Since(start)
+	d := t.o.cfg.Now().Sub(start)
 	if debug && !env.OK {
 		t.o.Log.DebugContext(ctx, "tool execution failed", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID,
 			"error_type", env.Error.Type)

@@ -2,7 +2,9 @@ package orchestrator_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -160,5 +162,47 @@ func TestSoftLatencyBudgetFollowsTheSessionMode(t *testing.T) {
 		if got := testutil.ToFloat64(f.m.SoftLatencyExceeded.WithLabelValues(tc.tool, tc.mode)); got != tc.want {
 			t.Errorf("soft_latency_exceeded{%s,%s} = %v, want %v", tc.tool, tc.mode, got, tc.want)
 		}
+	}
+}
+
+// steppingClock returns a clock that moves on by step at every reading:
+// each call the orchestrator times takes exactly step.
+func steppingClock(step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(step)
+		return now
+	}
+}
+
+// In voice every tool has a soft budget of at most 1 s, whatever its
+// category: a utility or action tool taking longer is counted and logged
+// like a slow retrieval; in text only retrieval tools have one.
+func TestEveryVoiceToolOverASecondIsCountedAndLogged(t *testing.T) {
+	f := newFixture(t)
+	o := f.with(orchestrator.Config{Now: steppingClock(1200 * time.Millisecond)}, orchestrator.Deps{})
+	voice := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeVoice}, 1, nil)
+	text := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeText}, 2, nil)
+	for _, name := range []string{"noop", "hang_up"} { // utility, action
+		args := map[string]any{}
+		if name == "hang_up" {
+			args["text"] = "Bye."
+		}
+		if o := handleOne(t, voice, call("v-"+name, name, args), nil); !o.Envelope.OK || o.Duration != 1200*time.Millisecond {
+			t.Fatalf("%s in voice: %+v after %v", name, o.Envelope, o.Duration)
+		}
+		handleOne(t, text, call("t-"+name, name, args), nil)
+		if got := testutil.ToFloat64(f.m.SoftLatencyExceeded.WithLabelValues(name, "voice")); got != 1 {
+			t.Errorf("soft_latency_exceeded{%s,voice} = %v, want 1", name, got)
+		}
+		if got := testutil.ToFloat64(f.m.SoftLatencyExceeded.WithLabelValues(name, "text")); got != 0 {
+			t.Errorf("soft_latency_exceeded{%s,text} = %v, want 0 (no budget in text)", name, got)
+		}
+	}
+	if !f.log.Contains("soft latency budget") {
+		t.Error("no warning logged for the slow voice calls")
 	}
 }

@@ -23,6 +23,11 @@ var (
 	}
 )
 
+// VoiceSoftLatency is the soft latency budget of every tool in voice whose
+// category or manifest sets no tighter one: a spoken answer that waits
+// longer than a second for a tool is a silence the user notices.
+const VoiceSoftLatency = time.Second
+
 // DefaultBudget is the per-turn gate of a mode when neither the settings
 // nor the policy file set one.
 func DefaultBudget(mode string) Budget { return defaultBudgets[mode] }
@@ -78,13 +83,20 @@ func (l LatencyMs) MarshalJSON() ([]byte, error) {
 
 // SoftLatencyIn is the latency above which a call in the given mode is
 // reported as slow (it is never cut short); 0 means no soft budget. The
-// policy file's value wins. A manifest's value applies as written, except
-// that in voice it can only tighten the voice default, never loosen it: a
-// tool author cannot silently make voice calls wait longer than the
-// operator's default (raise it in the policy file). Retrieval tools without
-// a value get the mode's default; other tools have no soft budget.
+// policy file's value wins. Otherwise the mode's default applies: for
+// retrieval tools DefaultSoftLatency, for every other tool
+// VoiceSoftLatency in voice and none in text. A manifest's value applies
+// as written, except that in voice it can only tighten the default, never
+// loosen it: a tool author cannot silently make voice calls wait longer
+// than the operator's default (raise it in the policy file).
 func (t *Tool) SoftLatencyIn(mode string) time.Duration {
-	def := DefaultSoftLatency(mode)
+	def := time.Duration(0)
+	switch {
+	case t.Category == CategoryRetrieval:
+		def = DefaultSoftLatency(mode)
+	case mode == protocol.ModeVoice:
+		def = VoiceSoftLatency
+	}
 	v := time.Duration(t.SoftLatencyMs.In(mode)) * time.Millisecond
 	switch {
 	case v > 0 && t.SoftLatencyMs.Explicit:
@@ -93,10 +105,8 @@ func (t *Tool) SoftLatencyIn(mode string) time.Duration {
 		return def
 	case v > 0:
 		return v
-	case t.Category == CategoryRetrieval:
-		return def
 	default:
-		return 0
+		return def
 	}
 }
 

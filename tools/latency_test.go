@@ -10,7 +10,7 @@ import (
 // The soft latency budget per mode: the manifest can set it for every mode
 // or per mode, but in voice it can only tighten the gateway's default; the
 // policy file can set anything; retrieval tools fall back to the mode's
-// default and other tools have none.
+// default, other tools to 1 s in voice and none in text.
 func TestSoftLatencyPerModeWithVoiceDefaultProtected(t *testing.T) {
 	ms := time.Millisecond
 	cases := []struct {
@@ -21,11 +21,13 @@ func TestSoftLatencyPerModeWithVoiceDefaultProtected(t *testing.T) {
 		text, voice time.Duration
 	}{
 		{"retrieval without a value", "retrieval", "", 0, 2000 * ms, 800 * ms},
-		{"utility without a value", "utility", "", 0, 0, 0},
+		{"utility without a value", "utility", "", 0, 0, 1000 * ms},
+		{"action without a value", "action", "", 0, 0, 1000 * ms},
+		{"action tightening voice", "action", `"softLatencyMs": {"voice": 400},`, 0, 0, 400 * ms},
 		{"one number loosening voice is capped there", "retrieval", `"softLatencyMs": 2000,`, 0, 2000 * ms, 800 * ms},
 		{"one number tightening voice applies", "retrieval", `"softLatencyMs": 300,`, 0, 300 * ms, 300 * ms},
 		{"per mode values", "action", `"softLatencyMs": {"text": 1500, "voice": 500},`, 0, 1500 * ms, 500 * ms},
-		{"per mode value above the voice default", "action", `"softLatencyMs": {"voice": 5000},`, 0, 0, 800 * ms},
+		{"per mode value above the voice default", "action", `"softLatencyMs": {"voice": 5000},`, 0, 0, 1000 * ms},
 		{"policy may loosen voice", "retrieval", `"softLatencyMs": 300,`, 3000, 3000 * ms, 3000 * ms},
 	}
 	for _, tc := range cases {

@@ -78,8 +78,9 @@ func TestLoadValidTool(t *testing.T) {
 	if tool.Guide != echoGuide {
 		t.Errorf("Guide = %q", tool.Guide)
 	}
-	if tool.Timeout().Milliseconds() != 10000 || tool.SoftLatencyIn("text") != 0 || tool.SoftLatencyIn("voice") != 0 {
-		t.Errorf("defaults for a utility tool: timeout %v soft %v, want 10s and none", tool.Timeout(), tool.SoftLatencyIn("text"))
+	if tool.Timeout().Milliseconds() != 10000 || tool.SoftLatencyIn("text") != 0 || tool.SoftLatencyIn("voice") != tools.VoiceSoftLatency {
+		t.Errorf("defaults for a utility tool: timeout %v soft %v/%v, want 10s, none in text and 1s in voice", tool.Timeout(),
+			tool.SoftLatencyIn("text"), tool.SoftLatencyIn("voice"))
 	}
 	if tool.Handler == nil {
 		t.Error("Handler not set")

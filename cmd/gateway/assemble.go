@@ -182,6 +182,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
 			StoreTimeout: 2 * cfg.RedisTimeout,
 			ConfirmTTL:   cfg.ConfirmTTL,
+			Now:          clockNow(cfg.Clock),
 		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
 		Tools:   catalog,
 		Auth:    verifier,
@@ -370,4 +371,13 @@ func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Bu
 		return b
 	}
 	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
+}
+
+// clockNow is the orchestrator's clock: the injected one's, or nil for the
+// system clock.
+func clockNow(c session.Clock) func() time.Time {
+	if c == nil {
+		return nil
+	}
+	return c.Now
 }
