@@ -12,6 +12,30 @@ import (
 // 0). Sets owned by other packages are copied here because those packages
 // sit above this one; metrics' tests check each copy against its source.
 var (
+	// Channels label turnstile_channel_sessions_active and _ended_total:
+	// session.ChannelBrowser and the carriers.
+	Channels = []string{"browser", "twilio"}
+
+	// Carriers label turnstile_telephony_events_total.
+	Carriers = []string{"twilio"}
+
+	// TelephonyEventNames label turnstile_telephony_events_total.
+	TelephonyEventNames = []string{
+		"webhook",           // a call's webhook answered with a stream
+		"webhook_refused",   // bad or missing carrier signature: HTTP 403
+		"webhook_draining",  // the node is draining: HTTP 503 (the carrier's fallback takes the call)
+		"stream_refused",    // a stream upgrade with a bad or missing signature: HTTP 403
+		"stream_bad_params", // start without this gateway's signed call parameters: the stream ends
+		"stream_duplicate",  // a second stream for a call already streaming: the stream ends
+		"stream_bad_frame",  // a frame that is not the carrier's protocol: the stream ends
+		"dtmf_confirmation", // a keypad digit answered a confirmation
+		"dtmf_text",         // a keypad digit reached the model as text
+		"clear",             // barge-in: the carrier's buffered audio dropped
+		"hangup",            // the gateway hung up after the goodbye played
+		"dropped",           // the stream ended without the carrier's stop
+		"drain_goodbye",     // a drain's deadline neared: the model was asked to say goodbye
+	}
+
 	// SessionStartKinds label turnstile_sessions_started_total.
 	SessionStartKinds = []string{"new", "resumed"}
 
@@ -122,6 +146,14 @@ func (m *Metrics) initZero() {
 	}
 	for _, k := range SessionStartKinds {
 		m.SessionsStarted.WithLabelValues(k)
+	}
+	for _, ch := range Channels {
+		m.ChannelSessions.WithLabelValues(ch)
+	}
+	for _, c := range Carriers {
+		for _, e := range TelephonyEventNames {
+			m.TelephonyEvents.WithLabelValues(c, e)
+		}
 	}
 	for _, r := range SessionRefusalReasons {
 		m.SessionsRefused.WithLabelValues(r)

@@ -74,6 +74,11 @@ type Metrics struct {
 	// export_failed; tracing.DropReasons).
 	TraceSpansDropped *prometheus.CounterVec
 
+	// The channel a session came by: a browser or a phone carrier.
+	ChannelSessions      *prometheus.GaugeVec   // channel: Channels
+	ChannelSessionsEnded *prometheus.CounterVec // channel, reason: DisconnectReasons
+	TelephonyEvents      *prometheus.CounterVec // carrier: Carriers, event: TelephonyEventNames
+
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
 	Summary *Summary
@@ -181,6 +186,13 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		TraceSpansDropped: f.counterVec("turnstile_trace_spans_dropped_total",
 			"Trace spans never exported, by reason: queue_full (the export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full) or "+
 				"export_failed (the collector refused them or did not answer in time).", "reason"),
+		ChannelSessions: f.gaugeVec("turnstile_channel_sessions_active",
+			"Sessions with a live connection, by channel (browser, or a phone carrier such as twilio).", "channel"),
+		ChannelSessionsEnded: f.counterVec("turnstile_channel_sessions_ended_total",
+			"Sessions whose connection ended, by channel and disconnect reason.", "channel", "reason"),
+		TelephonyEvents: f.counterVec("turnstile_telephony_events_total",
+			"Phone call events by carrier: webhooks answered and refused, streams refused, keypad digits, clears, hang-ups.",
+			"carrier", "event"),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}

@@ -79,6 +79,9 @@ type Deps struct {
 	// found at startup that do not stop the node serving but that an
 	// operator must fix (a Redis without persistence).
 	Warnings []string
+	// Telephony puts a phone carrier's routes on the public listener;
+	// nil: no phone calls.
+	Telephony *Telephony
 }
 
 // Server routes HTTP requests.
@@ -90,6 +93,7 @@ type Server struct {
 	admin    *http.ServeMux
 	throttle *throttle.Keyed
 	admit    *admission
+	calls    streamingCalls // phone calls streaming on this node
 }
 
 // New builds the routes. When per-user leases are on it starts renewing
@@ -119,6 +123,9 @@ func New(cfg Config, d Deps) *Server {
 		s.admin.Handle("GET /metrics/summary", SummaryHandler(d.Summary))
 	}
 	s.public.HandleFunc("GET /v1/ws", s.ws)
+	if d.Telephony != nil {
+		s.routeTelephony(d.Telephony)
+	}
 	if d.Web != nil {
 		s.public.Handle("GET /", d.Web)
 	}

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -27,13 +26,14 @@ import (
 // share ctx; when one fails, all stop.
 type conn struct {
 	m    *Manager
-	ws   *websocket.Conn
-	raw  net.Conn // under ws; nil when unknown
+	wire Wire     // the browser's WebSocket, or a phone call's bridge
+	raw  net.Conn // under wire; nil when unknown
 	q    *queue
 	user string
 	// limitKey is whose per-user limits the connection counts against:
 	// the user, or in dev mode a key of its own.
 	limitKey string
+	id       Identity // as the edge admitted it (channel, prompt, pinned)
 	log      *slog.Logger
 	// expires is when the token that admitted the connection expires
 	// (zero: never); the expiry timer starts from it.
@@ -69,9 +69,9 @@ type conn struct {
 	epoch, seen atomic.Int64
 }
 
-func newConn(m *Manager, ws *websocket.Conn, id Identity) *conn {
+func newConn(m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
-		m: m, ws: ws, user: id.User, limitKey: id.User, expires: id.ExpiresAt,
+		m: m, wire: wire, user: id.User, id: id, limitKey: id.User, expires: id.ExpiresAt,
 		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done:    make(chan struct{}),
 		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Now},
@@ -107,7 +107,6 @@ func (c *conn) run(parent context.Context) {
 			c.m.Metrics.StoreRestorations.Inc()
 			c.log.Info("session written back to a store that had lost it")
 		}}
-	c.ws.SetReadLimit(c.m.cfg.MaxMessageBytes)
 	c.armExpiry(c.expires)
 	defer c.exp.stop()
 	// Reads and writes run without a context of their own (a context per
@@ -140,19 +139,21 @@ func (c *conn) run(parent context.Context) {
 	<-writerDone
 	c.finalWrite()
 	c.pst.finish()
-	_ = c.ws.CloseNow()
+	_ = c.wire.CloseNow()
 	c.pings.stop()
 
 	d := c.out.disconnect()
 	mode, turns := c.st.mode(), c.st.turnsTaken()
 	c.m.Metrics.BrowserDisconnect.WithLabelValues(d.Label).Inc()
 	if ok {
+		c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel).Dec()
+		c.m.Metrics.ChannelSessionsEnded.WithLabelValues(c.id.Channel, d.Label).Inc()
 		c.stats.Close()
 		c.m.Metrics.SessionsActive.WithLabelValues(mode).Dec()
 		c.m.Metrics.SessionDuration.Observe(time.Since(started).Seconds())
 		c.m.Metrics.TurnsPerSession.Observe(float64(turns))
 	}
-	c.log.Info("browser disconnected", "reason", d.Label, "turns", turns,
+	c.log.Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
 		"duration_ms", time.Since(started).Milliseconds())
 }
 
@@ -161,7 +162,7 @@ func (c *conn) drop() {
 	if c.raw != nil {
 		_ = c.raw.Close()
 	}
-	_ = c.ws.CloseNow()
+	_ = c.wire.CloseNow()
 }
 
 // finalWrite stores the newest state when the browser goes away, the
@@ -178,7 +179,7 @@ func (c *conn) finalWrite() {
 func (c *conn) readLoop() {
 	buf := make([]byte, 0, readBufferSize)
 	for {
-		typ, data, err := c.readFrame(buf)
+		binary, data, err := c.wire.Read(buf)
 		if err != nil {
 			c.out.setReason(readReason(err))
 			return
@@ -186,7 +187,7 @@ func (c *conn) readLoop() {
 		buf = data[:0]
 		now := time.Now()
 		c.alive(now)
-		if typ == websocket.MessageBinary {
+		if binary {
 			c.audioIn.Inc()
 			c.micAudio(now, data)
 			continue
@@ -209,29 +210,6 @@ func (c *conn) invalidUTF8() {
 	c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
 	c.refused(limitInvalidUTF8, time.Now())
 	c.close(protocol.DisconnectInvalidUTF8)
-}
-
-// readFrame reads one message into buf (grown when needed) without a
-// context: the socket is closed to end it.
-func (c *conn) readFrame(buf []byte) (websocket.MessageType, []byte, error) {
-	typ, r, err := c.ws.Reader(context.Background())
-	if err != nil {
-		return 0, nil, err
-	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return typ, buf, nil
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-	}
 }
 
 // handle acts on one text frame; false ends the connection.
@@ -326,8 +304,35 @@ func (c *conn) takeOver(ctx context.Context) {
 }
 
 // drain waits for the running turn (a voice turn plays out to its
-// turnComplete) or ctx, then closes with 4100.
+// turnComplete) or ctx, then closes with 4100. A pinned connection (a phone
+// call, which cannot reconnect elsewhere) is kept until it ends; GoodbyeLead
+// before ctx's deadline the model is asked to say goodbye, and the
+// connection closes when that answer is over.
 func (c *conn) drain(ctx context.Context) {
+	if c.id.Pinned {
+		deadline, ok := ctx.Deadline()
+		wait := time.Until(deadline) - c.m.cfg.GoodbyeLead
+		if !ok {
+			wait = time.Duration(1<<63 - 1)
+		}
+		t := time.NewTimer(max(wait, 0))
+		defer t.Stop()
+		select {
+		case <-c.done:
+			return
+		case <-ctx.Done():
+		case <-t.C:
+			if v := c.act.voiceSide(); v != nil {
+				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
+				v.Notice(goodbyeNotice)
+			}
+		}
+	}
 	c.act.waitIdle(ctx, c.done)
 	c.close(protocol.DisconnectDraining)
 }
+
+// goodbyeNotice is what the model is told when a drain's deadline nears on
+// a call.
+const goodbyeNotice = "[The line is closing now for maintenance. Say one short sentence of goodbye to the " +
+	"caller, asking them to call back, and nothing else.]"

@@ -25,7 +25,11 @@ func (c *conn) textConfig() textturn.Config {
 
 // voiceConfig is what this session's voice side runs with.
 func (c *conn) voiceConfig() voice.Config {
-	return voice.Config{System: c.ts.voice.system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
+	system := c.ts.voice.system
+	if c.id.Prompt != "" {
+		system += "\n\n" + c.id.Prompt
+	}
+	return voice.Config{System: system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
 }
 
 // textHost is the connection as one text turn sees it. ignored collects

@@ -73,7 +73,7 @@ func (c *conn) keepalive(now time.Time) {
 	}
 	c.pings.start(func() {
 		// Ends with the pong, or with the connection (its context).
-		if c.ws.Ping(c.ctx) == nil {
+		if c.wire.Ping(c.ctx) == nil {
 			c.alive(time.Now())
 		}
 	})

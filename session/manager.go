@@ -120,6 +120,9 @@ type Config struct {
 	RecentSessionsBytes int
 	// Clock runs the token expiry timers; default the system clock.
 	Clock Clock
+	// GoodbyeLead is how long before a drain's deadline a pinned
+	// connection (a phone call) is asked to say goodbye; default 8 s.
+	GoodbyeLead time.Duration
 	// Node names this node in the store (its liveness marker); default
 	// a random name.
 	Node string
@@ -180,6 +183,7 @@ func (c *Config) defaults() {
 	defDur(&c.LiveConnectTimeout, 10*time.Second)
 	defDur(&c.TakeoverWait, 2*time.Second)
 	defDur(&c.RateAbuseAfter, 10*time.Second)
+	defDur(&c.GoodbyeLead, 8*time.Second)
 }
 
 // Deps are the parts a session talks to.
@@ -276,21 +280,45 @@ type Identity struct {
 	// ClientIP is the browser's address (behind trusted proxies, the one
 	// they forwarded); every log line of the connection carries it.
 	ClientIP string
+	// Channel is what the connection is, for metrics and logs: a browser
+	// (ChannelBrowser, the default) or a phone carrier ("twilio").
+	Channel string
+	// Prompt is added to the voice system instruction (how a phone caller
+	// answers confirmations, say).
+	Prompt string
+	// Pinned is a connection that cannot move to another node (a phone
+	// call): a drain keeps it until it ends, and asks the model to say
+	// goodbye before the drain's deadline.
+	Pinned bool
 }
 
-// Serve runs one accepted WebSocket until it ends. raw is the network
-// connection under it (nil when unknown), which lets the session drop a
-// connection at once however stuck the WebSocket is. Serve closes ws.
+// ChannelBrowser is a browser's Identity.Channel.
+const ChannelBrowser = "browser"
+
+// Serve runs one accepted browser WebSocket until it ends. raw is the
+// network connection under it (nil when unknown), which lets the session
+// drop a connection at once however stuck the WebSocket is. Serve closes
+// ws.
 func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity) {
+	ws.SetReadLimit(m.cfg.MaxMessageBytes)
+	m.ServeWire(ctx, wsWire{ws}, raw, id)
+}
+
+// ServeWire runs one connection on any Wire until it ends (a phone call's
+// bridge is one), and closes it. A draining node refuses it (4100).
+func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Identity) {
+	if id.Channel == "" {
+		id.Channel = ChannelBrowser
+	}
 	m.mu.Lock()
 	if m.draining {
 		m.mu.Unlock()
 		m.Metrics.BrowserDisconnect.WithLabelValues(protocol.DisconnectDraining.Label).Inc()
 		m.Metrics.RefuseSession("draining")
-		_ = ws.Close(websocket.StatusCode(protocol.DisconnectDraining.Code), protocol.DisconnectDraining.Reason)
+		_ = wire.Close(protocol.DisconnectDraining.Code, protocol.DisconnectDraining.Reason)
 		return
 	}
-	c := newConn(m, ws, id)
+	c := newConn(m, wire, id)
 	c.raw = raw
 	m.all[c] = struct{}{}
 	m.startKeepaliveLocked()
@@ -316,6 +344,10 @@ func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 	}()
 	c.run(ctx)
 }
+
+// Draining reports whether the node is draining: new connections are
+// refused.
+func (m *Manager) Draining() bool { return m.isDraining() }
 
 // Watch follows the store for this node until ctx ends: a resume on any
 // node closes the connection that held the session here (4005), and when
@@ -411,7 +443,9 @@ func (m *Manager) claim(id string, c *conn) bool {
 
 // Drain lets running turns finish (a voice turn plays out to its end), then
 // closes every connection with 4100 (reconnect and resume), and waits for
-// them until ctx ends. New connections are refused from the first moment.
+// them until ctx ends. Pinned connections (phone calls) are kept until they
+// end or ctx's deadline nears (see conn.drain). New connections are refused
+// from the first moment.
 func (m *Manager) Drain(ctx context.Context) {
 	m.mu.Lock()
 	m.draining = true

@@ -1,11 +1,9 @@
 package session
 
 import (
-	"context"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/protocol"
 )
@@ -164,12 +162,8 @@ func (c *conn) flush(watchdog *time.Timer, spare []frame) ([]frame, bool) {
 	ok := true
 	for i, f := range frames {
 		if ok {
-			typ := websocket.MessageText
-			if f.binary {
-				typ = websocket.MessageBinary
-			}
 			watchdog.Reset(c.m.cfg.WriteTimeout)
-			if err := c.ws.Write(context.Background(), typ, f.data); err != nil {
+			if err := c.wire.Write(f.binary, f.data); err != nil {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
 			}
@@ -193,7 +187,7 @@ func (c *conn) closeBounded() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = c.ws.Close(websocket.StatusCode(d.Code), protocol.CloseReason(d.Reason))
+		_ = c.wire.Close(d.Code, protocol.CloseReason(d.Reason))
 	}()
 	select {
 	case <-done:

@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coder/websocket"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -18,17 +17,17 @@ import (
 func (c *conn) handshake() bool {
 	timer := time.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
 	defer timer.Stop()
-	typ, data, err := c.readFrame(nil)
+	binary, data, err := c.wire.Read(nil)
 	if err != nil {
 		c.out.setReason(readReason(err))
 		return false
 	}
-	if typ == websocket.MessageText && !utf8.Valid(data) {
+	if !binary && !utf8.Valid(data) {
 		c.invalidUTF8()
 		return false
 	}
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
-	if typ != websocket.MessageText || derr != nil || msg.Type != protocol.TypeSessionStart {
+	if binary || derr != nil || msg.Type != protocol.TypeSessionStart {
 		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
 		c.send(protocol.NewError(protocol.CodeBadMessage, "the first message must be session.start", false, 0))
 		c.close(protocol.DisconnectProtocolViolation)
@@ -122,7 +121,8 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.started.Store(true)
 	c.stats = c.m.Metrics.OpenSession()
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
-	c.log.Info("session ready", "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
+	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel).Inc()
+	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"init_tokens_estimate", c.ts.text.tokens)
 	switch {
 	case wantVoice:

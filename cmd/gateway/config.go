@@ -84,6 +84,9 @@ type Config struct {
 	// Tracing is what the OpenTelemetry SDK's variables say (config_tracing.go).
 	Tracing      tracing.Settings
 	PseudonymKey Secret // TURNSTILE_PSEUDONYM_KEY; "" = derived from the auth secret, else random per process
+	// Phone calls (config_telephony.go).
+	PublicURL       string // TURNSTILE_PUBLIC_URL without a trailing slash; "" = the request's host
+	TwilioAuthToken Secret // TWILIO_AUTH_TOKEN; "" = unsigned calls, on loopback only
 
 	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
 	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
@@ -213,6 +216,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("model_timeout", c.ModelTimeout),
 		slog.Int("system_prompt_chars", len([]rune(c.SystemPrompt))),
 		slog.String("admin_addr", c.AdminAddr),
+		slog.String("public_url", c.PublicURL),
+		slog.Any("twilio_auth_token", c.TwilioAuthToken),
 		slog.Duration("http_read_header_timeout", c.HTTPReadHeaderTimeout),
 		slog.Duration("http_idle_timeout", c.HTTPIdleTimeout),
 		slog.Int("http_max_header_bytes", c.HTTPMaxHeaderBytes),
@@ -336,6 +341,7 @@ func configSettings() []configSetting {
 		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
 			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
 		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
+		telephonySettings()[0], telephonySettings()[1],
 		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
 			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
 		{env: "TURNSTILE_TEXT_PROVIDER", def: transport.ProviderGemini,

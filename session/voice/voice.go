@@ -215,7 +215,7 @@ const modelAudioBytesPerSecond = 24000 * 2
 // clientContent sent mid-answer would cut the answer off.
 type userTurn struct {
 	text string
-	kind string // "" typed by the user, "confirmation" written by the gateway
+	kind string // "" typed by the user; "confirmation", "notice" written by the gateway
 }
 
 // Start opens the upstream (resuming handle when it is not "", else a new
@@ -319,6 +319,10 @@ func (v *Session) Text(text string) { v.userInput(userTurn{text: text}) }
 // Confirmed tells the model the outcome of a confirmation, as a user turn,
 // at once when it is not speaking, else right after its turn ends.
 func (v *Session) Confirmed(note string) { v.userInput(userTurn{text: note, kind: "confirmation"}) }
+
+// Notice gives the model a note the gateway wrote (a drain's "say goodbye
+// now"), as soon as it is not speaking.
+func (v *Session) Notice(note string) { v.userInput(userTurn{text: note, kind: "notice"}) }
 
 func (v *Session) userInput(u userTurn) {
 	v.mu.Lock()

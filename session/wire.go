@@ -1,0 +1,78 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/coder/websocket"
+)
+
+// Wire is the client end of a connection as a session sees it: browser
+// protocol messages in and out, pings, and how it closes. The browser's
+// WebSocket is one; a phone call is another — a bridge (package telephony)
+// that speaks its carrier's media stream on one side and the browser
+// protocol to the session on the other.
+//
+// Read is called by one goroutine, Write by another; Close, CloseNow and
+// Ping may come from any.
+type Wire interface {
+	// Read reads the next message into buf (grown when needed; the result
+	// may alias it). Its errors read as coder/websocket's
+	// (websocket.CloseStatus tells a close from a failure).
+	Read(buf []byte) (binary bool, data []byte, err error)
+	// Write sends one message, a binary one (model audio) or a JSON event.
+	Write(binary bool, data []byte) error
+	// Close ends the connection with a close code and reason, after what
+	// was written has gone out.
+	Close(code int, reason string) error
+	// CloseNow drops the connection at once.
+	CloseNow() error
+	// Ping checks the other end is alive; it returns when it answered.
+	Ping(ctx context.Context) error
+}
+
+// WebSocketWire is a WebSocket as a Wire (a phone bridge reads its
+// carrier's WebSocket through one).
+func WebSocketWire(ws *websocket.Conn) Wire { return wsWire{ws} }
+
+// wsWire is a browser's WebSocket. Reads and writes run without a context
+// of their own (a context per frame costs an allocation per audio frame):
+// the connection is dropped to end them.
+type wsWire struct{ ws *websocket.Conn }
+
+func (w wsWire) Read(buf []byte) (bool, []byte, error) {
+	typ, r, err := w.ws.Reader(context.Background())
+	if err != nil {
+		return false, nil, err
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return typ == websocket.MessageBinary, buf, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+	}
+}
+
+func (w wsWire) Write(binary bool, data []byte) error {
+	typ := websocket.MessageText
+	if binary {
+		typ = websocket.MessageBinary
+	}
+	return w.ws.Write(context.Background(), typ, data)
+}
+
+func (w wsWire) Close(code int, reason string) error {
+	return w.ws.Close(websocket.StatusCode(code), reason)
+}
+
+func (w wsWire) CloseNow() error                { return w.ws.CloseNow() }
+func (w wsWire) Ping(ctx context.Context) error { return w.ws.Ping(ctx) }
