@@ -65,6 +65,8 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"confirmations_total":               {"outcome", ConfirmationOutcomes},
 		"voice_audio_dropped_seconds_total": {"reason", VoiceDropReasons},
 		"gate_refusals_total":               {"gate", Gates},
+		"telephony_events_total":            {"event", TelephonyEventNames},
+		"channel_sessions_active":           {"channel", Channels},
 	}
 	for name, set := range closed {
 		if len(rows[name]) != 1 {

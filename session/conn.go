@@ -324,6 +324,7 @@ func (c *conn) drain(ctx context.Context) {
 		case <-t.C:
 			if v := c.act.voiceSide(); v != nil {
 				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
+				c.m.Metrics.TelephonyEvents.WithLabelValues(c.id.Channel, "drain_goodbye").Inc()
 				v.Notice(goodbyeNotice)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 

@@ -157,10 +157,16 @@ func (b *Bridge) Read(buf []byte) (bool, []byte, error) {
 	for {
 		binary, data, err := b.conn.Read(b.rbuf)
 		if err != nil {
+			if b.stopped {
+				return false, nil, errStop // and the carrier closed the stream, as it does after stop
+			}
 			b.ended(err)
 			return false, nil, err
 		}
 		b.rbuf = data[:0]
+		if b.stopped {
+			continue // the call is over: the carrier closes the stream next
+		}
 		if binary {
 			return false, nil, b.badFrame(fmt.Errorf("%w: a binary frame", ErrBadFrame))
 		}
@@ -183,12 +189,14 @@ func (b *Bridge) Read(buf []byte) (bool, []byte, error) {
 				b.event("hangup")
 				b.log.Info("call hung up after the goodbye played")
 				b.markHungUp()
+				// A normal closure ends the carrier's <Connect>; with no
+				// verb after it, the call ends.
+				_ = b.conn.Close(int(websocket.StatusNormalClosure), "")
 				return false, nil, errHungUp
 			}
 		case KindStop:
 			b.stopped = true
 			b.log.Info("the carrier ended the call")
-			return false, nil, errStop
 		case KindStart:
 			return false, nil, b.badFrame(fmt.Errorf("%w: a second start", ErrBadFrame))
 		}
@@ -319,7 +327,7 @@ func (b *Bridge) hangUp(why string) error {
 	b.hanging = true
 	b.timer = time.AfterFunc(b.cfg.HangupWait, func() {
 		b.log.Warn("the carrier did not echo the goodbye's mark; hanging up", "wait", b.cfg.HangupWait)
-		_ = b.conn.CloseNow()
+		_ = b.CloseNow()
 	})
 	b.mu.Unlock()
 	b.log.Info("hanging up once the goodbye has played", "why", why)

@@ -233,6 +233,10 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_AUTH_LEEWAY", "30", "TURNSTILE_AUTH_LEEWAY=30: not a duration"},
 		{"TURNSTILE_PING_INTERVAL", "0s", "TURNSTILE_PING_INTERVAL=0s: must be at least 1ms"},
 		{"TURNSTILE_IDLE_TIMEOUT", "20s", "TURNSTILE_IDLE_TIMEOUT=20s: must be longer than TURNSTILE_PING_INTERVAL=30s"},
+		{"TURNSTILE_PUBLIC_URL", "gw.example.com", "TURNSTILE_PUBLIC_URL=gw.example.com: must be an http or https URL"},
+		{"TURNSTILE_PUBLIC_URL", "wss://gw.example.com", "TURNSTILE_PUBLIC_URL=wss://gw.example.com: must be an http or https URL"},
+		{"TURNSTILE_PUBLIC_URL", "https://gw.example.com/?a=1", "must be scheme://host[:port][/path], without user, query or fragment"},
+		{"TWILIO_AUTH_TOKEN", "tok en", "TWILIO_AUTH_TOKEN: contains whitespace"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
