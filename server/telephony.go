@@ -215,7 +215,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	defer leaveUser()
 	log.Info("call stream started", "call", call.ID, "user", user)
 	s.d.Sessions.ServeWire(ctx, b, hw.conn, session.Identity{User: user, Channel: t.Carrier.Name(),
-		Prompt: telephony.Prompt, Pinned: true})
+		Prompt: telephony.Prompt, Pinned: true, ClientIP: s.cfg.TrustedProxies.ClientIP(r)})
 }
 
 // telephonyRefused logs a refused carrier request, at most once per

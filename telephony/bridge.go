@@ -176,8 +176,11 @@ func (b *Bridge) Read(buf []byte) (bool, []byte, error) {
 		}
 		switch ev.Kind {
 		case KindMedia:
-			if b.isHanging() {
-				continue // the goodbye is playing: nothing more reaches the model
+			if voice, hanging := b.state(); !voice || hanging {
+				// Before voice is up (the model is being connected; the
+				// carrier streams from the first moment) and while the
+				// goodbye plays, the caller's audio reaches no model.
+				continue
 			}
 			return true, b.in.Convert(buf[:0], ev.Audio), nil
 		case KindDTMF:
@@ -230,8 +233,9 @@ func (b *Bridge) badFrame(err error) error {
 // note to the model. nil: nothing (the call is hanging up).
 func (b *Bridge) digit(d string) []byte {
 	b.mu.Lock()
-	if b.hanging {
+	if b.hanging || !b.voice {
 		b.mu.Unlock()
+		b.log.Info("keypad digit ignored: the call is not in a conversation", "voice", b.voice)
 		return nil
 	}
 	var token string
@@ -261,8 +265,8 @@ func (b *Bridge) Write(binary bool, data []byte) error {
 		return b.conn.Write(false, b.buf)
 	}
 	var ev struct {
-		Type, Token, Mode string
-		Turn              int
+		Type, Token, Mode, Code string
+		Turn                    int
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return nil // not ours to judge: the session encoded it
@@ -303,7 +307,7 @@ func (b *Bridge) Write(binary bool, data []byte) error {
 		b.mu.Lock()
 		voice := b.voice
 		b.mu.Unlock()
-		if !voice {
+		if !voice && (ev.Code == protocol.CodeUpstreamUnavailable || ev.Code == protocol.CodeUnsupported) {
 			// Voice could not start: the caller would hear nothing.
 			return b.hangUp("voice unavailable")
 		}
@@ -334,10 +338,12 @@ func (b *Bridge) hangUp(why string) error {
 	return b.send(b.stream.AppendMark(b.buf[:0], hangupMark))
 }
 
-func (b *Bridge) isHanging() bool {
+// state is whether the session is in voice, and whether the call is
+// hanging up.
+func (b *Bridge) state() (voice, hanging bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.hanging
+	return b.voice, b.hanging
 }
 
 func (b *Bridge) markHungUp() {

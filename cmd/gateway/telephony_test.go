@@ -66,15 +66,27 @@ func callCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// dialCall places a call and waits for its upstream Live session.
-func dialCall(t *testing.T, g *testGateway, script *fakegemini.LiveScript) (*caller.Call, *upstream) {
+// dialCall places a call, waits for its upstream Live session, and has
+// the model greet the caller (turn 1), as an assistant answering the phone
+// does: once the greeting is heard the call is in its conversation (the
+// caller's audio before that reaches no model). conv is the call's
+// conversion of the model's audio, one stream from the greeting on.
+func dialCall(t *testing.T, g *testGateway, script *fakegemini.LiveScript) (*caller.Call, *upstream, *audio.Outbound) {
 	t.Helper()
 	c, err := caller.Dial(callCtx(t), g.callConfig())
 	if err != nil {
 		t.Fatalf("call: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c, nextUpstream(t, script)
+	u := nextUpstream(t, script)
+	greeting := pcm24Tone(440, 0, 2400)
+	must(t, u.SendAudio(greeting))
+	must(t, u.SendTurnComplete(nil))
+	conv := audio.NewOutbound()
+	if h := hearUntilMark(t, c); h.mark != "turn:1" || !bytes.Equal(h.mulaw, conv.Convert(nil, greeting)) {
+		t.Fatalf("the greeting: %d bytes, mark %q", len(h.mulaw), h.mark)
+	}
+	return c, u, conv
 }
 
 // heard is what the caller got from the gateway up to a mark.
@@ -129,7 +141,7 @@ func pcm24Tone(freq float64, from, n int) []byte {
 
 func TestPhoneCallReachesTheModelAs16kPCMAndHearsItAs8kMulaw(t *testing.T) {
 	g, script := startCallGateway(t, defaultTestConfig(t))
-	c, u := dialCall(t, g, script)
+	c, u, conv := dialCall(t, g, script)
 
 	// The call is a voice session with the phone's instructions, and no
 	// way "into voice" declared.
@@ -175,11 +187,11 @@ func TestPhoneCallReachesTheModelAs16kPCMAndHearsItAs8kMulaw(t *testing.T) {
 	}
 	must(t, u.SendTurnComplete(nil))
 	h := hearUntilMark(t, c)
-	if want := audio.NewOutbound().Convert(nil, spoken); !bytes.Equal(h.mulaw, want) {
+	if want := conv.Convert(nil, spoken); !bytes.Equal(h.mulaw, want) {
 		t.Fatalf("the caller heard %d bytes of μ-law that differ from the model's audio at 8 kHz (%d bytes)", len(h.mulaw), len(want))
 	}
-	if h.mark != "turn:1" {
-		t.Fatalf("answer ended with mark %q, want turn:1", h.mark)
+	if h.mark != "turn:2" {
+		t.Fatalf("answer ended with mark %q, want turn:2", h.mark)
 	}
 	if n := callsActive(g); n != 1 {
 		t.Fatalf("channel sessions active = %v, want 1", n)
@@ -203,7 +215,7 @@ func TestPhoneCallReachesTheModelAs16kPCMAndHearsItAs8kMulaw(t *testing.T) {
 
 func TestBargeInOnACallSendsClearAndDropsTheRestOfTheAnswer(t *testing.T) {
 	g, script := startCallGateway(t, defaultTestConfig(t))
-	c, u := dialCall(t, g, script)
+	c, u, _ := dialCall(t, g, script)
 
 	must(t, u.SendAudio(pcm24Tone(1000, 0, 4800)))
 	must(t, u.SendInterrupted())
@@ -246,7 +258,7 @@ func askForApprovalOnACall(t *testing.T, c *caller.Call, u *upstream) {
 	must(t, u.SendOutputTranscript("Press 1 to approve or 2 to decline."))
 	must(t, u.SendAudio(pcm24Tone(440, 0, 2400)))
 	must(t, u.SendTurnComplete(nil))
-	if h := hearUntilMark(t, c); h.mark != "turn:1" {
+	if h := hearUntilMark(t, c); h.mark != "turn:2" {
 		t.Fatalf("the question ended with mark %q", h.mark)
 	}
 }
@@ -274,7 +286,7 @@ func kbGetRuns(g *testGateway) float64 {
 
 func TestKeypadOneApprovesAConfirmationAndTheToolRunsOnce(t *testing.T) {
 	g, script := startCallGateway(t, withPolicy(t, defaultTestConfig(t), confirmKBGet))
-	c, u := dialCall(t, g, script)
+	c, u, _ := dialCall(t, g, script)
 	askForApprovalOnACall(t, c, u)
 
 	if err := c.SendDTMF(callCtx(t), "1"); err != nil {
@@ -300,7 +312,7 @@ func TestKeypadOneApprovesAConfirmationAndTheToolRunsOnce(t *testing.T) {
 
 func TestKeypadTwoDeclinesAConfirmationAndTheToolNeverRuns(t *testing.T) {
 	g, script := startCallGateway(t, withPolicy(t, defaultTestConfig(t), confirmKBGet))
-	c, u := dialCall(t, g, script)
+	c, u, _ := dialCall(t, g, script)
 	askForApprovalOnACall(t, c, u)
 
 	if err := c.SendDTMF(callCtx(t), "2"); err != nil {
@@ -320,7 +332,7 @@ func TestKeypadTwoDeclinesAConfirmationAndTheToolNeverRuns(t *testing.T) {
 
 func TestKeypadDigitWithoutAQuestionReachesTheModelAsText(t *testing.T) {
 	g, script := startCallGateway(t, defaultTestConfig(t))
-	c, u := dialCall(t, g, script)
+	c, u, _ := dialCall(t, g, script)
 	if err := c.SendDTMF(callCtx(t), "5"); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +344,7 @@ func TestKeypadDigitWithoutAQuestionReachesTheModelAsText(t *testing.T) {
 
 func TestEndVoiceSessionOnACallHangsUpAfterTheGoodbyeMark(t *testing.T) {
 	g, script := startCallGateway(t, defaultTestConfig(t))
-	c, u := dialCall(t, g, script)
+	c, u, conv := dialCall(t, g, script)
 
 	_, err := u.SendToolCall(fakegemini.Call{Name: "end_voice_session", Args: map[string]any{"reason": "the caller said goodbye"}})
 	must(t, err)
@@ -343,7 +355,7 @@ func TestEndVoiceSessionOnACallHangsUpAfterTheGoodbyeMark(t *testing.T) {
 	must(t, u.SendTurnComplete(nil))
 
 	h := hearUntilMark(t, c)
-	if h.mark != "turn:1" || !bytes.Equal(h.mulaw, audio.NewOutbound().Convert(nil, goodbye)) {
+	if h.mark != "turn:2" || !bytes.Equal(h.mulaw, conv.Convert(nil, goodbye)) {
 		t.Fatalf("the goodbye: %d bytes, mark %q", len(h.mulaw), h.mark)
 	}
 	h = hearUntilMark(t, c)
@@ -361,7 +373,7 @@ func TestEndVoiceSessionOnACallHangsUpAfterTheGoodbyeMark(t *testing.T) {
 	}
 	// Twilio echoes the marks as the audio plays out: then the gateway
 	// hangs up.
-	for _, name := range []string{"turn:1", "turnstile:hangup"} {
+	for _, name := range []string{"turn:1", "turn:2", "turnstile:hangup"} {
 		if err := c.SendMark(callCtx(t), name); err != nil {
 			t.Fatal(err)
 		}
@@ -485,7 +497,7 @@ func TestCallStreamDroppedWithoutStopIsEndedAndRecorded(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t)) // a real redis-server
 	g, script := startCallGateway(t, cfg)
-	c, u := dialCall(t, g, script)
+	c, u, _ := dialCall(t, g, script)
 	must(t, u.SendInputTranscript("Where is my parcel?"))
 	must(t, u.SendOutputTranscript("It is on its way."))
 	must(t, u.SendAudio(pcm24Tone(1000, 0, 2400)))
@@ -520,7 +532,7 @@ func TestCallStreamDroppedWithoutStopIsEndedAndRecorded(t *testing.T) {
 
 func TestDrainingNodeKeepsItsCallUntilAGoodbyeAndAnswersNewWebhooks503(t *testing.T) {
 	g, script := startCallGateway(t, defaultTestConfig(t))
-	c, u := dialCall(t, g, script)
+	c, u, conv := dialCall(t, g, script)
 
 	// A deadline closer than the goodbye lead: the model is asked to say
 	// goodbye at once.
@@ -542,7 +554,7 @@ func TestDrainingNodeKeepsItsCallUntilAGoodbyeAndAnswersNewWebhooks503(t *testin
 	goodbye := pcm24Tone(440, 0, 4800)
 	must(t, u.SendAudio(goodbye))
 	must(t, u.SendTurnComplete(nil))
-	if h := hearUntilMark(t, c); !bytes.Equal(h.mulaw, audio.NewOutbound().Convert(nil, goodbye)) {
+	if h := hearUntilMark(t, c); !bytes.Equal(h.mulaw, conv.Convert(nil, goodbye)) || h.mark != "turn:2" {
 		t.Fatalf("the goodbye: %d bytes, mark %q", len(h.mulaw), h.mark)
 	}
 	if h := hearUntilMark(t, c); h.mark != "turnstile:hangup" {
@@ -593,5 +605,35 @@ func TestUnsignedCallsWorkOnLoopbackWithoutAToken(t *testing.T) {
 	must(t, u.SendTurnComplete(nil))
 	if h := hearUntilMark(t, c); len(h.mulaw) == 0 {
 		t.Fatal("the unsigned call heard nothing")
+	}
+}
+
+func TestCallerAudioBeforeTheModelIsUpDoesNotEndTheCall(t *testing.T) {
+	g, script := startCallGateway(t, defaultTestConfig(t))
+	c, err := caller.Dial(callCtx(t), g.callConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	// Twilio streams from the first moment, while the model is connected.
+	frame := mulawTone(1000, audio.MulawFrame)
+	for range 25 {
+		if err := c.SendMedia(callCtx(t), frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := nextUpstream(t, script)
+	must(t, u.SendAudio(pcm24Tone(440, 0, 2400)))
+	must(t, u.SendTurnComplete(nil))
+	if h := hearUntilMark(t, c); h.mark != "turn:1" {
+		t.Fatalf("after early caller audio: mark %q, want the greeting's", h.mark)
+	}
+	before := len(u.audio())
+	if err := c.SendMedia(callCtx(t), frame); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the caller's audio upstream", func() bool { return len(u.audio()) == before+audio.InboundLen(len(frame)) })
+	if n := telEvents(g, "hangup"); n != 0 {
+		t.Fatal("the call was hung up")
 	}
 }
