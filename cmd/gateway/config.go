@@ -752,6 +752,9 @@ func redactURL(v string) string {
 		}
 		u.RawQuery = strings.Join(pairs, "&")
 	}
+	if _, has := u.User.Password(); !has && u.RawQuery == "" {
+		return v // nothing to hide: shown as written (url.URL would print "http://" as "http:")
+	}
 	return u.Redacted()
 }
 

@@ -63,6 +63,7 @@ func withDefaultSessionLimits(c *Config) {
 	c.NewSessionsPerMinute = 30
 	c.HistoryMaxBytes, c.ResumeHistoryMax = 512<<10, 50
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
+	c.RecentSessionsBytes = 64 << 20
 }
 
 func TestLoadConfigFromEnvironment(t *testing.T) {
