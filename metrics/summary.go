@@ -122,6 +122,21 @@ func (s *Summary) ObserveTool(tool string, d time.Duration, resultBytes int, out
 	}
 }
 
+// SizeP95 is the nearest-rank p95 of a tool's last Window result sizes, 0
+// when it has none. It sorts a copy of the window: call it when a result
+// could have moved the p95 over a line, not for every result.
+func (s *Summary) SizeP95(tool string) int64 {
+	s.mu.Lock()
+	ts, ok := s.tools[tool]
+	var sizes []int64
+	if ok {
+		sizes = ts.bytes.values()
+	}
+	s.mu.Unlock()
+	slices.Sort(sizes)
+	return nearestRank(sizes, 95)
+}
+
 // SetContextTokens records the current context size estimate (chars/4) for
 // a mode ("text", "voice").
 func (s *Summary) SetContextTokens(mode string, tokens int) {

@@ -194,12 +194,18 @@ func modelResponse(env tools.Envelope) map[string]any {
 	return m
 }
 
-// warnOversize logs a result larger than the spec's warning size
-// (metrics.ResultSizeWarnBytes), at most once a minute per tool with the
-// count since the last line: such results bloat every later request.
+// warnOversize logs, at most once a minute per tool, that the tool's p95
+// result size is over the spec's warning size (metrics.ResultSizeWarnBytes):
+// such results bloat every later request. It is called for a result over
+// that size, the only kind that can push the p95 over it; one large result
+// among small ones is not worth a line.
 func (o *Orchestrator) warnOversize(tool string, size int) {
+	p95 := o.Metrics.Summary.SizeP95(tool)
+	if p95 <= metrics.ResultSizeWarnBytes {
+		return
+	}
 	if n, ok := o.oversize.Note(tool, time.Now(), 1); ok {
-		o.Log.Warn("tool result over the size warning", "tool", tool, "bytes", size,
-			"warning_bytes", metrics.ResultSizeWarnBytes, "count", n)
+		o.Log.Warn("tool result size p95 over the size warning", "tool", tool, "p95_size", p95, "size", size,
+			"warning_size", metrics.ResultSizeWarnBytes, "count", n)
 	}
 }
