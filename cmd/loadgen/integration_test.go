@@ -267,3 +267,34 @@ func waitReady(url string, exited <-chan error) error {
 	}
 	return last
 }
+
+// TestTwilioRelayLoadAgainstTheRealGateway runs the relay load as phone
+// calls: Twilio's webhook and signed stream, 20 ms μ-law frames, through
+// the gateway's μ-law and resampling to the echo upstream and back; every
+// chunk sent must come back, matched in order.
+func TestTwilioRelayLoadAgainstTheRealGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the gateway binary")
+	}
+	base, admin := startEchoGateway(t, true, "TWILIO_AUTH_TOKEN=load-test-token")
+	rep := runRelay(t, Config{Client: clientTwilio, URL: base + "/v1/telephony/twilio",
+		TwilioAuthToken: "load-test-token", MetricsURL: admin + "/metrics"})
+
+	if rep.SessionsOK != 2 || rep.ErrorCount() != 0 {
+		t.Errorf("calls %d ok, errors %v; want 2 ok and no errors", rep.SessionsOK, rep.Errors)
+	}
+	rl := rep.Relay
+	if rl == nil {
+		t.Fatal("no relay figures")
+	}
+	if rl.ChunkBytes != 160 || rl.Sent < 100 || rl.Answered != rl.Sent || rl.Lost != 0 || rl.Unmatched != 0 {
+		t.Errorf("relay figures %+v: want 160-byte chunks, at least 100 sent, every one answered", *rl)
+	}
+	// μ-law in and out at 8 kHz: the answer is as long as the chunk.
+	if rep.AudioBytesReceived < rep.AudioBytesSent*9/10 {
+		t.Errorf("received %d μ-law bytes for %d sent, want about as many", rep.AudioBytesReceived, rep.AudioBytesSent)
+	}
+	if g := rep.Gateway; g == nil || g.ActiveSessions != 2 {
+		t.Errorf("gateway figures %+v: want 2 sessions active in the window", g)
+	}
+}
