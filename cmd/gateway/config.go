@@ -331,13 +331,7 @@ func configSettings() []configSetting {
 			apply: parseRedisWaitReplicas},
 		{env: "GEMINI_API_KEY", defDoc: "unset: offline demo model", secret: true,
 			usage: "key for the Gemini API (prefer the environment: flags show in ps)",
-			apply: func(c *Config, v string) error {
-				if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-					return errors.New("contains whitespace or control characters")
-				}
-				c.GeminiAPIKey = Secret(v)
-				return nil
-			}},
+			apply: parseKey(func(c *Config) *Secret { return &c.GeminiAPIKey })},
 		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
 			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
 		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
@@ -356,13 +350,7 @@ func configSettings() []configSetting {
 			}},
 		{env: "OPENAI_API_KEY", defDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
 			secret: true, usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
-			apply: func(c *Config, v string) error {
-				if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-					return errors.New("contains whitespace or control characters")
-				}
-				c.OpenAIAPIKey = Secret(v)
-				return nil
-			}},
+			apply: parseKey(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
 		{env: "OPENAI_BASE_URL", defDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
 			usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
 			apply: parseOpenAIBaseURL},

@@ -167,6 +167,18 @@ func loadToolSources(c *Config, getenv func(string) string, failed map[string]bo
 	return errs
 }
 
+// parseKey accepts an API key or token: no whitespace or control
+// characters (a pasted newline would otherwise fail far from its cause).
+func parseKey(field func(*Config) *Secret) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return errors.New("contains whitespace or control characters")
+		}
+		*field(c) = Secret(v)
+		return nil
+	}
+}
+
 func parseModelName(field func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {

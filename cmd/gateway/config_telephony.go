@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/telephony"
@@ -24,13 +23,7 @@ func telephonySettings() []configSetting {
 			apply: parsePublicURL},
 		{env: "TWILIO_AUTH_TOKEN", defDoc: "unset: phone calls only on a loopback address, unsigned", secret: true,
 			usage: "the Twilio account's auth token: X-Twilio-Signature is checked on the voice webhook and the stream upgrade, and the call parameters are signed with a key derived from it (prefer the environment: flags show in ps)",
-			apply: func(c *Config, v string) error {
-				if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-					return errors.New("contains whitespace or control characters")
-				}
-				c.TwilioAuthToken = Secret(v)
-				return nil
-			}},
+			apply: parseKey(func(c *Config) *Secret { return &c.TwilioAuthToken })},
 	}
 }
 
