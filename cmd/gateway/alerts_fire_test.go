@@ -58,6 +58,11 @@ func scrapeSamples(t *testing.T, url string) map[string][]sample {
 					}
 					out[name+"_bucket"] = append(out[name+"_bucket"], sample{bl, float64(b.GetCumulativeCount())})
 				}
+			case m.GetSummary() != nil:
+				sm := m.GetSummary()
+				out[name] = append(out[name], sample{labels, float64(sm.GetSampleCount())})
+				out[name+"_count"] = append(out[name+"_count"], sample{labels, float64(sm.GetSampleCount())})
+				out[name+"_sum"] = append(out[name+"_sum"], sample{labels, sm.GetSampleSum()})
 			case m.GetCounter() != nil:
 				out[name] = append(out[name], sample{labels, m.GetCounter().GetValue()})
 			case m.GetGauge() != nil:

@@ -6,13 +6,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -107,40 +103,10 @@ type exposition map[string][]map[string]string
 
 func scrapeExposition(t *testing.T, url string) exposition {
 	t.Helper()
-	code, body := get(t, url)
-	if code != 200 {
-		t.Fatalf("GET %s: %d", url, code)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
 	exp := exposition{}
-	for name, mf := range families {
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			switch mf.GetType() {
-			case dto.MetricType_HISTOGRAM:
-				exp[name+"_sum"] = append(exp[name+"_sum"], labels)
-				exp[name+"_count"] = append(exp[name+"_count"], labels)
-				for _, b := range m.GetHistogram().GetBucket() {
-					bl := map[string]string{"le": strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)}
-					for k, v := range labels {
-						bl[k] = v
-					}
-					exp[name+"_bucket"] = append(exp[name+"_bucket"], bl)
-				}
-			case dto.MetricType_SUMMARY:
-				exp[name+"_sum"] = append(exp[name+"_sum"], labels)
-				exp[name+"_count"] = append(exp[name+"_count"], labels)
-				exp[name] = append(exp[name], labels)
-			default:
-				exp[name] = append(exp[name], labels)
-			}
+	for name, samples := range scrapeSamples(t, url) {
+		for _, smp := range samples {
+			exp[name] = append(exp[name], smp.labels)
 		}
 	}
 	return exp

@@ -4,45 +4,21 @@ package main
 // and the context budget from the configuration.
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // scrapeValue is the value of the series of name whose labels include
 // want, on a /metrics page (-1 when there is none).
 func scrapeValue(t *testing.T, url, name string, want map[string]string) float64 {
 	t.Helper()
-	code, body := get(t, url)
-	if code != 200 {
-		t.Fatalf("GET %s: %d", url, code)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, ok := families[name]
-	if !ok {
-		return -1
-	}
 next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
+	for _, smp := range scrapeSamples(t, url)[name] {
 		for k, v := range want {
-			if have[k] != v {
+			if smp.labels[k] != v {
 				continue next
 			}
 		}
-		if c := m.GetCounter(); c != nil {
-			return c.GetValue()
-		}
-		return m.GetGauge().GetValue()
+		return smp.value
 	}
 	return -1
 }
