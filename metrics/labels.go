@@ -63,7 +63,8 @@ var (
 	// RedisOps label the session-store metrics (the ops store.RedisStore
 	// reports to its Observe hook).
 	RedisOps = []string{"create", "resume", "load", "append", "restore", "turns", "watch", "epochs", "ping", "ledger",
-		"confirm", "block", "lease_acquire", "lease_renew", "lease_release", "lease_count"}
+		"confirm", "block", "lease_acquire", "lease_renew", "lease_release", "lease_count",
+		"leave", "live", "timeline", "operator"}
 
 	// Gates label turnstile_gate_refusals_total (orchestrator budgets).
 	Gates = []string{"retrieval", "total"}

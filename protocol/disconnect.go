@@ -35,6 +35,9 @@ var (
 	DisconnectRateAbuse         = Disconnect{CloseRateAbuse, "rate limits exceeded for too long", "rate_abuse"}
 	DisconnectNewSessions       = Disconnect{CloseRateAbuse, "too many new sessions: try again later", "new_sessions_per_minute"}
 	DisconnectInvalidUTF8       = Disconnect{CloseInvalidData, "a text frame is not valid UTF-8", "invalid_utf8"}
+	// An operator ended the session (POST /admin/sessions/{id}/close): it
+	// cannot be resumed.
+	DisconnectOperatorClosed = Disconnect{CloseOperatorClosed, "ended by the operator: do not reconnect", "operator_closed"}
 
 	// Reconnect and resume.
 	DisconnectDraining         = Disconnect{CloseDraining, "server draining: reconnect and resume", "draining"}
@@ -49,7 +52,7 @@ var Disconnects = []Disconnect{
 	DisconnectClientClosed, DisconnectReadFailed, DisconnectWriteFailed, DisconnectMessageTooBig,
 	DisconnectProtocolViolation, DisconnectHandshakeTimeout, DisconnectBlocked, DisconnectResumeRefused,
 	DisconnectTakenOver, DisconnectUnauthenticated, DisconnectTokenExpired, DisconnectRateAbuse, DisconnectNewSessions,
-	DisconnectInvalidUTF8,
+	DisconnectInvalidUTF8, DisconnectOperatorClosed,
 	DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable, DisconnectIdle,
 }
 

@@ -97,6 +97,7 @@ const (
 	CloseResumeRefused     = 4004
 	CloseTakenOver         = 4005
 	CloseRateAbuse         = 4008
+	CloseOperatorClosed    = 4009
 	CloseDraining          = 4100
 	CloseTooSlow           = 4101
 	CloseUpstreamLost      = 4102

@@ -1,6 +1,7 @@
 // Package server is the gateway's HTTP edge: the public routes (/v1/ws, the
 // web client, /healthz, /readyz) and the admin ones (/metrics,
-// /metrics/summary, /healthz, /readyz); the HTTP limits and the connection
+// /metrics/summary, /healthz, /readyz, the session timelines and operator
+// actions under /admin/, behind the admin token); the HTTP limits and the connection
 // cap; and, before a WebSocket is accepted, the Origin check,
 // authentication and admission (sessions per node, connections per user).
 package server
@@ -59,6 +60,11 @@ type Config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For or Forwarded
 	// name the client (in logs and the session); empty: the TCP peer is.
 	TrustedProxies TrustedProxies
+	// AdminToken, when set, is the bearer token every admin route but
+	// /healthz and /readyz requires (and /metrics unless
+	// AdminMetricsOpen).
+	AdminToken       string
+	AdminMetricsOpen bool
 }
 
 // Deps are the parts the edge hands work to.
@@ -82,6 +88,9 @@ type Deps struct {
 	// Telephony puts a phone carrier's routes on the public listener;
 	// nil: no phone calls.
 	Telephony *Telephony
+	// Admin serves the /admin/ routes (timelines, live sessions, operator
+	// actions); nil: not served.
+	Admin AdminStore
 }
 
 // Server routes HTTP requests.
@@ -122,6 +131,9 @@ func New(cfg Config, d Deps) *Server {
 	if d.Summary != nil {
 		s.admin.Handle("GET /metrics/summary", SummaryHandler(d.Summary))
 	}
+	if d.Admin != nil {
+		s.adminRoutes()
+	}
 	s.public.HandleFunc("GET /v1/ws", s.ws)
 	if d.Telephony != nil {
 		s.routeTelephony(d.Telephony)
@@ -141,8 +153,11 @@ func (s *Server) Close() { s.admit.close() }
 // Handler is the public listener's handler.
 func (s *Server) Handler() http.Handler { return s.public }
 
-// AdminHandler is the admin listener's handler.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
+// AdminHandler is the admin listener's handler: with an admin token, every
+// route but the probes (and /metrics when left open) requires it.
+func (s *Server) AdminHandler() http.Handler {
+	return adminGuard(s.cfg.AdminToken, s.cfg.AdminMetricsOpen, s.admin)
+}
 
 // SetDraining makes /readyz fail so that load balancers stop sending new
 // connections while the sessions drain.

@@ -166,6 +166,7 @@ func (a *activity) startTextTurn(text, kind string) {
 		return
 	}
 	defer a.mu.Unlock()
+	c.tl.Begin(turn, protocol.ModeText, text, kind)
 	c.send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: turn, Text: text, Kind: kind})
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	done := make(chan struct{})
@@ -205,6 +206,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	// Ended before turn.done goes out: a client that saw turn.done finds
 	// the whole trace in the exporter's queue.
 	tracing.EndTurn(span, reason)
+	c.endTextTurn(turn, reason)
 
 	// turn.done goes out and the turn is cleared in one step, so that a
 	// browser answering turn.done at once is never told a turn is running.

@@ -8,6 +8,7 @@ import (
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
 
@@ -42,6 +43,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 		c.send(protocol.NewError(protocol.CodeConfirmExpired,
 			"this confirmation expired; the call was not made", false, 0))
 		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: "expired"})
+		c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: "expired"})
 		return
 	case err != nil:
 		if errors.Is(err, store.ErrSessionGone) {
@@ -61,6 +63,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 	c.m.Metrics.Confirmations.WithLabelValues(outcome).Inc()
 	c.traceConfirmation(conf, outcome)
 	c.log.Info("confirmation answered", "tool", conf.Tool, "outcome", outcome)
+	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: outcome})
 	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: outcome})
 	// The model that asked learns it: the Live model in voice (never the
 	// text model), else a text turn of its own, once any running turn ends.

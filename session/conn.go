@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
 )
 
 // conn is one browser connection and the session it carries. Its
@@ -55,6 +56,7 @@ type conn struct {
 
 	audioIn prometheus.Counter    // browser audio frames, resolved once
 	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready
+	tl      *timeline.Recorder    // the session's timeline, once ready (nil before)
 
 	rates   rates                   // the reader's limiters
 	logs    [numLimits]throttle.Log // one log line a minute per limit
@@ -143,6 +145,7 @@ func (c *conn) run(parent context.Context) {
 	c.pings.stop()
 
 	d := c.out.disconnect()
+	c.leave(d)
 	mode, turns := c.st.mode(), c.st.turnsTaken()
 	c.m.Metrics.BrowserDisconnect.WithLabelValues(d.Label).Inc()
 	if ok {

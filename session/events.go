@@ -15,20 +15,25 @@ type turnEvents struct {
 }
 
 func (e turnEvents) CallReceived(call orchestrator.Call, redacted map[string]any) {
+	e.c.tl.CallReceived(e.turn, call.ID, call.Name, redacted)
 	e.c.send(protocol.ToolCall{Type: protocol.TypeToolCall, Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
 }
 
 func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome) {
 	ev := protocol.ToolResult{Type: protocol.TypeToolResult, Turn: e.turn, ID: call.ID, Name: call.Name,
 		OK: o.Envelope.OK, Refused: o.Refused, DurationMs: o.Duration.Milliseconds(), Result: o.Shown}
+	errType := ""
 	if err := o.Envelope.Error; err != nil {
 		ev.Error = &protocol.ToolError{Type: string(err.Type), Code: err.Code, Message: err.Message}
+		errType = string(err.Type)
 	}
+	e.c.tl.CallFinished(e.turn, call.ID, call.Name, o.Envelope.OK, o.Refused, errType, o.Duration, o.Shown)
 	e.c.send(ev)
 }
 
 func (e turnEvents) ConfirmRequested(conf orchestrator.Confirmation) {
 	e.c.st.addConfirmation(conf) // so that a node can write it back if Redis loses it
+	e.c.tl.ConfirmAsked(e.turn, conf.Tool, conf.ExpiresAt)
 	e.c.send(confirmRequest(conf))
 }
 

@@ -27,6 +27,16 @@ func (w watcher) Owner(id string, epoch int64) {
 	}
 }
 
+// Closed: an operator closed the session.
+func (w watcher) Closed(id string) {
+	if c := w.m.holder(id); c != nil {
+		c.operatorClosed()
+	}
+}
+
+// BlockChanged: an operator set or lifted the user's block.
+func (w watcher) BlockChanged(user string) { w.m.blockChanged(user) }
+
 // Check compares every live session with the store: one whose record is
 // gone (Redis restarted empty or was flushed), or stale, or whose writes
 // failed is written back whole; one that another connection owns now is

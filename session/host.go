@@ -10,6 +10,7 @@ import (
 	"github.com/turnstile-gw/turnstile/session/textturn"
 	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -47,6 +48,11 @@ func (h textHost) History() []transport.Entry              { return h.c.contextH
 func (h textHost) ToolEvents(turn int) orchestrator.Events { return turnEvents{c: h.c, turn: turn} }
 
 func (h textHost) Commit(entries []transport.Entry) {
+	for _, e := range entries {
+		if e.Role == transport.RoleModel {
+			h.c.tl.Answer(e.Turn, e.Text)
+		}
+	}
 	h.c.st.append(entries)
 	h.c.pst.appendEntries(entries...)
 }
@@ -118,6 +124,7 @@ func (h voiceHost) BlockUser(d time.Duration, reason string) { h.c.block(d, reas
 
 func (h voiceHost) BeginTurn() int {
 	n, _ := h.c.st.beginTurn(nil, false)
+	h.c.tl.Begin(n, protocol.ModeVoice, "", "")
 	return n
 }
 
@@ -132,17 +139,12 @@ func (h voiceHost) IntentApplied(turn int, typ string, applied bool) {
 // EndTurn stores a voice turn's transcripts with the newest handle, off the
 // audio path, and reads the user's block in the same round trip: a block
 // set on another node ends voice at this turn's end.
-func (h voiceHost) EndTurn(turn int, entries []transport.Entry, handle string) {
+func (h voiceHost) EndTurn(end voice.TurnEnd) {
 	c := h.c
-	c.st.append(entries)
-	c.st.update(func(rec *store.Record) { rec.ResumeHandle = handle })
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		b, err := c.m.Store.AppendWithBlock(ctx, rec, entries...)
-		if err == nil && c.m.cfg.Now().Before(b.Until) {
-			c.setBlocked(b)
-		}
-		return err
-	})
+	c.st.append(end.Entries)
+	c.st.update(func(rec *store.Record) { rec.ResumeHandle = end.Handle })
+	t, ok := c.tl.Finish(end.Turn, end.Reason, end.Input, end.Answer, end.VoiceResponse)
+	c.storeTurnEnd(end.Entries, t, ok)
 }
 
 // SaveHandle stores the newest resumption handle, off the audio path.
@@ -179,6 +181,7 @@ func (c *conn) setMode(mode, reason string) {
 		c.m.Metrics.SessionsActive.WithLabelValues(old).Dec()
 		c.m.Metrics.SessionsActive.WithLabelValues(mode).Inc()
 	}
+	c.event(timeline.Event{Event: timeline.EventMode, Mode: mode, Reason: reason})
 	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -123,9 +124,16 @@ type Config struct {
 	// GoodbyeLead is how long before a drain's deadline a pinned
 	// connection (a phone call) is asked to say goodbye; default 8 s.
 	GoodbyeLead time.Duration
-	// Node names this node in the store (its liveness marker); default
-	// a random name.
+	// Node names this node in the store (its liveness marker, the live
+	// index); default a random name.
 	Node string
+	// LiveTTL is how long this node's claim on a session counts in the
+	// live index without renewal; default DefaultLiveTTL.
+	LiveTTL time.Duration
+	// Pseudonyms names users in timelines (the same key as traces'; the
+	// same on every node for stable pseudonyms). The gateway sets it;
+	// the zero Key is an empty key.
+	Pseudonyms pseudonym.Key
 }
 
 // Clock is the time that token expiries go by; tests inject one.
@@ -184,6 +192,7 @@ func (c *Config) defaults() {
 	defDur(&c.TakeoverWait, 2*time.Second)
 	defDur(&c.RateAbuseAfter, 10*time.Second)
 	defDur(&c.GoodbyeLead, 8*time.Second)
+	defDur(&c.LiveTTL, DefaultLiveTTL)
 }
 
 // Deps are the parts a session talks to.
@@ -230,6 +239,7 @@ type Manager struct {
 	starting map[string]*resuming // session ids being resumed on this node
 	draining bool
 	pinger   chan struct{} // closed to stop the keepalive goroutine; nil when none runs
+	liveKick chan struct{} // wakes the presence loop: a session started here
 	wg       sync.WaitGroup
 }
 
@@ -242,7 +252,7 @@ type ToolSource interface {
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
-		toolsets: map[string]*toolset{}, starting: map[string]*resuming{},
+		toolsets: map[string]*toolset{}, starting: map[string]*resuming{}, liveKick: make(chan struct{}, 1),
 		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Now)}
 	for l := range numLimits {
 		m.refusals[l] = d.Metrics.Refusals.WithLabelValues(l.String())
@@ -255,6 +265,9 @@ func NewManager(cfg Config, d Deps) *Manager {
 	}
 	return m
 }
+
+// Node is this node's name in the store (the live index, timelines).
+func (m *Manager) Node() string { return m.cfg.Node }
 
 // InitTokens is the estimated size, in tokens, of what every text session
 // sends before the conversation (system instruction plus tool declarations).
@@ -350,10 +363,16 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 func (m *Manager) Draining() bool { return m.isDraining() }
 
 // Watch follows the store for this node until ctx ends: a resume on any
-// node closes the connection that held the session here (4005), and when
-// Redis answers again, or has lost its data, every live session is checked
-// and written back whole where needed. Run it once per node.
+// node closes the connection that held the session here (4005), an
+// operator's close ends it (4009), and when Redis answers again, or has
+// lost its data, every live session is checked and written back whole
+// where needed. It also keeps this node's sessions in the live index. Run
+// it once per node.
 func (m *Manager) Watch(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.presence(ctx) }()
+	defer func() { cancel(); <-done }()
 	return m.Store.Watch(ctx, m.cfg.Node, watcher{m})
 }
 

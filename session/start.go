@@ -116,9 +116,11 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	c.log = c.log.With("session", ready.SessionID)
 	c.pst.log = c.log
+	c.startTimeline(rec)
 	c.sendReady(ready)
 	c.alive(time.Now())
 	c.started.Store(true)
+	c.m.kickPresence()
 	c.stats = c.m.Metrics.OpenSession()
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
 	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel).Inc()

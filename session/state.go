@@ -183,6 +183,13 @@ func (s *state) setBlock(b store.Block) bool {
 	return true
 }
 
+// liftBlock forgets the block (an operator lifted or replaced it).
+func (s *state) liftBlock() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.block = store.Block{}
+}
+
 // blocked reports whether input is refused now, and until when.
 func (s *state) blocked() (time.Time, bool) {
 	s.mu.Lock()

@@ -52,6 +52,14 @@ type RedisStoreOptions struct {
 	// timeout there is a store error. 0: no WAIT. TURNSTILE_REDIS_WAIT_REPLICAS;
 	// store.DefaultWaitReplicas gives the default of each mode.
 	WaitReplicas int
+	// TimelineMax is how many entries a session's timeline keeps, the
+	// newest. Default DefaultTimelineMax.
+	TimelineMax int
+	// EventsStream, when set, is the Redis Stream every finished turn's
+	// timeline entry is appended to (XADD, approximate MAXLEN
+	// EventsMaxLen, default DefaultEventsMaxLen).
+	EventsStream string
+	EventsMaxLen int64
 }
 
 // DefaultHistoryMaxBytes is the default bound of a session's stored history.
@@ -73,6 +81,9 @@ type RedisStore struct {
 	observe       func(op string, d time.Duration, err error)
 	now           func() time.Time
 	waitReplicas  int
+	timelineMax   int
+	eventsStream  string
+	eventsMaxLen  int64
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -124,7 +135,14 @@ func ownedScript(body string) *redis.Script { return redis.NewScript(ownerCheckL
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
 	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, historyBytes: o.HistoryMaxBytes,
-		timeout: o.Timeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.WaitReplicas}
+		timeout: o.Timeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.WaitReplicas,
+		timelineMax: o.TimelineMax, eventsStream: o.EventsStream, eventsMaxLen: o.EventsMaxLen}
+	if s.timelineMax <= 0 {
+		s.timelineMax = DefaultTimelineMax
+	}
+	if s.eventsMaxLen <= 0 {
+		s.eventsMaxLen = DefaultEventsMaxLen
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -192,6 +192,18 @@ func (o *ownerLog) Owner(id string, epoch int64) {
 	o.owners = append(o.owners, id+"@"+strconv.FormatInt(epoch, 10))
 }
 
+func (o *ownerLog) Closed(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owners = append(o.owners, "closed:"+id)
+}
+
+func (o *ownerLog) BlockChanged(user string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owners = append(o.owners, "block:"+user)
+}
+
 func (o *ownerLog) Check() {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -330,26 +330,7 @@ func (s *RedisStore) blockOf(ctx context.Context, user string) (Block, error) {
 // a block set on another node stops the next turn, or a running voice
 // session at its next turn's end.
 func (s *RedisStore) AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error) {
-	var b Block
-	err := s.call(ctx, "append", func(ctx context.Context) error {
-		sc, err := s.appendCall(rec, 0, entries)
-		if err != nil {
-			return err
-		}
-		var blk *redis.StringCmd
-		var app *redis.Cmd
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			app = sc.queue(ctx, p)
-			blk = p.Get(ctx, blockKey(rec.UserID))
-			return nil
-		})
-		if err := writeResult(rec.ID, "append", sc.settle(ctx, s.c, app)); err != nil {
-			return err
-		}
-		b = readBlock(blk)
-		return nil
-	})
-	return b, err
+	return s.EndTurn(ctx, rec, TurnEnd{Entries: entries})
 }
 
 // readBlock reads a block from a GET queued on a pipeline; a missing or

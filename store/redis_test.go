@@ -96,6 +96,8 @@ var suite = []struct {
 	{"ConfirmationAnswerIsFencedOnTheEpoch", testFencedResolve},
 	{"BeginTurnCountsTurnsPerUserAndUndoTakesTheEntryBack", testBeginTurn},
 	{"WatchAnnouncesOwnersAndNoticesLostData", testWatch},
+	{"TimelineKeepsTheNewestAndTheStreamGetsEachTurn", testTimeline},
+	{"OperatorCloseRefusesResume", testOperatorClose},
 }
 
 func TestRedisStore(t *testing.T) {

@@ -42,9 +42,7 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 		msg, err := ps.ReceiveTimeout(ctx, s.watchInterval)
 		switch m := msg.(type) {
 		case *redis.Message:
-			if id, epoch, ok := parseOwner(m.Payload); ok {
-				w.Owner(id, epoch)
-			}
+			announce(w, m.Payload)
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				// Announcements made before Redis confirmed the subscription
@@ -124,6 +122,27 @@ func (s *RedisStore) Epochs(ctx context.Context, ids []string) ([]int64, error) 
 		return nil
 	})
 	return out, err
+}
+
+// announce passes one message of the owners channel on to w: a new
+// owner ("<epoch> <id>"), an operator's close ("close <id>") or a block
+// set or lifted by an operator ("block <user>", "unblock <user>").
+func announce(w Watcher, payload string) {
+	verb, rest, _ := strings.Cut(payload, " ")
+	switch verb {
+	case "close":
+		if validID(rest) {
+			w.Closed(rest)
+		}
+	case "block", "unblock":
+		if rest != "" {
+			w.BlockChanged(rest)
+		}
+	default:
+		if id, epoch, ok := parseOwner(payload); ok {
+			w.Owner(id, epoch)
+		}
+	}
 }
 
 func parseOwner(payload string) (string, int64, bool) {

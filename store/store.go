@@ -77,6 +77,15 @@ type Store interface {
 	// AppendWithBlock is Append that also reads the user's block, in one
 	// round trip.
 	AppendWithBlock(ctx context.Context, rec Record, entries ...transport.Entry) (Block, error)
+	// EndTurn is AppendWithBlock that also writes the turn's timeline
+	// entries and puts the turn's entry on the event stream, in the same
+	// round trip.
+	EndTurn(ctx context.Context, rec Record, end TurnEnd) (Block, error)
+	// Leave writes a connection's last timeline events and takes the
+	// session out of the live index; MarkLive renews node's sessions
+	// there.
+	Leave(ctx context.Context, rec Record, node string, events [][]byte) error
+	MarkLive(ctx context.Context, node string, ids []string, ttl time.Duration) error
 	// BeginTurn appends a turn's user entry, reads the user's block and
 	// counts the turn against lim, in one round trip. A turn the limit or
 	// the block refuses must be taken back with Undo.
@@ -143,6 +152,11 @@ type Watcher interface {
 	// Owner says that a resume (on any node) made epoch the owner of the
 	// session.
 	Owner(sessionID string, epoch int64)
+	// Closed says that an operator closed the session (it may not be
+	// resumed any more).
+	Closed(sessionID string)
+	// BlockChanged says that an operator set or lifted the user's block.
+	BlockChanged(user string)
 	// Check asks to compare the live sessions with the store: Redis
 	// answers again after failing, or has lost its data, or the
 	// subscription was re-established (announcements may have been

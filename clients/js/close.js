@@ -41,6 +41,7 @@ const CLOSE_TEXT = {
   4004: "The conversation could not be resumed.",
   4005: "This conversation was opened in another tab or window.",
   4008: "Too many messages or new sessions: the gateway ended the connection.",
+  4009: "This conversation was ended by an operator.",
 };
 
 /** A sentence for the user about a close that stopped the connection. */

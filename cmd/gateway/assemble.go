@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/server"
@@ -37,7 +38,12 @@ type gateway struct {
 	catalog  *tools.Catalog     // the current tool registry (built-in, HTTP and MCP tools, policy applied)
 	fake     *fakegemini.Server // the offline model, when it runs in-process
 	tracing  *tracing.Provider  // nil with tracing off
-	closers  []func()
+	// users names users by pseudonym, in traces and timelines alike (one
+	// key: a random one is drawn once); usersStable says whether every
+	// node draws the same.
+	users       pseudonym.Key
+	usersStable bool
+	closers     []func()
 }
 
 func (g *gateway) close() {
@@ -74,6 +80,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	v, c := buildVersion()
 	m := metrics.New(reg, metrics.Build{Version: v, Commit: c})
 	m.SetContextBudget(cfg.ContextMaxTokens)
+	gw.users, gw.usersStable = cfg.pseudonyms()
 	tracer, err := startTracing(ctx, cfg, v, m, log, gw)
 	if err != nil {
 		return nil, err
@@ -93,6 +100,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
 		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
 		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
+		TimelineMax: cfg.TimelineMax, EventsStream: cfg.EventsStream, EventsMaxLen: int64(cfg.EventsMaxLen),
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -173,6 +181,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		IdleTimeout:          cfg.IdleTimeout,
 		RecentSessionsBytes:  cfg.RecentSessionsBytes,
 		Clock:                cfg.Clock,
+		Pseudonyms:           gw.users,
 	}, session.Deps{
 		Store: st,
 		Model: textModel,
@@ -206,6 +215,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
 		LeaseTTL:           cfg.UserLeaseTTL,
 		TrustedProxies:     cfg.TrustedProxies,
+		AdminToken:         string(cfg.AdminToken),
+		AdminMetricsOpen:   cfg.AdminMetricsOpen,
 	}, server.Deps{
 		Sessions:  gw.sessions,
 		Auth:      auth,
@@ -219,6 +230,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Ready:     m.SetReady,
 		Warnings:  readyWarnings,
 		Telephony: telephonyEdge(cfg, log),
+		Admin:     st,
 	})
 	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil

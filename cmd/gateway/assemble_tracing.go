@@ -24,7 +24,7 @@ func startTracing(ctx context.Context, cfg Config, version string, m *metrics.Me
 	if !cfg.Tracing.Enabled {
 		return nil, nil
 	}
-	users, stable := cfg.pseudonyms()
+	users, stable := gw.users, gw.usersStable
 	if !stable {
 		log.Warn("tracing: user pseudonyms use a random key, so they change at each start and differ between nodes; " +
 			"set TURNSTILE_PSEUDONYM_KEY (or TURNSTILE_AUTH_SECRET) for stable ones")

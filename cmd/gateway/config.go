@@ -111,6 +111,14 @@ type Config struct {
 	TLSKeyFile            string                // its PEM key
 	TrustedProxies        server.TrustedProxies // whose X-Forwarded-For / Forwarded name the client
 
+	// The admin listener's timelines and operator actions, and the event
+	// stream (config_admin.go).
+	AdminToken       Secret // bearer token of the admin routes; required off loopback
+	AdminMetricsOpen bool   // /metrics answers without the token
+	TimelineMax      int    // entries a session's timeline keeps
+	EventsStream     string // Redis Stream of finished turns; "" = none
+	EventsMaxLen     int    // its approximate MAXLEN
+
 	// Warnings are settings the gateway adjusted instead of refusing them (a
 	// default that conflicted with an explicit value, a value below its
 	// minimum taken as the minimum); logged at start.
@@ -218,6 +226,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("admin_addr", c.AdminAddr),
 		slog.String("public_url", c.PublicURL),
 		slog.Any("twilio_auth_token", c.TwilioAuthToken),
+		slog.Bool("admin_token_set", c.AdminToken != ""),
+		slog.Bool("admin_metrics_open", c.AdminMetricsOpen),
+		slog.Int("timeline_max", c.TimelineMax),
+		slog.String("events_stream", c.EventsStream),
+		slog.Int("events_maxlen", c.EventsMaxLen),
 		slog.Duration("http_read_header_timeout", c.HTTPReadHeaderTimeout),
 		slog.Duration("http_idle_timeout", c.HTTPIdleTimeout),
 		slog.Int("http_max_header_bytes", c.HTTPMaxHeaderBytes),
@@ -506,7 +519,7 @@ func configSettings() []configSetting {
 				return nil
 			}},
 		{env: "TURNSTILE_ADMIN_ADDR", def: "127.0.0.1:9090",
-			usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz (the public one serves no metrics)",
+			usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
 			apply: func(c *Config, v string) error {
 				if err := parseAddr(&Config{}, v); err != nil {
 					return err
@@ -553,7 +566,7 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, append(append(sessionLimitSettings(), networkSettings()...), tracingSettings()...)...)
+	}, append(append(append(sessionLimitSettings(), networkSettings()...), tracingSettings()...), adminSettings()...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.
@@ -700,6 +713,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 	}
 	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
 	errs = append(errs, tlsChecks(*c, failed, shown)...)
+	errs = append(errs, adminChecks(c, failed, shown)...)
 	return errs
 }
 

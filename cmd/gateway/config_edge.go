@@ -70,9 +70,9 @@ func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]st
 			errs = append(errs, fmt.Errorf("%s: must differ from TURNSTILE_ADDR: the public listener serves no metrics",
 				shown["TURNSTILE_ADMIN_ADDR"]))
 		}
-		if !isLoopbackAddr(c.AdminAddr) {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is not loopback: /metrics and /metrics/summary (which lists "+
-				"live session ids) answer whoever reaches it; keep it off the public network", shown["TURNSTILE_ADMIN_ADDR"]))
+		if !isLoopbackAddr(c.AdminAddr) && c.AdminMetricsOpen {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is not loopback and TURNSTILE_ADMIN_METRICS_OPEN is true: /metrics "+
+				"answers whoever reaches it; keep it off the public network", shown["TURNSTILE_ADMIN_ADDR"]))
 		}
 	}
 	return errs

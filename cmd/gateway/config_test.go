@@ -64,6 +64,7 @@ func withDefaultSessionLimits(c *Config) {
 	c.HistoryMaxBytes, c.ResumeHistoryMax = 512<<10, 50
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 	c.RecentSessionsBytes = 64 << 20
+	c.TimelineMax, c.EventsMaxLen = 200, 100000
 }
 
 func TestLoadConfigFromEnvironment(t *testing.T) {
@@ -356,9 +357,23 @@ func TestEdgeCapsAreCheckedAgainstTheFileLimitAndEachOther(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_ADMIN_ADDR=127.0.0.1:7000: must differ from TURNSTILE_ADDR") {
 		t.Errorf("admin on the public address: %v", err)
 	}
-	c, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADMIN_ADDR": "0.0.0.0:9090"})
-	if err != nil || !strings.Contains(strings.Join(c.Warnings, "\n"), "TURNSTILE_ADMIN_ADDR=0.0.0.0:9090 is not loopback") {
-		t.Errorf("admin beyond loopback: %v, warnings %q", err, c.Warnings)
+	_, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADMIN_ADDR": "0.0.0.0:9090"})
+	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_ADMIN_ADDR=0.0.0.0:9090: is not loopback, so TURNSTILE_ADMIN_TOKEN") {
+		t.Errorf("admin beyond loopback without a token: %v", err)
+	}
+	_, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADMIN_ADDR": "0.0.0.0:9090", "TURNSTILE_ADMIN_TOKEN": "short"})
+	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_ADMIN_TOKEN: must be at least 32 bytes") || strings.Contains(err.Error(), "short") {
+		t.Errorf("a short admin token (never echoed): %v", err)
+	}
+	token := strings.Repeat("t", 32)
+	c, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADMIN_ADDR": "0.0.0.0:9090", "TURNSTILE_ADMIN_TOKEN": token})
+	if err != nil || string(c.AdminToken) != token || len(c.Warnings) != 0 {
+		t.Errorf("admin beyond loopback with a token: %v, warnings %q", err, c.Warnings)
+	}
+	c, err = loadTestConfig(t, nil, map[string]string{"TURNSTILE_ADMIN_ADDR": "0.0.0.0:9090", "TURNSTILE_ADMIN_TOKEN": token,
+		"TURNSTILE_ADMIN_METRICS_OPEN": "true"})
+	if err != nil || !strings.Contains(strings.Join(c.Warnings, "\n"), "TURNSTILE_ADMIN_METRICS_OPEN is true: /metrics answers whoever") {
+		t.Errorf("metrics left open beyond loopback: %v, warnings %q", err, c.Warnings)
 	}
 }
 

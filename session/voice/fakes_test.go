@@ -173,14 +173,14 @@ func (h *fakeHost) BeginTurn() int {
 	h.turn++
 	return h.turn
 }
-func (h *fakeHost) EndTurn(turn int, entries []transport.Entry, handle string) {
+func (h *fakeHost) EndTurn(end TurnEnd) {
 	h.mu.Lock()
-	h.entries = append(h.entries, entries...)
-	h.handles = append(h.handles, handle)
+	h.entries = append(h.entries, end.Entries...)
+	h.handles = append(h.handles, end.Handle)
 	f := h.onEndTrn
 	h.mu.Unlock()
 	if f != nil {
-		f(turn)
+		f(end.Turn)
 	}
 }
 func (h *fakeHost) SaveHandle(handle string) {

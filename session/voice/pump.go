@@ -303,7 +303,11 @@ func (v *Session) finalize(t *turn) {
 	if out != "" {
 		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out, Turn: t.n})
 	}
-	v.h.EndTurn(t.n, entries, handle)
+	input := in
+	if input == "" {
+		input = t.gateway
+	}
+	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out})
 	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
 	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason).Inc()
 	v.d.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(t.ot.Calls()))

@@ -48,10 +48,11 @@ type Host interface {
 	// BeginTurn starts the session's next turn and returns its number.
 	BeginTurn() int
 	// EndTurn adds a finished turn's entries to the history and stores
-	// them with the newest resumption handle, off the audio path. The host
-	// reads the user's block in the same store round trip and, when
-	// another node has blocked the user, calls Block.
-	EndTurn(turn int, entries []transport.Entry, handle string)
+	// them with the newest resumption handle and the turn's timeline
+	// entry, off the audio path. The host reads the user's block in the
+	// same store round trip and, when another node has blocked the user,
+	// calls Block.
+	EndTurn(end TurnEnd)
 	// SaveHandle stores the newest resumption handle, off the audio path.
 	SaveHandle(handle string)
 	// TakePending returns and clears a SET_PENDING_MESSAGE waiting for the
@@ -69,6 +70,20 @@ type Host interface {
 	Ended(reason string)
 	// Lost says that the upstream could not be restored.
 	Lost(err error)
+}
+
+// TurnEnd is a finished voice turn, as the host stores it.
+type TurnEnd struct {
+	Turn    int
+	Reason  string // the turn.done reason
+	Entries []transport.Entry
+	Handle  string // the newest resumption handle
+	// Input and Answer are the turn's transcripts (or the gateway's note,
+	// and a terminal tool's text).
+	Input, Answer string
+	// VoiceResponse is the voice-to-voice latency of the turn (the end of
+	// the user's speech to the first answer audio sent); 0 when unknown.
+	VoiceResponse time.Duration
 }
 
 // Defaults of Config.

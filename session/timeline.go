@@ -1,0 +1,171 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// A session's timeline is recorded as its turns run (timeline.Recorder,
+// fed by the turn loops and the tool events) and written with each turn's
+// end, in the round trip that stores the turn (store.EndTurn); events
+// between turns wait for the next write, or for the connection's end
+// (store.Leave). Nothing of it runs per audio frame.
+
+// startTimeline begins recording once the session is known.
+func (c *conn) startTimeline(rec store.Record) {
+	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.user), c.m.cfg.Node, nil)
+}
+
+// endTextTurn writes a text turn's end: its timeline entry and the events
+// waiting, with a read of the user's block, off the turn's path.
+func (c *conn) endTextTurn(turn int, reason string) {
+	t, ok := c.tl.Finish(turn, reason, "", "", 0)
+	c.storeTurnEnd(nil, t, ok)
+}
+
+// storeTurnEnd queues a turn's end: entries for the history, the turn's
+// timeline entry (when ok) and the events waiting, and the user's block
+// read back. A block set on another node meanwhile applies here.
+func (c *conn) storeTurnEnd(entries []transport.Entry, t timeline.Turn, ok bool) {
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		end := store.TurnEnd{Entries: entries, Events: c.takeEvents()}
+		if ok {
+			end.Turn = marshalEntry(c, t)
+		}
+		b, err := c.m.Store.EndTurn(ctx, rec, end)
+		if err == nil && c.m.cfg.Now().Before(b.Until) {
+			c.setBlocked(b)
+		}
+		return err
+	})
+}
+
+// takeEvents returns the events waiting, as JSON.
+func (c *conn) takeEvents() [][]byte {
+	evs := c.tl.TakeEvents()
+	out := make([][]byte, 0, len(evs))
+	for _, ev := range evs {
+		if b := marshalEntry(c, ev); b != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func marshalEntry(c *conn, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.log.Error("cannot encode a timeline entry", "err", err)
+		return nil
+	}
+	return b
+}
+
+// event notes a session event at the current turn.
+func (c *conn) event(ev timeline.Event) {
+	ev.Turn = c.st.record().Turn
+	c.tl.Event(ev)
+}
+
+// leave is the connection's last word in the store: its close on the
+// timeline (fenced: a connection that lost its session writes nothing
+// there) and the session out of the live index.
+func (c *conn) leave(d protocol.Disconnect) {
+	rec := c.st.record()
+	if rec.ID == "" || c.tl == nil {
+		return
+	}
+	c.event(timeline.Event{Event: timeline.EventClose, Reason: d.Label, Code: d.Code})
+	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.StoreTimeout)
+	defer cancel()
+	if err := c.m.Store.Leave(ctx, rec, c.m.cfg.Node, c.takeEvents()); err != nil {
+		c.log.Warn("could not record the session's close", "err", err)
+	}
+}
+
+// DefaultLiveTTL is how long a node's claim on a live session counts in
+// the live index without renewal; it renews three times per TTL.
+const DefaultLiveTTL = 30 * time.Second
+
+// presence keeps this node's live sessions in the store's live index
+// until ctx ends: at once when a session starts here, and every third of
+// LiveTTL.
+func (m *Manager) presence(ctx context.Context) {
+	ttl := m.cfg.LiveTTL
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.liveKick:
+		}
+		m.mu.Lock()
+		ids := make([]string, 0, len(m.live))
+		for id, c := range m.live {
+			if c.started.Load() {
+				ids = append(ids, id)
+			}
+		}
+		m.mu.Unlock()
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.StoreTimeout)
+		if err := m.Store.MarkLive(sctx, m.cfg.Node, ids, ttl); err != nil && ctx.Err() == nil {
+			m.Log.Warn("could not renew this node's live sessions in the store", "err", err)
+		}
+		cancel()
+	}
+}
+
+// kickPresence asks the presence loop to write the live index now.
+func (m *Manager) kickPresence() {
+	select {
+	case m.liveKick <- struct{}{}:
+	default:
+	}
+}
+
+// Pseudonym is the pseudonym of user, as traces show it too
+// (Config.Pseudonyms).
+func (m *Manager) Pseudonym(user string) string { return m.cfg.Pseudonyms.Of(user) }
+
+// operatorClosed ends the connection because an operator closed its
+// session (on any node).
+func (c *conn) operatorClosed() {
+	if c.out.close(protocol.DisconnectOperatorClosed, false) {
+		c.m.Log.Warn("session closed by an operator", "session", c.st.record().ID)
+	}
+	c.act.cancelTurn()
+}
+
+// blockChanged applies a block an operator set or lifted to this node's
+// connections of user.
+func (m *Manager) blockChanged(user string) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
+	defer cancel()
+	b, err := m.Store.BlockOf(ctx, user)
+	if err != nil {
+		m.Log.Warn("could not read a user's block after an operator changed it", "err", err)
+		return
+	}
+	m.mu.Lock()
+	var conns []*conn
+	for c := range m.all {
+		if c.user == user {
+			conns = append(conns, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.st.liftBlock() // an operator may shorten a block
+		if m.cfg.Now().Before(b.Until) {
+			c.setBlocked(b)
+		}
+	}
+}
