@@ -166,6 +166,8 @@ func (s *RedisStore) MarkLive(ctx context.Context, node string, ids []string, tt
 					zs[i] = redis.Z{Score: float64(now.Add(ttl).UnixMilli()), Member: liveMember(id, node)}
 				}
 				p.ZAdd(ctx, liveKey, zs...)
+				// Every key has a TTL: the index lives while some node renews it.
+				p.PExpire(ctx, liveKey, ttl)
 				for _, id := range ids {
 					p.Set(ctx, holderKey(id), node, ttl)
 				}
