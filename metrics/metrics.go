@@ -145,7 +145,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		SoftLatencyExceeded: f.counterVec("turnstile_tool_soft_latency_exceeded_total",
 			"Tool calls that answered after their soft latency budget, by tool and mode.", "tool", "mode"),
 		ToolResultTokens: f.histogramVec("turnstile_tool_result_tokens",
-			"Estimated tokens (bytes/4) of tool results sent to the model, after shaping.",
+			"Estimated tokens (ceil(bytes/4)) of tool results sent to the model, after shaping.",
 			resultTokensBuckets, "tool"),
 		ToolCallsPerTurn: f.histogramVec("turnstile_tool_calls_per_turn",
 			"Tool calls made during one turn, by mode.",

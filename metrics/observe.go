@@ -12,7 +12,7 @@ func (m *Metrics) ObserveToolCall(tool, outcome string, d time.Duration, resultB
 	m.ToolDuration.WithLabelValues(tool).Observe(d.Seconds())
 	if resultBytes >= 0 {
 		m.ToolResultBytes.WithLabelValues(tool).Observe(float64(resultBytes))
-		m.ToolResultTokens.WithLabelValues(tool).Observe(float64(resultBytes / 4))
+		m.ToolResultTokens.WithLabelValues(tool).Observe(float64(EstimateTokens(resultBytes)))
 	}
 	m.Summary.ObserveTool(tool, d, resultBytes, outcome)
 }
@@ -23,4 +23,13 @@ func (m *Metrics) ObserveToolCall(tool, outcome string, d time.Duration, resultB
 func (m *Metrics) SetInitTokens(mode string, tokens int) {
 	m.InitTokens.WithLabelValues(mode).Set(float64(tokens))
 	m.Summary.SetContextTokens(mode, tokens)
+}
+
+// EstimateTokens is seed 004's token estimate of a text of n characters:
+// ceil(n / 4), so that a 3-character answer is one token, not none.
+func EstimateTokens(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return (n + 3) / 4
 }

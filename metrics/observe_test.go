@@ -75,3 +75,13 @@ func histogramStats(t *testing.T, g prometheus.Gatherer, name string) (count uin
 	}
 	return count, sum
 }
+
+// Seed 004's estimate: ceil(chars / 4), so a short answer is never 0
+// tokens.
+func TestEstimateTokensRoundsUp(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 1: 1, 3: 1, 4: 1, 5: 2, 1500: 375, 1501: 376} {
+		if got := EstimateTokens(n); got != want {
+			t.Errorf("EstimateTokens(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

@@ -232,7 +232,7 @@ type Percentiles struct {
 	P99 float64 `json:"p99"`
 }
 
-// TokenStats estimates tokens as bytes/4 per result.
+// TokenStats estimates tokens as ceil(size/4) per result (EstimateTokens).
 type TokenStats struct {
 	Avg float64 `json:"avg"`
 	P95 int64   `json:"p95"`
@@ -300,7 +300,7 @@ func (s *Summary) Snapshot() SummaryView {
 		tokens := make([]int64, len(c.bytes))
 		var sum int64
 		for i, b := range c.bytes {
-			tokens[i] = b / 4 // still sorted: division by 4 keeps the order
+			tokens[i] = int64(EstimateTokens(int(b))) // still sorted: the estimate keeps the order
 			sum += tokens[i]
 		}
 		tv := ToolView{

@@ -18,9 +18,9 @@ func TestSummaryPercentilesAreNearestRank(t *testing.T) {
 		tokP95        int64
 	}{
 		{name: "one value", values: []int{400}, p50: 400, p95: 400, p99: 400, tokAvg: 100, tokP95: 100},
-		{name: "four values", values: []int{40, 10, 30, 20}, p50: 20, p95: 40, p99: 40, tokAvg: 6, tokP95: 10},
-		{name: "1..100", values: seq(1, 100), p50: 50, p95: 95, p99: 99, tokAvg: 12.25, tokP95: 23},
-		{name: "1..1000", values: seq(1, 1000), p50: 500, p95: 950, p99: 990, tokAvg: 124.75, tokP95: 237},
+		{name: "four values", values: []int{40, 10, 30, 20}, p50: 20, p95: 40, p99: 40, tokAvg: 6.5, tokP95: 10},
+		{name: "1..100", values: seq(1, 100), p50: 50, p95: 95, p99: 99, tokAvg: 13, tokP95: 24},
+		{name: "1..1000", values: seq(1, 1000), p50: 500, p95: 950, p99: 990, tokAvg: 125.5, tokP95: 238},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

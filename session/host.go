@@ -3,8 +3,10 @@ package session
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/textturn"
@@ -246,5 +248,6 @@ func (c *conn) setBlocked(b store.Block) {
 // observeRequest records a text model request's estimated size (system
 // instruction, declarations and history) as the session's context.
 func (c *conn) observeRequest(req transport.TextRequest) {
-	c.stats.ObserveContext(c.ts.text.toolTokens + len(req.System)/4 + historyTokens(req.History))
+	c.stats.ObserveContext(c.ts.text.toolTokens + metrics.EstimateTokens(utf8.RuneCountInString(req.System)) +
+		historyTokens(req.History))
 }

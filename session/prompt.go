@@ -3,7 +3,9 @@ package session
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -66,29 +68,29 @@ func nativeSchema(t *tools.Tool) json.RawMessage {
 }
 
 // estimateTokens is the session-init estimate, in tokens: characters of
-// the system instruction and of the JSON of the declarations, divided by
-// four.
+// the system instruction and of the JSON of the declarations, each divided
+// by four and rounded up (metrics.EstimateTokens).
 func estimateTokens(system string, decls []transport.ToolDecl) (systemTokens, toolTokens int) {
 	n := 0
 	if b, err := json.Marshal(decls); err == nil {
-		n = len(b)
+		n = utf8.RuneCount(b)
 	}
-	return len(system) / 4, n / 4
+	return metrics.EstimateTokens(utf8.RuneCountInString(system)), metrics.EstimateTokens(n)
 }
 
 // historyTokens estimates the tokens of a history the same way.
 func historyTokens(h []transport.Entry) int {
 	n := 0
 	for _, e := range h {
-		n += len(e.Text)
+		n += utf8.RuneCountInString(e.Text)
 		for _, c := range e.Calls {
 			n += len(c.Name) + 16*len(c.Args)
 		}
 		for _, r := range e.Results {
 			if b, err := json.Marshal(r.Response); err == nil {
-				n += len(b)
+				n += utf8.RuneCount(b)
 			}
 		}
 	}
-	return n / 4
+	return metrics.EstimateTokens(n)
 }
