@@ -57,6 +57,20 @@ func flushedSpans(t *testing.T, g *testGateway, rcv *otlptest.Receiver) map[stri
 	return traces
 }
 
+// oneTrace flushes the gateway's spans and checks that the receiver holds
+// exactly one trace, whose spans it returns.
+func oneTrace(t *testing.T, g *testGateway, rcv *otlptest.Receiver) []otlptest.Span {
+	t.Helper()
+	traces := flushedSpans(t, g, rcv)
+	if len(traces) != 1 {
+		t.Fatalf("%d traces, want one for the turn: %v", len(traces), traces)
+	}
+	for _, spans := range traces {
+		return spans
+	}
+	return nil
+}
+
 // spansNamed returns the spans of a trace with that name.
 func spansNamed(spans []otlptest.Span, name string) []otlptest.Span {
 	var out []otlptest.Span
@@ -107,63 +121,58 @@ func TestTextTurnExportsOneTraceWithEveryCallOverHTTPAndGRPC(t *testing.T) {
 				t.Fatalf("tool results %v, want kb_search ok and kb_get refused over the budget", res)
 			}
 
-			traces := flushedSpans(t, g, rcv)
-			if len(traces) != 1 {
-				t.Fatalf("%d traces for one turn: %v", len(traces), traces)
+			spans := oneTrace(t, g, rcv)
+			root := rootOf(t, spans)
+			want := map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": ready.str("sessionId"),
+				"turnstile.turn": int64(1), "turnstile.mode": "text", "turnstile.turn.end_reason": "end_turn",
+				"enduser.pseudo.id": cfg.pseudonymOf(server.AnonymousUser)}
+			for k, v := range want {
+				if root.Attrs[k] != v {
+					t.Errorf("root %s = %v, want %v", k, root.Attrs[k], v)
+				}
 			}
-			for _, spans := range traces {
-				root := rootOf(t, spans)
-				want := map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": ready.str("sessionId"),
-					"turnstile.turn": int64(1), "turnstile.mode": "text", "turnstile.turn.end_reason": "end_turn",
-					"enduser.pseudo.id": cfg.pseudonymOf(server.AnonymousUser)}
-				for k, v := range want {
-					if root.Attrs[k] != v {
-						t.Errorf("root %s = %v, want %v", k, root.Attrs[k], v)
-					}
-				}
-				if len(root.Links) != 1 || root.Links[0] != "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7" {
-					t.Errorf("root links %v, want the browser's traceparent", root.Links)
-				}
-				if root.Resource["service.name"] != "turnstile" {
-					t.Errorf("service.name %v", root.Resource["service.name"])
-				}
+			if len(root.Links) != 1 || root.Links[0] != "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7" {
+				t.Errorf("root links %v, want the browser's traceparent", root.Links)
+			}
+			if root.Resource["service.name"] != "turnstile" {
+				t.Errorf("service.name %v", root.Resource["service.name"])
+			}
 
-				chats := spansNamed(spans, "chat "+cfg.TextModel)
-				if len(chats) != 2 {
-					t.Fatalf("%d chat spans, want one per model request (2)", len(chats))
+			chats := spansNamed(spans, "chat "+cfg.TextModel)
+			if len(chats) != 2 {
+				t.Fatalf("%d chat spans, want one per model request (2)", len(chats))
+			}
+			for _, ch := range chats {
+				if ch.Attrs["gen_ai.operation.name"] != "chat" || ch.Attrs["gen_ai.provider.name"] != "gcp.gemini" ||
+					ch.Attrs["gen_ai.request.model"] != cfg.TextModel {
+					t.Errorf("chat span %v", ch.Attrs)
 				}
-				for _, ch := range chats {
-					if ch.Attrs["gen_ai.operation.name"] != "chat" || ch.Attrs["gen_ai.provider.name"] != "gcp.gemini" ||
-						ch.Attrs["gen_ai.request.model"] != cfg.TextModel {
-						t.Errorf("chat span %v", ch.Attrs)
-					}
-					if _, ok := ch.Attrs["turnstile.model.time_to_first_chunk_ms"]; !ok {
-						t.Errorf("chat span has no time to first chunk: %v", ch.Attrs)
-					}
-					if in, _ := ch.Attrs["gen_ai.usage.input_tokens"].(int64); in <= 0 {
-						t.Errorf("chat span has no input token usage: %v", ch.Attrs)
-					}
+				if _, ok := ch.Attrs["turnstile.model.time_to_first_chunk_ms"]; !ok {
+					t.Errorf("chat span has no time to first chunk: %v", ch.Attrs)
 				}
+				if in, _ := ch.Attrs["gen_ai.usage.input_tokens"].(int64); in <= 0 {
+					t.Errorf("chat span has no input token usage: %v", ch.Attrs)
+				}
+			}
 
-				search := spansNamed(spans, "execute_tool kb_search")
-				get := spansNamed(spans, "execute_tool kb_get")
-				if len(search) != 1 || len(get) != 1 {
-					t.Fatalf("execute_tool spans: kb_search %d, kb_get %d", len(search), len(get))
-				}
-				s, r := search[0].Attrs, get[0].Attrs
-				if s["gen_ai.operation.name"] != "execute_tool" || s["gen_ai.tool.call.id"] != res["kb_search"].str("id") ||
-					s["turnstile.tool.outcome"] != "ok" || s["turnstile.tool.shaped"] != false || s["turnstile.tool.result_bytes"] == nil {
-					t.Errorf("kb_search span %v", s)
-				}
-				if r["gen_ai.tool.call.id"] != res["kb_get"].str("id") || r["turnstile.tool.outcome"] != "refused" ||
-					r["turnstile.tool.error_type"] != "BUDGET_EXCEEDED" || get[0].Error {
-					t.Errorf("refused kb_get span %v (error status %v)", r, get[0].Error)
-				}
-				for _, sp := range spans {
-					for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"} {
-						if _, ok := sp.Attrs[k]; ok {
-							t.Errorf("span %s carries %s without OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", sp.Name, k)
-						}
+			search := spansNamed(spans, "execute_tool kb_search")
+			get := spansNamed(spans, "execute_tool kb_get")
+			if len(search) != 1 || len(get) != 1 {
+				t.Fatalf("execute_tool spans: kb_search %d, kb_get %d", len(search), len(get))
+			}
+			s, r := search[0].Attrs, get[0].Attrs
+			if s["gen_ai.operation.name"] != "execute_tool" || s["gen_ai.tool.call.id"] != res["kb_search"].str("id") ||
+				s["turnstile.tool.outcome"] != "ok" || s["turnstile.tool.shaped"] != false || s["turnstile.tool.result_bytes"] == nil {
+				t.Errorf("kb_search span %v", s)
+			}
+			if r["gen_ai.tool.call.id"] != res["kb_get"].str("id") || r["turnstile.tool.outcome"] != "refused" ||
+				r["turnstile.tool.error_type"] != "BUDGET_EXCEEDED" || get[0].Error {
+				t.Errorf("refused kb_get span %v (error status %v)", r, get[0].Error)
+			}
+			for _, sp := range spans {
+				for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments"} {
+					if _, ok := sp.Attrs[k]; ok {
+						t.Errorf("span %s carries %s without OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", sp.Name, k)
 					}
 				}
 			}
@@ -214,23 +223,18 @@ func TestVoiceTurnExportsOneTraceWithTheToolCallAndItsEvents(t *testing.T) {
 		t.Fatalf("turn.done %v", end)
 	}
 
-	traces := flushedSpans(t, g, rcv)
-	if len(traces) != 1 {
-		t.Fatalf("%d traces for one voice turn", len(traces))
+	spans := oneTrace(t, g, rcv)
+	root := rootOf(t, spans)
+	if root.Attrs["turnstile.mode"] != "voice" || root.Attrs["turnstile.turn.end_reason"] != "interrupted" ||
+		root.Attrs["gen_ai.conversation.id"] != ready.str("sessionId") || len(root.Links) != 1 {
+		t.Errorf("voice root %+v", root)
 	}
-	for _, spans := range traces {
-		root := rootOf(t, spans)
-		if root.Attrs["turnstile.mode"] != "voice" || root.Attrs["turnstile.turn.end_reason"] != "interrupted" ||
-			root.Attrs["gen_ai.conversation.id"] != ready.str("sessionId") || len(root.Links) != 1 {
-			t.Errorf("voice root %+v", root)
-		}
-		if !root.HasEvent(tracing.EventBargeIn) || !root.HasEvent(tracing.EventGoAway) {
-			t.Errorf("voice root events %v, want barge-in and goAway", root.Events)
-		}
-		tool := spansNamed(spans, "execute_tool kb_search")
-		if len(tool) != 1 || tool[0].Attrs["gen_ai.tool.call.id"] != ids[0] || tool[0].Attrs["turnstile.tool.outcome"] != "ok" {
-			t.Fatalf("voice execute_tool spans %+v", tool)
-		}
+	if !root.HasEvent(tracing.EventBargeIn) || !root.HasEvent(tracing.EventGoAway) {
+		t.Errorf("voice root events %v, want barge-in and goAway", root.Events)
+	}
+	tool := spansNamed(spans, "execute_tool kb_search")
+	if len(tool) != 1 || tool[0].Attrs["gen_ai.tool.call.id"] != ids[0] || tool[0].Attrs["turnstile.tool.outcome"] != "ok" {
+		t.Fatalf("voice execute_tool spans %+v", tool)
 	}
 }
 
@@ -269,36 +273,31 @@ func TestHTTPToolReceivesTheTraceparentOfItsSpanAndCaptureKeepsToAllowLists(t *t
 		t.Fatalf("tool.result %v", res)
 	}
 
-	traces := flushedSpans(t, g, rcv)
-	if len(traces) != 1 {
-		t.Fatalf("%d traces", len(traces))
+	spans := oneTrace(t, g, rcv)
+	root := rootOf(t, spans)
+	tool := spansNamed(spans, "execute_tool open_ticket")
+	if len(tool) != 1 {
+		t.Fatalf("execute_tool spans %+v", spans)
 	}
-	for _, spans := range traces {
-		root := rootOf(t, spans)
-		tool := spansNamed(spans, "execute_tool open_ticket")
-		if len(tool) != 1 {
-			t.Fatalf("execute_tool spans %+v", spans)
-		}
-		want := "00-" + tool[0].TraceID + "-" + tool[0].SpanID + "-01"
-		mu.Lock()
-		got := append([]string(nil), seen...)
-		mu.Unlock()
-		if len(got) != 1 || got[0] != want {
-			t.Errorf("the tool's service got traceparent %q, want its execute_tool span %q", got, want)
-		}
-		args, _ := tool[0].Attrs["gen_ai.tool.call.arguments"].(string)
-		result, _ := tool[0].Attrs["gen_ai.tool.call.result"].(string)
-		if !strings.Contains(args, "Noisy grinder") || strings.Contains(args, "99-1234") || !strings.Contains(args, "[redacted]") {
-			t.Errorf("captured arguments %q: want the title, details redacted", args)
-		}
-		if !strings.Contains(result, "T-1") || strings.Contains(result, "do not show") {
-			t.Errorf("captured result %q: want id only", result)
-		}
-		in, _ := root.Attrs["gen_ai.input.messages"].(string)
-		out, _ := root.Attrs["gen_ai.output.messages"].(string)
-		if !strings.Contains(in, "open a ticket") || !strings.Contains(out, "Ticket T-1 is open.") {
-			t.Errorf("captured messages: in %q, out %q", in, out)
-		}
+	want := "00-" + tool[0].TraceID + "-" + tool[0].SpanID + "-01"
+	mu.Lock()
+	got := append([]string(nil), seen...)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("the tool's service got traceparent %q, want its execute_tool span %q", got, want)
+	}
+	args, _ := tool[0].Attrs["gen_ai.tool.call.arguments"].(string)
+	result, _ := tool[0].Attrs["gen_ai.tool.call.result"].(string)
+	if !strings.Contains(args, "Noisy grinder") || strings.Contains(args, "99-1234") || !strings.Contains(args, "[redacted]") {
+		t.Errorf("captured arguments %q: want the title, details redacted", args)
+	}
+	if !strings.Contains(result, "T-1") || strings.Contains(result, "do not show") {
+		t.Errorf("captured result %q: want id only", result)
+	}
+	in, _ := root.Attrs["gen_ai.input.messages"].(string)
+	out, _ := root.Attrs["gen_ai.output.messages"].(string)
+	if !strings.Contains(in, "open a ticket") || !strings.Contains(out, "Ticket T-1 is open.") {
+		t.Errorf("captured messages: in %q, out %q", in, out)
 	}
 }
 
