@@ -54,7 +54,8 @@ test("a token is refreshed a minute before it expires, or halfway for a short on
 });
 
 test("the token goes with the upgrade, and a fresh one in `auth` before it expires", async () => {
-  const tokens = [jwt({ sub: "u", exp: inSeconds(2) }), jwt({ sub: "u", exp: inSeconds(3600) })];
+  // 4 s (3 to 4 once floored): enough for a connection on a busy machine before the refresh is due.
+  const tokens = [jwt({ sub: "u", exp: inSeconds(4) }), jwt({ sub: "u", exp: inSeconds(3600) })];
   let calls = 0;
   const client = open({ token: async () => tokens[calls++], refreshMarginMs: 1500 });
   const peer = await gw.peer();
@@ -62,8 +63,8 @@ test("the token goes with the upgrade, and a fresh one in `auth` before it expir
   assert.equal(peer.tokenVia, "subprotocol");
   await peer.next();
   peer.ready();
-  // 2 s left, 1.5 s margin (at most half of what is left): refresh within a second.
-  const auth = await peer.next(3000);
+  // 3 to 4 s left, 1.5 s margin: the refresh comes within 2.5 s.
+  const auth = await peer.next(8000);
   assert.deepEqual(auth, { type: "auth", token: tokens[1] });
   assert.equal(calls, 2);
   assert.equal(client.tokenExpiresAt, tokenExpiry(tokens[1]));
