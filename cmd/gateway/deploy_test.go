@@ -332,17 +332,20 @@ func TestComposeGatewaysStartAsTheREADMESays(t *testing.T) {
 	compose := yamlDocs(t, filepath.Join(deployDir, "compose.yaml"))[0]
 	secret := strings.Repeat("ab", 32)
 	redisPass := strings.Repeat("cd", 32)
-	if !strings.Contains(string(readme), "\nexport REDIS_PASSWORD=") {
-		t.Fatal("deploy/README.md does not export REDIS_PASSWORD before bringing the stack up")
+	adminToken := strings.Repeat("ef", 32)
+	for _, v := range []string{"REDIS_PASSWORD", "TURNSTILE_ADMIN_TOKEN"} {
+		if !strings.Contains(string(readme), "\nexport "+v+"=") {
+			t.Fatalf("deploy/README.md does not export %s before bringing the stack up", v)
+		}
 	}
 	for _, tc := range []struct {
 		name    string
 		shell   map[string]string
 		refusal string // "" = starts
 	}{
-		{"offline demo", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "TURNSTILE_DEMO": "true"}, ""},
-		{"gemini key", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "GEMINI_API_KEY": "k"}, ""},
-		{"neither", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass}, "TURNSTILE_DEMO"},
+		{"offline demo", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "TURNSTILE_ADMIN_TOKEN": adminToken, "TURNSTILE_DEMO": "true"}, ""},
+		{"gemini key", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "TURNSTILE_ADMIN_TOKEN": adminToken, "GEMINI_API_KEY": "k"}, ""},
+		{"neither", map[string]string{"TURNSTILE_AUTH_SECRET": secret, "REDIS_PASSWORD": redisPass, "TURNSTILE_ADMIN_TOKEN": adminToken}, "TURNSTILE_DEMO"},
 	} {
 		for name, svc := range mapAt(compose, "services") {
 			s := mapAt(map[string]any{"s": svc}, "s")
