@@ -503,17 +503,22 @@ func newSessionID() string {
 // blockLocal tells every live connection of user on this node about a
 // block; connections on other nodes learn it at their next turn.
 func (m *Manager) blockLocal(user string, b store.Block) {
+	for _, c := range m.connsOf(user) {
+		c.setBlocked(b)
+	}
+}
+
+// connsOf is a snapshot of user's live connections on this node.
+func (m *Manager) connsOf(user string) []*conn {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var conns []*conn
 	for c := range m.all {
 		if c.user == user {
 			conns = append(conns, c)
 		}
 	}
-	m.mu.Unlock()
-	for _, c := range conns {
-		c.setBlocked(b)
-	}
+	return conns
 }
 
 // loopStateMax bounds how many sessions the loop-detection view lists.

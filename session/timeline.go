@@ -154,15 +154,7 @@ func (m *Manager) blockChanged(user string) {
 		m.Log.Warn("could not read a user's block after an operator changed it", "err", err)
 		return
 	}
-	m.mu.Lock()
-	var conns []*conn
-	for c := range m.all {
-		if c.user == user {
-			conns = append(conns, c)
-		}
-	}
-	m.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range m.connsOf(user) {
 		c.st.liftBlock() // an operator may shorten a block
 		if m.cfg.Now().Before(b.Until) {
 			c.setBlocked(b)
