@@ -46,9 +46,10 @@ func TestSessionIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
 	rdb := redisClientFor(t, cfg)
 	ctx := context.Background()
 	keys := []string{"turnstile:{" + id + "}:meta", "turnstile:{" + id + "}:history"}
-	if n := rdb.Exists(ctx, keys...).Val(); n != 0 {
-		t.Fatalf("%d of the session's keys in a Redis that restarted empty", n)
-	}
+	// No check that the keys are gone here: the node may already have
+	// written them back (it notices the loss on its resubscription). That
+	// Redis came back empty is what store_restorations_total = 1 says: the
+	// node restores only when its marker is gone.
 	deadline := time.Now().Add(3 * time.Second)
 	for a.counterSum("turnstile_store_restorations_total") != 1 || rdb.Exists(ctx, keys...).Val() != 2 {
 		if time.Now().After(deadline) {
