@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/throttle"
+	"github.com/turnstile-gw/turnstile/store"
 )
 
 // Retry-After of the admission refusals.
@@ -27,16 +28,18 @@ const (
 	DefaultLeaseTTL = 30 * time.Second
 )
 
-// Leases count one user's open connections across all nodes (the store's
-// RedisStore implements it). Errors mean Redis did not answer.
+// Leases count holders in a group across all nodes: one user's open
+// connections, one call's streams (the store's RedisStore implements it;
+// store.UserLeases and store.CallLeases name the groups). Errors mean Redis
+// did not answer.
 type Leases interface {
-	AcquireLease(ctx context.Context, user, id string, limit int, ttl time.Duration) (admitted bool, err error)
+	AcquireLease(ctx context.Context, group, id string, limit int, ttl time.Duration) (admitted bool, err error)
 	RenewLeases(ctx context.Context, leases map[string][]string, ttl time.Duration) error
-	ReleaseLease(ctx context.Context, user, id string) error
+	ReleaseLease(ctx context.Context, group, id string) error
 }
 
-// admission holds the per-node session count and the per-user leases of
-// this node's connections.
+// admission holds the per-node session count, and the leases of this
+// node's connections (per user) and of its calls' streams (per call).
 type admission struct {
 	maxSessions int // 0: no limit
 	sessions    atomic.Int64
@@ -48,7 +51,7 @@ type admission struct {
 	throttle *throttle.Keyed
 
 	mu   sync.Mutex
-	held map[string]map[string]struct{} // user → this node's connection ids
+	held map[string]map[string]struct{} // lease group → this node's holder ids
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -67,7 +70,9 @@ func newAdmission(cfg Config, d Deps, throttle *throttle.Keyed) *admission {
 	if a.store == nil || d.Auth.DevMode() {
 		a.perUser = 0
 	}
-	if a.perUser > 0 {
+	// Calls hold a lease each (one stream per call across the fleet)
+	// whenever there is a store.
+	if a.store != nil && (a.perUser > 0 || d.Telephony != nil) {
 		ctx, cancel := context.WithCancel(context.Background())
 		a.stop, a.done = cancel, make(chan struct{})
 		go a.renew(ctx)
@@ -104,32 +109,53 @@ func (a *admission) admitUser(ctx context.Context, user string) (release func(),
 	if a.perUser <= 0 {
 		return func() {}, true
 	}
+	return a.lease(ctx, store.UserLeases(user), a.perUser,
+		"per-user connection limit not enforced: Redis did not answer; connection admitted")
+}
+
+// admitCall takes the one lease a call's stream may hold across the fleet;
+// release ends it at once. ok is false when another stream of the call
+// holds it, on any node. Without a store it admits (the node's own check,
+// streamingCalls, still refuses a second stream here); when Redis does not
+// answer it admits as admitUser does.
+func (a *admission) admitCall(ctx context.Context, callSID string) (release func(), ok bool) {
+	if a.stop == nil {
+		return func() {}, true
+	}
+	return a.lease(ctx, store.CallLeases(callSID), 1,
+		"one stream per call not enforced across nodes: Redis did not answer; stream admitted")
+}
+
+// lease takes a lease in group under limit, and keeps it renewed until
+// release. failOpen is logged when Redis does not answer (then the holder
+// is admitted and the lease kept locally, so that the next renewal writes
+// it once Redis is back).
+func (a *admission) lease(ctx context.Context, group string, limit int, failOpen string) (release func(), ok bool) {
 	id := newLeaseID()
-	admitted, err := a.store.AcquireLease(ctx, user, id, a.perUser, a.ttl)
+	admitted, err := a.store.AcquireLease(ctx, group, id, limit, a.ttl)
 	if err != nil {
 		// redis_errors_total{op="lease_acquire"} counts it (the store's hook).
 		if count, ok := a.throttle.Note("lease_acquire_failed", time.Now(), 1); ok {
-			a.log.Warn("per-user connection limit not enforced: Redis did not answer; connection admitted",
-				"err", err, "count", count)
+			a.log.Warn(failOpen, "err", err, "count", count)
 		}
 	} else if !admitted {
 		return nil, false
 	}
 	a.mu.Lock()
-	if a.held[user] == nil {
-		a.held[user] = map[string]struct{}{}
+	if a.held[group] == nil {
+		a.held[group] = map[string]struct{}{}
 	}
-	a.held[user][id] = struct{}{}
+	a.held[group][id] = struct{}{}
 	a.mu.Unlock()
 	return func() {
 		a.mu.Lock()
-		delete(a.held[user], id)
-		if len(a.held[user]) == 0 {
-			delete(a.held, user)
+		delete(a.held[group], id)
+		if len(a.held[group]) == 0 {
+			delete(a.held, group)
 		}
 		a.mu.Unlock()
 		// The session has ended; its context is gone.
-		if err := a.store.ReleaseLease(context.Background(), user, id); err != nil {
+		if err := a.store.ReleaseLease(context.Background(), group, id); err != nil {
 			if count, ok := a.throttle.Note("lease_release_failed", time.Now(), 1); ok {
 				a.log.Warn("connection lease not released: Redis did not answer; it expires by itself",
 					"err", err, "expires_in", a.ttl, "count", count)
@@ -152,15 +178,15 @@ func (a *admission) renew(ctx context.Context) {
 		}
 		a.mu.Lock()
 		leases := make(map[string][]string, len(a.held))
-		for user, ids := range a.held {
+		for group, ids := range a.held {
 			for id := range ids {
-				leases[user] = append(leases[user], id)
+				leases[group] = append(leases[group], id)
 			}
 		}
 		a.mu.Unlock()
 		if err := a.store.RenewLeases(ctx, leases, a.ttl); err != nil && ctx.Err() == nil {
 			if count, ok := a.throttle.Note("lease_renew_failed", time.Now(), 1); ok {
-				a.log.Warn("connection leases not renewed: Redis did not answer", "err", err, "users", len(leases),
+				a.log.Warn("connection leases not renewed: Redis did not answer", "err", err, "groups", len(leases),
 					"count", count)
 			}
 		}

@@ -44,7 +44,9 @@ const (
 )
 
 // streamingCalls is the calls with a stream on this node: a second stream
-// for a call already streaming is refused.
+// for a call already streaming is refused here without a round trip, and
+// when Redis does not answer (the fleet-wide check, admission.admitCall,
+// then lets it through).
 type streamingCalls struct {
 	mu  sync.Mutex
 	ids map[string]struct{}
@@ -205,6 +207,14 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		return
 	}
 	defer s.calls.remove(call.ID)
+	leaveCall, ok := s.admit.admitCall(ctx, call.ID)
+	if !ok {
+		s.telephonyEvent(t, "stream_duplicate")
+		log.Warn("telephony stream refused: the call already has a stream on another node", "call", call.ID)
+		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
+		return
+	}
+	defer leaveCall()
 	user := t.Signer.Pseudonym(call.From)
 	leaveUser, ok := s.admit.admitUser(ctx, user)
 	if !ok {

@@ -11,33 +11,40 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Connection leases count one user's open connections across all nodes,
-// for the per-user connection limit. Each connection holds a lease: a
-// member of the user's sorted set turnstile:user:{<user>}:conns whose score
-// is when the lease expires. The node serving the connection renews its
-// leases while the connection lives and releases the lease when it ends; a
-// node that dies stops renewing, and its leases stop counting when they
-// expire. Only live leases count: admission drops expired ones first.
+// Leases count holders of something across all nodes, under a limit: one
+// user's open connections, for the per-user connection limit
+// (UserLeases), and the one stream a phone call may have (CallLeases).
+// Each holder holds a lease: a member of the group's sorted set whose score
+// is when the lease expires. The node serving the holder renews its leases
+// while the holder lives and releases the lease when it ends; a node that
+// dies stops renewing, and its leases stop counting when they expire. Only
+// live leases count: admission drops expired ones first.
 
 //go:embed lease_acquire.lua
 var leaseAcquireLua string
 
 var leaseAcquireScript = redis.NewScript(leaseAcquireLua)
 
-func leasesKey(user string) string { return "turnstile:user:{" + user + "}:conns" }
+// UserLeases is the lease group of user's connections.
+func UserLeases(user string) string { return "turnstile:user:{" + user + "}:conns" }
 
-// AcquireLease admits connection id of user when the user holds fewer than
-// limit live leases, and then holds a lease for it that expires after ttl.
+// CallLeases is the lease group of a phone call's media streams (callSID is
+// the carrier's call id): with a limit of 1, one stream per call across
+// the fleet.
+func CallLeases(callSID string) string { return "turnstile:call:{" + callSID + "}:streams" }
+
+// AcquireLease admits holder id into group (UserLeases, CallLeases) when
+// the group holds fewer than limit live leases, and then holds a lease for it that expires after ttl.
 // One round trip (a Lua script; the first call on a server that has not
 // cached it costs two). The error is non-nil only when Redis did not answer;
 // admitted is then false.
-func (s *RedisStore) AcquireLease(ctx context.Context, user, id string, limit int, ttl time.Duration) (admitted bool, err error) {
+func (s *RedisStore) AcquireLease(ctx context.Context, group, id string, limit int, ttl time.Duration) (admitted bool, err error) {
 	if limit < 1 || ttl <= 0 || id == "" {
 		return false, fmt.Errorf("acquire lease: limit %d, ttl %s, id %q: need a positive limit and ttl and an id", limit, ttl, id)
 	}
 	err = s.call(ctx, "lease_acquire", func(ctx context.Context) error {
 		now := s.now()
-		res, err := leaseAcquireScript.Run(ctx, s.c, []string{leasesKey(user)},
+		res, err := leaseAcquireScript.Run(ctx, s.c, []string{group},
 			now.UnixMilli(), now.Add(ttl).UnixMilli(), limit, id).Int64Slice()
 		if err != nil {
 			return fmt.Errorf("acquire lease: %w", err)
@@ -51,10 +58,10 @@ func (s *RedisStore) AcquireLease(ctx context.Context, user, id string, limit in
 	return admitted && err == nil, err
 }
 
-// RenewLeases extends the leases of leases (user → connection ids) to
-// expire after ttl, adding back any that Redis lost (a restart, an expiry
-// while this node could not reach it): one pipeline for all users, one
-// ZADD per user.
+// RenewLeases extends the leases of leases (group → holder ids) to expire
+// after ttl, adding back any that Redis lost (a restart, an expiry while
+// this node could not reach it): one pipeline for all groups, one ZADD per
+// group.
 func (s *RedisStore) RenewLeases(ctx context.Context, leases map[string][]string, ttl time.Duration) error {
 	if len(leases) == 0 {
 		return nil
@@ -63,7 +70,7 @@ func (s *RedisStore) RenewLeases(ctx context.Context, leases map[string][]string
 		expiry := s.now().Add(ttl)
 		score := float64(expiry.UnixMilli())
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for user, ids := range leases {
+			for group, ids := range leases {
 				if len(ids) == 0 {
 					continue
 				}
@@ -71,34 +78,34 @@ func (s *RedisStore) RenewLeases(ctx context.Context, leases map[string][]string
 				for i, id := range ids {
 					members[i] = redis.Z{Score: score, Member: id}
 				}
-				p.ZAdd(ctx, leasesKey(user), members...)
-				p.PExpireAt(ctx, leasesKey(user), expiry)
+				p.ZAdd(ctx, group, members...)
+				p.PExpireAt(ctx, group, expiry)
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("renew leases of %d users: %w", len(leases), err)
+			return fmt.Errorf("renew leases of %d groups: %w", len(leases), err)
 		}
 		return nil
 	})
 }
 
-// ReleaseLease ends connection id's lease at once, freeing its slot.
-func (s *RedisStore) ReleaseLease(ctx context.Context, user, id string) error {
+// ReleaseLease ends holder id's lease in group at once, freeing its slot.
+func (s *RedisStore) ReleaseLease(ctx context.Context, group, id string) error {
 	return s.call(ctx, "lease_release", func(ctx context.Context) error {
-		if err := s.c.ZRem(ctx, leasesKey(user), id).Err(); err != nil {
+		if err := s.c.ZRem(ctx, group, id).Err(); err != nil {
 			return fmt.Errorf("release lease: %w", err)
 		}
 		return nil
 	})
 }
 
-// LiveLeases counts user's leases that have not expired.
-func (s *RedisStore) LiveLeases(ctx context.Context, user string) (int, error) {
+// LiveLeases counts group's leases that have not expired.
+func (s *RedisStore) LiveLeases(ctx context.Context, group string) (int, error) {
 	var n int64
 	err := s.call(ctx, "lease_count", func(ctx context.Context) error {
 		var err error
-		n, err = s.c.ZCount(ctx, leasesKey(user), "("+strconv.FormatInt(s.now().UnixMilli(), 10), "+inf").Result()
+		n, err = s.c.ZCount(ctx, group, "("+strconv.FormatInt(s.now().UnixMilli(), 10), "+inf").Result()
 		if errors.Is(err, redis.Nil) {
 			n, err = 0, nil
 		}

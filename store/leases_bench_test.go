@@ -24,10 +24,10 @@ func BenchmarkLeaseAcquireRelease(b *testing.B) {
 	for b.Loop() {
 		id := strconv.Itoa(i)
 		i++
-		if ok, err := s.AcquireLease(ctx, "alice", id, 10, time.Minute); !ok || err != nil {
+		if ok, err := s.AcquireLease(ctx, UserLeases("alice"), id, 10, time.Minute); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
-		if err := s.ReleaseLease(ctx, "alice", id); err != nil {
+		if err := s.ReleaseLease(ctx, UserLeases("alice"), id); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -44,7 +44,7 @@ func BenchmarkLeaseRenew1000(b *testing.B) {
 	s := NewRedisStore(c, RedisStoreOptions{})
 	leases := map[string][]string{}
 	for i := range 1000 {
-		u := "user" + strconv.Itoa(i%100)
+		u := UserLeases("user" + strconv.Itoa(i%100))
 		leases[u] = append(leases[u], strconv.Itoa(i))
 	}
 	ctx := context.Background()

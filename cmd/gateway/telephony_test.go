@@ -637,3 +637,56 @@ func TestCallerAudioBeforeTheModelIsUpDoesNotEndTheCall(t *testing.T) {
 		t.Fatal("the call was hung up")
 	}
 }
+
+// A carrier may send a call's stream to any node behind the load balancer
+// (its webhook retried, a replayed start): the one stream per call holds
+// across the fleet, through a lease in Redis. Once that stream has ended
+// the call is free again: a call sent back to the webhook (a <Redirect>,
+// an operator's update of the live call) gets a new stream and session.
+func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t)) // a real redis-server, shared
+	a, scriptA := startCallGateway(t, cfg)
+	b, scriptB := startCallGateway(t, cfg)
+	const sid = "CA00000000000000000000000000000018"
+	cfgA, cfgB := a.callConfig(), b.callConfig()
+	cfgA.CallSID, cfgB.CallSID = sid, sid
+
+	ansA, err := caller.Webhook(callCtx(t), cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := openCall(t, cfgA, ansA)
+	u := nextUpstream(t, scriptA)
+	ansB, err := caller.Webhook(callCtx(t), cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectEnded(t, openCall(t, cfgB, ansB), 1008)
+	noUpstream(t, scriptB)
+	if n := telEvents(b, "stream_duplicate"); n != 1 {
+		t.Fatalf("duplicates counted on the second node: %v, want 1", n)
+	}
+	// The first stream goes on.
+	must(t, u.SendAudio(pcm24Tone(1000, 0, 2400)))
+	must(t, u.SendTurnComplete(nil))
+	if h := hearUntilMark(t, first); len(h.mulaw) == 0 {
+		t.Fatal("the first stream heard nothing after the second was refused")
+	}
+
+	// The caller hangs up: the stream ends, and its lease with it.
+	must(t, first.Hangup(callCtx(t)))
+	u.waitEnded()
+	waitFor(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
+	again, err := caller.Webhook(callCtx(t), cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := openCall(t, cfgB, again)
+	u2 := nextUpstream(t, scriptB)
+	must(t, u2.SendAudio(pcm24Tone(1000, 0, 2400)))
+	must(t, u2.SendTurnComplete(nil))
+	if h := hearUntilMark(t, next); len(h.mulaw) == 0 {
+		t.Fatal("the call's new stream after the first ended heard nothing")
+	}
+}
