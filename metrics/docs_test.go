@@ -67,6 +67,7 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"gate_refusals_total":               {"gate", Gates},
 		"telephony_events_total":            {"event", TelephonyEventNames},
 		"channel_sessions_active":           {"channel", Channels},
+		"jwks_refresh_failures_total":       {"reason", JWKSRefreshFailureReasons},
 	}
 	for name, set := range closed {
 		if len(rows[name]) != 1 {

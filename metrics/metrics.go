@@ -73,6 +73,8 @@ type Metrics struct {
 	// TraceSpansDropped counts spans never exported (reason: queue_full,
 	// export_failed; tracing.DropReasons).
 	TraceSpansDropped *prometheus.CounterVec
+	// JWKSRefreshFailures counts failed key-set fetches (reason: JWKSRefreshFailureReasons).
+	JWKSRefreshFailures *prometheus.CounterVec
 
 	// The channel a session came by: a browser or a phone carrier.
 	ChannelSessions      *prometheus.GaugeVec   // channel: Channels
@@ -186,6 +188,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		TraceSpansDropped: f.counterVec("turnstile_trace_spans_dropped_total",
 			"Trace spans never exported, by reason: queue_full (the export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full) or "+
 				"export_failed (the collector refused them or did not answer in time).", "reason"),
+		JWKSRefreshFailures: newJWKSRefreshFailures(f),
+
 		ChannelSessions: f.gaugeVec("turnstile_channel_sessions_active",
 			"Sessions with a live connection, by channel (browser, or a phone carrier such as twilio).", "channel"),
 		ChannelSessionsEnded: f.counterVec("turnstile_channel_sessions_ended_total",

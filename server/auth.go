@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/session"
 )
 
@@ -67,6 +68,9 @@ type AuthConfig struct {
 	Now func() time.Time
 	// Log receives the key set's fetch failures (throttled); default: discarded.
 	Log *slog.Logger
+	// Metrics counts the key set's failed fetches
+	// (turnstile_jwks_refresh_failures_total); nil: not counted.
+	Metrics *metrics.Metrics
 }
 
 // Authenticator verifies browser tokens before the WebSocket upgrade and when a session
@@ -107,7 +111,11 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 		methods = append(methods, jwt.SigningMethodHS256.Alg())
 	}
 	if cfg.JWKSURL != "" {
-		keys, err := startJWKS(cfg.JWKSURL, cfg.JWKSRefresh, cfg.Log)
+		var failed func(string)
+		if cfg.Metrics != nil {
+			failed = cfg.Metrics.JWKSRefreshFailure
+		}
+		keys, err := startJWKS(cfg.JWKSURL, cfg.JWKSRefresh, cfg.Log, cfg.Now, failed)
 		if err != nil {
 			return nil, err
 		}
@@ -147,6 +155,16 @@ func (a *Authenticator) Ready() error {
 		return errors.New("auth: the JWKS has not been fetched yet")
 	}
 	return nil
+}
+
+// Degraded is why the key set's last fetch could not be used in full (a reason of
+// turnstile_jwks_refresh_failures_total), "" when it could or there is no key set. A degraded
+// Authenticator is still ready: the keys fetched before stay in use.
+func (a *Authenticator) Degraded() string {
+	if a.keys == nil {
+		return ""
+	}
+	return a.keys.degradedReason()
 }
 
 // Authenticate returns who a request is made by. The token comes from an

@@ -18,12 +18,14 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"golang.org/x/time/rate"
 )
 
 // Timings of the key set. A fetch that has never succeeded is retried
 // with backoff from jwksRetryMin to jwksRetryMax, so that a gateway started
-// before its identity provider becomes ready soon after it.
+// before its identity provider becomes ready soon after it; a degraded set
+// (the last fetch failed) is fetched again at least every jwksRetryMax.
 const (
 	defaultJWKSRefresh = 15 * time.Minute
 	// jwksUnknownKIDEvery bounds the fetches a token signed with an
@@ -37,9 +39,11 @@ const (
 	jwksMaxBytes = 1 << 20
 )
 
-// jwks is a JSON Web Key Set fetched from a URL (github.com/MicahParks/keyfunc
-// over jwkset): refreshed periodically and when a token names a key it does
-// not have. Until the first fetch succeeds it has no keys, and key refuses
+// jwks is a JSON Web Key Set fetched from a URL, refreshed periodically
+// and when a token names a key it does not have; keyfunc picks a token's
+// key from it. A fetch that answers no usable key, or fails, leaves the
+// keys fetched before in use and marks the set degraded until a clean
+// fetch. Until the first usable fetch it has no keys, and key refuses
 // every token.
 type jwks struct {
 	url       string
@@ -48,9 +52,19 @@ type jwks struct {
 	client    *http.Client
 	transport *http.Transport
 	throttle  *throttle.Keyed
+	now       func() time.Time
+	failed    func(reason string) // counts a failed fetch
 
-	kf     atomic.Pointer[keyfunc.Keyfunc] // nil until the first fetch succeeded
-	cancel context.CancelFunc              // ends the fetch loop and the library's refreshes
+	// unknownKID bounds the fetches tokens with unknown kids trigger; it
+	// is read with now, so a test's clock drives it.
+	unknownKID *rate.Limiter
+	fetchMu    sync.Mutex // one fetch at a time; held while replacing the keys
+	keys       *jwkset.MemoryJWKSet
+	kf         keyfunc.Keyfunc
+	fetchedOK  atomic.Bool            // a usable set was fetched once
+	degraded   atomic.Pointer[string] // the last fetch's failure reason; nil while it was clean
+
+	cancel context.CancelFunc // ends the fetch loop
 	done   chan struct{}
 	once   sync.Once
 }
@@ -78,117 +92,178 @@ func CheckJWKSURL(raw string) error {
 	return errors.New("must be an https:// URL")
 }
 
-// startJWKS starts fetching the key set at rawURL in the background.
-func startJWKS(rawURL string, refresh time.Duration, log *slog.Logger) (*jwks, error) {
+// startJWKS starts fetching the key set at rawURL in the background. now
+// is the clock of the unknown-kid limit; failed, when not nil, counts
+// each failed fetch by reason.
+func startJWKS(rawURL string, refresh time.Duration, log *slog.Logger, now func() time.Time, failed func(string)) (*jwks, error) {
 	if err := CheckJWKSURL(rawURL); err != nil {
 		return nil, fmt.Errorf("auth: JWKS URL: %w", err)
 	}
 	if refresh <= 0 {
 		refresh = defaultJWKSRefresh
 	}
+	if failed == nil {
+		failed = func(string) {}
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	j := &jwks{
-		url: rawURL, refresh: refresh, log: log, transport: tr,
+		url: rawURL, refresh: refresh, log: log, transport: tr, now: now, failed: failed,
 		client: &http.Client{
 			Timeout:       jwksHTTPTimeout,
 			Transport:     limitedBodies{tr},
 			CheckRedirect: checkJWKSRedirect,
 		},
-		throttle: &throttle.Keyed{Every: logEvery},
-		done:     make(chan struct{}),
+		throttle:   &throttle.Keyed{Every: logEvery},
+		unknownKID: rate.NewLimiter(rate.Every(jwksUnknownKIDEvery), 1),
+		keys:       jwkset.NewMemoryStorage(),
+		done:       make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j.cancel = cancel
+	kf, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: refreshingKeys{j.keys, j, ctx}})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("auth: JWKS: %w", err)
+	}
+	j.kf = kf
 	go j.run(ctx)
 	return j, nil
 }
 
-// run fetches the key set until a fetch succeeds; from then on the
-// library refreshes it until ctx ends.
+// run fetches the key set: until a fetch succeeds with backoff from
+// jwksRetryMin to jwksRetryMax, then every refresh, and while degraded at
+// least every jwksRetryMax, until ctx ends.
 func (j *jwks) run(ctx context.Context) {
 	defer close(j.done)
-	delay := jwksRetryMin
+	backoff := jwksRetryMin
 	for {
-		kf, n, err := j.first(ctx)
-		if err == nil {
-			// The refreshes run on a context ended by close (j.cancel).
-			j.kf.Store(&kf)
-			j.log.Info("JWKS fetched: tokens signed with its keys are accepted", "url", j.url, "keys", n)
-			return
-		}
+		j.fetch(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if count, ok := j.throttle.Note("first", time.Now(), 1); ok {
-			j.log.Warn("JWKS unreachable: its tokens are refused and /readyz fails until it answers",
-				"url", j.url, "err", err, "retry_in", delay, "failures", count)
+		wait := j.refresh
+		switch {
+		case !j.ready():
+			wait, backoff = backoff, min(2*backoff, jwksRetryMax)
+		case j.degraded.Load() != nil:
+			wait = min(j.refresh, jwksRetryMax)
 		}
-		t := time.NewTimer(delay)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		delay = min(2*delay, jwksRetryMax)
 	}
 }
 
-// first makes one attempt at the first fetch; on success the storage's
-// refresh goroutine runs until ctx ends. A failed attempt stops the
-// refresh goroutine the library started for it.
-func (j *jwks) first(ctx context.Context) (kf keyfunc.Keyfunc, keys int, err error) {
-	attempt, stop := context.WithCancel(ctx)
-	defer func() {
-		if err != nil {
-			stop()
+// fetch fetches the key set once and keeps what it can use: a failed
+// fetch (no usable key among them) leaves the keys as they were; a
+// malformed key keeps the version of its kid fetched before, if any. Each
+// failure is counted, logged (throttled per reason) and marks the set
+// degraded; a clean fetch clears that.
+func (j *jwks) fetch(ctx context.Context) {
+	j.fetchMu.Lock()
+	defer j.fetchMu.Unlock()
+	f, err := j.get(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		var fe *fetchError
+		reason := metrics.JWKSDecode
+		if errors.As(err, &fe) {
+			reason = fe.reason
 		}
-	}()
-	storage, err := jwkset.NewStorageFromHTTP(j.url, jwkset.HTTPClientStorageOptions{
-		Client:          j.client,
-		Ctx:             attempt,
-		HTTPTimeout:     jwksHTTPTimeout,
-		RefreshInterval: j.refresh,
-		RefreshErrorHandler: func(_ context.Context, err error) {
-			if count, ok := j.throttle.Note("refresh", time.Now(), 1); ok {
-				j.log.Warn("JWKS refresh failed; the keys fetched before stay in use", "url", j.url, "err", err,
-					"failures", count)
-			}
-		},
-	})
-	if err != nil {
-		return nil, 0, err
+		j.fail(reason, err)
+		return
 	}
-	all, err := storage.KeyReadAll(ctx)
-	if err != nil {
-		return nil, 0, err
+	keys := f.keys
+	for _, b := range f.malformed {
+		if old, err := j.keys.KeyRead(ctx, b.kid); err == nil {
+			keys = append(keys, old)
+		}
 	}
-	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
-		HTTPURLs:          map[string]jwkset.Storage{j.url: storage},
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(jwksUnknownKIDEvery), 1),
-		// A refused wait fails at once rather than holding the upgrade;
-		// an allowed one bounds the fetch it starts.
-		RateLimitWaitMax: jwksHTTPTimeout,
-	})
-	if err != nil {
-		return nil, 0, err
+	_ = j.keys.KeyReplaceAll(ctx, keys) // the memory storage does not fail
+	first := j.fetchedOK.CompareAndSwap(false, true)
+	if len(f.malformed) > 0 {
+		j.fail(metrics.JWKSMalformedKey, fmt.Errorf("skipped %s", f.malformedText()))
+		return
 	}
-	kf, err = keyfunc.New(keyfunc.Options{Ctx: attempt, Storage: client})
-	if err != nil {
-		return nil, 0, err
+	if recovered := j.degraded.Swap(nil) != nil; first || recovered {
+		j.log.Info("JWKS fetched: tokens signed with its keys are accepted", "url", j.url, "keys", len(keys))
 	}
-	return kf, len(all), nil
 }
 
-func (j *jwks) ready() bool { return j.kf.Load() != nil }
+// fail records a failed fetch: counted, marked degraded, logged at most
+// once per logEvery per reason.
+func (j *jwks) fail(reason string, err error) {
+	j.failed(reason)
+	j.degraded.Store(&reason)
+	count, ok := j.throttle.Note(reason, time.Now(), 1)
+	if !ok {
+		return
+	}
+	switch {
+	case !j.ready():
+		j.log.Warn("JWKS not fetched: its tokens are refused and /readyz fails until it answers a usable key set",
+			"url", j.url, "reason", reason, "err", err, "failures", count)
+	case reason == metrics.JWKSUnreachable:
+		j.log.Warn("JWKS refresh failed; the keys fetched before stay in use", "url", j.url, "reason", reason,
+			"err", err, "failures", count)
+	default:
+		j.log.Error("JWKS answered a key set that cannot be used in full; the keys fetched before stay in use, /readyz says degraded",
+			"url", j.url, "reason", reason, "err", err, "failures", count)
+	}
+}
+
+// refreshingKeys is the key storage keyfunc reads: a kid it does not
+// have triggers a fetch, at most one per jwksUnknownKIDEvery (a stream
+// of forged kids costs the provider no more); a token that finds the
+// limit spent waits for a fetch under way, if any, rather than none.
+type refreshingKeys struct {
+	*jwkset.MemoryJWKSet
+	j   *jwks
+	ctx context.Context // the fetch loop's
+}
+
+func (r refreshingKeys) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+	k, err := r.MemoryJWKSet.KeyRead(ctx, kid)
+	if !errors.Is(err, jwkset.ErrKeyNotFound) {
+		return k, err
+	}
+	if r.j.unknownKID.AllowN(r.j.now(), 1) {
+		r.j.fetch(r.ctx)
+	} else {
+		r.j.awaitFetch()
+	}
+	return r.MemoryJWKSet.KeyRead(ctx, kid)
+}
+
+// awaitFetch returns once no fetch is under way.
+func (j *jwks) awaitFetch() {
+	j.fetchMu.Lock()
+	defer j.fetchMu.Unlock()
+}
+
+func (j *jwks) ready() bool { return j.fetchedOK.Load() }
+
+// degradedReason is why the last fetch was not used in full
+// (metrics.JWKSRefreshFailureReasons), "" when it was.
+func (j *jwks) degradedReason() string {
+	if d := j.degraded.Load(); d != nil {
+		return *d
+	}
+	return ""
+}
 
 // key is the jwt.Keyfunc of tokens verified with the key set.
 func (j *jwks) key(t *jwt.Token) (any, error) {
-	kf := j.kf.Load()
-	if kf == nil {
+	if !j.ready() {
 		return nil, errors.New("the JWKS has not been fetched yet")
 	}
-	return (*kf).Keyfunc(t)
+	return j.kf.Keyfunc(t)
 }
 
 // close stops fetching and waits for the fetch loop.

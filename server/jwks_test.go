@@ -1,12 +1,21 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
 )
 
@@ -161,5 +170,125 @@ func TestCheckJWKSURL(t *testing.T) {
 	}
 	if _, err := NewAuthenticator(AuthConfig{JWKSURL: "http://idp.example.com/jwks"}); err == nil {
 		t.Error("NewAuthenticator took a plain-http non-loopback key set")
+	}
+}
+
+// jwksClock is the test's clock of the unknown-kid limit, moved by hand.
+type jwksClock struct{ offset atomic.Int64 }
+
+func (c *jwksClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *jwksClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// A key set that answers `{}`, garbage, or a set with a malformed key is a
+// failed fetch: the keys fetched before keep verifying tokens at the edge,
+// each failure is counted by reason, /readyz stays 200 and says degraded,
+// and a malformed key, once fixed, verifies within the unknown-kid retry.
+func TestJWKSThatAnswersNoUsableKeyKeepsTheLastGoodKeys(t *testing.T) {
+	idp := jwkstest.New(t)
+	idp.AddKey("good", "RS256")
+	idp.AddKey("late", "ES256")
+	idp.Serve("good")
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, metrics.Build{})
+	clock := &jwksClock{}
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Metrics: m, Now: clock.now})
+	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	s := New(Config{}, Deps{Auth: a, Store: pingOK{}, Metrics: m, Gatherer: reg, Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(s.Close)
+	edge := httptest.NewServer(s.Handler())
+	t.Cleanup(edge.Close)
+
+	// upgrade answers the edge's status for a WebSocket request with tok:
+	// 401 refused; anything else got past authentication.
+	upgrade := func(tok string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, edge.URL+"/v1/ws", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := edge.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	readyz := func() (int, map[string]any) {
+		t.Helper()
+		resp, err := edge.Client().Get(edge.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	failures := func(reason string) float64 {
+		return testutil.ToFloat64(m.JWKSRefreshFailures.WithLabelValues(reason))
+	}
+	good := idp.Sign("good", userClaims("alice"))
+	if code := upgrade(good); code == http.StatusUnauthorized {
+		t.Fatal("a token of the fetched key refused")
+	}
+	if code, body := readyz(); code != 200 || body["degraded"] != nil {
+		t.Fatalf("/readyz after a clean fetch: %d %v", code, body)
+	}
+
+	// Each step's answer is fetched by a token naming a kid the set does
+	// not have, one retry window after the last.
+	for _, step := range []struct {
+		name, body, reason string
+	}{
+		{"an empty object", `{}`, metrics.JWKSNoUsableKey},
+		{"an empty key list", `{"keys":[]}`, metrics.JWKSNoUsableKey},
+		{"garbage", `<html>maintenance</html>`, metrics.JWKSDecode},
+	} {
+		idp.Answer(step.body)
+		before := failures(step.reason)
+		clock.advance(jwksUnknownKIDEvery)
+		if code := upgrade(idp.Sign("late", userClaims("mallory"))); code != http.StatusUnauthorized {
+			t.Fatalf("%s: a token of a key not served got HTTP %d", step.name, code)
+		}
+		if got := failures(step.reason); got < before+1 {
+			t.Errorf("%s: turnstile_jwks_refresh_failures_total{reason=%q} went %v → %v, want it counted", step.name, step.reason, before, got)
+		}
+		if code := upgrade(good); code == http.StatusUnauthorized {
+			t.Fatalf("after %s: a token of the last good key refused", step.name)
+		}
+		if code, body := readyz(); code != 200 || fmt.Sprint(body["degraded"]) != fmt.Sprintf("map[jwks:%s]", step.reason) {
+			t.Fatalf("/readyz after %s: %d %v, want 200 degraded jwks:%s", step.name, code, body, step.reason)
+		}
+	}
+
+	// The provider serves the good key beside a malformed new one: the
+	// good key stays, the malformed one is counted and its kid refused.
+	idp.Answer("")
+	idp.Serve("good", "late")
+	idp.Malformed("late", true)
+	late := idp.Sign("late", userClaims("bob"))
+	clock.advance(jwksUnknownKIDEvery)
+	if code := upgrade(late); code != http.StatusUnauthorized {
+		t.Fatalf("a token of a malformed key got HTTP %d", code)
+	}
+	if got := failures(metrics.JWKSMalformedKey); got < 1 {
+		t.Errorf("malformed_key failures: %v, want it counted", got)
+	}
+	if code := upgrade(good); code == http.StatusUnauthorized {
+		t.Fatal("beside a malformed key: a token of the good key refused")
+	}
+	if _, body := readyz(); fmt.Sprint(body["degraded"]) != "map[jwks:malformed_key]" {
+		t.Fatalf("/readyz with a malformed key: %v", body)
+	}
+
+	// Fixed at the provider: one retry window later its kid verifies, and
+	// the set is no longer degraded.
+	idp.Malformed("late", false)
+	clock.advance(jwksUnknownKIDEvery)
+	if code := upgrade(late); code == http.StatusUnauthorized {
+		t.Fatal("the fixed key's token refused one unknown-kid retry after the fix")
+	}
+	if code, body := readyz(); code != 200 || body["degraded"] != nil {
+		t.Fatalf("/readyz after the fix: %d %v", code, body)
 	}
 }

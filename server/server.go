@@ -199,6 +199,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if len(s.d.Warnings) > 0 {
 		body["warnings"] = s.d.Warnings
 	}
+	// Degraded, not unready: the keys fetched before still verify tokens, and taking every
+	// node out of the load balancer for an identity provider's bad answer would refuse everyone.
+	if reason := s.d.Auth.Degraded(); reason != "" {
+		body["degraded"] = map[string]string{"jwks": reason}
+	}
 	writeJSON(w, http.StatusOK, body)
 }
 

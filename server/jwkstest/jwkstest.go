@@ -11,6 +11,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/json"
 	"net"
 	"net/http"
 	"sync"
@@ -27,16 +28,18 @@ import (
 type Provider struct {
 	t   testing.TB
 	url string
-	ln  net.Listener
 
 	mu     sync.Mutex
 	keys   map[string]key // kid → key, served or not
 	served []string       // kids in the set
 
-	down     atomic.Bool
-	fetches  atomic.Int32 // answered with the set
-	requests atomic.Int32 // all, failed ones included
-	srv      *http.Server
+	started   atomic.Bool
+	down      atomic.Bool
+	body      atomic.Pointer[string] // answered with 200 instead of the set
+	malformed sync.Map               // kid → struct{}: served with broken key material
+	fetches   atomic.Int32           // answered with the set
+	requests  atomic.Int32           // all, failed ones included
+	srv       *http.Server
 }
 
 type key struct {
@@ -53,40 +56,32 @@ func New(t testing.TB) *Provider {
 	return p
 }
 
-// Unstarted returns a provider whose address is chosen but not listened
-// on: fetches fail with "connection refused" until Start.
+// Unstarted returns a provider that holds its loopback port but drops
+// every connection unanswered until Start (a provider not up yet). It
+// keeps the port rather than freeing it: a freed port can be taken in the
+// meantime, by the gateway's own connection to it among others.
 func Unstarted(t testing.TB) *Provider {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return &Provider{t: t, url: "http://" + addr + "/.well-known/jwks.json", keys: map[string]key{}}
-}
-
-// Start listens on the provider's address and serves the key set until
-// the test ends.
-func (p *Provider) Start() {
-	p.t.Helper()
-	addr := p.url[len("http://") : len(p.url)-len("/.well-known/jwks.json")]
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		p.t.Fatalf("jwkstest: listen on %s: %v", addr, err)
-	}
-	p.ln = ln
+	p := &Provider{t: t, url: "http://" + ln.Addr().String() + "/.well-known/jwks.json", keys: map[string]key{}}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serveHTTP)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = p.srv.Serve(ln)
 	}()
-	p.t.Cleanup(func() {
+	t.Cleanup(func() {
 		_ = p.srv.Close()
 		<-done
 	})
+	return p
 }
+
+// Start makes the provider answer.
+func (p *Provider) Start() { p.started.Store(true) }
 
 // URL is the key set's address.
 func (p *Provider) URL() string { return p.url }
@@ -99,6 +94,26 @@ func (p *Provider) Requests() int { return int(p.requests.Load()) }
 
 // SetDown makes the provider answer 503 (true) or the key set (false).
 func (p *Provider) SetDown(down bool) { p.down.Store(down) }
+
+// Answer makes the provider answer 200 with body instead of the key set
+// (a provider's `{}` or garbage); Answer("") serves the set again.
+func (p *Provider) Answer(body string) {
+	if body == "" {
+		p.body.Store(nil)
+		return
+	}
+	p.body.Store(&body)
+}
+
+// Malformed serves key kid with key material that does not decode (true)
+// or as it is (false).
+func (p *Provider) Malformed(kid string, broken bool) {
+	if broken {
+		p.malformed.Store(kid, struct{}{})
+	} else {
+		p.malformed.Delete(kid)
+	}
+}
 
 // AddKey makes a key of alg (RS256, ES256 or EdDSA) named kid, not yet
 // served.
@@ -160,9 +175,23 @@ func (p *Provider) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if !p.started.Load() {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				_ = c.Close()
+			}
+		}
+		return
+	}
 	p.requests.Add(1)
 	if p.down.Load() {
 		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	if body := p.body.Load(); body != nil {
+		p.fetches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(*body))
 		return
 	}
 	p.mu.Lock()
@@ -183,6 +212,9 @@ func (p *Provider) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Unlock()
 	raw, err := set.JSONPublic(context.WithoutCancel(r.Context()))
+	if err == nil {
+		raw, err = p.breakKeys(raw)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -190,4 +222,26 @@ func (p *Provider) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p.fetches.Add(1)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(raw)
+}
+
+// breakKeys replaces the key material (RSA n, EC and OKP x) of the
+// malformed kids in a JSON key set with text that is not base64url.
+func (p *Provider) breakKeys(raw []byte) ([]byte, error) {
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return nil, err
+	}
+	for _, k := range set.Keys {
+		if _, broken := p.malformed.Load(k["kid"]); !broken {
+			continue
+		}
+		for _, field := range []string{"n", "x"} {
+			if _, ok := k[field]; ok {
+				k[field] = "not*base64url!"
+			}
+		}
+	}
+	return json.Marshal(set)
 }
