@@ -1,24 +1,23 @@
 package fakegemini
 
 import (
-	"encoding/binary"
-	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/audio"
 )
 
 // Energy-based voice activity detection for the demo model: the RMS of
-// every 10 ms frame of PCM16 input is compared with a threshold. Speech
+// every 10 ms frame of PCM16 input is compared with audio.SpeechRMS. Speech
 // starts after vadStartFrames loud frames in a row and ends after
 // vadEndFrames quiet ones. Time is counted in samples, not wall time, so
 // the result depends only on the audio.
 const (
 	vadFrame       = 10 * time.Millisecond
-	vadThreshold   = 1000.0 // RMS on the int16 scale, about -30 dBFS
-	vadStartFrames = 10     // 100 ms of sound
-	vadEndFrames   = 60     // 600 ms of silence
-	vadTickFrames  = 100    // a "still speaking" tick per second of speech, on a loud frame
+	vadStartFrames = 10  // 100 ms of sound
+	vadEndFrames   = 60  // 600 ms of silence
+	vadTickFrames  = 100 // a "still speaking" tick per second of speech, on a loud frame
 )
 
 type vadKind int
@@ -65,7 +64,7 @@ func (d *energyDetector) feed(pcm []byte) []vadEvent {
 }
 
 func (d *energyDetector) frame(f []byte) (vadEvent, bool) {
-	loud := rms(f) >= vadThreshold
+	loud := audio.Loud(f)
 	if !d.speaking {
 		if !loud {
 			d.loudRun = 0
@@ -106,20 +105,6 @@ func (d *energyDetector) stop() vadEvent {
 	ev := vadEvent{Kind: vadEnd, Speech: time.Duration(d.spoken-d.quietRun) * vadFrame}
 	d.speaking, d.loudRun, d.quietRun, d.spoken, d.nextTick = false, 0, 0, 0, 0
 	return ev
-}
-
-// rms is the root mean square of PCM16LE samples.
-func rms(pcm []byte) float64 {
-	n := len(pcm) / 2
-	if n == 0 {
-		return 0
-	}
-	var sum float64
-	for i := range n {
-		v := float64(int16(binary.LittleEndian.Uint16(pcm[2*i:])))
-		sum += v * v
-	}
-	return math.Sqrt(sum / float64(n))
 }
 
 // pcmRate reads the sample rate from a MIME type such as
