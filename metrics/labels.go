@@ -16,6 +16,9 @@ var (
 	// session.ChannelBrowser and the carriers.
 	Channels = []string{"browser", "twilio"}
 
+	// RelayDirections label turnstile_relay_added_seconds.
+	RelayDirections = []string{"in", "out"}
+
 	// Carriers label turnstile_telephony_events_total.
 	Carriers = []string{"twilio"}
 
@@ -150,6 +153,10 @@ func (m *Metrics) initZero() {
 	}
 	for _, ch := range Channels {
 		m.ChannelSessions.WithLabelValues(ch)
+		m.VoiceResponse.WithLabelValues(ch)
+		for _, d := range RelayDirections {
+			m.RelayAdded.WithLabelValues(ch, d)
+		}
 	}
 	for _, c := range Carriers {
 		for _, e := range TelephonyEventNames {

@@ -81,6 +81,14 @@ type Metrics struct {
 	ChannelSessionsEnded *prometheus.CounterVec // channel, reason: DisconnectReasons
 	TelephonyEvents      *prometheus.CounterVec // carrier: Carriers, event: TelephonyEventNames
 
+	// VoiceResponse is voice-to-voice latency: the end of the user's speech
+	// to the first answer audio handed to the connection (channel).
+	VoiceResponse *prometheus.HistogramVec
+	// RelayAdded is the gateway's own share of it, sampled: a microphone
+	// frame read → written upstream (direction in), model audio read →
+	// written to the connection (out) (channel, direction: RelayDirections).
+	RelayAdded *prometheus.HistogramVec
+
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
 	Summary *Summary
@@ -197,6 +205,14 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		TelephonyEvents: f.counterVec("turnstile_telephony_events_total",
 			"Phone call events by carrier: webhooks answered and refused, streams refused, keypad digits, clears, hang-ups.",
 			"carrier", "event"),
+		VoiceResponse: f.histogramVec("turnstile_voice_response_seconds",
+			"Voice-to-voice latency by channel: from the end of the user's speech (the last microphone frame with speech, "+
+				"or the client's audio.end after it) to the first audio of the answer handed to the connection.",
+			prometheus.ExponentialBuckets(0.1, 1.5, 12), "channel"),
+		RelayAdded: f.histogramVec("turnstile_relay_added_seconds",
+			"Time the gateway adds to audio, sampled (one frame per 100 ms or 1 in 8 per session): a microphone frame read → "+
+				"written upstream (direction in), model audio received → written to the connection (out).",
+			prometheus.ExponentialBuckets(0.00002, 2.5, 12), "channel", "direction"),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}
