@@ -15,18 +15,21 @@ import (
 // The gateway's own span attributes and events, beside the GenAI semantic
 // conventions' (docs/observability.md lists them all).
 const (
-	AttrTurn           = attribute.Key("turnstile.turn")
-	AttrMode           = attribute.Key("turnstile.mode")
-	AttrEndReason      = attribute.Key("turnstile.turn.end_reason")
-	AttrFirstChunkMs   = attribute.Key("turnstile.model.time_to_first_chunk_ms")
-	AttrToolOutcome    = attribute.Key("turnstile.tool.outcome") // ok, error, refused
-	AttrToolErrorType  = attribute.Key("turnstile.tool.error_type")
-	AttrToolLoopRule   = attribute.Key("turnstile.tool.loop_rule")
-	AttrToolConfirm    = attribute.Key("turnstile.tool.confirmation") // asked, approved
-	AttrToolResultSize = attribute.Key("turnstile.tool.result_bytes")
-	AttrToolShaped     = attribute.Key("turnstile.tool.shaped")
-	AttrToolReplayed   = attribute.Key("turnstile.tool.replayed")
-	AttrConfirmOutcome = attribute.Key("turnstile.confirmation.outcome") // approved, denied, expired
+	AttrTurn         = attribute.Key("turnstile.turn")
+	AttrMode         = attribute.Key("turnstile.mode")
+	AttrEndReason    = attribute.Key("turnstile.turn.end_reason")
+	AttrFirstChunkMs = attribute.Key("turnstile.model.time_to_first_chunk_ms")
+	// AttrVoiceResponseMs is a voice turn's voice-to-voice latency (the end
+	// of the user's speech to the first answer audio), on its root span.
+	AttrVoiceResponseMs = attribute.Key("turnstile.voice.response_ms")
+	AttrToolOutcome     = attribute.Key("turnstile.tool.outcome") // ok, error, refused
+	AttrToolErrorType   = attribute.Key("turnstile.tool.error_type")
+	AttrToolLoopRule    = attribute.Key("turnstile.tool.loop_rule")
+	AttrToolConfirm     = attribute.Key("turnstile.tool.confirmation") // asked, approved
+	AttrToolResultSize  = attribute.Key("turnstile.tool.result_bytes")
+	AttrToolShaped      = attribute.Key("turnstile.tool.shaped")
+	AttrToolReplayed    = attribute.Key("turnstile.tool.replayed")
+	AttrConfirmOutcome  = attribute.Key("turnstile.confirmation.outcome") // approved, denied, expired
 
 	EventSoftLatency    = "turnstile.tool.soft_latency_exceeded"
 	EventBargeIn        = "turnstile.voice.barge_in"

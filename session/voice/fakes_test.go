@@ -143,6 +143,8 @@ type fakeHost struct {
 	history  []transport.Entry
 	applied  []string
 	onEndTrn func(turn int)
+	// responses are the finished turns' VoiceResponse, in order.
+	responses []time.Duration
 }
 
 func newFakeHost() *fakeHost {
@@ -154,7 +156,7 @@ func (h *fakeHost) Send(ev any) {
 	defer h.mu.Unlock()
 	h.events = append(h.events, ev)
 }
-func (h *fakeHost) SendAudio(pcm []byte) bool {
+func (h *fakeHost) SendAudio(pcm []byte, _ time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.audio = append(h.audio, pcm...)
@@ -177,6 +179,7 @@ func (h *fakeHost) EndTurn(end TurnEnd) {
 	h.mu.Lock()
 	h.entries = append(h.entries, end.Entries...)
 	h.handles = append(h.handles, end.Handle)
+	h.responses = append(h.responses, end.VoiceResponse)
 	f := h.onEndTrn
 	h.mu.Unlock()
 	if f != nil {
@@ -337,7 +340,7 @@ func newRig(t *testing.T) *rig {
 	orch := orchestrator.New(reg, m, log)
 	live, host := newFakeLive(), newFakeHost()
 	v, err := Start(t.Context(), Config{DrainMax: time.Second}, Deps{Live: live, Orchestrator: orch,
-		Session: orchestrator.Session{ID: "s1", UserID: "u1"}, Loops: loopdetect.New(5), Metrics: m, Log: log}, host, "")
+		Session: orchestrator.Session{ID: "s1", UserID: "u1"}, Loops: loopdetect.New(5), Metrics: m, Log: log, Channel: "browser"}, host, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +368,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func audio(n int) transport.LiveEvent {
+func audioEv(n int) transport.LiveEvent {
 	return transport.LiveEvent{Kind: transport.LiveAudio, Audio: make([]byte, n)}
 }
 func outText(s string) transport.LiveEvent {
@@ -405,4 +408,10 @@ func (u *fakeUp) audioSent() []byte {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]byte(nil), u.audio...)
+}
+
+func (h *fakeHost) turnResponses() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]time.Duration(nil), h.responses...)
 }

@@ -72,14 +72,30 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 	}
 	switch ev.Kind {
 	case transport.LiveAudio:
+		var received time.Time
+		if v.modelAudio++; v.modelAudio%RelaySampleEvery == 0 {
+			received = time.Now()
+		}
 		v.mu.Lock()
 		t := v.modelOutputLocked()
 		drop := t.dropReason()
+		first := drop == "" && len(ev.Audio) > 0 && !t.voiced
+		var response time.Duration
+		answered := false
+		if first {
+			t.voiced = true
+			if response, answered = v.speech.answered(time.Now()); answered {
+				t.response = response
+			}
+		}
 		v.mu.Unlock()
+		if answered {
+			v.answered(t, response)
+		}
 		switch {
 		case len(ev.Audio) == 0:
 		case drop == "":
-			v.h.SendAudio(ev.Audio)
+			v.h.SendAudio(ev.Audio, received)
 		default:
 			// Generated, billed and thrown away: the Live API cannot stop
 			// a turn's speech once asked for it (docs/operations.md).
@@ -174,7 +190,19 @@ func (v *Session) ensureTurnLocked() *turn {
 func (v *Session) modelOutputLocked() *turn {
 	t := v.ensureTurnLocked()
 	v.speaking = true
+	if t.began.IsZero() {
+		t.began = time.Now()
+	}
 	return t
+}
+
+// answered records a turn's voice-to-voice latency: its first audio went to
+// the browser d after the end of the user's speech.
+func (v *Session) answered(t *turn, d time.Duration) {
+	if v.response != nil {
+		v.response.Observe(d.Seconds())
+	}
+	t.span.SetAttributes(tracing.AttrVoiceResponseMs.Int64(d.Milliseconds()))
 }
 
 // interrupted handles a barge-in: the browser drops the rest of the answer,
@@ -208,6 +236,9 @@ func (v *Session) turnComplete() bool {
 	if t != nil {
 		t.completed = true
 		finalize = t.rounds == 0
+		if !t.voiced {
+			v.speech.silent(t.began)
+		}
 	}
 	ending := v.ending != ""
 	deferred := v.deferred
@@ -284,7 +315,7 @@ func (v *Session) finalize(t *turn) {
 	case t.terminal != nil:
 		reason, out = t.terminal.Reason, t.terminal.Text
 	}
-	handle := v.handle
+	handle, response := v.handle, t.response
 	idle := len(v.open) == 0
 	ending := v.ending != "" && v.drain
 	v.mu.Unlock()
@@ -307,7 +338,8 @@ func (v *Session) finalize(t *turn) {
 	if input == "" {
 		input = t.gateway
 	}
-	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out})
+	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
+		VoiceResponse: response})
 	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
 	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason).Inc()
 	v.d.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(t.ot.Calls()))

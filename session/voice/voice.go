@@ -19,8 +19,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/turnstile-gw/turnstile/audio"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -37,7 +39,9 @@ type Host interface {
 	Send(ev any)
 	// SendAudio queues model audio for the browser (the host copies pcm);
 	// false means the browser is too slow and the host is closing it.
-	SendAudio(pcm []byte) bool
+	// received, when not zero, is when the pump received it: a sample for
+	// turnstile_relay_added_seconds{direction="out"}, taken when written.
+	SendAudio(pcm []byte, received time.Time) bool
 	// DropAudio drops the model audio still queued (barge-in).
 	DropAudio()
 	// AudioQueued is how many bytes of model audio the browser has not
@@ -102,6 +106,11 @@ const (
 	DefaultReconnectDelay    = 100 * time.Millisecond
 	// drainPoll is how often the drain looks at the browser's queue.
 	drainPoll = 20 * time.Millisecond
+	// RelaySampleEvery is the sampling of turnstile_relay_added_seconds:
+	// one audio frame in this many per session and direction is timed, so
+	// that the relay pays for a clock read on one frame in eight (about
+	// every 160 ms of 20 ms frames) and nothing on the others.
+	RelaySampleEvery = 8
 )
 
 // Config is what every voice side of a session is run with. Zero values get
@@ -150,6 +159,9 @@ type Deps struct {
 	// is valid; nil: tracing is off.
 	Tracing   *tracing.Provider
 	TraceLink trace.SpanContext
+	// Channel is what the connection is (browser, or a carrier such as
+	// twilio), the channel label of the voice latency metrics.
+	Channel string
 }
 
 // Session is the voice side of one session.
@@ -163,6 +175,11 @@ type Session struct {
 	done   chan struct{} // closed when the pump and the tool rounds have ended
 	rounds sync.WaitGroup
 	drops  throttle.Log // microphone audio the upstream refused, in bytes
+	// response observes each turn's voice-to-voice latency.
+	response prometheus.Observer
+	// modelAudio counts the model's audio chunks, for the out-relay
+	// sampling; the pump's alone.
+	modelAudio uint
 
 	mu       sync.Mutex
 	up       transport.LiveSession
@@ -182,6 +199,8 @@ type Session struct {
 	// traceNotes are upstream events (goAway, resume) that came between
 	// turns, for the next turn's span.
 	traceNotes []traceNote
+	// speech is the end of the user's speech not answered yet.
+	speech speechEnd
 }
 
 // turn is one voice turn: from its first event to its turnComplete, and
@@ -199,9 +218,15 @@ type turn struct {
 	suppressAudio, suppressTranscript bool
 	terminal                          *orchestrator.End // a terminal tool's answer, shown as text.done
 	completed                         bool              // turnComplete arrived
-	rounds                            int               // tool rounds still running
-	failed                            bool
-	finalized                         bool
+	// began is when the model's output began (its first event); voiced
+	// says its first audio reached the browser, response how long after
+	// the end of the user's speech (0: unknown).
+	began     time.Time
+	voiced    bool
+	response  time.Duration
+	rounds    int // tool rounds still running
+	failed    bool
+	finalized bool
 }
 
 // quiet reports whether nothing more of the turn's model output may reach
@@ -239,6 +264,9 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Ses
 	cfg.defaults()
 	d.Session.Mode = protocol.ModeVoice
 	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{})}
+	if d.Metrics != nil {
+		v.response = d.Metrics.VoiceResponse.WithLabelValues(d.Channel)
+	}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle)
 	if err != nil {
@@ -279,18 +307,24 @@ func (v *Session) Busy() bool {
 }
 
 // Mic forwards one chunk of microphone audio (PCM16LE 16 kHz; not kept
-// after Mic returns). While the upstream is replaced it is buffered
-// (bounded); while voice ends it is dropped: barge-in is locked out.
-func (v *Session) Mic(pcm []byte) {
+// after Mic returns), read at now. While the upstream is replaced it is
+// buffered (bounded); while voice ends it is dropped: barge-in is locked
+// out. It reports whether the chunk was written upstream. A chunk with
+// speech in it (audio.Loud) marks the end of the user's speech so far.
+func (v *Session) Mic(now time.Time, pcm []byte) bool {
+	loud := audio.Loud(pcm)
 	v.mu.Lock()
 	if v.ending != "" || v.closed {
 		v.mu.Unlock()
-		return
+		return false
+	}
+	if loud {
+		v.speech.mark(now)
 	}
 	if v.swapping {
 		v.bufferLocked(pcm)
 		v.mu.Unlock()
-		return
+		return false
 	}
 	up := v.up
 	v.mu.Unlock()
@@ -300,13 +334,15 @@ func (v *Session) Mic(pcm []byte) {
 			// The upstream was being replaced while this chunk went out.
 			v.bufferLocked(pcm)
 			v.mu.Unlock()
-			return
+			return false
 		}
 		v.mu.Unlock()
 		if n, ok := v.drops.Note(time.Now(), len(pcm)); ok {
 			v.d.Log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes", n)
 		}
+		return false
 	}
+	return true
 }
 
 // bufferLocked keeps a copy of pcm for the new upstream, dropping the
@@ -320,8 +356,12 @@ func (v *Session) bufferLocked(pcm []byte) {
 	v.bufBytes += len(pcm)
 }
 
-// AudioEnd tells the upstream that the microphone paused.
+// AudioEnd tells the upstream that the microphone paused; after speech,
+// the user's speech ends here (a client's own voice detection decided so).
 func (v *Session) AudioEnd() {
+	v.mu.Lock()
+	v.speech.clientEnd(time.Now())
+	v.mu.Unlock()
 	if up := v.upstream(); up != nil {
 		_ = up.SendAudioEnd()
 	}
@@ -345,6 +385,7 @@ func (v *Session) userInput(u userTurn) {
 		v.mu.Unlock()
 		return
 	}
+	v.speech.clear()
 	if v.speaking || v.swapping {
 		v.deferred = append(v.deferred, u)
 		v.mu.Unlock()

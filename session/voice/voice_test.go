@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 // call still runs and is answered; its turn ends only then.
 func TestCallAnsweredAfterTurnCompleteIsAnsweredAndKeepsItsTurnOpen(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960), call("c1", "slow"), audio(960), genComplete, turnComplete)
+	r.up.say(audioEv(960), call("c1", "slow"), audioEv(960), genComplete, turnComplete)
 	waitFor(t, "the turn's output", func() bool { return r.host.audioLen() == 1920 })
 	if slices.Contains(r.host.types(), "turn.done:end_turn") || len(r.up.sends()) != 0 {
 		t.Fatalf("events %v, sends %+v: the turn ended or the call was answered before it ran",
@@ -34,7 +35,7 @@ func TestCallAnsweredAfterTurnCompleteIsAnsweredAndKeepsItsTurnOpen(t *testing.T
 	}
 	waitFor(t, "turn.done", func() bool { return slices.Contains(r.host.types(), "turn.done:end_turn") })
 	// What the model says after the answer is a turn of its own.
-	r.up.say(audio(960), turnComplete)
+	r.up.say(audioEv(960), turnComplete)
 	waitFor(t, "the next turn", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if done := r.host.ofType("turn.done"); done[0]["turn"] != 1.0 || done[1]["turn"] != 2.0 {
 		t.Errorf("turn.done %v, want turns 1 then 2", done)
@@ -59,12 +60,12 @@ func TestCancelledCallIsNotAnsweredAndTheTurnEnds(t *testing.T) {
 // terminal_tool at its turnComplete.
 func TestTerminalResultInVoiceQuietsTheRestOfTheTurn(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960), outText("Let me "), call("h", "hang_up"))
+	r.up.say(audioEv(960), outText("Let me "), call("h", "hang_up"))
 	waitFor(t, "text.done", func() bool { return len(r.host.ofType("text.done")) == 1 })
 	if got := r.host.ofType("text.done")[0]["text"]; got != "Goodbye, and thanks for calling." {
 		t.Fatalf("text.done %q, want the terminal output", got)
 	}
-	r.up.say(audio(960), outText("and one more thing"), turnComplete)
+	r.up.say(audioEv(960), outText("and one more thing"), turnComplete)
 	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if r.host.audioLen() != 960 || len(r.host.ofType("transcript.output")) != 1 {
 		t.Errorf("after the terminal result the browser still got audio (%d bytes) or transcripts (%v)",
@@ -87,15 +88,15 @@ func TestTerminalResultInVoiceQuietsTheRestOfTheTurn(t *testing.T) {
 // transcripts both ways; the next turn is heard again.
 func TestSuppressIntentsHideAudioAndBothTranscriptsForTheRestOfTheTurn(t *testing.T) {
 	r := newRig(t)
-	r.up.say(inText("hello"), audio(960), call("q", "quiet"))
+	r.up.say(inText("hello"), audioEv(960), call("q", "quiet"))
 	waitFor(t, "the intents", func() bool { return len(r.up.sends()) == 1 })
-	r.up.say(inText(" again"), audio(960), outText("secret"), turnComplete)
+	r.up.say(inText(" again"), audioEv(960), outText("secret"), turnComplete)
 	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if r.host.audioLen() != 960 || len(r.host.ofType("transcript.input")) != 1 || len(r.host.ofType("transcript.output")) != 0 {
 		t.Fatalf("audio %d bytes, transcripts in %v out %v: want the suppressed part hidden",
 			r.host.audioLen(), r.host.ofType("transcript.input"), r.host.ofType("transcript.output"))
 	}
-	r.up.say(inText("next"), audio(960), outText("heard"), turnComplete)
+	r.up.say(inText("next"), audioEv(960), outText("heard"), turnComplete)
 	waitFor(t, "the next turn", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if r.host.audioLen() != 1920 || len(r.host.ofType("transcript.output")) != 1 {
 		t.Errorf("the next turn is still suppressed")
@@ -107,9 +108,9 @@ func TestSuppressIntentsHideAudioAndBothTranscriptsForTheRestOfTheTurn(t *testin
 // cut the answer off).
 func TestPendingMessageReachesTheModelAtTheTurnBoundaryNeverMidAnswer(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960), call("p", "remind"))
+	r.up.say(audioEv(960), call("p", "remind"))
 	waitFor(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
-	r.up.say(audio(960))
+	r.up.say(audioEv(960))
 	waitFor(t, "more audio", func() bool { return r.host.audioLen() == 1920 })
 	if s := r.up.sends(); len(s) != 1 {
 		t.Fatalf("sent %+v mid-answer, want only the tool response", s)
@@ -126,7 +127,7 @@ func TestPendingMessageReachesTheModelAtTheTurnBoundaryNeverMidAnswer(t *testing
 // model is quiet they go at once.
 func TestUserInputWaitsWhileTheModelSpeaks(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960))
+	r.up.say(audioEv(960))
 	waitFor(t, "the model speaking", func() bool { return r.host.audioLen() == 960 })
 	r.v.Confirmed("[The user approved your pending call to transfer.]")
 	r.v.Text("and quickly")
@@ -150,7 +151,7 @@ func TestUserInputWaitsWhileTheModelSpeaks(t *testing.T) {
 // and the host is told.
 func TestBlockEndsVoiceAtOnce(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960))
+	r.up.say(audioEv(960))
 	waitFor(t, "the model speaking", func() bool { return r.host.audioLen() == 960 })
 	r.v.Block()
 	if got := <-r.host.ended; got != "blocked" {
@@ -159,7 +160,7 @@ func TestBlockEndsVoiceAtOnce(t *testing.T) {
 	if !r.up.isClosed() {
 		t.Fatal("the upstream is still open")
 	}
-	r.v.Mic(make([]byte, 640))
+	r.v.Mic(time.Now(), make([]byte, 640))
 	r.v.Text("let me in")
 	if len(r.up.audioSent()) != 0 || len(r.up.sends()) != 0 {
 		t.Errorf("after the block the model still got audio (%d bytes) or %+v", len(r.up.audioSent()), r.up.sends())
@@ -170,7 +171,7 @@ func TestBlockEndsVoiceAtOnce(t *testing.T) {
 // that a browser that drops mid-turn resumes its Live session.
 func TestResumptionHandleIsSavedOnEveryResumableUpdate(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960), transport.LiveEvent{Kind: transport.LiveResumption, Handle: "h-1", Resumable: true},
+	r.up.say(audioEv(960), transport.LiveEvent{Kind: transport.LiveResumption, Handle: "h-1", Resumable: true},
 		transport.LiveEvent{Kind: transport.LiveResumption, Handle: "h-x", Resumable: false})
 	waitFor(t, "the handle", func() bool { return len(r.host.handleList()) == 1 })
 	if r.host.handleList()[0] != "h-1" || r.v.Handle() != "h-1" {
@@ -182,9 +183,9 @@ func TestResumptionHandleIsSavedOnEveryResumableUpdate(t *testing.T) {
 // interrupted.
 func TestBargeInCancelsCallsAndEndsTheTurnInterrupted(t *testing.T) {
 	r := newRig(t)
-	r.up.say(audio(960), call("c1", "slow"))
+	r.up.say(audioEv(960), call("c1", "slow"))
 	waitFor(t, "the call to run", func() bool { _, ok := r.tools.ran.Load("slow"); return ok })
-	r.up.say(transport.LiveEvent{Kind: transport.LiveInterrupted}, audio(960), turnComplete)
+	r.up.say(transport.LiveEvent{Kind: transport.LiveInterrupted}, audioEv(960), turnComplete)
 	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if done := r.host.ofType("turn.done")[0]; done["reason"] != "interrupted" {
 		t.Errorf("turn.done %v, want interrupted", done)
@@ -204,12 +205,12 @@ func TestEndVoiceSessionDrainsTheGoodbyeThenEnds(t *testing.T) {
 	r := newRig(t)
 	r.up.say(call("b", "bye"))
 	waitFor(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
-	r.up.say(audio(960), transport.LiveEvent{Kind: transport.LiveInterrupted}, audio(960))
+	r.up.say(audioEv(960), transport.LiveEvent{Kind: transport.LiveInterrupted}, audioEv(960))
 	waitFor(t, "the goodbye", func() bool { return r.host.audioLen() == 1920 })
 	if len(r.host.ofType("audio.interrupted")) != 0 {
 		t.Error("a barge-in cut the goodbye")
 	}
-	r.v.Mic(make([]byte, 640))
+	r.v.Mic(time.Now(), make([]byte, 640))
 	if len(r.up.audioSent()) != 0 {
 		t.Error("microphone audio reached the model while voice ends")
 	}
@@ -236,7 +237,7 @@ func TestGoAwayReplacesTheUpstreamWithoutLosingMicrophoneAudio(t *testing.T) {
 		t.Fatalf("the new upstream resumes %q, want h-7", cfg.ResumeHandle)
 	}
 	for i := range 3 {
-		r.v.Mic([]byte{byte(i), byte(i)})
+		r.v.Mic(time.Now(), []byte{byte(i), byte(i)})
 	}
 	waitFor(t, "the audio upstream", func() bool { return len(next.audioSent()) == 6 })
 	if !r.up.isClosed() || string(next.audioSent()) != "\x00\x00\x01\x01\x02\x02" {
