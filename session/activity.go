@@ -316,7 +316,8 @@ func (a *activity) startVoice(reason, handle string) {
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg, Epoch: rec.Epoch,
 			TakenOver: c.takenOver}, Loops: c.loops,
-		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink},
+		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+		Channel: c.id.Channel},
 		voiceHost{c}, handle)
 
 	a.mu.Lock()

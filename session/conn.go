@@ -17,6 +17,7 @@ import (
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
@@ -58,6 +59,12 @@ type conn struct {
 	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready
 	tl      *timeline.Recorder    // the session's timeline, once ready (nil before)
 
+	// relayIn and relayOut time one audio frame in voice.RelaySampleEvery
+	// through the gateway (turnstile_relay_added_seconds), resolved once;
+	// micFrames counts the reader's frames for that sampling.
+	relayIn, relayOut prometheus.Observer
+	micFrames         uint
+
 	rates   rates                   // the reader's limiters
 	logs    [numLimits]throttle.Log // one log line a minute per limit
 	slowLog throttle.Log            // "browser too slow"
@@ -81,6 +88,8 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
 		rates:   newRates(m.cfg),
 	}
+	c.relayIn = m.Metrics.RelayAdded.WithLabelValues(id.Channel, "in")
+	c.relayOut = m.Metrics.RelayAdded.WithLabelValues(id.Channel, "out")
 	if id.ClientIP != "" {
 		c.log = c.log.With("client_ip", id.ClientIP)
 	}
@@ -286,8 +295,12 @@ func (c *conn) micAudio(now time.Time, pcm []byte) {
 	case len(pcm)%2 != 0:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
 	default:
-		if _, blocked := c.st.blocked(); !blocked {
-			v.Mic(pcm)
+		if _, blocked := c.st.blocked(); !blocked && v.Mic(now, pcm) {
+			// now is when the frame was read: the in-relay sample runs
+			// from there to the end of its upstream write.
+			if c.micFrames++; c.micFrames%voice.RelaySampleEvery == 0 {
+				c.relayIn.Observe(time.Since(now).Seconds())
+			}
 		}
 	}
 }

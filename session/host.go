@@ -114,8 +114,10 @@ type voiceHost struct{ c *conn }
 
 var _ voice.Host = voiceHost{}
 
-func (h voiceHost) Send(ev any)                              { h.c.send(ev) }
-func (h voiceHost) SendAudio(pcm []byte) bool                { return h.c.sendAudio(pcm) }
+func (h voiceHost) Send(ev any) { h.c.send(ev) }
+func (h voiceHost) SendAudio(pcm []byte, received time.Time) bool {
+	return h.c.sendAudio(pcm, received)
+}
 func (h voiceHost) DropAudio()                               { h.c.q.dropAudio() }
 func (h voiceHost) AudioQueued() int                         { return h.c.q.audioBytes() }
 func (h voiceHost) ToolEvents(turn int) orchestrator.Events  { return turnEvents{c: h.c, turn: turn} }

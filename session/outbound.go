@@ -21,9 +21,10 @@ func (c *conn) send(v any) {
 }
 
 // sendAudio queues a copy of model audio; false when the browser is too
-// slow (and is being closed).
-func (c *conn) sendAudio(pcm []byte) bool {
-	if !c.q.pushAudio(pcm) {
+// slow (and is being closed). A received time that is not zero is timed
+// to the frame's write (turnstile_relay_added_seconds, out).
+func (c *conn) sendAudio(pcm []byte, received time.Time) bool {
+	if !c.q.pushAudio(pcm, received) {
 		c.tooSlow()
 		return false
 	}
@@ -165,6 +166,8 @@ func (c *conn) flush(watchdog *time.Timer, spare []frame) ([]frame, bool) {
 			if err := c.wire.Write(f.binary, f.data); err != nil {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
+			} else if !f.received.IsZero() {
+				c.relayOut.Observe(time.Since(f.received).Seconds())
 			}
 			watchdog.Stop()
 		}

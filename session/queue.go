@@ -1,6 +1,9 @@
 package session
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // queue is a connection's byte-bounded send queue. Producers never block:
 // a push that would exceed the bound fails, and the connection is then
@@ -23,6 +26,9 @@ type frame struct {
 	data   []byte
 	binary bool
 	buf    *[]byte // the pooled buffer behind an audio frame's data
+	// received is when a sampled audio frame came from the model (zero
+	// when not sampled), timed to its write.
+	received time.Time
 }
 
 // audioPool holds audio buffers; a model-audio chunk is typically a few KiB.
@@ -36,11 +42,12 @@ func newQueue(maxBytes int) *queue {
 // exceeded.
 func (q *queue) push(data []byte) bool { return q.add(frame{data: data}) }
 
-// pushAudio appends a copy of pcm as a binary frame, under the same bound.
-func (q *queue) pushAudio(pcm []byte) bool {
+// pushAudio appends a copy of pcm as a binary frame, under the same bound;
+// received is the frame's relay sample time (zero: none).
+func (q *queue) pushAudio(pcm []byte, received time.Time) bool {
 	bp := audioPool.Get().(*[]byte)
 	*bp = append((*bp)[:0], pcm...)
-	if !q.add(frame{data: *bp, binary: true, buf: bp}) {
+	if !q.add(frame{data: *bp, binary: true, buf: bp, received: received}) {
 		audioPool.Put(bp)
 		return false
 	}

@@ -152,17 +152,17 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 func TestQueueDropAudioKeepsEventsAndFreesTheirBytes(t *testing.T) {
 	q := newQueue(100)
 	q.push([]byte("ev1"))
-	q.pushAudio(make([]byte, 40))
+	q.pushAudio(make([]byte, 40), time.Time{})
 	q.push([]byte("ev2"))
-	q.pushAudio(make([]byte, 40))
-	if q.pushAudio(make([]byte, 40)) {
+	q.pushAudio(make([]byte, 40), time.Time{})
+	if q.pushAudio(make([]byte, 40), time.Time{}) {
 		t.Fatal("push past the bound accepted")
 	}
 	if n := q.audioBytes(); n != 80 {
 		t.Fatalf("audio bytes = %d, want 80", n)
 	}
 	q.dropAudio()
-	if !q.pushAudio(make([]byte, 90)) {
+	if !q.pushAudio(make([]byte, 90), time.Time{}) {
 		t.Fatal("dropping audio did not free its bytes")
 	}
 	got := q.take(nil)

@@ -15,12 +15,14 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
@@ -71,26 +73,35 @@ type fixedTools struct{ reg *tools.Registry }
 
 func (f fixedTools) Current() *tools.Registry { return f.reg }
 
-func BenchmarkVoiceRelayChunk(b *testing.B) {
+// relay is a voice session relaying through the gateway: chunk sends one
+// microphone chunk and reads the model audio it brings back.
+type relay struct {
+	chunk func()
+	m     *metrics.Metrics
+}
+
+// startRelay starts the gateway, an echoing upstream and a browser in
+// voice, warmed up by one exchange; everything stops in tb's cleanup.
+func startRelay(tb testing.TB) relay {
 	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
-		b.Setenv(v, "")
+		tb.Setenv(v, "")
 	}
 	up := httptest.NewServer(http.HandlerFunc(echoUpstream))
-	defer up.Close()
+	tb.Cleanup(up.Close)
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{Backend: genai.BackendGeminiAPI,
 		APIKey: "k", HTTPOptions: genai.HTTPOptions{BaseURL: "ws://" + strings.TrimPrefix(up.URL, "http://") + "/"}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	mr := miniredis.RunT(b)
+	mr := miniredis.RunT(tb)
 	rdb, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer func() { _ = rdb.Close() }()
+	tb.Cleanup(func() { _ = rdb.Close() })
 	reg, err := tools.Combine()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "bench"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -109,23 +120,30 @@ func BenchmarkVoiceRelayChunk(b *testing.B) {
 		defer wg.Done()
 		mgr.Serve(context.WithoutCancel(r.Context()), ws, nil, session.Identity{User: "u"})
 	}))
-	defer gw.Close()
+	tb.Cleanup(gw.Close)
 
 	ctx := context.Background()
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(gw.URL, "http")+"/v1/ws",
 		&websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer func() { _ = c.CloseNow() }()
+	tb.Cleanup(func() {
+		_ = c.Close(websocket.StatusNormalClosure, "")
+		ctxD, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		mgr.Drain(ctxD)
+		wg.Wait()
+		_ = c.CloseNow()
+	})
 	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"session.start","mode":"voice"}`)); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	// session.ready, then mode voice.
 	for n := 0; n < 2; {
 		typ, _, err := c.Read(ctx)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if typ == websocket.MessageText {
 			n++
@@ -137,7 +155,7 @@ func BenchmarkVoiceRelayChunk(b *testing.B) {
 		for {
 			typ, rd, err := c.Reader(context.Background())
 			if err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			n := 0
 			for {
@@ -149,30 +167,59 @@ func BenchmarkVoiceRelayChunk(b *testing.B) {
 			}
 			if typ == websocket.MessageBinary {
 				if n != 960 {
-					b.Fatalf("model audio frame of %d bytes, want 960", n)
+					tb.Fatalf("model audio frame of %d bytes, want 960", n)
 				}
 				return
 			}
 		}
 	}
-	// The first chunk opens the voice turn (turn.start): warm up.
-	if err := c.Write(context.Background(), websocket.MessageBinary, mic); err != nil {
-		b.Fatal(err)
-	}
-	read()
-	b.SetBytes(int64(len(mic)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	chunk := func() {
 		if err := c.Write(context.Background(), websocket.MessageBinary, mic); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		read()
 	}
+	// The first chunk opens the voice turn (turn.start): warm up.
+	chunk()
+	return relay{chunk: chunk, m: m}
+}
+
+// BenchmarkVoiceRelayChunk is one 20 ms chunk through the whole relay,
+// with turnstile_relay_added_seconds sampling it (always on).
+func BenchmarkVoiceRelayChunk(b *testing.B) {
+	r := startRelay(b)
+	b.SetBytes(640)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r.chunk()
+	}
 	b.StopTimer()
-	_ = c.Close(websocket.StatusNormalClosure, "")
-	ctxD, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	mgr.Drain(ctxD)
-	wg.Wait()
+}
+
+// The relay allocates nothing per chunk with its own timing on: the
+// sampled frames (one in voice.RelaySampleEvery each way) are timed, and
+// no frame, sampled or not, allocates.
+func TestVoiceRelayTimesSampledChunksWithoutAllocating(t *testing.T) {
+	r := startRelay(t)
+	if a := testing.AllocsPerRun(400, r.chunk); a != 0 {
+		t.Fatalf("%v allocations per relayed chunk", a)
+	}
+	for _, dir := range []string{"in", "out"} {
+		n := histogramCount(t, r.m.RelayAdded.WithLabelValues(session.ChannelBrowser, dir))
+		// 401 chunks each way (and the warm-up): one in eight is timed.
+		if want := uint64(401 / voice.RelaySampleEvery); n < want-1 || n > want+1 {
+			t.Errorf("turnstile_relay_added_seconds{direction=%q} has %d samples after 401 chunks, want about %d", dir, n, want)
+		}
+	}
+}
+
+// histogramCount is how many samples one histogram series holds.
+func histogramCount(t *testing.T, o prometheus.Observer) uint64 {
+	t.Helper()
+	var d dto.Metric
+	if err := o.(prometheus.Metric).Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetHistogram().GetSampleCount()
 }
