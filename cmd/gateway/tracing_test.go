@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -195,7 +196,8 @@ func (c Config) pseudonymOf(user string) string {
 }
 
 // A voice turn with a tool call exports one trace: the voice turn's root
-// with its barge-in and goAway events, and the call's execute_tool span.
+// with its barge-in and goAway events and its voice-to-voice latency, and
+// the call's execute_tool span.
 func TestVoiceTurnExportsOneTraceWithTheToolCallAndItsEvents(t *testing.T) {
 	rcv := otlptest.StartGRPC(t)
 	cfg := tracedConfig(t, rcv, nil)
@@ -207,6 +209,7 @@ func TestVoiceTurnExportsOneTraceWithTheToolCallAndItsEvents(t *testing.T) {
 	}
 	u := nextUpstream(t, script)
 
+	speak(t, c, u, true)
 	must(t, u.SendInputTranscript("When do you open?"))
 	ids, err := u.SendToolCall(searchCall("opening hours"))
 	must(t, err)
@@ -231,6 +234,11 @@ func TestVoiceTurnExportsOneTraceWithTheToolCallAndItsEvents(t *testing.T) {
 	}
 	if !root.HasEvent(tracing.EventBargeIn) || !root.HasEvent(tracing.EventGoAway) {
 		t.Errorf("voice root events %v, want barge-in and goAway", root.Events)
+	}
+	if ms, ok := root.Attrs[string(tracing.AttrVoiceResponseMs)]; !ok {
+		t.Errorf("voice root has no %s: %v", tracing.AttrVoiceResponseMs, root.Attrs)
+	} else if n, _ := strconv.ParseFloat(fmt.Sprint(ms), 64); n < 0 || n > latencyBound*1000 {
+		t.Errorf("voice root %s = %v", tracing.AttrVoiceResponseMs, ms)
 	}
 	tool := spansNamed(spans, "execute_tool kb_search")
 	if len(tool) != 1 || tool[0].Attrs["gen_ai.tool.call.id"] != ids[0] || tool[0].Attrs["turnstile.tool.outcome"] != "ok" {
