@@ -12,7 +12,7 @@ import (
 
 // sanitize strips control characters (protocol.StripControl) from every
 // string of a handler's envelope that the model, the browser or the logs
-// will see: the output's string values at any depth, the error message, the
+// will see: the output's string values and object keys at any depth, the error message, the
 // termination note, and the intents' message and reason. The handler's
 // values are never modified: what changes is copied. A clean envelope of
 // generic JSON values costs one pass over its strings and allocates
@@ -42,7 +42,7 @@ func sanitize(env tools.Envelope) tools.Envelope {
 }
 
 // sanitizeValue returns v with control characters stripped from every
-// string value in it, and whether anything changed. Generic JSON values
+// string value and object key in it, and whether anything changed. Generic JSON values
 // (what decoders produce, and the maps and slices handlers build) are
 // walked, and copied only where they change; any other Go value (a struct,
 // a typed slice) is checked through its JSON encoding and, only when that
@@ -59,7 +59,20 @@ func sanitizeValue(v any) (any, bool) {
 	case map[string]any:
 		var out map[string]any
 		for k, e := range x {
-			if s, changed := sanitizeValue(e); changed {
+			s, changed := sanitizeValue(e)
+			if protocol.HasControl(k) {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				delete(out, k)
+				// A key that was clean already keeps its value over one
+				// that only becomes it.
+				if clean := protocol.StripControl(k); !hasKey(x, clean) {
+					out[clean] = s
+				}
+				continue
+			}
+			if changed {
 				if out == nil {
 					out = maps.Clone(x)
 				}
@@ -114,6 +127,11 @@ func sanitizeValue(v any) (any, bool) {
 		return out, true
 	}
 	return sanitizeEncoded(v)
+}
+
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // sanitizeEncoded handles a value sanitizeValue does not walk, through its

@@ -10,15 +10,15 @@ import (
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
-// controlFree reports whether no string in a decoded JSON value holds a
-// control character StripControl removes.
+// controlFree reports whether no string or key in a decoded JSON value
+// holds a control character StripControl removes.
 func controlFree(v any) bool {
 	switch x := v.(type) {
 	case string:
 		return !protocol.HasControl(x)
 	case map[string]any:
-		for _, e := range x {
-			if !controlFree(e) {
+		for k, e := range x {
+			if protocol.HasControl(k) || !controlFree(e) {
 				return false
 			}
 		}

@@ -68,6 +68,9 @@ func endingTools() map[string]toolSpec {
 					return tools.OK(structResult{Title: "a\x07b", Tags: []string{"c\x7fd"}})
 				case "terminate":
 					return tools.Terminate("bye\x00 now", intents.Intent{Type: intents.SetPendingMessage, Message: "m\x01"})
+				case "keys":
+					return tools.OK(map[string]any{"ti\x00tle": "Order 42", "rows": []any{map[string]any{"de\x1b[2Jep": "x"}},
+						"n\u0085": 1, "n": 2})
 				}
 				return tools.OK(map[string]any{"title": "Order\x00 42\u0085", "n": 3,
 					"rows": []any{"keep\ttab\nline", map[string]any{"deep": "x\x1by"}}, "list": []string{"\x02z"}})
@@ -189,6 +192,15 @@ func TestControlCharactersAreStrippedFromResults(t *testing.T) {
 	out = f.exec(t.Context(), "dirty", map[string]any{"kind": "struct"})
 	if b, _ := json.Marshal(out.Response["output"]); string(b) != `{"tags":["cd"],"title":"ab"}` {
 		t.Errorf("struct output %s, want its strings stripped", b)
+	}
+	// Keys too, at any depth; a key that was clean keeps its value over
+	// one that only becomes it.
+	out = f.exec(t.Context(), "dirty", map[string]any{"kind": "keys"})
+	if b, _ := json.Marshal(out.Response["output"]); string(b) != `{"n":2,"rows":[{"de[2Jep":"x"}],"title":"Order 42"}` {
+		t.Errorf("output with control characters in keys %s, want them stripped", b)
+	}
+	if out.Shown["title"] != "Order 42" {
+		t.Errorf("shown %v, want the value under the stripped key", out.Shown)
 	}
 	if e := errorOf(t, f.exec(t.Context(), "dirty", map[string]any{"kind": "error"})); e["message"] != "bad news" {
 		t.Errorf("error message %q, want it stripped", e["message"])

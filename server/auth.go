@@ -218,8 +218,13 @@ func (a *Authenticator) Verify(token string) (session.Identity, error) {
 }
 
 // key picks the key of the token's own kind: the secret for HMAC, the key set for the others.
-// WithValidMethods has already refused algorithms without a configured key.
+// WithValidMethods has already refused algorithms without a configured key. A token with a
+// `crit` header is refused: it names extensions the verifier must understand (RFC 7515
+// §4.1.11), and this gateway understands none.
 func (a *Authenticator) key(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errors.New("crit header: the token requires extensions this gateway does not understand")
+	}
 	switch t.Method.(type) {
 	case *jwt.SigningMethodHMAC:
 		if len(a.cfg.Secret) == 0 {

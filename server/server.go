@@ -190,7 +190,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := s.d.Store.Ping(ctx); err != nil {
 		s.setReady(false)
-		s.d.Log.Warn("not ready: session store unreachable", "err", err)
+		// Throttled: /readyz is unauthenticated, and each request during an outage would log.
+		if count, ok := s.throttle.Note("readyz_store", time.Now(), 1); ok {
+			s.d.Log.Warn("not ready: session store unreachable", "err", err, "failures", count)
+		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "redis unreachable"})
 		return
 	}
