@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -52,28 +53,32 @@ func historyStart(h []transport.Entry, sizes []int, max, maxSize int) (start int
 	return start, bySize
 }
 
-// entrySize is an entry's size as the store keeps it (its JSON).
-func entrySize(e transport.Entry) int {
+// entrySize is an entry's size as the store keeps it (its JSON), in bytes,
+// what the history's byte bounds count, and in characters, what the
+// context's token estimate counts (one encoding for both).
+func entrySize(e transport.Entry) (bytes, chars int) {
 	b, err := json.Marshal(e)
 	if err != nil {
-		return len(e.Text)
+		return len(e.Text), utf8.RuneCountInString(e.Text)
 	}
-	return len(b)
+	return len(b), utf8.RuneCount(b)
 }
 
 // fitContext keeps the newest history that fits budget estimated tokens
-// (JSON characters / 4, as the session-init estimate counts; sizes are the
-// entries' JSON sizes), always the last user entry and what follows,
-// starting at a user entry. dropped is whether anything was left out.
-func fitContext(h []transport.Entry, sizes []int, budget int) (kept []transport.Entry, dropped bool) {
+// (ceil(JSON characters / 4), as the session-init estimate counts; chars
+// are the entries' JSON sizes in characters), always the last user entry
+// and what follows, starting at a user entry. dropped is whether anything
+// was left out.
+func fitContext(h []transport.Entry, chars []int, budget int) (kept []transport.Entry, dropped bool) {
 	total := 0
-	for _, n := range sizes {
+	for _, n := range chars {
 		total += n
 	}
-	if total/4 <= budget {
+	if metrics.EstimateTokens(total) <= budget {
 		return h, false
 	}
-	start, _ := historyStart(h, sizes, 0, max(budget, 1)*4)
+	// ceil(n/4) <= budget exactly when n <= 4 × budget.
+	start, _ := historyStart(h, chars, 0, max(budget, 1)*4)
 	return h[start:], start > 0
 }
 

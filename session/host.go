@@ -214,8 +214,8 @@ func (c *conn) contextHistory(m modePrompt) []transport.Entry {
 	if max <= 0 {
 		return c.st.historyCopy()
 	}
-	h, sizes := c.st.historyAndSizes()
-	kept, dropped := fitContext(h, sizes, max-m.tokens)
+	h, chars := c.st.historyAndChars()
+	kept, dropped := fitContext(h, chars, max-m.tokens)
 	if dropped {
 		c.refused(limitContext, time.Now())
 	}

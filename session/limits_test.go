@@ -39,7 +39,7 @@ func TestFitContextKeepsTheCurrentTurnAndWholeRounds(t *testing.T) {
 	h := []transport.Entry{user(big), modelCall("1"), toolResult("1"), model(big), user(big), model(big), user("now")}
 	sizes := make([]int, len(h))
 	for i, e := range h {
-		sizes[i] = entrySize(e)
+		_, sizes[i] = entrySize(e)
 	}
 	kept, dropped := fitContext(h, sizes, 2100) // about two big entries
 	if !dropped || labels(kept)[0] != "user:"+big || len(kept) != 3 {
@@ -55,6 +55,45 @@ func TestFitContextKeepsTheCurrentTurnAndWholeRounds(t *testing.T) {
 	}
 }
 
+// The context budget is in seed 004's tokens, ceil(characters / 4): a
+// non-ASCII history is as big as its characters, not its UTF-8 bytes, and
+// one character over four tokens' worth is a token more.
+func TestFitContextCountsCharactersAndRoundsUp(t *testing.T) {
+	s := &state{now: time.Now}
+	s.append([]transport.Entry{user(strings.Repeat("你好", 500)), model(strings.Repeat("wörld ", 200)), user("now")})
+	h, chars := s.historyAndChars()
+	_, bytes := s.historyAndSizes()
+	total, totalBytes := 0, 0
+	for i := range h {
+		total, totalBytes = total+chars[i], totalBytes+bytes[i]
+	}
+	budget := (total + 3) / 4
+	if totalBytes/4 <= budget {
+		t.Fatalf("%d bytes for %d characters: the history is too ASCII to prove anything", totalBytes, total)
+	}
+	if kept, dropped := fitContext(h, chars, budget); dropped || len(kept) != len(h) {
+		t.Errorf("a history of %d characters (%d tokens, %d bytes) dropped entries at a budget of %d tokens",
+			total, budget, totalBytes, budget)
+	}
+	// Pad to exactly 4 × budget + 1 characters for a larger budget: ceil
+	// makes that one token over it (rounding down, it fitted).
+	_, overhead := entrySize(model("é"))
+	overhead-- // the entry around its text
+	budget += overhead
+	s.append([]transport.Entry{model(strings.Repeat("é", 4*budget+1-total-overhead))})
+	h, chars = s.historyAndChars()
+	total = 0
+	for _, n := range chars {
+		total += n
+	}
+	if total != 4*budget+1 {
+		t.Fatalf("padded history is %d characters, want %d", total, 4*budget+1)
+	}
+	if _, dropped := fitContext(h, chars, budget); !dropped {
+		t.Errorf("%d characters (%d tokens rounded up) fit a budget of %d tokens", total, (total+3)/4, budget)
+	}
+}
+
 func TestStateBoundsHistoryBytesButKeepsTheCurrentTurn(t *testing.T) {
 	trimmed := 0
 	s := &state{historyMax: 100, historyMaxBytes: 10000, now: time.Now, trimmed: func(n int) { trimmed += n }}
@@ -65,7 +104,8 @@ func TestStateBoundsHistoryBytesButKeepsTheCurrentTurn(t *testing.T) {
 	h := s.historyCopy()
 	size := 0
 	for _, e := range h {
-		size += entrySize(e)
+		n, _ := entrySize(e)
+		size += n
 	}
 	if size > 10000 || len(h) != 2 || h[0].Role != transport.RoleUser || trimmed != 8 {
 		t.Fatalf("history of %d entries, %d bytes, %d trimmed; want the newest turn within 10000", len(h), size, trimmed)

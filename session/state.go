@@ -25,7 +25,8 @@ type state struct {
 	mu      sync.Mutex
 	rec     store.Record
 	history []transport.Entry
-	sizes   []int // each history entry's JSON size
+	sizes   []int // each history entry's JSON size in bytes
+	chars   []int // and in characters
 	turns   int   // turns taken on this connection
 	block   store.Block
 	pending map[string]orchestrator.Confirmation // by token
@@ -58,18 +59,26 @@ func (s *state) historyCopy() []transport.Entry {
 }
 
 // historyAndSizes returns a copy of the history and its entries' JSON
-// sizes.
+// sizes in bytes.
 func (s *state) historyAndSizes() ([]transport.Entry, []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]transport.Entry(nil), s.history...), append([]int(nil), s.sizes...)
 }
 
+// historyAndChars returns a copy of the history and its entries' JSON
+// sizes in characters.
+func (s *state) historyAndChars() ([]transport.Entry, []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]transport.Entry(nil), s.history...), append([]int(nil), s.chars...)
+}
+
 // load replaces the state with what the store returned.
 func (s *state) load(rec store.Record, hist []transport.Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rec, s.history, s.sizes = rec, nil, nil
+	s.rec, s.history, s.sizes, s.chars = rec, nil, nil, nil
 	s.appendLocked(hist)
 }
 
@@ -77,7 +86,8 @@ func (s *state) load(rec store.Record, hist []transport.Entry) {
 func (s *state) appendLocked(entries []transport.Entry) {
 	for _, e := range entries {
 		s.history = append(s.history, e)
-		s.sizes = append(s.sizes, entrySize(e))
+		bytes, chars := entrySize(e)
+		s.sizes, s.chars = append(s.sizes, bytes), append(s.chars, chars)
 	}
 	start, bySize := historyStart(s.history, s.sizes, s.historyMax, s.historyMaxBytes)
 	if start == 0 {
@@ -90,6 +100,7 @@ func (s *state) appendLocked(entries []transport.Entry) {
 	clear(s.history[n:])
 	s.history = s.history[:n]
 	s.sizes = s.sizes[:copy(s.sizes, s.sizes[start:])]
+	s.chars = s.chars[:copy(s.chars, s.chars[start:])]
 }
 
 // update changes the record under the lock.
@@ -133,7 +144,7 @@ func (s *state) undoTurn(note string) {
 	s.turns--
 	if n := len(s.history); n > 0 {
 		s.history[n-1] = transport.Entry{}
-		s.history, s.sizes = s.history[:n-1], s.sizes[:n-1]
+		s.history, s.sizes, s.chars = s.history[:n-1], s.sizes[:n-1], s.chars[:n-1]
 	}
 	s.rec.PendingMessage = note
 }
