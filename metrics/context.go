@@ -6,11 +6,12 @@ import (
 	"sync/atomic"
 )
 
-// ResultSizeWarnBytes is the tool result size (after shaping) above which a
-// tool's results are too large for a model's context to carry comfortably:
-// the alert on a tool's p95 result size and /metrics/summary's warning use
-// it.
-const ResultSizeWarnBytes = 1500
+// ResultSizeWarnChars is the tool result size (after shaping, in
+// characters of the response's JSON) above which a tool's results are too
+// large for a model's context to carry comfortably: seed 004's "P95
+// response size > 1500 chars". The alert on a tool's p95 result size, the
+// p95 warning log and /metrics/summary's warning use it.
+const ResultSizeWarnChars = 1500
 
 // SetReady records the node's readiness as /readyz last computed it
 // (turnstile_ready 1 or 0).

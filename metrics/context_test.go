@@ -148,7 +148,7 @@ func TestSummaryCarriesTheSpecFiguresUnderTheirNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Warn           int                      `json:"resultSizeWarnBytes"`
+		Warn           int                      `json:"resultSizeWarnChars"`
 		ResponseSizes  map[string]ResponseSizes `json:"responseSizes"`
 		ResponseTokens map[string]TokenStats    `json:"responseTokens"`
 		Context        *ContextView             `json:"context"`

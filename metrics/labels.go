@@ -220,7 +220,7 @@ func (m *Metrics) InitTools(tools []string) {
 			m.ToolCalls.WithLabelValues(tool, o)
 		}
 		m.ToolDuration.WithLabelValues(tool)
-		m.ToolResultBytes.WithLabelValues(tool)
+		m.ToolResultChars.WithLabelValues(tool)
 		m.ToolResultTokens.WithLabelValues(tool)
 		for _, mode := range protocol.Modes {
 			m.SoftLatencyExceeded.WithLabelValues(tool, mode)

@@ -47,7 +47,7 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		"turnstile_upstream_events_total":               len(upstreamEvents),
 		"turnstile_tool_calls_total":                    len(ToolOutcomes()), // the "unknown" tool
 		"turnstile_tool_duration_seconds":               1,
-		"turnstile_tool_result_bytes":                   1,
+		"turnstile_tool_result_chars":                   1,
 		"turnstile_tool_result_tokens":                  1,
 		"turnstile_ready":                               1,
 		"turnstile_session_context_tokens":              1,

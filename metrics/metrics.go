@@ -31,7 +31,7 @@ type Metrics struct {
 	TurnsPerSession   prometheus.Histogram     //
 	ToolCalls         *prometheus.CounterVec   // tool, outcome
 	ToolDuration      *prometheus.HistogramVec // tool
-	ToolResultBytes   *prometheus.HistogramVec // tool
+	ToolResultChars   *prometheus.HistogramVec // tool
 	ModelRequests     *prometheus.CounterVec   // kind, outcome
 	ModelFirstToken   *prometheus.HistogramVec // kind
 	ModelTokens       *prometheus.CounterVec   // provider: gemini|openai|other, mode, kind: input|output, modality
@@ -121,9 +121,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		ToolDuration: f.histogramVec("turnstile_tool_duration_seconds",
 			"Tool handler latency.",
 			prometheus.ExponentialBuckets(0.001, 2.5, 12), "tool"),
-		ToolResultBytes: f.histogramVec("turnstile_tool_result_bytes",
-			"Size of tool results sent to the model, after shaping (a bucket bound at the 1500 warning size).",
-			resultBytesBuckets, "tool"),
+		ToolResultChars: f.histogramVec("turnstile_tool_result_chars",
+			"Size in characters (Unicode code points) of tool results sent to the model, after shaping (a bucket bound at the 1500 warning size).",
+			resultCharsBuckets, "tool"),
 		ModelRequests: f.counterVec("turnstile_model_requests_total",
 			"Calls to the upstream model, by kind and outcome.", "kind", "outcome"),
 		ModelFirstToken: f.histogramVec("turnstile_model_first_chunk_seconds",
@@ -142,7 +142,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		RedisErrors: f.counterVec("turnstile_redis_errors_total",
 			"Session-store operations that failed.", "op"),
 		InitTokens: f.gaugeVec("turnstile_session_init_tokens_estimate",
-			"Estimated tokens of the system instruction plus tool declarations (chars/4), by mode.", "mode"),
+			"Estimated tokens of the system instruction plus tool declarations (ceil(chars/4)), by mode.", "mode"),
 
 		GateRefusals: f.counterVec("turnstile_gate_refusals_total",
 			"Tool calls refused by a per-turn budget gate (retrieval or total), by mode.", "gate", "mode"),
@@ -155,7 +155,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		SoftLatencyExceeded: f.counterVec("turnstile_tool_soft_latency_exceeded_total",
 			"Tool calls that answered after their soft latency budget, by tool and mode.", "tool", "mode"),
 		ToolResultTokens: f.histogramVec("turnstile_tool_result_tokens",
-			"Estimated tokens (ceil(bytes/4)) of tool results sent to the model, after shaping.",
+			"Estimated tokens (ceil(chars/4)) of tool results sent to the model, after shaping.",
 			resultTokensBuckets, "tool"),
 		ToolCallsPerTurn: f.histogramVec("turnstile_tool_calls_per_turn",
 			"Tool calls made during one turn, by mode.",
@@ -181,13 +181,13 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Browsers that did not get a session, by reason (unauthenticated, origin, max_sessions, max_sessions_per_user, draining, store_unavailable, resume_refused, blocked, new_sessions_per_minute, other).",
 			"reason"),
 		InitSystemTokens: f.gaugeVec("turnstile_session_init_system_tokens_estimate",
-			"Estimated tokens (chars/4) of the system instruction every session of a mode starts with.", "mode"),
+			"Estimated tokens (ceil(chars/4)) of the system instruction every session of a mode starts with.", "mode"),
 		InitToolTokens: f.gaugeVec("turnstile_session_init_tool_tokens_estimate",
-			"Estimated tokens (chars/4) of the tool declarations every session of a mode starts with.", "mode"),
+			"Estimated tokens (ceil(chars/4)) of the tool declarations every session of a mode starts with.", "mode"),
 		ContextBudget: f.gauge("turnstile_session_context_budget_tokens",
 			"The configured bound on a model request's context, in estimated tokens; 0 when none is configured."),
 		PeakContext: f.histogram("turnstile_session_peak_context_tokens",
-			"The largest context estimate (chars/4) a session sent the model, observed when the session ends.",
+			"The largest context estimate (ceil(chars/4)) a session sent the model, observed when the session ends.",
 			contextBuckets),
 		CallsPerSession: f.histogram("turnstile_tool_calls_per_session",
 			"Tool calls made during one browser connection's session, observed when it ends.",
@@ -219,7 +219,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 	m.sessions = newLiveSessions()
 	m.Summary.live = m.sessions
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "turnstile_session_context_tokens",
-		Help: "The largest current context estimate (chars/4) among this node's live sessions; compare with turnstile_session_context_budget_tokens."},
+		Help: "The largest current context estimate (ceil(chars/4)) among this node's live sessions; compare with turnstile_session_context_budget_tokens."},
 		func() float64 { return float64(m.sessions.max()) }))
 	m.initZero()
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
@@ -294,11 +294,11 @@ func (m *Metrics) AddVoiceTokens(kind string, total int, byModality map[string]i
 }
 
 // Histogram buckets. The result-size ones have a bound at the size the
-// gateway warns about (ResultSizeWarnBytes, and a quarter of it in tokens),
+// gateway warns about (ResultSizeWarnChars, and a quarter of it in tokens),
 // so that an alert on p95 above it is exact at the threshold.
 var (
-	resultBytesBuckets  = []float64{64, 256, 512, 1024, ResultSizeWarnBytes, 2048, 4096, 16384, 65536, 262144}
-	resultTokensBuckets = []float64{16, 64, 128, 256, ResultSizeWarnBytes / 4, 512, 1024, 4096, 16384, 65536}
+	resultCharsBuckets  = []float64{64, 256, 512, 1024, ResultSizeWarnChars, 2048, 4096, 16384, 65536, 262144}
+	resultTokensBuckets = []float64{16, 64, 128, 256, ResultSizeWarnChars / 4, 512, 1024, 4096, 16384, 65536}
 	contextBuckets      = prometheus.ExponentialBuckets(500, 2, 12) // 500 … ~1M tokens
 )
 

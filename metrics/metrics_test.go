@@ -20,7 +20,7 @@ func TestMetricNamesPassLint(t *testing.T) {
 	m.TurnDuration.WithLabelValues("text").Observe(1)
 	m.ToolCalls.WithLabelValues("kb_search", "ok").Inc()
 	m.ToolDuration.WithLabelValues("kb_search").Observe(0.01)
-	m.ToolResultBytes.WithLabelValues("kb_search").Observe(100)
+	m.ToolResultChars.WithLabelValues("kb_search").Observe(100)
 	m.ModelRequests.WithLabelValues("text", "ok").Inc()
 	m.ModelFirstToken.WithLabelValues("text").Observe(0.1)
 	m.BrowserMessages.WithLabelValues("text").Inc()

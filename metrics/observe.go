@@ -3,22 +3,24 @@ package metrics
 import "time"
 
 // ObserveToolCall records one finished tool call in Prometheus
-// (ToolCalls, ToolDuration, ToolResultBytes, ToolResultTokens) and in the
+// (ToolCalls, ToolDuration, ToolResultChars, ToolResultTokens) and in the
 // Summary. tool must be a bounded label (a registered name or "unknown");
-// outcome is "ok" or the lower-case error type. A negative resultBytes means
-// the result size is unknown: only the count and latency are recorded.
-func (m *Metrics) ObserveToolCall(tool, outcome string, d time.Duration, resultBytes int) {
+// outcome is "ok" or the lower-case error type. resultChars is the size of
+// the response sent to the model in characters (Unicode code points, as
+// seed 004 sizes responses; not bytes); a negative one means the size is
+// unknown: only the count and latency are recorded.
+func (m *Metrics) ObserveToolCall(tool, outcome string, d time.Duration, resultChars int) {
 	m.ToolCalls.WithLabelValues(tool, outcome).Inc()
 	m.ToolDuration.WithLabelValues(tool).Observe(d.Seconds())
-	if resultBytes >= 0 {
-		m.ToolResultBytes.WithLabelValues(tool).Observe(float64(resultBytes))
-		m.ToolResultTokens.WithLabelValues(tool).Observe(float64(EstimateTokens(resultBytes)))
+	if resultChars >= 0 {
+		m.ToolResultChars.WithLabelValues(tool).Observe(float64(resultChars))
+		m.ToolResultTokens.WithLabelValues(tool).Observe(float64(EstimateTokens(resultChars)))
 	}
-	m.Summary.ObserveTool(tool, d, resultBytes, outcome)
+	m.Summary.ObserveTool(tool, d, resultChars, outcome)
 }
 
 // SetInitTokens records a mode's session init size estimate (system
-// instruction plus tool declarations, chars/4) in the InitTokens gauge and
+// instruction plus tool declarations, ceil(chars/4)) in the InitTokens gauge and
 // as the Summary's context tokens for that mode.
 func (m *Metrics) SetInitTokens(mode string, tokens int) {
 	m.InitTokens.WithLabelValues(mode).Set(float64(tokens))

@@ -22,7 +22,7 @@ func TestObserveToolCallUpdatesPrometheusAndSummary(t *testing.T) {
 	}
 	for name, want := range map[string]uint64{
 		"turnstile_tool_duration_seconds": 2, // both calls have a latency
-		"turnstile_tool_result_bytes":     1, // the timeout has no known size
+		"turnstile_tool_result_chars":     1, // the timeout has no known size
 		"turnstile_tool_result_tokens":    1,
 	} {
 		if got, _ := histogramStats(t, reg, name); got != want {
@@ -30,15 +30,15 @@ func TestObserveToolCallUpdatesPrometheusAndSummary(t *testing.T) {
 		}
 	}
 	if _, got := histogramStats(t, reg, "turnstile_tool_result_tokens"); got != 1000 {
-		t.Errorf("tool_result_tokens sum = %v, want 1000 (4000 bytes / 4)", got)
+		t.Errorf("tool_result_tokens sum = %v, want 1000 (4000 chars / 4)", got)
 	}
 
 	v := m.Summary.Snapshot().Tools["kb_search"]
 	if v.Calls != 2 || v.Outcomes["ok"] != 1 || v.Outcomes["timeout"] != 1 {
 		t.Errorf("summary calls/outcomes = %d %v", v.Calls, v.Outcomes)
 	}
-	if v.SizeSamples != 1 || v.ResultBytes.P99 != 4000 || v.ResultTokens.Avg != 1000 {
-		t.Errorf("summary sizes = %+v samples %d tokens %+v", v.ResultBytes, v.SizeSamples, v.ResultTokens)
+	if v.SizeSamples != 1 || v.ResultChars.P99 != 4000 || v.ResultTokens.Avg != 1000 {
+		t.Errorf("summary sizes = %+v samples %d tokens %+v", v.ResultChars, v.SizeSamples, v.ResultTokens)
 	}
 	if v.LatencySamples != 2 || v.LatencyMs.P99 != 2000 {
 		t.Errorf("summary latency = %+v samples %d", v.LatencyMs, v.LatencySamples)

@@ -48,7 +48,7 @@ type Summary struct {
 type toolStats struct {
 	calls    uint64
 	outcomes map[string]uint64
-	bytes    ring // result sizes, bytes
+	chars    ring // result sizes, characters
 	latency  ring // durations, nanoseconds
 }
 
@@ -94,9 +94,10 @@ func (s *Summary) observeSessionEnd(peak, calls int) {
 }
 
 // ObserveTool records one finished tool call. outcome is "ok" or the
-// lower-case error type. A negative resultBytes means the size is unknown:
-// the call and its latency are recorded, its size is not.
-func (s *Summary) ObserveTool(tool string, d time.Duration, resultBytes int, outcome string) {
+// lower-case error type. resultChars is the result's size in characters; a
+// negative one means the size is unknown: the call and its latency are
+// recorded, its size is not.
+func (s *Summary) ObserveTool(tool string, d time.Duration, resultChars int, outcome string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts, ok := s.tools[tool]
@@ -108,7 +109,7 @@ func (s *Summary) ObserveTool(tool string, d time.Duration, resultBytes int, out
 		if ts == nil {
 			ts = &toolStats{
 				outcomes: map[string]uint64{},
-				bytes:    newRing(s.window),
+				chars:    newRing(s.window),
 				latency:  newRing(s.window),
 			}
 			s.tools[tool] = ts
@@ -117,12 +118,13 @@ func (s *Summary) ObserveTool(tool string, d time.Duration, resultBytes int, out
 	ts.calls++
 	ts.outcomes[outcome]++
 	ts.latency.add(int64(d))
-	if resultBytes >= 0 {
-		ts.bytes.add(int64(resultBytes))
+	if resultChars >= 0 {
+		ts.chars.add(int64(resultChars))
 	}
 }
 
-// SizeP95 is the nearest-rank p95 of a tool's last Window result sizes, 0
+// SizeP95 is the nearest-rank p95 of a tool's last Window result sizes (in
+// characters), 0
 // when it has none. It sorts a copy of the window: call it when a result
 // could have moved the p95 over a line, not for every result.
 func (s *Summary) SizeP95(tool string) int64 {
@@ -130,7 +132,7 @@ func (s *Summary) SizeP95(tool string) int64 {
 	ts, ok := s.tools[tool]
 	var sizes []int64
 	if ok {
-		sizes = ts.bytes.values()
+		sizes = ts.chars.values()
 	}
 	s.mu.Unlock()
 	slices.Sort(sizes)
@@ -166,23 +168,24 @@ type SummaryView struct {
 	ContextTokens map[string]int      `json:"context_tokens"`
 	LoopState     any                 `json:"loop_state"`
 
-	// ResultSizeWarnBytes is the size a tool's p95 result should stay
-	// under; ResponseSizes flags the tools above it.
-	ResultSizeWarnBytes int                      `json:"resultSizeWarnBytes"`
+	// ResultSizeWarnChars is the size in characters a tool's p95 result
+	// should stay under; ResponseSizes flags the tools above it.
+	ResultSizeWarnChars int                      `json:"resultSizeWarnChars"`
 	ResponseSizes       map[string]ResponseSizes `json:"responseSizes"`
 	ResponseTokens      map[string]TokenStats    `json:"responseTokens"`
 	Context             ContextView              `json:"context"`
 	LoopDetection       any                      `json:"loopDetection"`
 }
 
-// ResponseSizes are a tool's result sizes in bytes over its last Window
-// results with a known size.
+// ResponseSizes are a tool's result sizes in characters (Unicode code
+// points of the response's JSON) over its last Window results with a known
+// size.
 type ResponseSizes struct {
 	Samples int     `json:"samples"`
 	P50     float64 `json:"p50"`
 	P95     float64 `json:"p95"`
 	P99     float64 `json:"p99"`
-	// OverWarning is true when P95 is above ResultSizeWarnBytes.
+	// OverWarning is true when P95 is above ResultSizeWarnChars.
 	OverWarning bool `json:"overWarning"`
 }
 
@@ -217,7 +220,7 @@ type ToolView struct {
 	// (those with a known size); LatencySamples how many calls the latency
 	// figures cover. Both are at most Window.
 	SizeSamples    int         `json:"size_samples"`
-	ResultBytes    Percentiles `json:"result_bytes"`
+	ResultChars    Percentiles `json:"result_chars"`
 	ResultTokens   TokenStats  `json:"result_tokens"`
 	LatencySamples int         `json:"latency_samples"`
 	LatencyMs      Percentiles `json:"latency_ms"`
@@ -232,7 +235,7 @@ type Percentiles struct {
 	P99 float64 `json:"p99"`
 }
 
-// TokenStats estimates tokens as ceil(size/4) per result (EstimateTokens).
+// TokenStats estimates tokens as ceil(chars/4) per result (EstimateTokens).
 type TokenStats struct {
 	Avg float64 `json:"avg"`
 	P95 int64   `json:"p95"`
@@ -244,7 +247,7 @@ func (s *Summary) Snapshot() SummaryView {
 	type copied struct {
 		calls    uint64
 		outcomes map[string]uint64
-		bytes    []int64
+		chars    []int64
 		latency  []int64
 	}
 	s.mu.Lock()
@@ -253,7 +256,7 @@ func (s *Summary) Snapshot() SummaryView {
 		raw[name] = copied{
 			calls:    ts.calls,
 			outcomes: maps.Clone(ts.outcomes),
-			bytes:    ts.bytes.values(),
+			chars:    ts.chars.values(),
 			latency:  ts.latency.values(),
 		}
 	}
@@ -289,29 +292,29 @@ func (s *Summary) Snapshot() SummaryView {
 		Window:              s.window,
 		Tools:               make(map[string]ToolView, len(raw)),
 		ContextTokens:       context,
-		ResultSizeWarnBytes: ResultSizeWarnBytes,
+		ResultSizeWarnChars: ResultSizeWarnChars,
 		ResponseSizes:       make(map[string]ResponseSizes, len(raw)),
 		ResponseTokens:      make(map[string]TokenStats, len(raw)),
 		Context:             cv,
 	}
 	for name, c := range raw {
-		slices.Sort(c.bytes)
+		slices.Sort(c.chars)
 		slices.Sort(c.latency)
-		tokens := make([]int64, len(c.bytes))
+		tokens := make([]int64, len(c.chars))
 		var sum int64
-		for i, b := range c.bytes {
-			tokens[i] = int64(EstimateTokens(int(b))) // still sorted: the estimate keeps the order
+		for i, n := range c.chars {
+			tokens[i] = int64(EstimateTokens(int(n))) // still sorted: the estimate keeps the order
 			sum += tokens[i]
 		}
 		tv := ToolView{
 			Calls:          c.calls,
 			Outcomes:       c.outcomes,
-			SizeSamples:    len(c.bytes),
+			SizeSamples:    len(c.chars),
 			LatencySamples: len(c.latency),
-			ResultBytes: Percentiles{
-				P50: float64(nearestRank(c.bytes, 50)),
-				P95: float64(nearestRank(c.bytes, 95)),
-				P99: float64(nearestRank(c.bytes, 99)),
+			ResultChars: Percentiles{
+				P50: float64(nearestRank(c.chars, 50)),
+				P95: float64(nearestRank(c.chars, 95)),
+				P99: float64(nearestRank(c.chars, 99)),
 			},
 			ResultTokens: TokenStats{P95: nearestRank(tokens, 95)},
 			LatencyMs: Percentiles{
@@ -324,8 +327,8 @@ func (s *Summary) Snapshot() SummaryView {
 			tv.ResultTokens.Avg = float64(sum) / float64(len(tokens))
 		}
 		v.Tools[name] = tv
-		v.ResponseSizes[name] = ResponseSizes{Samples: tv.SizeSamples, P50: tv.ResultBytes.P50,
-			P95: tv.ResultBytes.P95, P99: tv.ResultBytes.P99, OverWarning: tv.ResultBytes.P95 > ResultSizeWarnBytes}
+		v.ResponseSizes[name] = ResponseSizes{Samples: tv.SizeSamples, P50: tv.ResultChars.P50,
+			P95: tv.ResultChars.P95, P99: tv.ResultChars.P99, OverWarning: tv.ResultChars.P95 > ResultSizeWarnChars}
 		v.ResponseTokens[name] = tv.ResultTokens
 	}
 	if provider != nil {

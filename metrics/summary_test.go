@@ -12,7 +12,7 @@ import (
 func TestSummaryPercentilesAreNearestRank(t *testing.T) {
 	cases := []struct {
 		name          string
-		values        []int // result bytes; latency is the same number of ms
+		values        []int // result chars; latency is the same number of ms
 		p50, p95, p99 float64
 		tokAvg        float64
 		tokP95        int64
@@ -32,8 +32,8 @@ func TestSummaryPercentilesAreNearestRank(t *testing.T) {
 			}
 			tv := s.Snapshot().Tools["kb_search"]
 			want := Percentiles{P50: c.p50, P95: c.p95, P99: c.p99}
-			if tv.ResultBytes != want {
-				t.Errorf("result bytes = %+v, want %+v", tv.ResultBytes, want)
+			if tv.ResultChars != want {
+				t.Errorf("result chars = %+v, want %+v", tv.ResultChars, want)
 			}
 			if tv.LatencyMs != want {
 				t.Errorf("latency ms = %+v, want %+v", tv.LatencyMs, want)
@@ -54,16 +54,16 @@ func TestSummaryWindowEvictsOldestResult(t *testing.T) {
 		s.ObserveTool("kb_get", time.Duration(i)*time.Millisecond, i, "ok")
 	}
 	before := s.Snapshot().Tools["kb_get"]
-	if before.ResultBytes.P50 != 500 || before.LatencyMs.P50 != 500 {
-		t.Fatalf("p50 before eviction = %v bytes, %v ms; want 500", before.ResultBytes.P50, before.LatencyMs.P50)
+	if before.ResultChars.P50 != 500 || before.LatencyMs.P50 != 500 {
+		t.Fatalf("p50 before eviction = %v chars, %v ms; want 500", before.ResultChars.P50, before.LatencyMs.P50)
 	}
 
-	// The 1001st result pushes out the 1st (1 byte, 1 ms): every rank moves up by one.
+	// The 1001st result pushes out the 1st (1 char, 1 ms): every rank moves up by one.
 	s.ObserveTool("kb_get", 1001*time.Millisecond, 1001, "ok")
 	after := s.Snapshot().Tools["kb_get"]
 	want := Percentiles{P50: 501, P95: 951, P99: 991}
-	if after.ResultBytes != want || after.LatencyMs != want {
-		t.Errorf("after eviction: bytes %+v, latency %+v; want %+v", after.ResultBytes, after.LatencyMs, want)
+	if after.ResultChars != want || after.LatencyMs != want {
+		t.Errorf("after eviction: chars %+v, latency %+v; want %+v", after.ResultChars, after.LatencyMs, want)
 	}
 	if after.Calls != 1001 || after.SizeSamples != 1000 || after.LatencySamples != 1000 {
 		t.Errorf("calls %d size samples %d latency samples %d; want 1001, 1000, 1000",
@@ -78,8 +78,8 @@ func TestSummaryRingWrapsManyTimes(t *testing.T) {
 	}
 	tv := s.Snapshot().Tools["t"]
 	// Only 8, 9, 10 remain.
-	if want := (Percentiles{P50: 900, P95: 1000, P99: 1000}); tv.ResultBytes != want {
-		t.Errorf("bytes = %+v, want %+v", tv.ResultBytes, want)
+	if want := (Percentiles{P50: 900, P95: 1000, P99: 1000}); tv.ResultChars != want {
+		t.Errorf("chars = %+v, want %+v", tv.ResultChars, want)
 	}
 	if want := (Percentiles{P50: 9, P95: 10, P99: 10}); tv.LatencyMs != want {
 		t.Errorf("latency = %+v, want %+v", tv.LatencyMs, want)

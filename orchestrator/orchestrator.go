@@ -195,17 +195,18 @@ func modelResponse(env tools.Envelope) map[string]any {
 }
 
 // warnOversize logs, at most once a minute per tool, that the tool's p95
-// result size is over the spec's warning size (metrics.ResultSizeWarnBytes):
+// result size (in characters) is over the spec's warning size
+// (metrics.ResultSizeWarnChars):
 // such results bloat every later request. It is called for a result over
 // that size, the only kind that can push the p95 over it; one large result
 // among small ones is not worth a line.
-func (o *Orchestrator) warnOversize(tool string, size int) {
+func (o *Orchestrator) warnOversize(tool string, chars int) {
 	p95 := o.Metrics.Summary.SizeP95(tool)
-	if p95 <= metrics.ResultSizeWarnBytes {
+	if p95 <= metrics.ResultSizeWarnChars {
 		return
 	}
 	if n, ok := o.oversize.Note(tool, time.Now(), 1); ok {
-		o.Log.Warn("tool result size p95 over the size warning", "tool", tool, "p95_size", p95, "size", size,
-			"warning_size", metrics.ResultSizeWarnBytes, "count", n)
+		o.Log.Warn("tool result size p95 over the size warning", "tool", tool, "p95_chars", p95, "chars", chars,
+			"warning_chars", metrics.ResultSizeWarnChars, "count", n)
 	}
 }

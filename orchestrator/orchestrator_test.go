@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -50,7 +51,7 @@ func TestUnknownToolIsNotFoundAndCountedAsUnknown(t *testing.T) {
 	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("unknown", "not_found")); got != 1 {
 		t.Errorf("tool_calls{tool=unknown,outcome=not_found} = %v, want 1", got)
 	}
-	for _, name := range []string{"turnstile_tool_calls_total", "turnstile_tool_duration_seconds", "turnstile_tool_result_bytes"} {
+	for _, name := range []string{"turnstile_tool_calls_total", "turnstile_tool_duration_seconds", "turnstile_tool_result_chars"} {
 		for _, m := range f.series(t, name) {
 			if tool := label(m, "tool"); tool != "unknown" {
 				t.Errorf("%s has a series for tool %q, want only \"unknown\"", name, tool)
@@ -386,8 +387,49 @@ func TestMetricsObserveEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, sum := g.histogram(t, "turnstile_tool_result_bytes", "echo"); n != 1 || sum != float64(len(b)) {
-		t.Errorf("result bytes: %d samples summing %v, want 1 of %d", n, sum, len(b))
+	if n, sum := g.histogram(t, "turnstile_tool_result_chars", "echo"); n != 1 || sum != float64(len(b)) {
+		t.Errorf("result chars: %d samples summing %v, want 1 of %d", n, sum, len(b))
+	}
+}
+
+// Seed 004 sizes responses in characters: a non-ASCII result is as many
+// characters as it shows, not its UTF-8 bytes (up to 4 per character), in
+// the size histogram, the token estimate (ceil(chars/4)) and the summary,
+// in text (JSON) and voice (plain text) alike.
+func TestResultSizeCountsCharactersNotBytes(t *testing.T) {
+	for _, tc := range []struct{ name, text, mode string }{
+		{"accents", "héllo wörld", tools.ModeText},
+		{"CJK", "你好，世界。日本語のテキスト", tools.ModeText},
+		{"emoji", "🎉🚀😀 done ✅", tools.ModeText},
+		{"voice plain text", "héllo wörld 你好 😀", tools.ModeVoice},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			out := f.orch.Execute(t.Context(), orchestrator.Call{ID: "c1", Name: "echo",
+				Args: map[string]any{"text": tc.text}, SessionID: "sess-1", Mode: tc.mode, Turn: 1})
+			if !out.Envelope.OK {
+				t.Fatalf("echo failed: %+v", out.Envelope.Error)
+			}
+			b, err := json.Marshal(out.Response)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chars := utf8.RuneCount(b)
+			if chars == len(b) {
+				t.Fatalf("response %s is ASCII; the case proves nothing", b)
+			}
+			if n, sum := f.histogram(t, "turnstile_tool_result_chars", "echo"); n != 1 || sum != float64(chars) {
+				t.Errorf("result size: %d samples summing %v, want 1 of %d characters (%d bytes): %s", n, sum, chars, len(b), b)
+			}
+			wantTokens := (chars + 3) / 4
+			if _, sum := f.histogram(t, "turnstile_tool_result_tokens", "echo"); sum != float64(wantTokens) {
+				t.Errorf("result tokens = %v, want ceil(%d/4) = %d", sum, chars, wantTokens)
+			}
+			tv := f.m.Summary.Snapshot().Tools["echo"]
+			if tv.ResultChars.P50 != float64(chars) || tv.ResultTokens.P95 != int64(wantTokens) {
+				t.Errorf("summary = %+v tokens %+v, want %d chars, %d tokens", tv.ResultChars, tv.ResultTokens, chars, wantTokens)
+			}
+		})
 	}
 }
 

@@ -142,3 +142,19 @@ func TestToolWhoseP95SizeIsOverTheWarningIsLoggedOncePerMinute(t *testing.T) {
 		t.Errorf("%d warnings once the p95 is over the line, want 1", n)
 	}
 }
+
+// The warning's 1500 is characters, as the seed's "1500 chars": a tool
+// whose results are 800 CJK characters (2 400 bytes) is well under it.
+func TestNonASCIIResultsUnderTheWarningInCharactersAreNotWarnedAbout(t *testing.T) {
+	f := newFixture(t)
+	for range 10 {
+		f.exec(t.Context(), "echo", map[string]any{"text": strings.Repeat("日本", 400)})
+	}
+	if strings.Contains(f.log.String(), "tool result size p95 over the size warning") {
+		t.Errorf("results of about 850 characters were warned about:\n%s", f.log.String())
+	}
+	sizes := f.m.Summary.Snapshot().ResponseSizes["echo"]
+	if sizes.OverWarning || sizes.P95 < 800 || sizes.P95 > 1000 {
+		t.Errorf("responseSizes = %+v, want a p95 of about 850 characters, not over the warning", sizes)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // minShapeBytes is the smallest budget Shape honours: the size of "", the
@@ -46,17 +47,19 @@ func Shape(data any, maxBytes int) (shaped any, truncated bool) {
 	return shaped, truncated
 }
 
-// shape is Shape that also returns the length of the shaped value's JSON
-// encoding, which the pipeline records, so that it is not encoded again.
-func shape(data any, maxBytes int) (shaped any, size int, truncated bool) {
+// shape is Shape that also returns the number of characters of the shaped
+// value's JSON encoding (not bytes: seed 004 sizes responses in
+// characters), which the pipeline records, so that it is not encoded
+// again.
+func shape(data any, maxBytes int) (shaped any, chars int, truncated bool) {
 	maxBytes = max(maxBytes, minShapeBytes)
 	raw, err := json.Marshal(data)
 	if err != nil {
 		s := shapeString("[the tool result could not be encoded as JSON]", maxBytes)
-		return s, quotedSize(s), true
+		return s, quotedChars(s), true
 	}
 	if len(raw) <= maxBytes {
-		return data, len(raw), false
+		return data, utf8.RuneCount(raw), false
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -73,9 +76,9 @@ func shape(data any, maxBytes int) (shaped any, size int, truncated bool) {
 	b, err := json.Marshal(shaped)
 	if err != nil || len(b) > maxBytes {
 		s := shapeString(string(raw), maxBytes)
-		return s, quotedSize(s), true
+		return s, quotedChars(s), true
 	}
-	return shaped, len(b), true
+	return shaped, utf8.RuneCount(b), true
 }
 
 // sizeTree holds the encoded size of a decoded JSON value and of
@@ -163,7 +166,7 @@ func truncSuffix(n int) string {
 func prefixWithin(s string, room int) int {
 	used := 0
 	for i, r := range s {
-		c := runeCost(r, s[i:])
+		c := runeCost(r, s[i:], false)
 		if used+c > room {
 			return i
 		}

@@ -35,9 +35,9 @@ func traceSoftLatency(ctx context.Context, d, budget time.Duration) {
 
 // traceOutcome records a call's outcome on its span: ok, error or refused,
 // the error type (and an error status for a failure), the size of the
-// response and whether it was shaped. With content capture on, the
+// response in characters and whether it was shaped. With content capture on, the
 // arguments and result go in too, through the tool's allow-lists only.
-func traceOutcome(ctx context.Context, reg *tools.Registry, c Call, out Outcome, size int) {
+func traceOutcome(ctx context.Context, reg *tools.Registry, c Call, out Outcome, chars int) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
@@ -50,7 +50,7 @@ func traceOutcome(ctx context.Context, reg *tools.Registry, c Call, out Outcome,
 	case !env.OK:
 		outcome = tracing.OutcomeError
 	}
-	attrs := []attribute.KeyValue{tracing.AttrToolOutcome.String(outcome), tracing.AttrToolResultSize.Int(size)}
+	attrs := []attribute.KeyValue{tracing.AttrToolOutcome.String(outcome), tracing.AttrToolResultSize.Int(chars)}
 	if env.OK {
 		attrs = append(attrs, tracing.AttrToolShaped.Bool(env.Meta.Truncated))
 	} else {

@@ -367,14 +367,18 @@ func (t *Turn) cancelled(ctx context.Context, c Call, a admission, d time.Durati
 }
 
 // responseWrapper is the size of the success envelope around the output,
-// which the result budget must leave room for.
+// which the result budget must leave room for. It is ASCII: as many
+// characters as bytes.
 var responseWrapper = len(`{"ok":true,"output":,"v":1}`)
 
 // finish shapes the answer (step 9), records metrics (10), and reports the
 // call to the session. The durable ledger learns the answer when it is
 // sent (see Round).
 func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelope, d time.Duration, ev Events) Outcome {
-	var size int // of the response's JSON, for the metrics
+	// chars is the response's size in characters of its JSON, as seed 004
+	// sizes responses (and estimates tokens from); the shaping budget is
+	// in bytes.
+	var chars int
 	out := Outcome{Duration: d, Refused: a.refusal != nil}
 	if env.OK {
 		// The budget holds for the whole response, the wrapper included.
@@ -384,10 +388,10 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 		}
 		if t.s.Mode == protocol.ModeVoice {
 			plain := PlainText(data)
-			data, n = plain, quotedSize(plain)
+			data, n = plain, quotedChars(plain)
 		}
 		env.Data, env.Meta.Truncated = data, truncated
-		size = responseWrapper + n
+		chars = responseWrapper + n
 	}
 	env.Meta.DurationMs = d.Milliseconds()
 	out.Envelope, out.Response = env, modelResponse(env)
@@ -395,11 +399,11 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 	outcome := "ok"
 	if !env.OK {
 		outcome = strings.ToLower(string(env.Error.Type))
-		size = jsonSize(out.Response)
+		chars = jsonChars(out.Response)
 	}
-	t.o.Metrics.ObserveToolCall(a.label, outcome, d, size)
-	if env.OK && size > metrics.ResultSizeWarnBytes {
-		t.o.warnOversize(a.label, size)
+	t.o.Metrics.ObserveToolCall(a.label, outcome, d, chars)
+	if env.OK && chars > metrics.ResultSizeWarnChars {
+		t.o.warnOversize(a.label, chars)
 	}
 	if env.OK {
 		t.o.Log.DebugContext(ctx, "tool call done", "session", t.s.ID, "turn", t.n, "tool", a.label, "call", c.ID,
@@ -408,7 +412,7 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 		t.o.Log.InfoContext(ctx, "tool call answered with an error", "session", t.s.ID, "turn", t.n, "tool", a.label,
 			"call", c.ID, "error_type", env.Error.Type, "refused", out.Refused, "state", t.ledger.state(c.ID))
 	}
-	traceOutcome(ctx, t.reg, c, out, size)
+	traceOutcome(ctx, t.reg, c, out, chars)
 	t.ledger.setRecord(c.ID, CallRecord{ID: c.ID, Tool: a.label, Turn: t.n, Outcome: outcome, ArgsDigest: a.digest,
 		DurationMs: d.Milliseconds(), Empty: a.empty, Response: out.Response})
 	if ev != nil {

@@ -42,7 +42,7 @@ func TestSummaryHandlerServesIndentedJSON(t *testing.T) {
 			Calls       int                `json:"calls"`
 			Outcomes    map[string]int     `json:"outcomes"`
 			SizeSamples int                `json:"size_samples"`
-			ResultBytes map[string]float64 `json:"result_bytes"`
+			ResultChars map[string]float64 `json:"result_chars"`
 			Tokens      map[string]float64 `json:"result_tokens"`
 			LatencyMs   map[string]float64 `json:"latency_ms"`
 		} `json:"tools"`
@@ -57,7 +57,7 @@ func TestSummaryHandlerServesIndentedJSON(t *testing.T) {
 	if v.Window != 1000 || kb.Calls != 3 || kb.Outcomes["timeout"] != 1 || kb.SizeSamples != 2 {
 		t.Errorf("window/calls/outcomes/samples wrong:\n%s", body)
 	}
-	if kb.ResultBytes["p50"] != 2048 || kb.ResultBytes["p99"] != 4096 || kb.Tokens["avg"] != 768 ||
+	if kb.ResultChars["p50"] != 2048 || kb.ResultChars["p99"] != 4096 || kb.Tokens["avg"] != 768 ||
 		kb.LatencyMs["p99"] != 5000 {
 		t.Errorf("figures wrong:\n%s", body)
 	}

@@ -26,7 +26,7 @@ const (
 	AttrToolErrorType   = attribute.Key("turnstile.tool.error_type")
 	AttrToolLoopRule    = attribute.Key("turnstile.tool.loop_rule")
 	AttrToolConfirm     = attribute.Key("turnstile.tool.confirmation") // asked, approved
-	AttrToolResultSize  = attribute.Key("turnstile.tool.result_bytes")
+	AttrToolResultSize  = attribute.Key("turnstile.tool.result_chars") // characters of the response's JSON
 	AttrToolShaped      = attribute.Key("turnstile.tool.shaped")
 	AttrToolReplayed    = attribute.Key("turnstile.tool.replayed")
 	AttrConfirmOutcome  = attribute.Key("turnstile.confirmation.outcome") // approved, denied, expired

@@ -226,7 +226,7 @@ func TestDashboardAndAlertsUseOnlyWhatAFreshGatewayExposes(t *testing.T) {
 		all.WriteString(e.expr + "\n")
 	}
 	for _, m := range []string{"turnstile_sessions_active", "turnstile_turns_total", "turnstile_turn_duration_seconds_bucket",
-		"turnstile_tool_calls_total", "turnstile_tool_duration_seconds_bucket", "turnstile_tool_result_bytes_bucket",
+		"turnstile_tool_calls_total", "turnstile_tool_duration_seconds_bucket", "turnstile_tool_result_chars_bucket",
 		"turnstile_tool_result_tokens_bucket", "turnstile_gate_refusals_total", "turnstile_loop_detections_total",
 		"turnstile_confirmations_total", "turnstile_upstream_events_total", "turnstile_model_requests_total",
 		"turnstile_redis_duration_seconds_bucket", "turnstile_redis_errors_total", "turnstile_browser_disconnects_total",

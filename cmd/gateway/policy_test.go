@@ -211,9 +211,9 @@ func TestMetricsSummaryShowsPerToolStatsAndContextTokens(t *testing.T) {
 			Calls       int            `json:"calls"`
 			Outcomes    map[string]int `json:"outcomes"`
 			SizeSamples int            `json:"size_samples"`
-			ResultBytes struct {
+			ResultChars struct {
 				P50, P95, P99 float64
-			} `json:"result_bytes"`
+			} `json:"result_chars"`
 			ResultTokens struct {
 				Avg float64 `json:"avg"`
 				P95 int     `json:"p95"`
@@ -229,7 +229,7 @@ func TestMetricsSummaryShowsPerToolStatsAndContextTokens(t *testing.T) {
 	if kb.Calls != 3 || kb.Outcomes["ok"] != 3 || kb.SizeSamples != 3 || kb.LatencySamples != 3 {
 		t.Fatalf("kb_search summary = %+v", kb)
 	}
-	if kb.ResultBytes.P50 <= 0 || kb.ResultBytes.P50 > kb.ResultBytes.P99 || kb.ResultTokens.Avg <= 0 {
+	if kb.ResultChars.P50 <= 0 || kb.ResultChars.P50 > kb.ResultChars.P99 || kb.ResultTokens.Avg <= 0 {
 		t.Fatalf("kb_search sizes = %+v", kb)
 	}
 	if got, want := sum.ContextTokens["text"], g.gw.sessions.InitTokens(); got <= 0 || got != want {

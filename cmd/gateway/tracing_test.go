@@ -163,7 +163,7 @@ func TestTextTurnExportsOneTraceWithEveryCallOverHTTPAndGRPC(t *testing.T) {
 			}
 			s, r := search[0].Attrs, get[0].Attrs
 			if s["gen_ai.operation.name"] != "execute_tool" || s["gen_ai.tool.call.id"] != res["kb_search"].str("id") ||
-				s["turnstile.tool.outcome"] != "ok" || s["turnstile.tool.shaped"] != false || s["turnstile.tool.result_bytes"] == nil {
+				s["turnstile.tool.outcome"] != "ok" || s["turnstile.tool.shaped"] != false || s["turnstile.tool.result_chars"] == nil {
 				t.Errorf("kb_search span %v", s)
 			}
 			if r["gen_ai.tool.call.id"] != res["kb_get"].str("id") || r["turnstile.tool.outcome"] != "refused" ||
