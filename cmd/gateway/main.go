@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/internal/logescape"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -60,7 +61,7 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "gateway: invalid configuration:\n%v\n", err)
 		return 2
 	}
-	var handler slog.Handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: goDurations})
+	handler := logHandler(stderr, cfg.LogLevel)
 	if cfg.Tracing.Enabled {
 		handler = tracing.LogHandler(handler) // trace_id and span_id on the lines of a turn
 	}
@@ -80,6 +81,15 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		return 1
 	}
 	return 0
+}
+
+// logHandler is the gateway's log: JSON lines, durations as Go durations,
+// and client-supplied text (user ids, headers, key ids in errors) with
+// bidi overrides and other invisible characters escaped (logescape).
+func logHandler(w io.Writer, level slog.Leveler) slog.Handler {
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		return logescape.ReplaceAttr(groups, goDurations(groups, a))
+	}})
 }
 
 // goDurations writes durations as Go durations ("20s"), where slog's JSON
