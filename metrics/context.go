@@ -23,13 +23,14 @@ func (m *Metrics) SetReady(ready bool) {
 	}
 }
 
-// RefuseSession counts a browser that did not get a session, by one of
-// SessionRefusalReasons; any other reason is counted as "other".
-func (m *Metrics) RefuseSession(reason string) {
+// RefuseSession counts a browser or a call (ch) that did not get a
+// session, by one of SessionRefusalReasons; any other reason is counted as
+// "other".
+func (m *Metrics) RefuseSession(reason string, ch Channel) {
 	if !slices.Contains(SessionRefusalReasons, reason) {
 		reason = "other"
 	}
-	m.SessionsRefused.WithLabelValues(reason).Inc()
+	m.SessionsRefused.WithLabelValues(reason, ch.String()).Inc()
 }
 
 // SetContextBudget records the configured bound on a model request's

@@ -96,16 +96,16 @@ func TestReadinessRefusalsAndBudgetGauges(t *testing.T) {
 	if got := testutil.ToFloat64(m.Ready); got != 0 {
 		t.Errorf("ready after a failed check = %v, want 0", got)
 	}
-	m.RefuseSession("max_sessions")
-	m.RefuseSession("a reason from a header")
-	if got := testutil.ToFloat64(m.SessionsRefused.WithLabelValues("max_sessions")); got != 1 {
+	m.RefuseSession("max_sessions", ChannelBrowser)
+	m.RefuseSession("a reason from a header", ChannelBrowser)
+	if got := testutil.ToFloat64(m.SessionsRefused.WithLabelValues("max_sessions", "browser")); got != 1 {
 		t.Errorf("refused{max_sessions} = %v", got)
 	}
-	if got := testutil.ToFloat64(m.SessionsRefused.WithLabelValues("other")); got != 1 {
+	if got := testutil.ToFloat64(m.SessionsRefused.WithLabelValues("other", "browser")); got != 1 {
 		t.Errorf("refused{other} = %v: unknown reasons must fold into other", got)
 	}
-	if n, _ := testutil.GatherAndCount(reg, "turnstile_sessions_refused_total"); n != len(SessionRefusalReasons) {
-		t.Errorf("%d refusal series, want the closed set of %d", n, len(SessionRefusalReasons))
+	if n, _ := testutil.GatherAndCount(reg, "turnstile_sessions_refused_total"); n != len(SessionRefusalReasons)*len(Channels) {
+		t.Errorf("%d refusal series, want the closed set of %d × channel", n, len(SessionRefusalReasons))
 	}
 	m.SetContextBudget(32000)
 	if got := testutil.ToFloat64(m.ContextBudget); got != 32000 || m.Summary.Snapshot().Context.BudgetTokens != 32000 {
@@ -140,8 +140,8 @@ func TestSummaryCarriesTheSpecFiguresUnderTheirNames(t *testing.T) {
 	m := New(prometheus.NewRegistry(), Build{})
 	m.Summary.SetLoopState(func() any { return map[string]int{"flagged": 1} })
 	for i := range 20 {
-		m.ObserveToolCall("big", "ok", time.Millisecond, 1000+100*i) // p95 2800
-		m.ObserveToolCall("small", "ok", time.Millisecond, 200)
+		m.ObserveToolCall("big", "ok", ChannelBrowser, time.Millisecond, 1000+100*i) // p95 2800
+		m.ObserveToolCall("small", "ok", ChannelBrowser, time.Millisecond, 200)
 	}
 	b, err := json.Marshal(m.Summary.Snapshot())
 	if err != nil {

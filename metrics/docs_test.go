@@ -30,6 +30,14 @@ func docRows(t *testing.T) map[string][]string {
 	return rows
 }
 
+func channelLabels() []string {
+	var out []string
+	for _, ch := range Channels {
+		out = append(out, ch.String())
+	}
+	return out
+}
+
 // Every metric the gateway registers has exactly one row in the operations
 // guide, and the rows of the closed label sets an operator alerts on name
 // every value.
@@ -66,7 +74,9 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"voice_audio_dropped_seconds_total": {"reason", VoiceDropReasons},
 		"gate_refusals_total":               {"gate", Gates},
 		"telephony_events_total":            {"event", TelephonyEventNames},
-		"channel_sessions_active":           {"channel", Channels},
+		"channel_sessions_active":           {"channel", channelLabels()},
+		"sessions_active":                   {"channel", channelLabels()},
+		"turns_total":                       {"channel", channelLabels()},
 		"jwks_refresh_failures_total":       {"reason", JWKSRefreshFailureReasons},
 	}
 	for name, set := range closed {

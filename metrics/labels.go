@@ -12,9 +12,8 @@ import (
 // 0). Sets owned by other packages are copied here because those packages
 // sit above this one; metrics' tests check each copy against its source.
 var (
-	// Channels label turnstile_channel_sessions_active and _ended_total:
-	// session.ChannelBrowser and the carriers.
-	Channels = []string{"browser", "twilio"}
+	// Channels label the per-session metrics (see Channel).
+	Channels = []Channel{ChannelBrowser, ChannelTwilio}
 
 	// RelayDirections label turnstile_relay_added_seconds.
 	RelayDirections = []string{"in", "out"}
@@ -106,6 +105,32 @@ var (
 	}
 )
 
+// Channel is what a session came by: a browser, or a phone carrier's media
+// stream. It labels the per-session metrics (channel="browser" |
+// "twilio"), so that an operator splits sessions, turns, tool calls,
+// tokens, dropped audio and refusals by channel. A closed set: a value is
+// one of the constants, never a string from the wire.
+type Channel string
+
+const (
+	// ChannelBrowser is a browser's WebSocket (/v1/ws).
+	ChannelBrowser Channel = "browser"
+	// ChannelTwilio is a phone call over Twilio Media Streams.
+	ChannelTwilio Channel = "twilio"
+	// ChannelNone labels a refusal before anything says what the
+	// connection is (max_connections, at accept); no session has it.
+	ChannelNone Channel = "none"
+)
+
+// String is the channel's label value; the zero Channel is a browser's (the
+// default channel of a session).
+func (c Channel) String() string {
+	if c == "" {
+		return string(ChannelBrowser)
+	}
+	return string(c)
+}
+
 // ToolOutcomes are the outcome label values of a tool call: "ok" and the
 // lower-case error types.
 func ToolOutcomes() []string {
@@ -135,27 +160,45 @@ func DisconnectReasons() []string {
 // initZero creates every series of the closed label sets at zero.
 func (m *Metrics) initZero() {
 	for _, mode := range protocol.Modes {
-		m.SessionsActive.WithLabelValues(mode)
 		m.TurnDuration.WithLabelValues(mode)
 		m.InitTokens.WithLabelValues(mode)
 		m.InitSystemTokens.WithLabelValues(mode)
 		m.InitToolTokens.WithLabelValues(mode)
 		m.ToolCallsPerTurn.WithLabelValues(mode)
-		for _, r := range protocol.TurnEndReasons {
-			m.Turns.WithLabelValues(mode, r)
-		}
 		for _, g := range Gates {
 			m.GateRefusals.WithLabelValues(g, mode)
 		}
 	}
-	for _, k := range SessionStartKinds {
-		m.SessionsStarted.WithLabelValues(k)
-	}
 	for _, ch := range Channels {
-		m.ChannelSessions.WithLabelValues(ch)
-		m.VoiceResponse.WithLabelValues(ch)
+		c := ch.String()
+		m.ChannelSessions.WithLabelValues(c)
+		m.VoiceResponse.WithLabelValues(c)
 		for _, d := range RelayDirections {
-			m.RelayAdded.WithLabelValues(ch, d)
+			m.RelayAdded.WithLabelValues(c, d)
+		}
+		for _, mode := range protocol.Modes {
+			m.SessionsActive.WithLabelValues(mode, c)
+			for _, r := range protocol.TurnEndReasons {
+				m.Turns.WithLabelValues(mode, r, c)
+			}
+		}
+		for _, k := range SessionStartKinds {
+			m.SessionsStarted.WithLabelValues(k, c)
+		}
+		for _, r := range SessionRefusalReasons {
+			m.SessionsRefused.WithLabelValues(r, c)
+		}
+		for _, kind := range []string{"input", "output"} {
+			for _, p := range modelProviders {
+				m.ModelTokens.WithLabelValues(p, "text", kind, "text", c)
+			}
+			// What Live reports a split for: text and audio.
+			for _, modality := range []string{"text", "audio"} {
+				m.ModelTokens.WithLabelValues("gemini", "voice", kind, modality, c)
+			}
+		}
+		for _, r := range VoiceDropReasons {
+			m.VoiceAudioDropped.WithLabelValues(r, c)
 		}
 	}
 	for _, c := range Carriers {
@@ -163,22 +206,10 @@ func (m *Metrics) initZero() {
 			m.TelephonyEvents.WithLabelValues(c, e)
 		}
 	}
-	for _, r := range SessionRefusalReasons {
-		m.SessionsRefused.WithLabelValues(r)
-	}
 	for _, k := range ModelRequestKinds {
 		m.ModelFirstToken.WithLabelValues(k)
 		for _, o := range ModelOutcomes {
 			m.ModelRequests.WithLabelValues(k, o)
-		}
-	}
-	for _, kind := range []string{"input", "output"} {
-		for _, p := range modelProviders {
-			m.ModelTokens.WithLabelValues(p, "text", kind, "text")
-		}
-		// What Live reports a split for: text and audio.
-		for _, modality := range []string{"text", "audio"} {
-			m.ModelTokens.WithLabelValues("gemini", "voice", kind, modality)
 		}
 	}
 	for _, typ := range BrowserMessageTypes() {
@@ -200,9 +231,6 @@ func (m *Metrics) initZero() {
 	for _, o := range ConfirmationOutcomes {
 		m.Confirmations.WithLabelValues(o)
 	}
-	for _, r := range VoiceDropReasons {
-		m.VoiceAudioDropped.WithLabelValues(r)
-	}
 	for _, e := range upstreamEvents {
 		m.UpstreamEvents.WithLabelValues(e[0], e[1], e[2])
 	}
@@ -210,14 +238,16 @@ func (m *Metrics) initZero() {
 }
 
 // InitTools creates, at zero, the per-tool series of the given tools (the
-// registry's, at startup): calls by every outcome, latency, result size and
+// registry's, at startup): calls by every outcome and channel, latency, result size and
 // tokens, and soft-latency overruns by mode. Tools added later (MCP) get
 // their series at their first call.
 func (m *Metrics) InitTools(tools []string) {
 	outcomes := ToolOutcomes()
 	for _, tool := range tools {
 		for _, o := range outcomes {
-			m.ToolCalls.WithLabelValues(tool, o)
+			for _, ch := range Channels {
+				m.ToolCalls.WithLabelValues(tool, o, ch.String())
+			}
 		}
 		m.ToolDuration.WithLabelValues(tool)
 		m.ToolResultChars.WithLabelValues(tool)

@@ -21,21 +21,21 @@ import (
 func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, Build{})
-	modes, reasons := len(protocol.Modes), len(protocol.TurnEndReasons)
+	modes, reasons, chans := len(protocol.Modes), len(protocol.TurnEndReasons), len(Channels)
 	want := map[string]int{
-		"turnstile_sessions_active":                     modes,
-		"turnstile_turns_total":                         modes * reasons,
+		"turnstile_sessions_active":                     modes * chans,
+		"turnstile_turns_total":                         modes * reasons * chans,
 		"turnstile_turn_duration_seconds":               modes,
 		"turnstile_tool_calls_per_turn":                 modes,
 		"turnstile_session_init_tokens_estimate":        modes,
 		"turnstile_session_init_system_tokens_estimate": modes,
 		"turnstile_session_init_tool_tokens_estimate":   modes,
 		"turnstile_gate_refusals_total":                 modes * len(Gates),
-		"turnstile_sessions_started_total":              len(SessionStartKinds),
-		"turnstile_sessions_refused_total":              len(SessionRefusalReasons),
+		"turnstile_sessions_started_total":              len(SessionStartKinds) * chans,
+		"turnstile_sessions_refused_total":              len(SessionRefusalReasons) * chans,
 		"turnstile_model_requests_total":                len(ModelRequestKinds) * len(ModelOutcomes),
 		"turnstile_model_first_chunk_seconds":           len(ModelRequestKinds),
-		"turnstile_model_tokens_total":                  8,
+		"turnstile_model_tokens_total":                  8 * chans,
 		"turnstile_browser_messages_total":              len(BrowserMessageTypes()),
 		"turnstile_browser_disconnects_total":           len(protocol.Disconnects),
 		"turnstile_redis_duration_seconds":              len(RedisOps),
@@ -43,9 +43,9 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		"turnstile_loop_detections_total":               len(LoopRules),
 		"turnstile_intents_applied_total":               len(IntentTypes),
 		"turnstile_confirmations_total":                 len(ConfirmationOutcomes),
-		"turnstile_voice_audio_dropped_seconds_total":   len(VoiceDropReasons),
+		"turnstile_voice_audio_dropped_seconds_total":   len(VoiceDropReasons) * chans,
 		"turnstile_upstream_events_total":               len(upstreamEvents),
-		"turnstile_tool_calls_total":                    len(ToolOutcomes()), // the "unknown" tool
+		"turnstile_tool_calls_total":                    len(ToolOutcomes()) * chans, // the "unknown" tool
 		"turnstile_tool_duration_seconds":               1,
 		"turnstile_tool_result_chars":                   1,
 		"turnstile_tool_result_tokens":                  1,
@@ -61,8 +61,8 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		}
 	}
 	m.InitTools([]string{"kb_search", "kb_get"})
-	if got, _ := testutil.GatherAndCount(reg, "turnstile_tool_calls_total"); got != 3*len(ToolOutcomes()) {
-		t.Errorf("tool calls: %d series after InitTools of two tools, want %d", got, 3*len(ToolOutcomes()))
+	if got, _ := testutil.GatherAndCount(reg, "turnstile_tool_calls_total"); got != 3*len(ToolOutcomes())*chans {
+		t.Errorf("tool calls: %d series after InitTools of two tools, want %d", got, 3*len(ToolOutcomes())*chans)
 	}
 	if got, _ := testutil.GatherAndCount(reg, "turnstile_tool_soft_latency_exceeded_total"); got != 3*modes {
 		t.Errorf("soft latency: %d series, want %d", got, 3*modes)

@@ -22,19 +22,19 @@ type Build struct {
 // for concurrent use. A nil *Metrics is not allowed; use New with a fresh
 // registry in tests.
 type Metrics struct {
-	SessionsActive    *prometheus.GaugeVec     // mode
-	SessionsStarted   *prometheus.CounterVec   // kind: new|resumed
+	SessionsActive    *prometheus.GaugeVec     // mode, channel
+	SessionsStarted   *prometheus.CounterVec   // kind: new|resumed, channel
 	ResumeRefused     prometheus.Counter       //
 	SessionDuration   prometheus.Histogram     //
-	Turns             *prometheus.CounterVec   // mode, reason
+	Turns             *prometheus.CounterVec   // mode, reason, channel
 	TurnDuration      *prometheus.HistogramVec // mode
 	TurnsPerSession   prometheus.Histogram     //
-	ToolCalls         *prometheus.CounterVec   // tool, outcome
+	ToolCalls         *prometheus.CounterVec   // tool, outcome, channel
 	ToolDuration      *prometheus.HistogramVec // tool
 	ToolResultChars   *prometheus.HistogramVec // tool
 	ModelRequests     *prometheus.CounterVec   // kind, outcome
 	ModelFirstToken   *prometheus.HistogramVec // kind
-	ModelTokens       *prometheus.CounterVec   // provider: gemini|openai|other, mode, kind: input|output, modality
+	ModelTokens       *prometheus.CounterVec   // provider: gemini|openai|other, mode, kind: input|output, modality, channel
 	BrowserMessages   *prometheus.CounterVec   // type
 	BrowserDisconnect *prometheus.CounterVec   // reason
 	RedisDuration     *prometheus.HistogramVec // op
@@ -55,21 +55,21 @@ type Metrics struct {
 	StoreRestorations prometheus.Counter
 	// VoiceAudioDropped counts the seconds of model audio the Live model
 	// generated (and bills) that the gateway did not play, by reason
-	// (VoiceDropReasons).
+	// (VoiceDropReasons) and channel.
 	VoiceAudioDropped *prometheus.CounterVec
 
 	MCPServerUp *prometheus.GaugeVec   // server (names from the MCP config file)
 	MCPRestarts *prometheus.CounterVec // server
 
 	Ready            prometheus.Gauge       // 1 while /readyz answers 200 (SetReady)
-	SessionsRefused  *prometheus.CounterVec // reason: SessionRefusalReasons (RefuseSession)
+	SessionsRefused  *prometheus.CounterVec // reason: SessionRefusalReasons, channel (RefuseSession)
 	InitSystemTokens *prometheus.GaugeVec   // mode: the system-prompt part of InitTokens
 	InitToolTokens   *prometheus.GaugeVec   // mode: the tool-declaration part of InitTokens
 	ContextBudget    prometheus.Gauge       // the configured context budget in tokens (SetContextBudget)
 	PeakContext      prometheus.Histogram   // the largest context estimate of each ended session
 	CallsPerSession  prometheus.Histogram   // tool calls of each ended session
 	sessions         *liveSessions          // the live sessions' context estimates (OpenSession)
-	Refusals         *prometheus.CounterVec // reason: see RefusalReasons; count through Refusal
+	Refusals         *prometheus.CounterVec // reason: see RefusalReasons, channel; count through Refusal
 	// TraceSpansDropped counts spans never exported (reason: queue_full,
 	// export_failed; tracing.DropReasons).
 	TraceSpansDropped *prometheus.CounterVec
@@ -100,16 +100,16 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 	f := factory{reg}
 	m := &Metrics{
 		SessionsActive: f.gaugeVec("turnstile_sessions_active",
-			"Sessions with a live browser connection, by mode.", "mode"),
+			"Sessions with a live connection, by mode and channel (browser, twilio).", "mode", "channel"),
 		SessionsStarted: f.counterVec("turnstile_sessions_started_total",
-			"Sessions started on this node, new or resumed.", "kind"),
+			"Sessions started on this node, new or resumed, by channel (browser, twilio).", "kind", "channel"),
 		ResumeRefused: f.counter("turnstile_resume_refused_total",
 			"Resume attempts refused (unknown, expired, wrong token or other user)."),
 		SessionDuration: f.histogram("turnstile_session_duration_seconds",
 			"Lifetime of one browser connection's session.",
 			prometheus.ExponentialBuckets(1, 4, 10)),
 		Turns: f.counterVec("turnstile_turns_total",
-			"Turns ended, by mode and turn.done reason.", "mode", "reason"),
+			"Turns ended, by mode, turn.done reason and channel (browser, twilio).", "mode", "reason", "channel"),
 		TurnDuration: f.histogramVec("turnstile_turn_duration_seconds",
 			"Time from a user input to the end of its turn.",
 			prometheus.ExponentialBuckets(0.05, 2, 12), "mode"),
@@ -117,7 +117,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Turns taken by one browser connection.",
 			prometheus.ExponentialBuckets(1, 2, 10)),
 		ToolCalls: f.counterVec("turnstile_tool_calls_total",
-			"Tool calls by tool and outcome (ok or the lower-case error type).", "tool", "outcome"),
+			"Tool calls by tool, outcome (ok or the lower-case error type) and channel (browser, twilio).",
+			"tool", "outcome", "channel"),
 		ToolDuration: f.histogramVec("turnstile_tool_duration_seconds",
 			"Tool handler latency.",
 			prometheus.ExponentialBuckets(0.001, 2.5, 12), "tool"),
@@ -130,8 +131,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Time from a model request to its first streamed chunk.",
 			prometheus.ExponentialBuckets(0.01, 2, 12), "kind"),
 		ModelTokens: f.counterVec("turnstile_model_tokens_total",
-			"Tokens of model requests (text) and Live turns (voice) as the provider reported them, by provider (gemini, openai), mode, kind (input, output; output includes reasoning tokens) and modality (text, audio, image, video, document; unspecified where the provider gave no split).",
-			"provider", "mode", "kind", "modality"),
+			"Tokens of model requests (text) and Live turns (voice) as the provider reported them, by provider (gemini, openai), mode, kind (input, output; output includes reasoning tokens), modality (text, audio, image, video, document; unspecified where the provider gave no split) and channel (browser, twilio).",
+			"provider", "mode", "kind", "modality", "channel"),
 		BrowserMessages: f.counterVec("turnstile_browser_messages_total",
 			"Messages received from browsers, by protocol type (invalid ones as \"invalid\").", "type"),
 		BrowserDisconnect: f.counterVec("turnstile_browser_disconnects_total",
@@ -167,7 +168,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		StoreRestorations: f.counter("turnstile_store_restorations_total",
 			"Sessions this node wrote back to Redis whole after Redis lost them (restarted empty, flushed, expired): live ones and those served in the last idle timeout."),
 		VoiceAudioDropped: f.counterVec("turnstile_voice_audio_dropped_seconds_total",
-			"Seconds of model audio the Live model generated that the gateway did not play, by reason (suppress_audio, terminal, interrupted).", "reason"),
+			"Seconds of model audio the Live model generated that the gateway did not play, by reason (suppress_audio, terminal, interrupted) and channel (browser, twilio).",
+			"reason", "channel"),
 
 		MCPServerUp: f.gaugeVec("turnstile_mcp_server_up",
 			"1 while the gateway is connected to the MCP tool server, 0 while it is down or unreachable.", "server"),
@@ -178,8 +180,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		Ready: f.gauge("turnstile_ready",
 			"1 while this node is ready for new sessions (its last /readyz check passed), 0 while it is not (Redis unreachable, draining, or not checked yet)."),
 		SessionsRefused: f.counterVec("turnstile_sessions_refused_total",
-			"Browsers that did not get a session, by reason (unauthenticated, origin, max_sessions, max_sessions_per_user, draining, store_unavailable, resume_refused, blocked, new_sessions_per_minute, other).",
-			"reason"),
+			"Browsers and calls that did not get a session, by reason (unauthenticated, origin, max_sessions, max_sessions_per_user, draining, store_unavailable, resume_refused, blocked, new_sessions_per_minute, other) and channel (browser, twilio).",
+			"reason", "channel"),
 		InitSystemTokens: f.gaugeVec("turnstile_session_init_system_tokens_estimate",
 			"Estimated tokens (ceil(chars/4)) of the system instruction every session of a mode starts with.", "mode"),
 		InitToolTokens: f.gaugeVec("turnstile_session_init_tool_tokens_estimate",
@@ -247,19 +249,19 @@ func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
 // any other provider is counted as "other", so the label stays bounded.
 var modelProviders = []string{"gemini", "openai"}
 
-// AddModelTokens counts the tokens one text model request used, as its
-// provider reported them (provider "gemini" or "openai"; anything else is
-// counted as "other"). Text turns send text only: modality "text".
-// Negative counts are ignored.
-func (m *Metrics) AddModelTokens(provider string, input, output int) {
+// AddModelTokens counts the tokens one text model request of a session of
+// channel ch used, as its provider reported them (provider "gemini" or
+// "openai"; anything else is counted as "other"). Text turns send text
+// only: modality "text". Negative counts are ignored.
+func (m *Metrics) AddModelTokens(provider string, ch Channel, input, output int) {
 	if !slices.Contains(modelProviders, provider) {
 		provider = "other"
 	}
 	if input > 0 {
-		m.ModelTokens.WithLabelValues(provider, "text", "input", "text").Add(float64(input))
+		m.ModelTokens.WithLabelValues(provider, "text", "input", "text", ch.String()).Add(float64(input))
 	}
 	if output > 0 {
-		m.ModelTokens.WithLabelValues(provider, "text", "output", "text").Add(float64(output))
+		m.ModelTokens.WithLabelValues(provider, "text", "output", "text", ch.String()).Add(float64(output))
 	}
 }
 
@@ -268,12 +270,12 @@ func (m *Metrics) AddModelTokens(provider string, input, output int) {
 // "unspecified" is what a total holds beyond its split.
 var TokenModalities = []string{"text", "audio", "image", "video", "document", "unspecified"}
 
-// AddVoiceTokens counts what one Live turn cost (provider gemini, mode
-// voice): kind is "input" or "output", total the count, byModality its split
+// AddVoiceTokens counts what one Live turn of a session of channel ch cost
+// (provider gemini, mode voice): kind is "input" or "output", total the count, byModality its split
 // where the upstream gave one. A modality outside TokenModalities, and
 // whatever the split leaves of the total, count as "unspecified"; a split
 // larger than the total is believed over it.
-func (m *Metrics) AddVoiceTokens(kind string, total int, byModality map[string]int) {
+func (m *Metrics) AddVoiceTokens(ch Channel, kind string, total int, byModality map[string]int) {
 	if kind != "input" && kind != "output" {
 		return
 	}
@@ -286,10 +288,10 @@ func (m *Metrics) AddVoiceTokens(kind string, total int, byModality map[string]i
 		if !slices.Contains(TokenModalities, modality) {
 			modality = "unspecified"
 		}
-		m.ModelTokens.WithLabelValues("gemini", "voice", kind, modality).Add(float64(n))
+		m.ModelTokens.WithLabelValues("gemini", "voice", kind, modality, ch.String()).Add(float64(n))
 	}
 	if rest > 0 {
-		m.ModelTokens.WithLabelValues("gemini", "voice", kind, "unspecified").Add(float64(rest))
+		m.ModelTokens.WithLabelValues("gemini", "voice", kind, "unspecified", ch.String()).Add(float64(rest))
 	}
 }
 

@@ -14,11 +14,11 @@ func TestMetricNamesPassLint(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := New(reg, Build{Version: "test", Commit: "abc"})
 	// Touch every vector so that the linter sees a sample of each.
-	m.SessionsActive.WithLabelValues("text").Inc()
-	m.SessionsStarted.WithLabelValues("new").Inc()
-	m.Turns.WithLabelValues("text", "end_turn").Inc()
+	m.SessionsActive.WithLabelValues("text", "browser").Inc()
+	m.SessionsStarted.WithLabelValues("new", "browser").Inc()
+	m.Turns.WithLabelValues("text", "end_turn", "browser").Inc()
 	m.TurnDuration.WithLabelValues("text").Observe(1)
-	m.ToolCalls.WithLabelValues("kb_search", "ok").Inc()
+	m.ToolCalls.WithLabelValues("kb_search", "ok", "browser").Inc()
 	m.ToolDuration.WithLabelValues("kb_search").Observe(0.01)
 	m.ToolResultChars.WithLabelValues("kb_search").Observe(100)
 	m.ModelRequests.WithLabelValues("text", "ok").Inc()
@@ -35,7 +35,7 @@ func TestMetricNamesPassLint(t *testing.T) {
 	m.ToolResultTokens.WithLabelValues("kb_search").Observe(25)
 	m.ToolCallsPerTurn.WithLabelValues("text").Observe(2)
 	m.UpstreamEvents.WithLabelValues("live", "close", "1011").Inc()
-	m.ObserveToolCall("kb_get", "ok", 3*time.Millisecond, 400)
+	m.ObserveToolCall("kb_get", "ok", ChannelBrowser, 3*time.Millisecond, 400)
 	m.SetInitTokens("voice", 900)
 
 	problems, err := testutil.GatherAndLint(reg)
@@ -93,20 +93,20 @@ func TestRedisErrorsCounted(t *testing.T) {
 func TestModelTokensStartAtZeroForEachProviderAndKind(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	New(reg, Build{})
-	if n, err := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); err != nil || n != 8 {
+	if n, err := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); err != nil || n != 8*len(Channels) {
 		t.Fatalf("turnstile_model_tokens_total has %d series (%v), want text (gemini and openai) and voice "+
-			"(gemini text and audio) × input and output", n, err)
+			"(gemini text and audio) × input and output × channel", n, err)
 	}
 }
 
 func TestModelTokensAddUpPerProviderWithABoundedLabel(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, Build{})
-	m.AddModelTokens("openai", 120, 30)
-	m.AddModelTokens("openai", 80, 0)
-	m.AddModelTokens("gemini", 10, 5)
-	m.AddModelTokens("llama-from-a-header", 7, 3)
-	m.AddModelTokens("gemini", -4, -1)
+	m.AddModelTokens("openai", ChannelBrowser, 120, 30)
+	m.AddModelTokens("openai", ChannelBrowser, 80, 0)
+	m.AddModelTokens("gemini", ChannelBrowser, 10, 5)
+	m.AddModelTokens("llama-from-a-header", ChannelBrowser, 7, 3)
+	m.AddModelTokens("gemini", ChannelBrowser, -4, -1)
 	for _, c := range []struct {
 		provider, kind string
 		want           float64
@@ -115,23 +115,23 @@ func TestModelTokensAddUpPerProviderWithABoundedLabel(t *testing.T) {
 		{"gemini", "input", 10}, {"gemini", "output", 5},
 		{"other", "input", 7}, {"other", "output", 3},
 	} {
-		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues(c.provider, "text", c.kind, "text")); got != c.want {
+		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues(c.provider, "text", c.kind, "text", "browser")); got != c.want {
 			t.Errorf("tokens{%s,%s} = %v, want %v", c.provider, c.kind, got, c.want)
 		}
 	}
-	if n, _ := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); n != 10 {
-		t.Errorf("%d series, want 10: an unknown provider must not add a label value of its own", n)
+	if n, _ := testutil.GatherAndCount(reg, "turnstile_model_tokens_total"); n != 8*len(Channels)+2 {
+		t.Errorf("%d series, want %d: an unknown provider must not add a label value of its own", n, 8*len(Channels)+2)
 	}
 }
 
 func TestVoiceTokensCountByModalityAndTheRestAsUnspecified(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, Build{})
-	m.AddVoiceTokens("input", 554, map[string]int{"text": 553, "audio": 1})
-	m.AddVoiceTokens("output", 25, map[string]int{"audio": 19}) // 6 thinking tokens without a split
-	m.AddVoiceTokens("input", 10, nil)
-	m.AddVoiceTokens("output", 4, map[string]int{"hologram": 4})
-	m.AddVoiceTokens("sideways", 99, nil)
+	m.AddVoiceTokens(ChannelTwilio, "input", 554, map[string]int{"text": 553, "audio": 1})
+	m.AddVoiceTokens(ChannelTwilio, "output", 25, map[string]int{"audio": 19}) // 6 thinking tokens without a split
+	m.AddVoiceTokens(ChannelTwilio, "input", 10, nil)
+	m.AddVoiceTokens(ChannelTwilio, "output", 4, map[string]int{"hologram": 4})
+	m.AddVoiceTokens(ChannelTwilio, "sideways", 99, nil)
 	for _, c := range []struct {
 		kind, modality string
 		want           float64
@@ -139,11 +139,11 @@ func TestVoiceTokensCountByModalityAndTheRestAsUnspecified(t *testing.T) {
 		{"input", "text", 553}, {"input", "audio", 1}, {"input", "unspecified", 10},
 		{"output", "audio", 19}, {"output", "unspecified", 10}, {"output", "text", 0},
 	} {
-		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "voice", c.kind, c.modality)); got != c.want {
+		if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "voice", c.kind, c.modality, "twilio")); got != c.want {
 			t.Errorf("voice tokens{%s,%s} = %v, want %v", c.kind, c.modality, got, c.want)
 		}
 	}
-	if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "text", "input", "text")); got != 0 {
+	if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "text", "input", "text", "browser")); got != 0 {
 		t.Errorf("voice tokens counted as text: %v", got)
 	}
 }

@@ -2,15 +2,16 @@ package metrics
 
 import "time"
 
-// ObserveToolCall records one finished tool call in Prometheus
-// (ToolCalls, ToolDuration, ToolResultChars, ToolResultTokens) and in the
-// Summary. tool must be a bounded label (a registered name or "unknown");
-// outcome is "ok" or the lower-case error type. resultChars is the size of
-// the response sent to the model in characters (Unicode code points, as
-// seed 004 sizes responses; not bytes); a negative one means the size is
-// unknown: only the count and latency are recorded.
-func (m *Metrics) ObserveToolCall(tool, outcome string, d time.Duration, resultChars int) {
-	m.ToolCalls.WithLabelValues(tool, outcome).Inc()
+// ObserveToolCall records one finished tool call of a session of channel ch
+// in Prometheus (ToolCalls, ToolDuration, ToolResultChars,
+// ToolResultTokens) and in the Summary. tool must be a bounded label (a
+// registered name or "unknown"); outcome is "ok" or the lower-case error
+// type. resultChars is the size of the response sent to the model in
+// characters (Unicode code points, as seed 004 sizes responses; not bytes);
+// a negative one means the size is unknown: only the count and latency are
+// recorded.
+func (m *Metrics) ObserveToolCall(tool, outcome string, ch Channel, d time.Duration, resultChars int) {
+	m.ToolCalls.WithLabelValues(tool, outcome, ch.String()).Inc()
 	m.ToolDuration.WithLabelValues(tool).Observe(d.Seconds())
 	if resultChars >= 0 {
 		m.ToolResultChars.WithLabelValues(tool).Observe(float64(resultChars))

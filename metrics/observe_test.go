@@ -11,13 +11,13 @@ import (
 func TestObserveToolCallUpdatesPrometheusAndSummary(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, Build{})
-	m.ObserveToolCall("kb_search", "ok", 20*time.Millisecond, 4000)
-	m.ObserveToolCall("kb_search", "timeout", 2*time.Second, -1)
+	m.ObserveToolCall("kb_search", "ok", ChannelBrowser, 20*time.Millisecond, 4000)
+	m.ObserveToolCall("kb_search", "timeout", ChannelBrowser, 2*time.Second, -1)
 
-	if got := testutil.ToFloat64(m.ToolCalls.WithLabelValues("kb_search", "ok")); got != 1 {
+	if got := testutil.ToFloat64(m.ToolCalls.WithLabelValues("kb_search", "ok", "browser")); got != 1 {
 		t.Errorf("tool_calls_total{ok} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(m.ToolCalls.WithLabelValues("kb_search", "timeout")); got != 1 {
+	if got := testutil.ToFloat64(m.ToolCalls.WithLabelValues("kb_search", "timeout", "browser")); got != 1 {
 		t.Errorf("tool_calls_total{timeout} = %v, want 1", got)
 	}
 	for name, want := range map[string]uint64{

@@ -52,18 +52,27 @@ func RefusalReasons() []string { return append(slices.Clone(refusalReasons), ref
 
 func newRefusals(f factory) *prometheus.CounterVec {
 	c := f.counterVec("turnstile_refusals_total",
-		"Requests, connections and messages refused by a limit of the edge or the session, by reason.", "reason")
+		"Requests, connections and messages refused by a limit of the edge or the session, by reason and channel "+
+			"(browser, twilio; none for max_connections, refused at accept before anything says what the connection is).",
+		"reason", "channel")
 	for _, r := range RefusalReasons() {
-		c.WithLabelValues(r)
+		if r == RefusedMaxConnections {
+			c.WithLabelValues(r, ChannelNone.String())
+			continue
+		}
+		for _, ch := range Channels {
+			c.WithLabelValues(r, ch.String())
+		}
 	}
 	return c
 }
 
 // Refusal counts one refusal for reason (one of the Refused* constants;
-// anything else is counted as "other").
-func (m *Metrics) Refusal(reason string) {
+// anything else is counted as "other") of a connection of channel ch
+// (ChannelNone for max_connections).
+func (m *Metrics) Refusal(reason string, ch Channel) {
 	if !slices.Contains(refusalReasons, reason) {
 		reason = refusalOther
 	}
-	m.Refusals.WithLabelValues(reason).Inc()
+	m.Refusals.WithLabelValues(reason, ch.String()).Inc()
 }

@@ -210,7 +210,7 @@ func TestAnsweredCallSeenAgainIsReplayedFromTheLedgerNotRun(t *testing.T) {
 	if !again.Results[0].Outcome.Replayed {
 		t.Error("the outcome is not marked replayed")
 	}
-	if got := testutil.ToFloat64(g.m.ToolCalls.WithLabelValues("echo", "ok")); got != 0 {
+	if got := testutil.ToFloat64(g.m.ToolCalls.WithLabelValues("echo", "ok", "browser")); got != 0 {
 		t.Errorf("the replay was counted as a tool call (%v)", got)
 	}
 }

@@ -96,7 +96,7 @@ func TestGatesInTextModeCountAcrossMessagesOfOneTurn(t *testing.T) {
 	if got := testutil.ToFloat64(f.m.GateRefusals.WithLabelValues("total", "text")); got != 2 {
 		t.Errorf("gate_refusals{total,text} = %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("search", "budget_exceeded")); got != 2 {
+	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("search", "budget_exceeded", "browser")); got != 2 {
 		t.Errorf("tool_calls{search,budget_exceeded} = %v, want 2", got)
 	}
 }

@@ -48,7 +48,7 @@ func TestUnknownToolIsNotFoundAndCountedAsUnknown(t *testing.T) {
 	if strings.Contains(out.Envelope.Error.Message, "delete_all_orders") {
 		t.Errorf("message %q echoes the invented name", out.Envelope.Error.Message)
 	}
-	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("unknown", "not_found")); got != 1 {
+	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("unknown", "not_found", "browser")); got != 1 {
 		t.Errorf("tool_calls{tool=unknown,outcome=not_found} = %v, want 1", got)
 	}
 	for _, name := range []string{"turnstile_tool_calls_total", "turnstile_tool_duration_seconds", "turnstile_tool_result_chars"} {
@@ -95,7 +95,7 @@ func TestInvalidArgumentsAreRefusedNamingTheProperty(t *testing.T) {
 			if !strings.Contains(out.Envelope.Error.Message, tc.want) {
 				t.Errorf("message %q, want it to contain %q", out.Envelope.Error.Message, tc.want)
 			}
-			if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("echo", "validation")); got != 1 {
+			if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("echo", "validation", "browser")); got != 1 {
 				t.Errorf("tool_calls{echo,validation} = %v, want 1", got)
 			}
 		})
@@ -142,7 +142,7 @@ func TestHandlerErrorIsAnsweredAsError(t *testing.T) {
 	if out.Envelope.Error.Message != "the backend asks to slow down" {
 		t.Errorf("message = %q, want the handler's", out.Envelope.Error.Message)
 	}
-	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("rate_limited", "rate_limit")); got != 1 {
+	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("rate_limited", "rate_limit", "browser")); got != 1 {
 		t.Errorf("tool_calls{rate_limited,rate_limit} = %v, want 1", got)
 	}
 }
@@ -174,7 +174,7 @@ func TestTimeoutAnswersPromptlyAndCancelsTheHandler(t *testing.T) {
 	case <-time.After(prompt):
 		t.Fatal("the handler's context was not cancelled")
 	}
-	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("slow", "timeout")); got != 1 {
+	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("slow", "timeout", "browser")); got != 1 {
 		t.Errorf("tool_calls{slow,timeout} = %v, want 1", got)
 	}
 }
@@ -369,7 +369,7 @@ func TestMetricsObserveEveryCall(t *testing.T) {
 	f.exec(t.Context(), "boom", nil)
 
 	for _, c := range []struct{ tool, outcome string }{{"echo", "ok"}, {"echo", "validation"}, {"boom", "internal"}} {
-		if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues(c.tool, c.outcome)); got != 1 {
+		if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues(c.tool, c.outcome, "browser")); got != 1 {
 			t.Errorf("tool_calls{%s,%s} = %v, want 1", c.tool, c.outcome, got)
 		}
 	}
@@ -450,7 +450,7 @@ func TestConcurrentCallsAreIndependent(t *testing.T) {
 			t.Errorf("call %d answered %#v", i, out.Response)
 		}
 	}
-	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("echo", "ok")); got != n {
+	if got := testutil.ToFloat64(f.m.ToolCalls.WithLabelValues("echo", "ok", "browser")); got != n {
 		t.Errorf("tool_calls{echo,ok} = %v, want %d", got, n)
 	}
 }

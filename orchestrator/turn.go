@@ -25,6 +25,9 @@ type Session struct {
 	ID     string
 	UserID string
 	Mode   string
+	// Channel is what the session came by (a browser, a phone carrier):
+	// its tool calls' metric label.
+	Channel metrics.Channel
 	// Epoch is the generation of the connection that owns the session
 	// (store.Record.Epoch): every ledger and confirmation write carries
 	// it, and the store refuses one from an older owner (ErrFenced).
@@ -105,6 +108,9 @@ func (o *Orchestrator) NewTurn(s Session, n int, loops *loopdetect.Detector) *Tu
 
 // Number is the turn's number in its session.
 func (t *Turn) Number() int { return t.n }
+
+// Channel is what the turn's session came by (its metrics' channel label).
+func (t *Turn) Channel() metrics.Channel { return t.s.Channel }
 
 // Handle runs the calls of one model message: each is admitted in arrival
 // order (lookup, mode, loop detection, gates, validation, confirmation),
@@ -401,7 +407,7 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 		outcome = strings.ToLower(string(env.Error.Type))
 		chars = jsonChars(out.Response)
 	}
-	t.o.Metrics.ObserveToolCall(a.label, outcome, d, chars)
+	t.o.Metrics.ObserveToolCall(a.label, outcome, t.s.Channel, d, chars)
 	if env.OK && chars > metrics.ResultSizeWarnChars {
 		t.o.warnOversize(a.label, chars)
 	}

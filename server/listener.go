@@ -54,7 +54,7 @@ func (s *Server) LimitListener(ln net.Listener) net.Listener {
 	}
 	return &capListener{Listener: ln, max: int64(s.cfg.MaxConnections), refused: func(c net.Conn) {
 		// At accept there are no headers yet: the client is the TCP peer.
-		s.refused(metrics.RefusedMaxConnections, c.RemoteAddr().String(), nil)
+		s.refused(metrics.RefusedMaxConnections, metrics.ChannelNone, c.RemoteAddr().String(), nil)
 	}}
 }
 

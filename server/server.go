@@ -216,7 +216,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	client := s.cfg.TrustedProxies.ClientIP(r)
 	if err := s.checkOrigin(r); err != nil {
-		s.refused(metrics.RefusedOrigin, client, err)
+		s.refused(metrics.RefusedOrigin, metrics.ChannelBrowser, client, err)
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "this page's origin may not connect"})
 		return
 	}
@@ -226,13 +226,13 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, ErrNoToken) {
 			msg = "no token: send Authorization: Bearer <token>, or the subprotocols turnstile.v1 and turnstile.auth.<token>"
 		}
-		s.refused(metrics.RefusedUnauthenticated, client, err)
+		s.refused(metrics.RefusedUnauthenticated, metrics.ChannelBrowser, client, err)
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": msg})
 		return
 	}
 	leaveNode, ok := s.admit.admitSession()
 	if !ok {
-		s.refused(metrics.RefusedMaxSessions, client, nil)
+		s.refused(metrics.RefusedMaxSessions, metrics.ChannelBrowser, client, nil)
 		w.Header().Set("Retry-After", retryAfter(retryAfterNodeFull))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "this node is at its session limit; try again later",
 			"reason": metrics.RefusedMaxSessions})
@@ -241,7 +241,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	defer leaveNode()
 	leaveUser, ok := s.admit.admitUser(r.Context(), id.User)
 	if !ok {
-		s.refused(metrics.RefusedMaxSessionsPerUser, client, nil)
+		s.refused(metrics.RefusedMaxSessionsPerUser, metrics.ChannelBrowser, client, nil)
 		w.Header().Set("Retry-After", retryAfter(retryAfterUserFull))
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too many open connections for this user; close one",
 			"reason": metrics.RefusedMaxSessionsPerUser})
@@ -267,10 +267,10 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 // logEvery on this node, with how many there were since the last line and
 // the client of the one logged. A
 // refused upgrade is also a browser that got no session.
-func (s *Server) refused(reason, client string, err error) {
-	s.d.Metrics.Refusal(reason)
+func (s *Server) refused(reason string, ch metrics.Channel, client string, err error) {
+	s.d.Metrics.Refusal(reason, ch)
 	if reason != metrics.RefusedMaxConnections {
-		s.d.Metrics.RefuseSession(reason)
+		s.d.Metrics.RefuseSession(reason, ch)
 	}
 	count, ok := s.throttle.Note(reason, time.Now(), 1)
 	if !ok {

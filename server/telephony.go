@@ -133,7 +133,7 @@ func (s *Server) telephonyWebhook(t *Telephony, w http.ResponseWriter, r *http.R
 	if leave, ok := s.admit.admitSession(); ok {
 		leave() // a look only: the stream takes its place
 	} else {
-		s.refused(metrics.RefusedMaxSessions, r.RemoteAddr, nil)
+		s.refused(metrics.RefusedMaxSessions, t.Carrier.Channel(), r.RemoteAddr, nil)
 		http.Error(w, "this node is at its session limit", http.StatusServiceUnavailable)
 		return
 	}
@@ -171,7 +171,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	}
 	leaveNode, ok := s.admit.admitSession()
 	if !ok {
-		s.refused(metrics.RefusedMaxSessions, r.RemoteAddr, nil)
+		s.refused(metrics.RefusedMaxSessions, t.Carrier.Channel(), r.RemoteAddr, nil)
 		http.Error(w, "this node is at its session limit", http.StatusServiceUnavailable)
 		return
 	}
@@ -218,13 +218,13 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	user := t.Signer.Pseudonym(call.From)
 	leaveUser, ok := s.admit.admitUser(ctx, user)
 	if !ok {
-		s.refused(metrics.RefusedMaxSessionsPerUser, r.RemoteAddr, nil)
+		s.refused(metrics.RefusedMaxSessionsPerUser, t.Carrier.Channel(), r.RemoteAddr, nil)
 		_ = ws.Close(websocket.StatusPolicyViolation, "too many calls from this caller")
 		return
 	}
 	defer leaveUser()
 	log.Info("call stream started", "call", call.ID, "user", user)
-	s.d.Sessions.ServeWire(ctx, b, hw.conn, session.Identity{User: user, Channel: t.Carrier.Name(),
+	s.d.Sessions.ServeWire(ctx, b, hw.conn, session.Identity{User: user, Channel: t.Carrier.Channel(),
 		Prompt: telephony.Prompt, Pinned: true, ClientIP: s.cfg.TrustedProxies.ClientIP(r)})
 }
 

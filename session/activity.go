@@ -191,7 +191,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	if tracing.Capturing(ctx) {
 		span.SetAttributes(tracing.Messages("user", input))
 	}
-	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Tools: c.ts.reg,
+	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Channel: c.id.Channel, Tools: c.ts.reg,
 		Epoch: rec.Epoch, TakenOver: c.takenOver}, turn, c.loops)
 	var ignored []protocol.IgnoredIntent
 	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log,
@@ -199,7 +199,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	ot.CancelAll() // nothing of this turn may run on
 	c.stats.AddToolCalls(ot.Calls())
 	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
-	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason).Inc()
+	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason, c.id.Channel.String()).Inc()
 	c.m.Metrics.TurnDuration.WithLabelValues(protocol.ModeText).Observe(time.Since(start).Seconds())
 	c.log.InfoContext(ctx, "turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls(),
 		"duration_ms", time.Since(start).Milliseconds())
@@ -314,10 +314,9 @@ func (a *activity) startVoice(reason, handle string) {
 
 	rec := c.st.record()
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
-		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Tools: c.ts.reg, Epoch: rec.Epoch,
+		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
 			TakenOver: c.takenOver}, Loops: c.loops,
-		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
-		Channel: c.id.Channel},
+		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink},
 		voiceHost{c}, handle)
 
 	a.mu.Lock()

@@ -65,10 +65,11 @@ type conn struct {
 	relayIn, relayOut prometheus.Observer
 	micFrames         uint
 
-	rates   rates                   // the reader's limiters
-	logs    [numLimits]throttle.Log // one log line a minute per limit
-	slowLog throttle.Log            // "browser too slow"
-	exp     expiry                  // the token's deadline
+	rates    rates                   // the reader's limiters
+	refusals *limitCounters          // turnstile_refusals_total of this channel
+	logs     [numLimits]throttle.Log // one log line a minute per limit
+	slowLog  throttle.Log            // "browser too slow"
+	exp      expiry                  // the token's deadline
 	// Liveness, for the node's keepalive goroutine.
 	started  atomic.Bool  // session.ready was sent
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
@@ -88,8 +89,11 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
 		rates:   newRates(m.cfg),
 	}
-	c.relayIn = m.Metrics.RelayAdded.WithLabelValues(id.Channel, "in")
-	c.relayOut = m.Metrics.RelayAdded.WithLabelValues(id.Channel, "out")
+	c.relayIn = m.Metrics.RelayAdded.WithLabelValues(id.Channel.String(), "in")
+	c.relayOut = m.Metrics.RelayAdded.WithLabelValues(id.Channel.String(), "out")
+	if c.refusals = m.refusals[id.Channel]; c.refusals == nil {
+		c.refusals = newLimitCounters(m.Metrics, id.Channel)
+	}
 	if id.ClientIP != "" {
 		c.log = c.log.With("client_ip", id.ClientIP)
 	}
@@ -158,10 +162,10 @@ func (c *conn) run(parent context.Context) {
 	mode, turns := c.st.mode(), c.st.turnsTaken()
 	c.m.Metrics.BrowserDisconnect.WithLabelValues(d.Label).Inc()
 	if ok {
-		c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel).Dec()
-		c.m.Metrics.ChannelSessionsEnded.WithLabelValues(c.id.Channel, d.Label).Inc()
+		c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Dec()
+		c.m.Metrics.ChannelSessionsEnded.WithLabelValues(c.id.Channel.String(), d.Label).Inc()
 		c.stats.Close()
-		c.m.Metrics.SessionsActive.WithLabelValues(mode).Dec()
+		c.m.Metrics.SessionsActive.WithLabelValues(mode, c.id.Channel.String()).Dec()
 		c.m.Metrics.SessionDuration.Observe(time.Since(started).Seconds())
 		c.m.Metrics.TurnsPerSession.Observe(float64(turns))
 	}
@@ -340,7 +344,7 @@ func (c *conn) drain(ctx context.Context) {
 		case <-t.C:
 			if v := c.act.voiceSide(); v != nil {
 				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
-				c.m.Metrics.TelephonyEvents.WithLabelValues(c.id.Channel, "drain_goodbye").Inc()
+				c.m.Metrics.TelephonyEvents.WithLabelValues(c.id.Channel.String(), "drain_goodbye").Inc()
 				v.Notice(goodbyeNotice)
 			}
 		}

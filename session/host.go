@@ -182,8 +182,8 @@ func (c *conn) setMode(mode, reason string) {
 	var old string
 	c.st.update(func(rec *store.Record) { old, rec.Mode = rec.Mode, mode })
 	if old != mode {
-		c.m.Metrics.SessionsActive.WithLabelValues(old).Dec()
-		c.m.Metrics.SessionsActive.WithLabelValues(mode).Inc()
+		c.m.Metrics.SessionsActive.WithLabelValues(old, c.id.Channel.String()).Dec()
+		c.m.Metrics.SessionsActive.WithLabelValues(mode, c.id.Channel.String()).Inc()
 	}
 	c.event(timeline.Event{Event: timeline.EventMode, Mode: mode, Reason: reason})
 	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -61,6 +63,18 @@ var limits = [numLimits]limitInfo{
 
 // String is the limit's metric label.
 func (l limit) String() string { return limits[l].label }
+
+// limitCounters are the limits' turnstile_refusals_total series of one
+// channel, looked up once (a refusal on the audio path allocates nothing).
+type limitCounters [numLimits]prometheus.Counter
+
+func newLimitCounters(m *metrics.Metrics, ch metrics.Channel) *limitCounters {
+	var lc limitCounters
+	for l := range numLimits {
+		lc[l] = m.Refusals.WithLabelValues(l.String(), ch.String())
+	}
+	return &lc
+}
 
 // Audio is 16 kHz PCM16 from the browser: bytes per second of real time.
 const micBytesPerSecond = 16000 * 2
@@ -173,7 +187,7 @@ func (c *conn) allowVoiceStart() bool {
 // refused counts one refusal and logs it, at most once a minute per
 // connection and reason, with the count since the last line.
 func (c *conn) refused(l limit, now time.Time) {
-	c.m.refusals[l].Inc()
+	c.refusals[l].Inc()
 	if n, ok := c.logs[l].Note(now, 1); ok {
 		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
 	}
@@ -196,7 +210,7 @@ func (c *conn) allowNewSession() bool {
 		return true
 	}
 	c.refused(limitNewSessions, time.Now())
-	c.m.Metrics.RefuseSession(limits[limitNewSessions].label)
+	c.m.Metrics.RefuseSession(limits[limitNewSessions].label, c.id.Channel)
 	secs := int(wait.Round(time.Second) / time.Second)
 	c.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))

@@ -16,10 +16,8 @@ func limitedConn(cfg Config) *conn {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: Deps{Metrics: metrics.New(prometheus.NewRegistry(), metrics.Build{}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
-	for l := range numLimits {
-		m.refusals[l] = m.Metrics.Refusals.WithLabelValues(l.String())
-	}
-	c := &conn{m: m, q: newQueue(1 << 20), log: m.Log, rates: newRates(cfg)}
+	c := &conn{m: m, q: newQueue(1 << 20), log: m.Log, rates: newRates(cfg),
+		refusals: newLimitCounters(m.Metrics, metrics.ChannelBrowser)}
 	c.out.closing = make(chan struct{})
 	return c
 }

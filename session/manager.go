@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -229,7 +228,7 @@ type Manager struct {
 
 	offlineNote string
 
-	refusals [numLimits]prometheus.Counter
+	refusals map[metrics.Channel]*limitCounters // by channel, every one of metrics.Channels
 
 	mu       sync.Mutex
 	toolsets map[string]*toolset // by registry version, the newest few
@@ -254,8 +253,9 @@ func NewManager(cfg Config, d Deps) *Manager {
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
 		toolsets: map[string]*toolset{}, starting: map[string]*resuming{}, liveKick: make(chan struct{}, 1),
 		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Now)}
-	for l := range numLimits {
-		m.refusals[l] = d.Metrics.Refusals.WithLabelValues(l.String())
+	m.refusals = make(map[metrics.Channel]*limitCounters, len(metrics.Channels))
+	for _, ch := range metrics.Channels {
+		m.refusals[ch] = newLimitCounters(d.Metrics, ch)
 	}
 	m.currentToolset()
 	d.Metrics.Summary.SetLoopState(m.loopState)
@@ -294,8 +294,9 @@ type Identity struct {
 	// they forwarded); every log line of the connection carries it.
 	ClientIP string
 	// Channel is what the connection is, for metrics and logs: a browser
-	// (ChannelBrowser, the default) or a phone carrier ("twilio").
-	Channel string
+	// (ChannelBrowser, the default) or a phone carrier
+	// (metrics.ChannelTwilio).
+	Channel metrics.Channel
 	// Prompt is added to the voice system instruction (how a phone caller
 	// answers confirmations, say).
 	Prompt string
@@ -306,7 +307,7 @@ type Identity struct {
 }
 
 // ChannelBrowser is a browser's Identity.Channel.
-const ChannelBrowser = "browser"
+const ChannelBrowser = metrics.ChannelBrowser
 
 // Serve runs one accepted browser WebSocket until it ends. raw is the
 // network connection under it (nil when unknown), which lets the session
@@ -327,7 +328,7 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 	if m.draining {
 		m.mu.Unlock()
 		m.Metrics.BrowserDisconnect.WithLabelValues(protocol.DisconnectDraining.Label).Inc()
-		m.Metrics.RefuseSession("draining")
+		m.Metrics.RefuseSession("draining", id.Channel)
 		_ = wire.Close(protocol.DisconnectDraining.Code, protocol.DisconnectDraining.Reason)
 		return
 	}

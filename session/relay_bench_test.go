@@ -206,7 +206,7 @@ func TestVoiceRelayTimesSampledChunksWithoutAllocating(t *testing.T) {
 		t.Fatalf("%v allocations per relayed chunk", a)
 	}
 	for _, dir := range []string{"in", "out"} {
-		n := histogramCount(t, r.m.RelayAdded.WithLabelValues(session.ChannelBrowser, dir))
+		n := histogramCount(t, r.m.RelayAdded.WithLabelValues(session.ChannelBrowser.String(), dir))
 		// 401 chunks each way (and the warm-up): one in eight is timed.
 		if want := uint64(401 / voice.RelaySampleEvery); n < want-1 || n > want+1 {
 			t.Errorf("turnstile_relay_added_seconds{direction=%q} has %d samples after 401 chunks, want about %d", dir, n, want)

@@ -67,7 +67,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			return false
 		case errors.Is(err, store.ErrResumeRefused):
 			c.m.Metrics.ResumeRefused.Inc()
-			c.m.Metrics.RefuseSession("resume_refused")
+			c.m.Metrics.RefuseSession("resume_refused", c.id.Channel)
 			c.log.Info("resume refused", "session", msg.Resume.SessionID)
 			c.send(protocol.NewError(protocol.CodeResumeRefused,
 				"this session cannot be resumed; start a new one", false, 0))
@@ -89,7 +89,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
 		ready.Turn = rec.Turn
 		ready.PendingConfirmations = c.pendingConfirmations()
-		c.m.Metrics.SessionsStarted.WithLabelValues("resumed").Inc()
+		c.m.Metrics.SessionsStarted.WithLabelValues("resumed", c.id.Channel.String()).Inc()
 	} else {
 		if !c.allowNewSession() {
 			return false
@@ -109,7 +109,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.m.claim(rec.ID, c)
 		c.st.load(rec, nil)
 		ready.SessionID, ready.ResumeToken = rec.ID, token
-		c.m.Metrics.SessionsStarted.WithLabelValues("new").Inc()
+		c.m.Metrics.SessionsStarted.WithLabelValues("new", c.id.Channel.String()).Inc()
 	}
 	if !c.owned(rec.Epoch) {
 		return false // a newer resume was announced meanwhile
@@ -122,8 +122,8 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.started.Store(true)
 	c.m.kickPresence()
 	c.stats = c.m.Metrics.OpenSession()
-	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText).Inc()
-	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel).Inc()
+	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText, c.id.Channel.String()).Inc()
+	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Inc()
 	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"init_tokens_estimate", c.ts.text.tokens)
 	switch {
@@ -194,7 +194,7 @@ func (c *conn) closing() bool {
 }
 
 func (c *conn) storeDown(err error) bool {
-	c.m.Metrics.RefuseSession("store_unavailable")
+	c.m.Metrics.RefuseSession("store_unavailable", c.id.Channel)
 	c.log.Error("session store unavailable; refusing the session", "err", err)
 	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
 		"session state is unavailable right now; try again shortly", true, 0))
@@ -216,7 +216,7 @@ func (c *conn) checkBlock() (bool, bool) {
 	}
 	c.st.setBlock(b)
 	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.cfg.Now()) {
-		c.m.Metrics.RefuseSession("blocked")
+		c.m.Metrics.RefuseSession("blocked", c.id.Channel)
 		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
 		c.close(protocol.DisconnectBlocked)
 		return false, false

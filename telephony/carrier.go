@@ -10,6 +10,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // Kind is what a carrier's stream frame says.
@@ -48,6 +50,8 @@ var ErrSignature = errors.New("telephony: bad or missing carrier signature")
 type Carrier interface {
 	// Name is the carrier's metric label and route segment ("twilio").
 	Name() string
+	// Channel is the channel label of its calls' session metrics.
+	Channel() metrics.Channel
 	// Verify checks a request's carrier signature; publicURL is the URL
 	// the carrier called (the gateway's public URL of the request, query
 	// included). form is the POST form (nil for the stream upgrade). It

@@ -152,7 +152,7 @@ func TestDeniedCallNeverRuns(t *testing.T) {
 	if again := ofType(evs, "confirm.request"); len(again) != 1 || again[0].str("token") == token {
 		t.Fatalf("confirm.request after a denial: %v", again)
 	}
-	if n := testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("kb_get", "ok")); n != 0 {
+	if n := testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("kb_get", "ok", "browser")); n != 0 {
 		t.Fatalf("kb_get ran %v times", n)
 	}
 }

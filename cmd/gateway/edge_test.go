@@ -219,10 +219,11 @@ func TestHealthReadyAndMetricsEndpoints(t *testing.T) {
 	}{
 		{g.adminURL, "/healthz", []string{`"ok"`}},
 		{g.adminURL, "/readyz", []string{`"ready":true`}},
-		{g.adminURL, "/metrics", []string{"turnstile_build_info{", `turnstile_tool_calls_total{outcome="ok",tool="kb_search"} 1`,
-			`turnstile_sessions_active{mode="text"} 1`, `turnstile_turns_total{mode="text",reason="end_turn"} 1`,
+		{g.adminURL, "/metrics", []string{"turnstile_build_info{", `turnstile_tool_calls_total{channel="browser",outcome="ok",tool="kb_search"} 1`,
+			`turnstile_sessions_active{channel="browser",mode="text"} 1`,
+			`turnstile_turns_total{channel="browser",mode="text",reason="end_turn"} 1`,
 			"go_goroutines", "process_resident_memory_bytes", "turnstile_redis_duration_seconds_bucket",
-			`turnstile_refusals_total{reason="max_sessions"} 0`}},
+			`turnstile_refusals_total{channel="browser",reason="max_sessions"} 0`}},
 		{g.adminURL, "/metrics/summary", []string{`"tools"`}},
 		// Load balancers probe the public listener.
 		{g.url, "/healthz", []string{`"ok"`}},

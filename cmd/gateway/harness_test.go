@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -203,14 +205,23 @@ func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	return sum
 }
 
-// refusals is turnstile_refusals_total for one reason.
+// refusals is turnstile_refusals_total for one reason, over every channel.
 func (g *testGateway) refusals(reason string) float64 {
-	return testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(reason))
+	var sum float64
+	for _, ch := range append(slices.Clone(metrics.Channels), metrics.ChannelNone) {
+		sum += testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(reason, ch.String()))
+	}
+	return sum
 }
 
-// sessionsRefused is turnstile_sessions_refused_total for one reason.
+// sessionsRefused is turnstile_sessions_refused_total for one reason, over
+// every channel.
 func (g *testGateway) sessionsRefused(reason string) float64 {
-	return testutil.ToFloat64(g.gw.sessions.Metrics.SessionsRefused.WithLabelValues(reason))
+	var sum float64
+	for _, ch := range metrics.Channels {
+		sum += testutil.ToFloat64(g.gw.sessions.Metrics.SessionsRefused.WithLabelValues(reason, ch.String()))
+	}
+	return sum
 }
 
 type testWriter struct{ t testing.TB }

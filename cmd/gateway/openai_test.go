@@ -273,8 +273,8 @@ func TestOpenAIContentFilterIsModelRefusedAndTokensAreCounted(t *testing.T) {
 		t.Fatalf("turn.done %v, want error", end)
 	}
 	c.ask("something else")
-	if in, out := testutil.ToFloat64(g.gw.sessions.Metrics.ModelTokens.WithLabelValues("openai", "text", "input", "text")),
-		testutil.ToFloat64(g.gw.sessions.Metrics.ModelTokens.WithLabelValues("openai", "text", "output", "text")); in != 120 || out != 7 {
+	if in, out := testutil.ToFloat64(g.gw.sessions.Metrics.ModelTokens.WithLabelValues("openai", "text", "input", "text", "browser")),
+		testutil.ToFloat64(g.gw.sessions.Metrics.ModelTokens.WithLabelValues("openai", "text", "output", "text", "browser")); in != 120 || out != 7 {
 		t.Errorf("tokens counted %v in, %v out; want 120 and 7", in, out)
 	}
 }

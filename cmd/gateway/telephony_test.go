@@ -281,7 +281,7 @@ func gatewayNote(t *testing.T, u *upstream, want string) string {
 }
 
 func kbGetRuns(g *testGateway) float64 {
-	return testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("kb_get", "ok"))
+	return testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("kb_get", "ok", "twilio"))
 }
 
 func TestKeypadOneApprovesAConfirmationAndTheToolRunsOnce(t *testing.T) {

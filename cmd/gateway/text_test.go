@@ -48,7 +48,7 @@ func TestOfflineDemoAnswersFromKnowledgeBaseThroughKBSearch(t *testing.T) {
 	if end := last(evs); end.str("reason") != "end_turn" || end["turn"] != float64(1) {
 		t.Fatalf("turn.done = %v", end)
 	}
-	if n := testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("kb_search", "ok")); n != 1 {
+	if n := testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("kb_search", "ok", "browser")); n != 1 {
 		t.Fatalf("turnstile_tool_calls_total{kb_search,ok} = %v", n)
 	}
 }

@@ -377,7 +377,7 @@ func TestVoiceCallReSentAfterResumeIsAnsweredFromTheLedger(t *testing.T) {
 	if runs.Load() != 1 || mustJSON(t, again.Response) != mustJSON(t, first.Response) {
 		t.Fatalf("ran %d times; answered %v then %v; want one run and the same answer", runs.Load(), first.Response, again.Response)
 	}
-	if got := testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("book", "ok")); got != 1 {
+	if got := testutil.ToFloat64(g.gw.sessions.Metrics.ToolCalls.WithLabelValues("book", "ok", "browser")); got != 1 {
 		t.Fatalf("tool_calls_total{book,ok} = %v, want 1", got)
 	}
 }

@@ -33,7 +33,7 @@ func TestVoiceTokensAndTheContextBudgetShowOnMetrics(t *testing.T) {
 	}
 	voice := func(kind, modality string) float64 {
 		return scrapeValue(t, metricsURL, "turnstile_model_tokens_total",
-			map[string]string{"provider": "gemini", "mode": "voice", "kind": kind, "modality": modality})
+			map[string]string{"provider": "gemini", "mode": "voice", "kind": kind, "modality": modality, "channel": "browser"})
 	}
 	if in, out := voice("input", "text"), voice("output", "audio"); in != 0 || out != 0 {
 		t.Fatalf("voice token series at start: input text %v, output audio %v; want both present at 0", in, out)
@@ -48,7 +48,7 @@ func TestVoiceTokensAndTheContextBudgetShowOnMetrics(t *testing.T) {
 		t.Fatalf("voice input text tokens = %v, want the typed question's", in)
 	}
 	text := scrapeValue(t, metricsURL, "turnstile_model_tokens_total",
-		map[string]string{"provider": "gemini", "mode": "text", "kind": "output", "modality": "text"})
+		map[string]string{"provider": "gemini", "mode": "text", "kind": "output", "modality": "text", "channel": "browser"})
 	if text != 0 {
 		t.Fatalf("a voice turn counted %v text-mode tokens", text)
 	}

@@ -234,7 +234,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 			}
 		}
 		if u := chunk.Usage; u != nil {
-			l.d.Metrics.AddModelTokens(l.cfg.Provider, u.InputTokens, u.OutputTokens)
+			l.d.Metrics.AddModelTokens(l.cfg.Provider, l.ot.Channel(), u.InputTokens, u.OutputTokens)
 			usage.InputTokens += u.InputTokens
 			usage.OutputTokens += u.OutputTokens
 		}

@@ -99,7 +99,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		default:
 			// Generated, billed and thrown away: the Live API cannot stop
 			// a turn's speech once asked for it (docs/operations.md).
-			v.d.Metrics.VoiceAudioDropped.WithLabelValues(drop).Add(float64(len(ev.Audio)) / modelAudioBytesPerSecond)
+			v.d.Metrics.VoiceAudioDropped.WithLabelValues(drop, v.d.Session.Channel.String()).Add(float64(len(ev.Audio)) / modelAudioBytesPerSecond)
 		}
 	case transport.LiveInputTranscript:
 		v.mu.Lock()
@@ -148,8 +148,8 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		return ready
 	case transport.LiveTokens:
 		if u := ev.Usage; u != nil {
-			v.d.Metrics.AddVoiceTokens("input", u.Input, u.InputByModality)
-			v.d.Metrics.AddVoiceTokens("output", u.Output, u.OutputByModality)
+			v.d.Metrics.AddVoiceTokens(v.d.Session.Channel, "input", u.Input, u.InputByModality)
+			v.d.Metrics.AddVoiceTokens(v.d.Session.Channel, "output", u.Output, u.OutputByModality)
 		}
 	case transport.LiveResumption:
 		if !ev.Resumable || ev.Handle == "" {
@@ -341,7 +341,7 @@ func (v *Session) finalize(t *turn) {
 	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
 		VoiceResponse: response})
 	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
-	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason).Inc()
+	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason, v.d.Session.Channel.String()).Inc()
 	v.d.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(t.ot.Calls()))
 	if v.d.Stats != nil {
 		v.d.Stats.AddToolCalls(t.ot.Calls())

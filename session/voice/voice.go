@@ -159,9 +159,6 @@ type Deps struct {
 	// is valid; nil: tracing is off.
 	Tracing   *tracing.Provider
 	TraceLink trace.SpanContext
-	// Channel is what the connection is (browser, or a carrier such as
-	// twilio), the channel label of the voice latency metrics.
-	Channel string
 }
 
 // Session is the voice side of one session.
@@ -265,7 +262,7 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Ses
 	d.Session.Mode = protocol.ModeVoice
 	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{})}
 	if d.Metrics != nil {
-		v.response = d.Metrics.VoiceResponse.WithLabelValues(d.Channel)
+		v.response = d.Metrics.VoiceResponse.WithLabelValues(d.Session.Channel.String())
 	}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle)

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/telephony"
 )
 
@@ -47,6 +48,9 @@ var _ telephony.Carrier = (*Carrier)(nil)
 
 // Name is "twilio".
 func (*Carrier) Name() string { return "twilio" }
+
+// Channel is metrics.ChannelTwilio.
+func (*Carrier) Channel() metrics.Channel { return metrics.ChannelTwilio }
 
 // Verify checks X-Twilio-Signature: the base64 HMAC-SHA1, keyed with the
 // auth token, of the URL Twilio requested followed by every POST parameter
