@@ -253,6 +253,8 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		Subprotocols: []string{protocol.Subprotocol},
 		// checkOrigin has decided; the library's own check trusts Host.
 		InsecureSkipVerify: true,
+		// Ping frames count toward the message rate (the library answers them inside Read).
+		OnPingReceived: session.OnPing,
 	})
 	if err != nil {
 		// Accept has already answered (400 for a request that is no upgrade).

@@ -315,12 +315,19 @@ const ChannelBrowser = metrics.ChannelBrowser
 // ws.
 func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity) {
 	ws.SetReadLimit(m.cfg.MaxMessageBytes)
-	m.ServeWire(ctx, wsWire{ws}, raw, id)
+	wire, pings := browserWire(ws)
+	m.serve(ctx, wire, raw, id, pings)
 }
 
 // ServeWire runs one connection on any Wire until it ends (a phone call's
 // bridge is one), and closes it. A draining node refuses it (4100).
 func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Identity) {
+	m.serve(ctx, wire, raw, id, nil)
+}
+
+// serve is ServeWire; pings, when not nil, is the wire's ping gate, bound
+// to the connection's message rate before its reader starts.
+func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) {
 	if id.Channel == "" {
 		id.Channel = ChannelBrowser
 	}
@@ -334,6 +341,9 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 	}
 	c := newConn(m, wire, id)
 	c.raw = raw
+	if pings != nil {
+		pings.allow = c.allowMessage
+	}
 	m.all[c] = struct{}{}
 	m.startKeepaliveLocked()
 	m.wg.Add(1)

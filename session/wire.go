@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -34,15 +35,47 @@ type Wire interface {
 
 // WebSocketWire is a WebSocket as a Wire (a phone bridge reads its
 // carrier's WebSocket through one).
-func WebSocketWire(ws *websocket.Conn) Wire { return wsWire{ws} }
+func WebSocketWire(ws *websocket.Conn) Wire { return wsWire{ws: ws, ctx: context.Background()} }
 
 // wsWire is a browser's WebSocket. Reads and writes run without a context
 // of their own (a context per frame costs an allocation per audio frame):
-// the connection is dropped to end them.
-type wsWire struct{ ws *websocket.Conn }
+// the connection is dropped to end them. Reads run on ctx, made once,
+// which carries the ping gate to OnPing.
+type wsWire struct {
+	ws  *websocket.Conn
+	ctx context.Context
+}
+
+// browserWire is the WebSocket of a browser accepted with OnPing: the ping
+// frames it reads count toward the message rate (see pingGate).
+func browserWire(ws *websocket.Conn) (wsWire, *pingGate) {
+	g := &pingGate{}
+	return wsWire{ws: ws, ctx: context.WithValue(context.Background(), pingGateKey{}, g)}, g
+}
+
+// pingGate lets OnPing reach the connection's message rate. Its allow is
+// set before the reader starts and called only inside the reader's Read,
+// where the library handles control frames: on the reader goroutine, as
+// allowMessage requires.
+type pingGate struct{ allow func(now time.Time) bool }
+
+type pingGateKey struct{}
+
+// OnPing is the websocket.AcceptOptions.OnPingReceived of browser
+// connections: a ping frame is taken against the connection's message
+// rate like a text message, and over it it is not answered (a flood of
+// them is told rate_limited and closed 4008 as a flood of messages is).
+// Other WebSockets (no gate in ctx) are answered as usual.
+func OnPing(ctx context.Context, _ []byte) bool {
+	g, ok := ctx.Value(pingGateKey{}).(*pingGate)
+	if !ok || g.allow == nil {
+		return true
+	}
+	return g.allow(time.Now())
+}
 
 func (w wsWire) Read(buf []byte) (bool, []byte, error) {
-	typ, r, err := w.ws.Reader(context.Background())
+	typ, r, err := w.ws.Reader(w.ctx)
 	if err != nil {
 		return false, nil, err
 	}
