@@ -198,19 +198,7 @@ func TestJWKSThatAnswersNoUsableKeyKeepsTheLastGoodKeys(t *testing.T) {
 	edge := httptest.NewServer(s.Handler())
 	t.Cleanup(edge.Close)
 
-	// upgrade answers the edge's status for a WebSocket request with tok:
-	// 401 refused; anything else got past authentication.
-	upgrade := func(tok string) int {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, edge.URL+"/v1/ws", nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := edge.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
+	upgrade := func(tok string) int { return wsStatus(t, edge, tok) }
 	readyz := func() (int, map[string]any) {
 		t.Helper()
 		resp, err := edge.Client().Get(edge.URL + "/readyz")
