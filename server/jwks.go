@@ -25,7 +25,7 @@ import (
 // Timings of the key set. A fetch that has never succeeded is retried
 // with backoff from jwksRetryMin to jwksRetryMax, so that a gateway started
 // before its identity provider becomes ready soon after it; a degraded set
-// (the last fetch failed) is fetched again at least every jwksRetryMax.
+// (the last fetch failed) is fetched again every jwksUnknownKIDEvery.
 const (
 	defaultJWKSRefresh = 15 * time.Minute
 	// jwksUnknownKIDEvery bounds the fetches a token signed with an
@@ -131,8 +131,8 @@ func startJWKS(rawURL string, refresh time.Duration, log *slog.Logger, now func(
 }
 
 // run fetches the key set: until a fetch succeeds with backoff from
-// jwksRetryMin to jwksRetryMax, then every refresh, and while degraded at
-// least every jwksRetryMax, until ctx ends.
+// jwksRetryMin to jwksRetryMax, then every refresh, and while degraded
+// every jwksUnknownKIDEvery (or refresh if shorter), until ctx ends.
 func (j *jwks) run(ctx context.Context) {
 	defer close(j.done)
 	backoff := jwksRetryMin
@@ -146,7 +146,9 @@ func (j *jwks) run(ctx context.Context) {
 		case !j.ready():
 			wait, backoff = backoff, min(2*backoff, jwksRetryMax)
 		case j.degraded.Load() != nil:
-			wait = min(j.refresh, jwksRetryMax)
+			// Soon: a kid whose key was malformed (or is new) verifies
+			// within this of the provider's fix, as an unknown kid would.
+			wait = min(j.refresh, jwksUnknownKIDEvery)
 		}
 		t := time.NewTimer(wait)
 		select {
