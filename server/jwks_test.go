@@ -280,3 +280,31 @@ func TestJWKSThatAnswersNoUsableKeyKeepsTheLastGoodKeys(t *testing.T) {
 		t.Fatalf("/readyz after the fix: %d %v", code, body)
 	}
 }
+
+// A key the gateway already has that the provider starts serving malformed
+// keeps its earlier version: its tokens go on verifying.
+func TestJWKSMalformedKeyKeepsItsEarlierVersion(t *testing.T) {
+	idp := jwkstest.New(t)
+	idp.AddKey("a", "EdDSA")
+	idp.AddKey("b", "RS256")
+	idp.AddKey("unserved", "ES256")
+	idp.Serve("a", "b")
+	clock := &jwksClock{}
+	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Now: clock.now})
+	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+
+	idp.Malformed("a", true)
+	before := idp.Fetches()
+	clock.advance(jwksUnknownKIDEvery)
+	if _, err := a.Verify(idp.Sign("unserved", userClaims("mallory"))); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("a token of a key not served: %v", err)
+	}
+	if idp.Fetches() == before || a.Degraded() != metrics.JWKSMalformedKey {
+		t.Fatalf("no fetch of the set with the malformed key (fetches %d → %d, degraded %q)", before, idp.Fetches(), a.Degraded())
+	}
+	for _, kid := range []string{"a", "b"} {
+		if id, err := a.Verify(idp.Sign(kid, userClaims("alice"))); err != nil || id.User != "alice" {
+			t.Errorf("kid %s once the set serves a malformed: (%+v, %v)", kid, id, err)
+		}
+	}
+}
