@@ -43,7 +43,7 @@ func TestVoiceAudioTheGatewayDropsIsCountedInSeconds(t *testing.T) {
 				if r == tc.reason {
 					want = 1.5
 				}
-				line := fmt.Sprintf(`turnstile_voice_audio_dropped_seconds_total{reason="%s"} %g`, r, want)
+				line := fmt.Sprintf(`turnstile_voice_audio_dropped_seconds_total{channel="browser",reason="%s"} %g`, r, want)
 				if !strings.Contains(body, line+"\n") {
 					t.Errorf("/metrics lacks %q", line)
 				}
