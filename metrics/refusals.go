@@ -42,6 +42,7 @@ var refusalReasons = []string{
 	"token_expired",
 	"auth_refused", "idle", "invalid_utf8", "context_trimmed", "history_bytes", "resume_history_cut",
 	"history_page_cut",
+	"quota_exceeded",
 }
 
 // refusalOther counts a reason outside the set, keeping the label bounded.

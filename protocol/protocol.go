@@ -85,6 +85,7 @@ const (
 	CodeUpstreamLost        = "upstream_lost"
 	CodeRateLimited         = "rate_limited"
 	CodeUnauthenticated     = "unauthenticated"
+	CodeQuotaExceeded       = "quota_exceeded"
 )
 
 // Close codes: 4000–4099 terminal, 4100–4199 reconnect and resume; 1007

@@ -140,16 +140,18 @@ func (a *activity) startTextTurn(text, kind string) {
 	}
 	lim := a.turnLimit()
 	if !typed {
-		lim.Max = 0 // the gateway's own turns (a confirmation's outcome) do not count
+		// The gateway's own turns (a confirmation's outcome) do not count,
+		// and the storage quota does not refuse them.
+		lim.Max, lim.QuotaExempt = 0, true
 	}
 	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
 	turn, note := c.st.beginTurn(&user, true)
 	ts := c.persistBegin(user, lim)
 	blocked := c.m.cfg.Now().Before(ts.Block.Until)
-	if blocked || !ts.Allowed || c.closing() {
+	if blocked || !ts.Allowed || ts.OverQuota || c.closing() {
 		// Refused after all (blocked on another node since this connection
-		// last looked, the user's turns per minute used up, or the session
-		// taken over): the input must not stay in the history.
+		// last looked, the user's turns per minute or storage quota used up,
+		// or the session taken over): the input must not stay in the history.
 		c.st.undoTurn(note)
 		c.pst.undo(turn)
 		if !ts.Allowed {
@@ -162,6 +164,11 @@ func (a *activity) startTextTurn(text, kind string) {
 			c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+ts.Block.Until.Format(time.RFC3339), false, 0))
 		case !ts.Allowed:
 			a.refuseTurn(ts.RetryAfter)
+		case ts.OverQuota:
+			c.refused(limitStorageQuota, time.Now())
+			c.send(protocol.NewError(protocol.CodeQuotaExceeded, fmt.Sprintf("your stored conversations (%d KiB) "+
+				"have reached their storage quota: the message was not accepted. Space frees as older conversations expire",
+				ts.StoredBytes>>10), false, 0))
 		}
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -57,7 +58,7 @@ func historyStart(h []transport.Entry, sizes []int, max, maxSize int) (start int
 // what the history's byte bounds count, and in characters, what the
 // context's token estimate counts (one encoding for both).
 func entrySize(e transport.Entry) (bytes, chars int) {
-	b, err := json.Marshal(e)
+	b, err := store.MarshalJSON(e)
 	if err != nil {
 		return len(e.Text), utf8.RuneCountInString(e.Text)
 	}

@@ -34,6 +34,7 @@ const (
 	limitHistoryBytes               // history dropped for HistoryMaxBytes
 	limitResumeHistory              // session.ready's history cut (ResumeHistoryMax, send queue)
 	limitHistoryPage                // a history answer cut to fit the send queue
+	limitStorageQuota               // a typed turn refused for the user's storage quota
 	numLimits
 )
 
@@ -59,6 +60,7 @@ var limits = [numLimits]limitInfo{
 	limitHistoryBytes:  {"history_bytes", slog.LevelInfo, "limit: oldest history dropped for the history byte bound"},
 	limitResumeHistory: {"resume_history_cut", slog.LevelInfo, "limit: session.ready carries only the newest history"},
 	limitHistoryPage:   {"history_page_cut", slog.LevelInfo, "limit: a history answer was cut to fit the send queue"},
+	limitStorageQuota:  {"quota_exceeded", slog.LevelWarn, "limit: turns refused for the user's storage quota"},
 }
 
 // String is the limit's metric label.

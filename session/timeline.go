@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -59,7 +58,7 @@ func (c *conn) takeEvents() [][]byte {
 }
 
 func marshalEntry(c *conn, v any) []byte {
-	b, err := json.Marshal(v)
+	b, err := store.MarshalJSON(v)
 	if err != nil {
 		c.log.Error("cannot encode a timeline entry", "err", err)
 		return nil

@@ -60,6 +60,11 @@ type RedisStoreOptions struct {
 	// EventsMaxLen, default DefaultEventsMaxLen).
 	EventsStream string
 	EventsMaxLen int64
+	// UserStorageMaxBytes is the most bytes of history (JSON) all of one
+	// user's sessions may keep, across every node: a new turn the quota
+	// has no room for is refused (TurnStart.OverQuota). 0: no quota, and
+	// nothing counted. See storage.go.
+	UserStorageMaxBytes int64
 }
 
 // DefaultHistoryMaxBytes is the default bound of a session's stored history.
@@ -84,6 +89,7 @@ type RedisStore struct {
 	timelineMax   int
 	eventsStream  string
 	eventsMaxLen  int64
+	userStorage   int64
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -136,7 +142,8 @@ func ownedScript(body string) *redis.Script { return redis.NewScript(ownerCheckL
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
 	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, historyBytes: o.HistoryMaxBytes,
 		timeout: o.Timeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.WaitReplicas,
-		timelineMax: o.TimelineMax, eventsStream: o.EventsStream, eventsMaxLen: o.EventsMaxLen}
+		timelineMax: o.TimelineMax, eventsStream: o.EventsStream, eventsMaxLen: o.EventsMaxLen,
+		userStorage: o.UserStorageMaxBytes}
 	if s.timelineMax <= 0 {
 		s.timelineMax = DefaultTimelineMax
 	}
@@ -240,7 +247,8 @@ func (s *RedisStore) Create(ctx context.Context, rec Record) (Record, string, er
 // both TTLs, publishes the new owner on the owners channel, and returns the
 // record and history as of that moment. A refused resume touches nothing
 // (so that guessing ids cannot keep foreign sessions alive), and every
-// refusal is the same ErrResumeRefused.
+// refusal is the same ErrResumeRefused. With a storage quota, a second
+// round trip counts the session afresh against it (storage.go).
 func (s *RedisStore) Resume(ctx context.Context, id, resumeToken, userID string) (Record, []transport.Entry, error) {
 	var (
 		rec     Record
@@ -276,6 +284,8 @@ func (s *RedisStore) Resume(ctx context.Context, id, resumeToken, userID string)
 		if history, err = decodeHistory(raw); err != nil {
 			return fmt.Errorf("session %s: resume: %w", id, err)
 		}
+		bytes, _ := strconv.Atoi(m[fieldHistoryBytes])
+		s.recount(ctx, rec, bytes)
 		return nil
 	})
 	if err != nil {
@@ -320,11 +330,12 @@ func (s *RedisStore) Load(ctx context.Context, id string) (Record, []transport.E
 // in one round trip (a Lua script that first checks rec's epoch).
 func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transport.Entry) error {
 	return s.call(ctx, "append", func(ctx context.Context) error {
-		sc, err := s.appendCall(rec, 0, entries)
+		sc, n, err := s.appendCall(rec, 0, entries)
 		if err != nil {
 			return err
 		}
-		return writeResult(rec.ID, "append", sc.run(ctx, s.c))
+		charge, counted := s.chargeCall(rec, chargeAdd, n, false)
+		return writeResult(rec.ID, "append", s.runCharged(ctx, sc, charge, counted && n > 0))
 	})
 }
 
@@ -332,7 +343,7 @@ func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transpor
 // writes rec's fields, in one round trip.
 func (s *RedisStore) Undo(ctx context.Context, rec Record, turn int) error {
 	return s.call(ctx, "append", func(ctx context.Context) error {
-		sc, err := s.appendCall(rec, turn, nil)
+		sc, _, err := s.appendCall(rec, turn, nil)
 		if err != nil {
 			return err
 		}
@@ -340,21 +351,22 @@ func (s *RedisStore) Undo(ctx context.Context, rec Record, turn int) error {
 	})
 }
 
-// appendCall is the append script with its keys and arguments.
-func (s *RedisStore) appendCall(rec Record, undo int, entries []transport.Entry) (scriptCall, error) {
+// appendCall is the append script with its keys and arguments, and the
+// bytes of the entries it appends.
+func (s *RedisStore) appendCall(rec Record, undo int, entries []transport.Entry) (scriptCall, int, error) {
 	if !validID(rec.ID) {
-		return scriptCall{}, fmt.Errorf("session %q: append: invalid id", rec.ID)
+		return scriptCall{}, 0, fmt.Errorf("session %q: append: invalid id", rec.ID)
 	}
 	encoded, err := encodeHistory(entries)
 	if err != nil {
-		return scriptCall{}, fmt.Errorf("session %s: append: %w", rec.ID, err)
+		return scriptCall{}, 0, fmt.Errorf("session %s: append: %w", rec.ID, err)
 	}
 	fields := turnFields(rec)
 	args := make([]any, 0, 6+len(fields)+len(encoded))
 	args = append(args, rec.Epoch, s.ttl.Milliseconds(), s.historyMax, s.historyBytes, undo, len(fields)/2)
 	args = append(args, fields...)
 	args = append(args, encoded...)
-	return scriptCall{appendScript, []string{metaKey(rec.ID), historyKey(rec.ID)}, args}, nil
+	return scriptCall{appendScript, []string{metaKey(rec.ID), historyKey(rec.ID)}, args}, encodedBytes(encoded), nil
 }
 
 // scriptCall is one Lua script call, to run alone or on a pipeline.
@@ -427,7 +439,7 @@ func (s *RedisStore) Restore(ctx context.Context, rec Record, history []transpor
 			if !c.ExpiresAt.After(now) || c.SessionID != rec.ID {
 				continue
 			}
-			b, err := json.Marshal(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
+			b, err := MarshalJSON(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
 			if err != nil {
 				return fmt.Errorf("session %s: restore: %w", rec.ID, err)
 			}
@@ -435,7 +447,8 @@ func (s *RedisStore) Restore(ctx context.Context, rec Record, history []transpor
 			args = append(args, c.Token, string(b), (c.ExpiresAt.Sub(now) + confirmGrace).Milliseconds())
 		}
 		args = append(args, encoded...)
-		n, err := restoreScript.Run(ctx, s.c, keys, args...).Int()
+		charge, counted := s.chargeCall(rec, chargeSet, bytes, false)
+		n, err := s.runCharged(ctx, scriptCall{restoreScript, keys, args}, charge, counted).Int()
 		if err != nil {
 			return fmt.Errorf("session %s: restore: %w", rec.ID, err)
 		}
@@ -455,10 +468,7 @@ func (s *RedisStore) bound(encoded []any) ([]any, int) {
 	if len(encoded) > s.historyMax {
 		encoded = encoded[len(encoded)-s.historyMax:]
 	}
-	bytes := 0
-	for _, e := range encoded {
-		bytes += len(e.(string))
-	}
+	bytes := encodedBytes(encoded)
 	for len(encoded) > 1 && bytes > s.historyBytes {
 		bytes -= len(encoded[0].(string))
 		encoded = encoded[1:]
@@ -534,10 +544,17 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 	}, nil
 }
 
+// encodeHistory encodes entries as the history keeps them (MarshalJSON),
+// on one buffer.
 func encodeHistory(entries []transport.Entry) ([]any, error) {
 	out := make([]any, 0, len(entries))
+	if len(entries) == 0 {
+		return out, nil
+	}
+	enc := jsonEncoders.Get().(*jsonEncoder)
+	defer jsonEncoders.Put(enc)
 	for i, e := range entries {
-		b, err := json.Marshal(e)
+		b, err := enc.encode(e)
 		if err != nil {
 			return nil, fmt.Errorf("encode entry %d: %w", i, err)
 		}

@@ -76,7 +76,7 @@ func (s *RedisStore) Claim(ctx context.Context, sessionID string, epoch int64, c
 	err := s.call(ctx, "ledger", func(ctx context.Context) error {
 		args := []any{epoch, s.ttl.Milliseconds(), ledgerMax}
 		for _, c := range calls {
-			b, err := json.Marshal(c)
+			b, err := MarshalJSON(c)
 			if err != nil {
 				return fmt.Errorf("session %s: ledger claim: %w", sessionID, err)
 			}
@@ -129,7 +129,7 @@ func (s *RedisStore) Answer(ctx context.Context, sessionID string, epoch int64, 
 	return s.call(ctx, "ledger", func(ctx context.Context) error {
 		args := []any{epoch, s.ttl.Milliseconds()}
 		for _, c := range calls {
-			b, err := json.Marshal(c)
+			b, err := MarshalJSON(c)
 			if err != nil {
 				return fmt.Errorf("session %s: ledger answer: %w", sessionID, err)
 			}
@@ -181,7 +181,7 @@ func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrat
 func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, error) {
 	var approved bool
 	err := s.call(ctx, "confirm", func(ctx context.Context) error {
-		b, err := json.Marshal(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
+		b, err := MarshalJSON(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
 		}

@@ -98,6 +98,7 @@ var suite = []struct {
 	{"WatchAnnouncesOwnersAndNoticesLostData", testWatch},
 	{"TimelineKeepsTheNewestAndTheStreamGetsEachTurn", testTimeline},
 	{"OperatorCloseRefusesResume", testOperatorClose},
+	{"UserStorageQuotaCountsEverySessionOfTheUser", testUserStorageQuota},
 }
 
 func TestRedisStore(t *testing.T) {

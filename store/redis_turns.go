@@ -36,23 +36,25 @@ func turnsKey(lim TurnLimit) string {
 }
 
 // BeginTurn writes a turn's user entry (as Append, fenced), reads the
-// user's block and counts the turn against lim, in one round trip: a
-// pipeline of three commands, each on one hash tag (the session's, the
-// user's, and the limit key's, which in dev mode is not the user's).
+// user's block, counts the turn against lim and the entry against the
+// user's storage quota, in one round trip: a pipeline of four commands,
+// each on one hash tag (the session's, the user's, and the limit key's,
+// which in dev mode is not the user's).
 func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry, lim TurnLimit) (TurnStart, error) {
 	var ts TurnStart
 	err := s.call(ctx, "append", func(ctx context.Context) error {
-		app, err := s.appendCall(rec, 0, []transport.Entry{user})
+		app, n, err := s.appendCall(rec, 0, []transport.Entry{user})
 		if err != nil {
 			return err
 		}
 		count := scriptCall{turnsScript, []string{turnsKey(lim)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}
+		charge, counted := s.chargeCall(rec, chargeAdd, n, !lim.QuotaExempt)
 		if s.waitReplicas > 0 {
-			return s.beginTurnReplicated(ctx, rec, app, count, lim, &ts)
+			return s.beginTurnReplicated(ctx, rec, app, count, charge, counted, lim, &ts)
 		}
 		var (
-			appCmd, turnsCmd *redis.Cmd
-			blk              *redis.StringCmd
+			appCmd, turnsCmd, chargeCmd *redis.Cmd
+			blk                         *redis.StringCmd
 		)
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			appCmd = app.queue(ctx, p)
@@ -60,20 +62,39 @@ func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.E
 			if lim.Max > 0 {
 				turnsCmd = count.queue(ctx, p)
 			}
+			if counted {
+				chargeCmd = charge.queue(ctx, p)
+			}
 			return nil
 		})
 		if err := writeResult(rec.ID, "append", app.settle(ctx, s.c, appCmd)); err != nil {
 			return err
 		}
-		ts.Block, ts.Allowed = readBlock(blk), true
-		if turnsCmd != nil {
-			if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
-				return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
-			}
-		}
-		return nil
+		return s.turnStart(ctx, rec, count, turnsCmd, charge, chargeCmd, blk, &ts)
 	})
 	return ts, err
+}
+
+// turnStart reads what BeginTurn learned besides the write: the block, the
+// turn limit's answer (turnsCmd, nil when not asked) and the quota's
+// (chargeCmd, nil when not kept).
+func (s *RedisStore) turnStart(ctx context.Context, rec Record, count scriptCall, turnsCmd *redis.Cmd,
+	charge scriptCall, chargeCmd *redis.Cmd, blk *redis.StringCmd, ts *TurnStart) error {
+	var err error
+	ts.Block, ts.Allowed = readBlock(blk), true
+	if turnsCmd != nil {
+		if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
+			return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
+		}
+	}
+	if chargeCmd != nil {
+		counted, total, err := chargeReply(charge.settle(ctx, s.c, chargeCmd))
+		if err != nil {
+			return fmt.Errorf("session %s: storage quota: %w", rec.ID, err)
+		}
+		ts.OverQuota, ts.StoredBytes = !counted, total
+	}
+	return nil
 }
 
 // CountTurn counts one turn against lim in one round trip.
@@ -122,7 +143,7 @@ func turnReply(cmd *redis.Cmd) (bool, time.Duration, error) {
 // connection of its own to the session's master, followed there by WAIT
 // (which covers only that connection's writes); the user's keys, which on
 // a Cluster live on another master, are read in a second round trip.
-func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app scriptCall, count scriptCall,
+func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app, count, charge scriptCall, counted bool,
 	lim TurnLimit, ts *TurnStart) error {
 	master, err := s.masterFor(ctx, metaKey(rec.ID))
 	if err != nil {
@@ -137,23 +158,20 @@ func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app sc
 		return fmt.Errorf("session %s: append: %w", rec.ID, err)
 	}
 	var (
-		turnsCmd *redis.Cmd
-		blk      *redis.StringCmd
+		turnsCmd, chargeCmd *redis.Cmd
+		blk                 *redis.StringCmd
 	)
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		blk = p.Get(ctx, blockKey(rec.UserID))
 		if lim.Max > 0 {
 			turnsCmd = count.queue(ctx, p)
 		}
+		if counted {
+			chargeCmd = charge.queue(ctx, p)
+		}
 		return nil
 	})
-	ts.Block, ts.Allowed = readBlock(blk), true
-	if turnsCmd != nil {
-		if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
-			return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
-		}
-	}
-	return nil
+	return s.turnStart(ctx, rec, count, turnsCmd, charge, chargeCmd, blk, ts)
 }
 
 // masterFor is the client of the master that holds key: the one master of

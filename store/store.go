@@ -124,6 +124,10 @@ type TurnLimit struct {
 	Key    string
 	Max    int // turns per Window; 0: no limit
 	Window time.Duration
+	// QuotaExempt: the turn's entry is counted against the user's storage
+	// quota but not refused for it (the gateway's own turns, such as a
+	// confirmation's outcome).
+	QuotaExempt bool
 	// Kind names what is counted, the window key's last part: "" for
 	// turns, KindSessions for new sessions.
 	Kind string
@@ -145,6 +149,11 @@ type TurnStart struct {
 	// is then how long until a turn is allowed again.
 	Allowed    bool
 	RetryAfter time.Duration
+	// OverQuota is true when the user's storage quota had no room for the
+	// turn's entry (UserStorageMaxBytes); StoredBytes is then what the
+	// user's sessions hold.
+	OverQuota   bool
+	StoredBytes int64
 }
 
 // Watcher hears what Watch learns.

@@ -64,14 +64,15 @@ type TurnEnd struct {
 func (s *RedisStore) EndTurn(ctx context.Context, rec Record, end TurnEnd) (Block, error) {
 	var b Block
 	err := s.call(ctx, "append", func(ctx context.Context) error {
-		app, err := s.appendCall(rec, 0, end.Entries)
+		app, n, err := s.appendCall(rec, 0, end.Entries)
 		if err != nil {
 			return err
 		}
+		charge, counted := s.chargeCall(rec, chargeAdd, n, false)
 		tl, hasTL := s.timelineCall(rec, end.Turn, end.Events)
 		var (
-			appCmd, tlCmd *redis.Cmd
-			blk           *redis.StringCmd
+			appCmd, tlCmd, chargeCmd *redis.Cmd
+			blk                      *redis.StringCmd
 		)
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			appCmd = app.queue(ctx, p)
@@ -82,8 +83,14 @@ func (s *RedisStore) EndTurn(ctx context.Context, rec Record, end TurnEnd) (Bloc
 			if s.eventsStream != "" && end.Turn != nil {
 				p.XAdd(ctx, s.streamArgs(rec.ID, end.Turn))
 			}
+			if counted && n > 0 {
+				chargeCmd = charge.queue(ctx, p)
+			}
 			return nil
 		})
+		if chargeCmd != nil {
+			_ = charge.settle(ctx, s.c, chargeCmd) // a count that failed catches up at the next resume
+		}
 		if err := writeResult(rec.ID, "append", app.settle(ctx, s.c, appCmd)); err != nil {
 			return err
 		}

@@ -198,7 +198,9 @@ export type ErrorCode =
   | "confirmation_expired"
   | "upstream_unavailable"
   | "upstream_closed"
-  | "upstream_lost";
+  | "upstream_lost"
+  /** The user's stored conversations reached their storage quota: the message was not accepted. */
+  | "quota_exceeded";
 
 export interface ErrorMessage {
   type: "error";

@@ -101,6 +101,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
 		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
 		TimelineMax: cfg.TimelineMax, EventsStream: cfg.EventsStream, EventsMaxLen: int64(cfg.EventsMaxLen),
+		UserStorageMaxBytes: userStorageQuota(cfg, log),
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -393,4 +394,15 @@ func clockNow(c session.Clock) func() time.Time {
 		return nil
 	}
 	return c.Now
+}
+
+// userStorageQuota is the per-user storage quota the store keeps: none in
+// dev mode, where every anonymous connection is the one user "anon" (a
+// quota there would be shared by every tab and load run of a developer).
+func userStorageQuota(cfg Config, log *slog.Logger) int64 {
+	if cfg.DevMode() && cfg.UserStorageBytes > 0 {
+		log.Info("dev mode: no per-user storage quota (TURNSTILE_USER_STORAGE_BYTES applies to authenticated users)")
+		return 0
+	}
+	return int64(cfg.UserStorageBytes)
 }

@@ -138,6 +138,7 @@ type Config struct {
 	PingInterval         time.Duration // WebSocket pings to every started connection
 	IdleTimeout          time.Duration // no message nor pong this long: close 4104
 	RecentSessionsBytes  int           // history of sessions served lately kept to write back to an emptied Redis
+	UserStorageBytes     int           // history all of a user's sessions keep in Redis; 0 = no quota
 	// Clock is not a setting: nil is the system clock; tests inject one to
 	// move token expiries.
 	Clock session.Clock
@@ -261,6 +262,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("tls_key_file", c.TLSKeyFile),
 		slog.Any("trusted_proxies", c.TrustedProxies),
 		slog.Int("recent_sessions_bytes", c.RecentSessionsBytes),
+		slog.Int("user_storage_bytes", c.UserStorageBytes),
 	)
 }
 
@@ -599,6 +601,8 @@ func sessionLimitSettings() []configSetting {
 			func(c *Config) *time.Duration { return &c.IdleTimeout }),
 		intConfigSetting("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
 			func(c *Config) *int { return &c.RecentSessionsBytes }),
+		intConfigSetting("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
+			func(c *Config) *int { return &c.UserStorageBytes }),
 	}
 }
 

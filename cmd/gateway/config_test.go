@@ -64,6 +64,7 @@ func withDefaultSessionLimits(c *Config) {
 	c.HistoryMaxBytes, c.ResumeHistoryMax = 512<<10, 50
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 	c.RecentSessionsBytes = 64 << 20
+	c.UserStorageBytes = 20 << 20
 	c.TimelineMax, c.EventsMaxLen = 200, 100000
 }
 
