@@ -50,6 +50,7 @@ var (
 		"max_sessions_per_user",   // the user has too many sessions (TURNSTILE_MAX_SESSIONS_PER_USER): HTTP 429
 		"draining",                // the node is shutting down
 		"store_unavailable",       // Redis unreachable: error store_unavailable, close 4103
+		"restoring",               // a resume of a session Redis lost, not written back yet: close 4103, retry
 		"resume_refused",          // unknown or expired session, wrong token, other user: close 4004
 		"blocked",                 // the user is blocked (ignore_user): close 4003
 		"new_sessions_per_minute", // the user started too many new sessions (TURNSTILE_NEW_SESSIONS_PER_MINUTE): close 4008

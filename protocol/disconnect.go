@@ -45,6 +45,9 @@ var (
 	DisconnectUpstreamLost     = Disconnect{CloseUpstreamLost, "upstream lost: reconnect and resume", "upstream_lost"}
 	DisconnectStoreUnavailable = Disconnect{CloseStoreUnavailable, "state store unavailable", "store_unavailable"}
 	DisconnectIdle             = Disconnect{CloseIdle, "idle: reconnect and resume", "idle"}
+	// DisconnectRestoring: a resume of a session that Redis lost and the
+	// nodes are writing back (Redis restarted empty): retry shortly.
+	DisconnectRestoring = Disconnect{CloseStoreUnavailable, "session being restored: reconnect and resume", "restoring"}
 )
 
 // Disconnects lists every Disconnect, for metrics initialised at zero.
@@ -54,6 +57,7 @@ var Disconnects = []Disconnect{
 	DisconnectTakenOver, DisconnectUnauthenticated, DisconnectTokenExpired, DisconnectRateAbuse, DisconnectNewSessions,
 	DisconnectInvalidUTF8, DisconnectOperatorClosed,
 	DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable, DisconnectIdle,
+	DisconnectRestoring,
 }
 
 // TurnEndReasons lists every turn.done reason.

@@ -55,12 +55,13 @@ type admission struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+	kick chan struct{} // renew now (Redis lost its data or answers again)
 }
 
 func newAdmission(cfg Config, d Deps, throttle *throttle.Keyed) *admission {
 	a := &admission{
 		maxSessions: cfg.MaxSessions, perUser: cfg.MaxSessionsPerUser, store: d.Leases, ttl: cfg.LeaseTTL,
-		log: d.Log, throttle: throttle, held: map[string]map[string]struct{}{},
+		log: d.Log, throttle: throttle, held: map[string]map[string]struct{}{}, kick: make(chan struct{}, 1),
 	}
 	if a.ttl <= 0 {
 		a.ttl = DefaultLeaseTTL
@@ -76,8 +77,21 @@ func newAdmission(cfg Config, d Deps, throttle *throttle.Keyed) *admission {
 		ctx, cancel := context.WithCancel(context.Background())
 		a.stop, a.done = cancel, make(chan struct{})
 		go a.renew(ctx)
+		// A Redis that restarted empty lost every lease: they are written
+		// back as soon as the node notices, not at the next renewal.
+		if d.Sessions != nil {
+			d.Sessions.OnStoreCheck(a.renewNow)
+		}
 	}
 	return a
+}
+
+// renewNow asks the renewal loop to renew every lease at once.
+func (a *admission) renewNow() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
 }
 
 // close stops renewing leases.
@@ -164,8 +178,8 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 	}, true
 }
 
-// renew extends every lease this node holds, three times per TTL, in one
-// pipeline, until ctx ends.
+// renew extends every lease this node holds, three times per TTL and when
+// kicked (renewNow), in one pipeline, until ctx ends.
 func (a *admission) renew(ctx context.Context) {
 	defer close(a.done)
 	t := time.NewTicker(a.ttl / 3)
@@ -175,6 +189,7 @@ func (a *admission) renew(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-a.kick:
 		}
 		a.mu.Lock()
 		leases := make(map[string][]string, len(a.held))

@@ -118,9 +118,10 @@ func (c *conn) run(parent context.Context) {
 	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
 	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx,
-		fenced: c.fence, restored: func() {
+		fenced: c.fence, restored: func(ctx context.Context) {
 			c.m.Metrics.StoreRestorations.Inc()
 			c.log.Info("session written back to a store that had lost it")
+			c.m.restoreBlock(ctx, c.user, c.st.currentBlock())
 		}}
 	c.armExpiry(c.expires)
 	defer c.exp.stop()

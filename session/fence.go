@@ -43,9 +43,13 @@ func (w watcher) BlockChanged(user string) { w.m.blockChanged(user) }
 // closed. Then the recent sessions, between connections, get the same
 // (restoreRecent).
 func (w watcher) Check() {
+	w.m.storeChecked()
 	w.checkLive()
 	w.m.restoreRecent()
 }
+
+// Lost: Redis lost its data; Check follows.
+func (w watcher) Lost() { w.m.storeLost() }
 
 func (w watcher) checkLive() {
 	m := w.m

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -237,6 +238,10 @@ type Manager struct {
 	all      map[*conn]struct{}
 	starting map[string]*resuming // session ids being resumed on this node
 	draining bool
+	onCheck  []func() // OnStoreCheck's hooks
+	// lostAt is when this node last learned that Redis lost its data
+	// (unix ns; 0: never), see restoring.
+	lostAt   atomic.Int64
 	pinger   chan struct{} // closed to stop the keepalive goroutine; nil when none runs
 	liveKick chan struct{} // wakes the presence loop: a session started here
 	wg       sync.WaitGroup
@@ -357,7 +362,7 @@ func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identit
 			if own := c.epoch.Load(); own != 0 && c.seen.Load() <= own {
 				rec, _, pending := c.st.snapshot()
 				hist, sizes := c.st.historyAndSizes()
-				m.recent.keep(rec, hist, sizes, pending)
+				m.recent.keep(rec, hist, sizes, pending, c.st.currentBlock())
 			}
 		}
 		if len(m.all) == 0 && m.pinger != nil {

@@ -35,9 +35,10 @@ type persister struct {
 	log     *slog.Logger
 	ctx     context.Context // the connection's; writes outlive its end
 	// fenced is told once when a write is refused for a newer owner;
-	// restored each time a restore wrote back a session Redis had lost.
+	// restored each time a restore wrote back a session Redis had lost
+	// (within the restore's ctx).
 	fenced   func()
-	restored func()
+	restored func(ctx context.Context)
 
 	mu       sync.Mutex
 	jobs     []func()
@@ -148,7 +149,7 @@ func (p *persister) restore(ctx context.Context) error {
 	rec, hist, pending := p.st.snapshot()
 	restored, err := p.store.Restore(ctx, rec, hist, pending)
 	if restored {
-		p.restored()
+		p.restored(ctx)
 	}
 	return err
 }

@@ -25,8 +25,9 @@ type recentCopy struct {
 	rec     store.Record
 	hist    []transport.Entry
 	pending []orchestrator.Confirmation
-	bytes   int       // the history's JSON size
-	at      time.Time // when the connection ended
+	block   store.Block // the user's, as the connection knew it
+	bytes   int         // the history's JSON size
+	at      time.Time   // when the connection ended
 }
 
 // recentSessions holds the copies, oldest first; safe for concurrent use.
@@ -46,8 +47,10 @@ func newRecentSessions(maxBytes int, ttl time.Duration, now func() time.Time) *r
 }
 
 // keep stores the copy of a session whose connection just ended, replacing
-// an older copy of it; sizes are the history entries' JSON sizes.
-func (r *recentSessions) keep(rec store.Record, hist []transport.Entry, sizes []int, pending []orchestrator.Confirmation) {
+// an older copy of it; sizes are the history entries' JSON sizes, block
+// the user's block as the connection knew it.
+func (r *recentSessions) keep(rec store.Record, hist []transport.Entry, sizes []int, pending []orchestrator.Confirmation,
+	block store.Block) {
 	if r.max <= 0 || r.ttl <= 0 || rec.ID == "" {
 		return
 	}
@@ -63,7 +66,8 @@ func (r *recentSessions) keep(rec store.Record, hist []transport.Entry, sizes []
 	if n > r.max {
 		return
 	}
-	r.byID[rec.ID] = r.order.PushBack(&recentCopy{rec: rec, hist: hist, pending: pending, bytes: n, at: r.now()})
+	r.byID[rec.ID] = r.order.PushBack(&recentCopy{rec: rec, hist: hist, pending: pending, block: block, bytes: n,
+		at: r.now()})
 	r.bytes += n
 	for r.bytes > r.max {
 		r.removeLocked(r.order.Front())
@@ -135,7 +139,6 @@ func (m *Manager) restoreRecent() {
 		case e == 0:
 			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
 			restored, err := m.Store.Restore(ctx, rc.rec, rc.hist, rc.pending)
-			cancel()
 			switch {
 			case err != nil:
 				m.Log.Warn("could not write back a recent session to a store that had lost it; the next check retries",
@@ -144,7 +147,9 @@ func (m *Manager) restoreRecent() {
 				m.Metrics.StoreRestorations.Inc()
 				m.Log.Info("session written back to a store that had lost it", "session", rc.rec.ID,
 					"between_connections", true, "ended_ago", m.cfg.Now().Sub(rc.at).Round(time.Second).String())
+				m.restoreBlock(ctx, rc.rec.UserID, rc.block)
 			}
+			cancel()
 		}
 	}
 }

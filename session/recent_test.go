@@ -22,7 +22,7 @@ func TestRecentSessionCopiesAreBoundedByBytesAgeAndOwner(t *testing.T) {
 	now := time.Unix(1000, 0)
 	r := newRecentSessions(100, time.Minute, func() time.Time { return now })
 	keep := func(id string, epoch int64, bytes int) {
-		r.keep(store.Record{ID: id, Epoch: epoch}, nil, []int{bytes}, nil)
+		r.keep(store.Record{ID: id, Epoch: epoch}, nil, []int{bytes}, nil, store.Block{})
 	}
 	keep("a", 1, 40)
 	keep("b", 1, 40)

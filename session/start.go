@@ -65,6 +65,8 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			// started (4005), or the connection went away: not a store
 			// failure.
 			return false
+		case errors.Is(err, store.ErrResumeRefused) && c.notRestoredYet(msg.Resume.SessionID):
+			return false
 		case errors.Is(err, store.ErrResumeRefused):
 			c.m.Metrics.ResumeRefused.Inc()
 			c.m.Metrics.RefuseSession("resume_refused", c.id.Channel)
@@ -191,6 +193,24 @@ func (c *conn) closing() bool {
 	default:
 		return false
 	}
+}
+
+// notRestoredYet answers a resume the store refused while Redis may still
+// be getting its sessions back (Manager.restoring): the browser is told to
+// reconnect and resume in a moment (4103) instead of giving the session up
+// (4004). It reports whether it answered.
+func (c *conn) notRestoredYet(id string) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	if !c.m.restoring(ctx) {
+		return false
+	}
+	c.m.Metrics.RefuseSession("restoring", c.id.Channel)
+	c.log.Info("resume of a session the store lost and has not got back yet; told to retry", "session", id)
+	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
+		"the session store restarted and this session is being restored; reconnect and resume in a moment", true, 0))
+	c.close(protocol.DisconnectRestoring)
+	return true
 }
 
 func (c *conn) storeDown(err error) bool {

@@ -201,6 +201,13 @@ func (s *state) liftBlock() {
 	s.block = store.Block{}
 }
 
+// currentBlock is the block recorded, in force or not.
+func (s *state) currentBlock() store.Block {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.block
+}
+
 // blocked reports whether input is refused now, and until when.
 func (s *state) blocked() (time.Time, bool) {
 	s.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -90,6 +91,8 @@ type RedisStore struct {
 	eventsStream  string
 	eventsMaxLen  int64
 	userStorage   int64
+	// marked holds the nodes whose marker Watch has set (see MarkerGone).
+	marked sync.Map
 }
 
 var _ Store = (*RedisStore)(nil)

@@ -184,6 +184,19 @@ type ownerLog struct {
 	mu     sync.Mutex
 	owners []string
 	checks int
+	lost   int
+}
+
+func (o *ownerLog) Lost() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lost++
+}
+
+func (o *ownerLog) lostCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lost
 }
 
 func (o *ownerLog) Owner(id string, epoch int64) {
@@ -241,10 +254,38 @@ func testWatch(t *testing.T, b *backend) {
 		return len(owners) == 1 && owners[0] == "s-watched@2"
 	})
 
-	// Redis loses its data: the node is asked to check its sessions.
+	// The node's own first marker is not lost data.
+	if n := w.lostCount(); n != 0 {
+		t.Fatalf("Lost heard %d times before Redis lost anything", n)
+	}
+
+	// Redis loses its data: the node hears it, and is asked to check its
+	// sessions.
 	_, before := w.state()
 	b.flush(t) // every server: a cluster client's FLUSHALL reaches one
 	waitUntil(t, "a check after the flush", func() bool { _, n := w.state(); return n > before })
+	waitUntil(t, "Lost after the flush", func() bool { return w.lostCount() >= 1 })
+}
+
+// testMarkerGone: a node whose marker its Watch set learns at once, without
+// waiting for Watch, that Redis lost it; a node that never set one is not
+// told anything.
+func testMarkerGone(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	if gone, err := s.MarkerGone(ctx, "node-b"); err != nil || gone {
+		t.Fatalf("marker of a node never marked: gone %v, %v; want false", gone, err)
+	}
+	if _, err := s.touchMarker(ctx, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := s.MarkerGone(ctx, "node-b"); err != nil || gone {
+		t.Fatalf("marker just set: gone %v, %v; want false", gone, err)
+	}
+	b.flush(t)
+	if gone, err := s.MarkerGone(ctx, "node-b"); err != nil || !gone {
+		t.Fatalf("marker after Redis lost its data: gone %v, %v; want true", gone, err)
+	}
 }
 
 // waitUntil polls cond for up to 5 s.

@@ -99,6 +99,7 @@ var suite = []struct {
 	{"TimelineKeepsTheNewestAndTheStreamGetsEachTurn", testTimeline},
 	{"OperatorCloseRefusesResume", testOperatorClose},
 	{"UserStorageQuotaCountsEverySessionOfTheUser", testUserStorageQuota},
+	{"MarkerGoneTellsALossBeforeWatchNotices", testMarkerGone},
 }
 
 func TestRedisStore(t *testing.T) {

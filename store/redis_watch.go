@@ -28,7 +28,8 @@ func nodeKey(node string) string { return "turnstile:node:{" + node + "}" }
 // every WatchInterval, refreshes this node's marker; when Redis answers
 // again after failing, or the marker is gone, or Redis confirmed the
 // subscription (the first time or again), it asks w to Check the live
-// sessions. It uses one
+// sessions. A marker that was set once and is gone says that Redis lost
+// its data: w hears Lost first. It uses one
 // goroutine, the caller's, and one Redis connection for the subscription.
 func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 	if node == "" || strings.ContainsAny(node, "{}") {
@@ -61,11 +62,15 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 		}
 		if now := time.Now(); !now.Before(next) {
 			next = now.Add(s.watchInterval)
+			_, marked := s.marked.Load(node)
 			present, err := s.touchMarker(ctx, node)
 			switch {
 			case err != nil:
 				healthy = false
 			case !present || !healthy:
+				if !present && marked {
+					w.Lost()
+				}
 				healthy = true
 				w.Check()
 			}
@@ -84,14 +89,35 @@ func (s *RedisStore) touchMarker(ctx context.Context, node string) (bool, error)
 		_, err := s.c.SetArgs(ctx, nodeKey(node), "1", redis.SetArgs{TTL: 10 * s.watchInterval, Get: true}).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
-			return nil
 		case err != nil:
 			return fmt.Errorf("store watch: %w", err)
+		default:
+			present = true
 		}
-		present = true
+		s.marked.Store(node, struct{}{})
 		return nil
 	})
 	return present, err
+}
+
+// MarkerGone reports whether node's marker, which its Watch set, is gone
+// from Redis: Redis lost its data, and Watch may not have noticed yet (it
+// looks every WatchInterval). False before Watch set it the first time.
+// One round trip.
+func (s *RedisStore) MarkerGone(ctx context.Context, node string) (bool, error) {
+	if _, marked := s.marked.Load(node); !marked {
+		return false, nil
+	}
+	var gone bool
+	err := s.call(ctx, "watch", func(ctx context.Context) error {
+		n, err := s.c.Exists(ctx, nodeKey(node)).Result()
+		if err != nil {
+			return fmt.Errorf("store watch: %w", err)
+		}
+		gone = n == 0
+		return nil
+	})
+	return gone, err
 }
 
 // Epochs returns the stored epoch of each session (0: the record is gone)

@@ -107,6 +107,9 @@ type Store interface {
 	// Watch tells w of ownership changes and of Redis coming back (or
 	// losing its data) until ctx ends; it is the node's one subscription.
 	Watch(ctx context.Context, node string, w Watcher) error
+	// MarkerGone reports whether Redis lost node's marker since its Watch
+	// set it (Redis lost its data; Watch may not have noticed yet).
+	MarkerGone(ctx context.Context, node string) (bool, error)
 	// BlockUser blocks a user everywhere until b.Until; BlockOf reads it.
 	BlockUser(ctx context.Context, user string, b Block) error
 	BlockOf(ctx context.Context, user string) (Block, error)
@@ -171,4 +174,7 @@ type Watcher interface {
 	// subscription was re-established (announcements may have been
 	// missed).
 	Check()
+	// Lost says that Redis lost its data (restarted empty, flushed): the
+	// node's marker vanished. Check follows.
+	Lost()
 }
