@@ -90,8 +90,8 @@ var (
 	// ToolErrorTypes are tools.ErrorType's values; a tool call's outcome
 	// label is "ok" or one of them in lower case.
 	ToolErrorTypes = []string{"VALIDATION", "NOT_FOUND", "INTERNAL", "MODE_RESTRICTED", "BUDGET_EXCEEDED",
-		"CONFIRMATION_REQUIRED", "LOOP_DETECTED", "TIMEOUT", "SESSION_INACTIVE", "TRANSIENT", "PERMANENT",
-		"CONFLICT", "AUTH", "RATE_LIMIT"}
+		"CONFIRMATION_REQUIRED", "LOOP_DETECTED", "TIMEOUT", "UNTRUSTED_CONTEXT", "SESSION_INACTIVE", "TRANSIENT",
+		"PERMANENT", "CONFLICT", "AUTH", "RATE_LIMIT"}
 
 	// UnknownTool is the tool label of calls to a tool the registry does
 	// not have (orchestrator).
@@ -148,6 +148,11 @@ func BrowserMessageTypes() []string {
 	return []string{protocol.TypeSessionStart, protocol.TypeText, protocol.TypeTurnCancel, protocol.TypePing,
 		protocol.TypeAudioEnd, protocol.TypeVoiceStart, protocol.TypeVoiceStop, protocol.TypeConfirm, "audio", "invalid"}
 }
+
+// UntrustedActions label turnstile_untrusted_context_total: what the
+// orchestrator did with a sensitive call after untrusted tool output —
+// refused it (UNTRUSTED_CONTEXT) or put it to the user (confirm).
+var UntrustedActions = []string{"refused", "confirm"}
 
 // DisconnectReasons label turnstile_browser_disconnects_total.
 func DisconnectReasons() []string {

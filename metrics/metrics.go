@@ -41,10 +41,13 @@ type Metrics struct {
 	RedisErrors       *prometheus.CounterVec   // op
 	InitTokens        *prometheus.GaugeVec     // mode
 
-	GateRefusals        *prometheus.CounterVec   // gate: retrieval|total, mode
-	LoopDetections      *prometheus.CounterVec   // rule: repeated_call|empty_results
-	IntentsApplied      *prometheus.CounterVec   // type
-	Confirmations       *prometheus.CounterVec   // outcome: requested|approved|denied|expired|consumed|invalid
+	GateRefusals   *prometheus.CounterVec // gate: retrieval|total, mode
+	LoopDetections *prometheus.CounterVec // rule: repeated_call|empty_results
+	IntentsApplied *prometheus.CounterVec // type
+	Confirmations  *prometheus.CounterVec // outcome: requested|approved|denied|expired|consumed|invalid
+	// UntrustedContext counts sensitive calls made after untrusted tool
+	// output in their turn (tool, action: UntrustedActions).
+	UntrustedContext    *prometheus.CounterVec
 	SoftLatencyExceeded *prometheus.CounterVec   // tool, mode
 	ToolResultTokens    *prometheus.HistogramVec // tool
 	ToolCallsPerTurn    *prometheus.HistogramVec // mode
@@ -153,6 +156,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"UI intents applied and sent to the browser, by intent type.", "type"),
 		Confirmations: f.counterVec("turnstile_confirmations_total",
 			"Confirmation lifecycle events (requested, approved, denied, expired, consumed, invalid).", "outcome"),
+		UntrustedContext: f.counterVec("turnstile_untrusted_context_total",
+			"Sensitive tool calls made after untrusted tool output in their turn, by tool and action (refused, confirm).",
+			"tool", "action"),
 		SoftLatencyExceeded: f.counterVec("turnstile_tool_soft_latency_exceeded_total",
 			"Tool calls that answered after their soft latency budget, by tool and mode.", "tool", "mode"),
 		ToolResultTokens: f.histogramVec("turnstile_tool_result_tokens",

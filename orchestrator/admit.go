@@ -23,7 +23,9 @@ func refuse(a admission, t tools.ErrorType, msg string) admission {
 	return a
 }
 
-func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
+// admit runs steps 1–7 for one call. after names the tool whose untrusted
+// output reached the model earlier in the turn ("" when none did).
+func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admission {
 	a := admission{label: unknownTool}
 	// 1. lookup
 	tool, ok := t.reg.Lookup(c.Name)
@@ -80,9 +82,21 @@ func (t *Turn) admit(ctx context.Context, c Call, ev Events) admission {
 	if a.terminal && !t.reserveTerminal() {
 		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn")
 	}
-	// 6. confirmation, of a call that would run as it stands
-	if tool.RequiresConfirmation {
-		if r := t.confirm(ctx, c, a, ev); r.refusal != nil {
+	// 6. untrusted context (untrusted.go): a sensitive call after untrusted
+	// output needs the user's approval, or, when it acts against the user,
+	// is refused.
+	ask, asked := tool.RequiresConfirmation, ""
+	if after != "" && tool.IsSensitive() {
+		if tool.BlocksUser {
+			t.releaseTerminal(a)
+			return t.refuseUntrusted(ctx, c, a, after)
+		}
+		t.o.Metrics.UntrustedContext.WithLabelValues(a.label, "confirm").Inc()
+		ask, asked = true, after
+	}
+	// 7. confirmation, of a call that would run as it stands
+	if ask {
+		if r := t.confirm(ctx, c, a, asked, ev); r.refusal != nil {
 			t.releaseTerminal(a)
 			return r
 		}
@@ -140,9 +154,13 @@ func (t *Turn) releaseTerminal(a admission) {
 }
 
 // confirm consumes the user's approval for exactly this call, or asks for
-// one.
-func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admission {
+// one. after is set when the approval is needed only because untrusted
+// output of that tool came first in the turn.
+func (t *Turn) confirm(ctx context.Context, c Call, a admission, after string, ev Events) admission {
 	if t.o.Confirms == nil || a.digest == "" {
+		if after != "" && !a.tool.RequiresConfirmation {
+			return t.refuseUntrusted(ctx, c, a, after)
+		}
 		return refuse(a, tools.ErrConfirmationRequired, "this tool needs the user's approval, which cannot be asked for here")
 	}
 	conf := Confirmation{
@@ -179,6 +197,11 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, ev Events) admi
 	traceAttr(ctx, tracing.AttrToolConfirm.String("asked"))
 	if ev != nil {
 		ev.ConfirmRequested(conf)
+	}
+	if after != "" {
+		a = refuse(a, tools.ErrConfirmationRequired, untrustedConfirmMessage(c.Name, after, conf.Token))
+		a.refusal.Error.Code = CodeUntrustedContext
+		return a
 	}
 	return refuse(a, tools.ErrConfirmationRequired, fmt.Sprintf("the user must approve this call first; a "+
 		"confirmation (token %s) is shown to them. Do not call %s again until they answer; you will be told.",

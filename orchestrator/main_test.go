@@ -195,6 +195,9 @@ func newFixture(t testing.TB) *fixture {
 	for name, s := range endingTools() {
 		specs[name] = s
 	}
+	for name, s := range untrustedTools() {
+		specs[name] = s
+	}
 	fsys := fstest.MapFS{}
 	handlers := map[string]tools.Handler{}
 	f.ran = map[string]*atomic.Int64{}
@@ -204,6 +207,7 @@ func newFixture(t testing.TB) *fixture {
 		handlers[name] = counted(s.handler, f.ran, name)
 	}
 	addBuiltinFinish(t, fsys, handlers, f.ran)
+	addBuiltin(t, fsys, handlers, f.ran, ignoreUserTool)
 	toolReg, err := tools.Load(fsys, handlers)
 	if err != nil {
 		t.Fatalf("load test registry: %v", err)
@@ -273,7 +277,15 @@ func errorOf(t *testing.T, out orchestrator.Outcome) map[string]any {
 	partial, hasPartial := out.Response["partialSideEffects"]
 	want := 3
 	if hasPartial {
-		want = 4
+		want++
+	}
+	// A tool's own error carries the untrusted marker (its message may be
+	// the tool's text); the pipeline's refusals do not.
+	if mark, fenced := out.Response[orchestrator.UntrustedMarker]; fenced {
+		if mark != true || out.Refused {
+			t.Fatalf("response = %#v: the untrusted marker is true, and only on a tool's own answer", out.Response)
+		}
+		want++
 	}
 	if !ok || out.Response["v"] != 1 || out.Response["ok"] != false || len(out.Response) != want ||
 		(hasPartial && partial != true) || hasPartial != out.Envelope.Error.PartialSideEffects {

@@ -1,7 +1,8 @@
 // Package orchestrator runs every tool call the model makes through the
 // gateway's pipeline (DESIGN §6), in this order: lookup, mode restriction,
-// loop detection, per-turn gates, argument validation, confirmation (so
-// that the user is never asked to approve a call that could not run),
+// loop detection, per-turn gates, argument validation, untrusted context (a
+// sensitive tool after untrusted tool output in the turn: untrusted.go),
+// confirmation (so that the user is never asked to approve a call that could not run),
 // execution with a hard timeout and panic recovery, envelope validation,
 // result shaping, metrics and the call ledger, and intent collection. Every
 // call gets exactly one answer for the model, refused or not, and a call

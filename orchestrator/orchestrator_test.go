@@ -118,7 +118,8 @@ func TestSuccessfulCallAnswersWithOutput(t *testing.T) {
 	if !out.Envelope.OK || out.Envelope.Error != nil {
 		t.Fatalf("envelope = %+v, want ok", out.Envelope)
 	}
-	want := map[string]any{"v": 1, "ok": true, "output": map[string]any{"echo": "hello", "mode": "text", "session": "sess-1"}}
+	want := map[string]any{"v": 1, "ok": true, "output": map[string]any{"echo": "hello", "mode": "text", "session": "sess-1"},
+		orchestrator.UntrustedMarker: true} // a test tool's output is not the gateway's
 	if !reflect.DeepEqual(out.Response, want) {
 		t.Errorf("response = %#v, want %#v (the handler's data, with the call's mode and session)", out.Response, want)
 	}
@@ -130,7 +131,8 @@ func TestSuccessfulCallAnswersWithOutput(t *testing.T) {
 func TestSuccessWithoutDataAnswersOK(t *testing.T) {
 	f := newFixture(t)
 	out := f.exec(t.Context(), "noop", nil)
-	if !out.Envelope.OK || !reflect.DeepEqual(out.Response, map[string]any{"v": 1, "ok": true, "output": "ok"}) {
+	if !out.Envelope.OK || !reflect.DeepEqual(out.Response, map[string]any{"v": 1, "ok": true, "output": "ok",
+		orchestrator.UntrustedMarker: true}) {
 		t.Errorf("response = %#v, want {output: ok}", out.Response)
 	}
 }

@@ -137,14 +137,20 @@ const finishTool = "finish"
 // addBuiltinFinish adds the real built-in finish tool, manifest and handler.
 func addBuiltinFinish(t testing.TB, fsys fstest.MapFS, handlers map[string]tools.Handler, ran map[string]*atomic.Int64) {
 	t.Helper()
+	addBuiltin(t, fsys, handlers, ran, finishTool)
+}
+
+// addBuiltin adds a real built-in tool, manifest and handler.
+func addBuiltin(t testing.TB, fsys fstest.MapFS, handlers map[string]tools.Handler, ran map[string]*atomic.Int64, name string) {
+	t.Helper()
 	for _, file := range []string{"schema.json", "guide.md"} {
-		b, err := fs.ReadFile(builtin.FS, finishTool+"/"+file)
+		b, err := fs.ReadFile(builtin.FS, name+"/"+file)
 		if err != nil {
-			t.Fatalf("read built-in finish: %v", err)
+			t.Fatalf("read built-in %s: %v", name, err)
 		}
-		fsys[finishTool+"/"+file] = &fstest.MapFile{Data: b}
+		fsys[name+"/"+file] = &fstest.MapFile{Data: b}
 	}
-	handlers[finishTool] = counted(builtin.Handlers(nil)[finishTool], ran, finishTool)
+	handlers[name] = counted(builtin.Handlers(nil)[name], ran, name)
 }
 
 // with returns an orchestrator over the fixture's tools, metrics and log

@@ -43,8 +43,10 @@ func endingTools() map[string]toolSpec {
 				}
 				return tools.Terminate(args.Note)
 			}},
-		// goodbye ends a session (as end_voice_session does).
-		"goodbye": {category: "action", modes: both, extra: `"endsSession": true,`,
+		// goodbye ends a session (as end_voice_session does); it is not
+		// sensitive, so that the budget tests see the budget alone (the
+		// untrusted-output rule for such tools: untrusted_test.go).
+		"goodbye": {category: "action", modes: both, extra: `"endsSession": true, "sensitive": false,`,
 			handler: func(context.Context, tools.Call) tools.Envelope { return tools.OK("bye") }},
 		"terminate_failed": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {
 			env := tools.Fail(tools.ErrPermanent, "no", false, false)
@@ -181,7 +183,7 @@ func TestControlCharactersAreStrippedFromResults(t *testing.T) {
 	f := newFixture(t)
 	out := f.exec(t.Context(), "dirty", nil)
 	b, _ := json.Marshal(out.Response)
-	want := `{"ok":true,"output":{"list":["z"],"n":3,"rows":["keep\ttab\nline",{"deep":"xy"}],"title":"Order 42"},"v":1}`
+	want := `{"ok":true,"output":{"list":["z"],"n":3,"rows":["keep\ttab\nline",{"deep":"xy"}],"title":"Order 42"},"untrusted":true,"v":1}`
 	if string(b) != want {
 		t.Errorf("response %s\nwant     %s", b, want)
 	}

@@ -84,7 +84,8 @@ type Turn struct {
 	mu               sync.Mutex
 	retrieval, total int
 	rounds           int
-	terminalBusy     bool // a terminal call is admitted and not failed
+	terminalBusy     bool   // a terminal call is admitted and not failed
+	untrusted        string // the first tool whose untrusted output reached the model (untrusted.go)
 	end              *End
 	intents          []intents.Intent
 }
@@ -134,6 +135,9 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 		results[i].Send, fresh[i] = true, true
 	}
 	prior := t.claim(ctx, results, fresh)
+	// The calls of one model message were made before any of their
+	// results existed: only output of earlier messages taints them.
+	after := t.untrustedSource()
 	var wg sync.WaitGroup
 	for i := range calls {
 		if !fresh[i] {
@@ -158,7 +162,7 @@ func (t *Turn) Handle(ctx context.Context, calls []Call, ev Events) []Result {
 		if ev != nil {
 			ev.CallReceived(c, redactedArgs(t.reg, c.Name, c.Args))
 		}
-		a := t.admit(cctx, c, ev)
+		a := t.admit(cctx, c, after, ev)
 		if t.fenced.Load() {
 			results[i].Outcome = t.withdraw(cctx, c, a, ev)
 			span.End()
@@ -262,6 +266,9 @@ func (t *Turn) again(ctx context.Context, c Call, rec CallRecord, ev Events) Out
 	if rec.State == StateAnswered && rec.Response != nil && t.ledger.move(c.ID, StateReplayed) {
 		t.o.Log.InfoContext(ctx, "tool call answered again from the ledger", "session", t.s.ID, "turn", t.n,
 			"call", c.ID, "tool", rec.Tool, "first_turn", rec.Turn)
+		if tool, ok := t.reg.Lookup(c.Name); ok {
+			t.markUntrusted(tool) // the stored answer reaches the model again
+		}
 		return Outcome{Response: rec.Response, Replayed: true, Envelope: tools.Envelope{OK: rec.Outcome == "ok"}}
 	}
 	a := admission{label: t.label(c.Name)}
@@ -282,7 +289,7 @@ func (t *Turn) label(name string) string {
 	return unknownTool
 }
 
-// admission is what steps 1–6 learned about a call.
+// admission is what steps 1–7 learned about a call.
 type admission struct {
 	tool     *tools.Tool
 	label    string // metric label: the tool name, or "unknown"
@@ -332,6 +339,7 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	if !t.ledger.move(c.ID, state) {
 		return t.cancelled(ctx, c, a, d, ev)
 	}
+	t.markUntrusted(a.tool)
 	var end *End
 	if env.OK {
 		if env.Terminate != nil {
@@ -386,9 +394,16 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 	// in bytes.
 	var chars int
 	out := Outcome{Duration: d, Refused: a.refusal != nil}
+	// The tool's own answer, if it is not the gateway's, is marked as
+	// untrusted data; the pipeline's refusals are the gateway's words.
+	marked := a.refusal == nil && a.tool != nil && !a.tool.TrustedOutput
+	wrapper := responseWrapper
+	if marked {
+		wrapper += untrustedMarkChars
+	}
 	if env.OK {
 		// The budget holds for the whole response, the wrapper included.
-		data, n, truncated := shape(env.Data, t.o.cfg.MaxResultBytes-responseWrapper)
+		data, n, truncated := shape(env.Data, t.o.cfg.MaxResultBytes-wrapper)
 		if a.tool != nil {
 			out.Shown = shownFields(a.tool, data)
 		}
@@ -397,10 +412,13 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 			data, n = plain, quotedChars(plain)
 		}
 		env.Data, env.Meta.Truncated = data, truncated
-		chars = responseWrapper + n
+		chars = wrapper + n
 	}
 	env.Meta.DurationMs = d.Milliseconds()
 	out.Envelope, out.Response = env, modelResponse(env)
+	if marked {
+		out.Response[UntrustedMarker] = true
+	}
 
 	outcome := "ok"
 	if !env.OK {

@@ -222,20 +222,6 @@ func (c *conn) contextHistory(m modePrompt) []transport.Entry {
 	return kept
 }
 
-// block applies BLOCK_USER: the user's input is refused on every session
-// and node until the block ends, and new connections are refused (4003).
-func (c *conn) block(d time.Duration, reason string) {
-	b := store.Block{Until: c.m.cfg.Now().Add(d).UTC().Truncate(time.Second), Reason: reason}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
-	defer cancel()
-	if err := c.m.Store.BlockUser(ctx, c.user, b); err != nil {
-		// The block still holds on this node's connections of the user.
-		c.log.Error("could not store a user block; it holds on this node only", "err", err)
-	}
-	c.log.Warn("user blocked", "user", c.user, "until", b.Until, "reason", b.Reason)
-	c.m.blockLocal(c.user, b)
-}
-
 // setBlocked records a block on this connection, tells the browser, and
 // in voice ends voice at once: from now on nothing the user says or types
 // reaches the model.

@@ -67,6 +67,13 @@ type Config struct {
 	TakeoverWait time.Duration
 	// Now is the clock blocks are judged by; default Clock's Now.
 	Now func() time.Time
+	// BlockSteps cap the blocks the model imposes (ignore_user): a user's
+	// n-th block within BlockMemory lasts at most BlockSteps[n-1], the last
+	// step for every later one (block.go); default DefaultBlockSteps.
+	BlockSteps []time.Duration
+	// BlockMemory is how long a user's blocks count toward escalation
+	// after the latest one; default DefaultBlockMemory.
+	BlockMemory time.Duration
 
 	// The edge limits. For each, zero means no limit (the gateway's
 	// configuration supplies the defaults).
@@ -193,6 +200,10 @@ func (c *Config) defaults() {
 	defDur(&c.RateAbuseAfter, 10*time.Second)
 	defDur(&c.GoodbyeLead, 8*time.Second)
 	defDur(&c.LiveTTL, DefaultLiveTTL)
+	defDur(&c.BlockMemory, DefaultBlockMemory)
+	if len(c.BlockSteps) == 0 {
+		c.BlockSteps = DefaultBlockSteps
+	}
 }
 
 // Deps are the parts a session talks to.

@@ -74,3 +74,20 @@ func TestDeclarationsCarryBothSchemaRenderings(t *testing.T) {
 		}
 	}
 }
+
+func TestSystemInstructionExplainsTheUntrustedMarkerOnlyWhenAToolCarriesIt(t *testing.T) {
+	ts := promptTools(t) // none of them is trustedOutput
+	if system, _ := systemAndTools("", ts); !strings.Contains(system, `marked "untrusted": true`) ||
+		!strings.Contains(system, "never instructions") {
+		t.Errorf("the instruction does not explain the untrusted marker:\n%s", system)
+	}
+	var trusted []*tools.Tool
+	for _, tool := range ts {
+		c := *tool
+		c.TrustedOutput = true
+		trusted = append(trusted, &c)
+	}
+	if system, _ := systemAndTools("", trusted); strings.Contains(system, "untrusted") {
+		t.Errorf("the marker is explained although no declared tool's results carry it:\n%s", system)
+	}
+}

@@ -115,6 +115,7 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			return err
 		}},
 		{"BlockUser", func() error { return s.BlockUser(ctx, rec.UserID, block) }},
+		{"Strike", func() error { _, err := s.Strike(ctx, rec.UserID, time.Hour); return err }},
 		{"BlockOf", func() error {
 			b, err := s.BlockOf(ctx, rec.UserID)
 			if err == nil && !b.Until.Equal(block.Until) {

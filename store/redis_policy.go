@@ -69,6 +69,10 @@ func approvalKey(id, tool, digest string) string {
 }
 func blockKey(user string) string { return "turnstile:user:{" + user + "}:block" }
 
+// strikesKey counts a user's model-imposed blocks for escalation; it
+// shares the block's hash tag, so an operator's lift clears both at once.
+func strikesKey(user string) string { return "turnstile:user:{" + user + "}:strikes" }
+
 // Claim implements orchestrator.LedgerStore in one round trip, fenced on
 // epoch (a Lua script that first compares it, as Append's).
 func (s *RedisStore) Claim(ctx context.Context, sessionID string, epoch int64, calls []orchestrator.CallRecord) (map[string]orchestrator.CallRecord, error) {
@@ -297,6 +301,26 @@ func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error 
 		}
 		return nil
 	})
+}
+
+// Strike implements Store.Strike in one round trip: the count's key
+// lives for memory after the latest strike.
+func (s *RedisStore) Strike(ctx context.Context, user string, memory time.Duration) (int, error) {
+	var n int64
+	err := s.call(ctx, "block", func(ctx context.Context) error {
+		var incr *redis.IntCmd
+		_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			incr = p.Incr(ctx, strikesKey(user))
+			p.Expire(ctx, strikesKey(user), memory)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("user strikes: %w", err)
+		}
+		n = incr.Val()
+		return nil
+	})
+	return int(n), err
 }
 
 // BlockOf returns the user's block; a zero Until means not blocked.

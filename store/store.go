@@ -113,6 +113,10 @@ type Store interface {
 	// BlockUser blocks a user everywhere until b.Until; BlockOf reads it.
 	BlockUser(ctx context.Context, user string, b Block) error
 	BlockOf(ctx context.Context, user string) (Block, error)
+	// Strike counts one more block the model imposed on user and returns
+	// how many the user has had, this one included, since memory passed
+	// without one (the count escalates the next block's length).
+	Strike(ctx context.Context, user string, memory time.Duration) (int, error)
 	// The orchestrator's confirmations and call ledger.
 	orchestrator.ConfirmStore
 	orchestrator.LedgerStore

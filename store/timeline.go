@@ -331,13 +331,16 @@ func (s *RedisStore) SetBlock(ctx context.Context, user string, b Block) error {
 }
 
 // LiftBlock ends a user's block and tells every node at once; it reports
-// whether there was one.
+// whether there was one. The user's strikes (Strike) are forgiven too: an
+// operator lifts a block that should not have been, and the next one
+// starts short again.
 func (s *RedisStore) LiftBlock(ctx context.Context, user string) (bool, error) {
 	var had bool
 	err := s.call(ctx, "operator", func(ctx context.Context) error {
 		var del *redis.IntCmd
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			del = p.Del(ctx, blockKey(user))
+			p.Del(ctx, strikesKey(user))
 			p.Publish(ctx, ownersChannel, "unblock "+user)
 			return nil
 		})

@@ -21,6 +21,10 @@ const (
 	ErrConfirmationRequired ErrorType = "CONFIRMATION_REQUIRED"
 	ErrLoopDetected         ErrorType = "LOOP_DETECTED"
 	ErrTimeout              ErrorType = "TIMEOUT"
+	// ErrUntrustedContext refuses a sensitive tool called after untrusted
+	// content (another tool's output) entered the turn, when the user
+	// cannot be asked to approve it (ignore_user). Never retryable.
+	ErrUntrustedContext ErrorType = "UNTRUSTED_CONTEXT"
 	// Handler errors.
 	ErrSessionInactive ErrorType = "SESSION_INACTIVE"
 	ErrTransient       ErrorType = "TRANSIENT"
@@ -128,7 +132,7 @@ func (f HandlerFunc) Handle(ctx context.Context, call Call) Envelope { return f(
 func KnownErrorType(t ErrorType) bool {
 	switch t {
 	case ErrValidation, ErrNotFound, ErrInternal, ErrModeRestricted, ErrBudgetExceeded, ErrConfirmationRequired,
-		ErrLoopDetected, ErrTimeout, ErrSessionInactive, ErrTransient, ErrPermanent, ErrConflict, ErrAuth, ErrRateLimit:
+		ErrLoopDetected, ErrTimeout, ErrUntrustedContext, ErrSessionInactive, ErrTransient, ErrPermanent, ErrConflict, ErrAuth, ErrRateLimit:
 		return true
 	}
 	return false

@@ -60,6 +60,21 @@ type Manifest struct {
 	// tools, such tools are exempt from the per-turn budget, so that a
 	// model out of budget can still end what it must.
 	EndsSession bool `json:"endsSession,omitempty"`
+	// Sensitive marks a tool that untrusted text must not be able to set
+	// off: called after another tool's untrusted output entered the turn,
+	// it runs only once the user approves it (or, for a tool that
+	// BlocksUser, not at all: UNTRUSTED_CONTEXT). Nil takes the default,
+	// Tool.IsSensitive.
+	Sensitive *bool `json:"sensitive,omitempty"`
+	// BlocksUser marks a tool that acts against the user it would have to
+	// ask for approval (ignore_user). It is sensitive by default, and
+	// after untrusted output in the turn it is refused outright.
+	BlocksUser bool `json:"blocksUser,omitempty"`
+	// TrustedOutput marks a tool whose output the gateway itself produces
+	// (mode switches, finish, ignore_user): its results do not make the
+	// turn untrusted and reach the model unmarked. Every other tool's
+	// results (HTTP, MCP, the knowledge base) are untrusted data.
+	TrustedOutput bool `json:"trustedOutput,omitempty"`
 	// SoftLatencyMs and TimeoutMs are zero when the manifest leaves them
 	// out; Tool.SoftLatencyIn and Tool.Timeout apply the defaults.
 	SoftLatencyMs LatencyMs `json:"softLatencyMs,omitzero"`

@@ -39,6 +39,7 @@ type ToolOverride struct {
 	Modes                []string  `json:"modes,omitempty"`
 	RequiresConfirmation *bool     `json:"requiresConfirmation,omitempty"`
 	Terminal             *bool     `json:"terminal,omitempty"`
+	Sensitive            *bool     `json:"sensitive,omitempty"`
 	SoftLatencyMs        *int      `json:"softLatencyMs,omitempty"`
 	TimeoutMs            *int      `json:"timeoutMs,omitempty"`
 	Category             *Category `json:"category,omitempty"`
@@ -236,7 +237,7 @@ func (pc *policyChecker) budgets(n *pnode) {
 }
 
 // overrideKeys are the manifest fields a policy may override.
-var overrideKeys = []string{"modes", "requiresConfirmation", "terminal", "softLatencyMs", "timeoutMs", "category", "redact"}
+var overrideKeys = []string{"modes", "requiresConfirmation", "terminal", "sensitive", "softLatencyMs", "timeoutMs", "category", "redact"}
 
 func (pc *policyChecker) tools(n *pnode) {
 	pc.p.Tools = map[string]ToolOverride{}
@@ -251,16 +252,19 @@ func (pc *policyChecker) tools(n *pnode) {
 			case "modes":
 				modes, ok := pc.modes(fv, fkey)
 				o.Modes, bad = modes, bad || !ok
-			case "requiresConfirmation", "terminal":
+			case "requiresConfirmation", "terminal", "sensitive":
 				if fv.kind != pBool {
 					pc.fail(fv, fkey, "must be true or false, not %s", fv.kind)
 					bad = true
 					return
 				}
 				b := fv.bool
-				if field == "terminal" {
+				switch field {
+				case "terminal":
 					o.Terminal = &b
-				} else {
+				case "sensitive":
+					o.Sensitive = &b
+				default:
 					o.RequiresConfirmation = &b
 				}
 			case "softLatencyMs", "timeoutMs":

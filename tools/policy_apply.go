@@ -195,6 +195,10 @@ func (o ToolOverride) apply(m *Manifest) {
 	if o.Terminal != nil {
 		m.Terminal = *o.Terminal
 	}
+	if o.Sensitive != nil {
+		b := *o.Sensitive
+		m.Sensitive = &b
+	}
 	if o.SoftLatencyMs != nil {
 		m.SoftLatencyMs = LatencyMs{Text: *o.SoftLatencyMs, Voice: *o.SoftLatencyMs, Explicit: true}
 	}
@@ -224,6 +228,9 @@ type effectiveMetadata struct {
 	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
 	TimeoutMs            int64            `json:"timeoutMs"`
 	Redact               Redact           `json:"redact"`
+	// Sensitive is left out when it is the default, so that registries
+	// that never set it keep their version.
+	Sensitive *bool `json:"sensitive,omitempty"`
 }
 
 func metadataOf(t *Tool) effectiveMetadata {
@@ -238,6 +245,7 @@ func metadataOf(t *Tool) effectiveMetadata {
 		SoftLatencyMs:        t.softLatencyDoc(),
 		TimeoutMs:            t.Timeout().Milliseconds(),
 		Redact:               Redact{Args: sortedNonNil(t.Redact.Args), Result: sortedNonNil(t.Redact.Result)},
+		Sensitive:            t.Sensitive,
 	}
 }
 

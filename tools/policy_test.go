@@ -118,7 +118,7 @@ func TestLoadPolicyRefuses(t *testing.T) {
 		{"fraction", "p.json", `{"budgets": {"text": {"maxRetrieval": 1.5, "maxCalls": 4}}}`,
 			":1: budgets.text.maxRetrieval: must be a whole number, not a fractional number"},
 		{"manifest field a policy cannot set", "p.yaml", "tools:\n  kb_search:\n    parameters: {type: object}\n",
-			":3: tools.kb_search.parameters: unknown key (allowed: modes, requiresConfirmation, terminal, softLatencyMs, timeoutMs, category, redact)"},
+			":3: tools.kb_search.parameters: unknown key (allowed: modes, requiresConfirmation, terminal, sensitive, softLatencyMs, timeoutMs, category, redact)"},
 		{"redact list of non-strings", "p.yaml", "tools:\n  kb_search:\n    redact: {args: [1]}\n",
 			":3: tools.kb_search.redact.args[0]: must be a non-empty string"},
 		{"redact unknown key", "p.yaml", "tools:\n  kb_search:\n    redact: {params: []}\n",

@@ -28,6 +28,8 @@ type toolDoc struct {
 	RequiresConfirmation bool             `json:"requiresConfirmation"`
 	Terminal             bool             `json:"terminal"`
 	EndsSession          bool             `json:"endsSession"`
+	Sensitive            bool             `json:"sensitive"`
+	TrustedOutput        bool             `json:"trustedOutput"`
 	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
 	TimeoutMs            int64            `json:"timeoutMs"`
 	Redact               Redact           `json:"redact"`
@@ -82,6 +84,8 @@ func (r *Registry) BuildManifest(commit string, built time.Time) ([]byte, error)
 			RequiresConfirmation: t.RequiresConfirmation,
 			Terminal:             t.Terminal,
 			EndsSession:          t.EndsSession,
+			Sensitive:            t.IsSensitive(),
+			TrustedOutput:        t.TrustedOutput,
 			SoftLatencyMs:        t.softLatencyDoc(),
 			TimeoutMs:            t.Timeout().Milliseconds(),
 			Redact:               Redact{Args: nonNil(t.Redact.Args), Result: nonNil(t.Redact.Result)},

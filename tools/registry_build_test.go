@@ -23,6 +23,8 @@ type builtDoc struct {
 		RequiresConfirmation bool             `json:"requiresConfirmation"`
 		Terminal             bool             `json:"terminal"`
 		EndsSession          bool             `json:"endsSession"`
+		Sensitive            bool             `json:"sensitive"`
+		TrustedOutput        bool             `json:"trustedOutput"`
 		SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
 		TimeoutMs            int64            `json:"timeoutMs"`
 		Redact               tools.Redact     `json:"redact"`

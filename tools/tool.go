@@ -47,3 +47,14 @@ func (t *Tool) AllowedIn(mode string) bool {
 func (t *Tool) ArgNames() []string {
 	return slices.Clone(t.properties)
 }
+
+// IsSensitive reports whether the tool is sensitive: the manifest's (or
+// policy's) sensitive when set, otherwise true for a tool that blocks the
+// user, ends the conversation or its mode (endsSession), or needs the
+// user's confirmation.
+func (t *Tool) IsSensitive() bool {
+	if t.Sensitive != nil {
+		return *t.Sensitive
+	}
+	return t.BlocksUser || t.EndsSession || t.RequiresConfirmation
+}

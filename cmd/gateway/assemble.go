@@ -180,6 +180,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		AuthLeeway:           cfg.AuthLeeway,
 		PingInterval:         cfg.PingInterval,
 		IdleTimeout:          cfg.IdleTimeout,
+		BlockSteps:           cfg.BlockSteps,
+		BlockMemory:          cfg.BlockMemory,
 		RecentSessionsBytes:  cfg.RecentSessionsBytes,
 		Clock:                cfg.Clock,
 		Pseudonyms:           gw.users,

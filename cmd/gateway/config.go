@@ -74,10 +74,12 @@ type Config struct {
 	ModelTimeout    time.Duration // deadline of one model call
 	SystemPrompt    string
 
-	ConfirmTTL               time.Duration // life of a confirmation and of an approval
-	RestrictOutput           bool          // the model must answer through tools
-	RestrictionMessage       string        // "" = the session's default message
-	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
+	ConfirmTTL               time.Duration   // life of a confirmation and of an approval
+	BlockSteps               []time.Duration // caps of a user's 1st, 2nd, … model-imposed block
+	BlockMemory              time.Duration   // how long blocks count toward escalation
+	RestrictOutput           bool            // the model must answer through tools
+	RestrictionMessage       string          // "" = the session's default message
+	RestrictionMaxInjections int             // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
 
@@ -258,6 +260,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("resume_history_max", c.ResumeHistoryMax),
 		slog.Duration("ping_interval", c.PingInterval),
 		slog.Duration("idle_timeout", c.IdleTimeout),
+		slog.Any("block_steps", c.BlockSteps),
+		slog.Duration("block_memory", c.BlockMemory),
 		slog.String("tls_cert_file", c.TLSCertFile),
 		slog.String("tls_key_file", c.TLSKeyFile),
 		slog.Any("trusted_proxies", c.TrustedProxies),
@@ -568,7 +572,8 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, append(append(append(sessionLimitSettings(), networkSettings()...), tracingSettings()...), adminSettings()...)...)
+	}, append(append(append(append(sessionLimitSettings(), networkSettings()...), tracingSettings()...), adminSettings()...),
+		blockSettings()...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.

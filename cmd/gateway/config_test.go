@@ -45,6 +45,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	withEdgeDefaults(&want)
 	withDefaultSessionLimits(&want)
 	withTracingDefaults(&want)
+	withBlockDefaults(&want)
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
 	}
