@@ -121,6 +121,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 	withEdgeDefaults(&want)
 	withDefaultSessionLimits(&want)
 	withTracingDefaults(&want)
+	withBlockDefaults(&want)
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" ||
 		string(c.OpenAIAPIKey) != "sk-proj-123" || string(c.OpenAIBaseURL) != "http://localhost:11434/v1" {
