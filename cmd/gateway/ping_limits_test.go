@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,23 +22,33 @@ func TestPingFrameFloodHitsTheMessageRateAndIsClosedWith4008(t *testing.T) {
 	c := g.dial("", nil)
 	c.start(nil)
 
+	// A ping every 10 ms, none waiting for the one before: over the rate a
+	// ping gets no pong. Each waits for its pong far longer than the test
+	// runs (a short deadline would have the client library close its own
+	// connection when writing a ping is slow on a busy machine); all end
+	// when the connection does.
+	var pings sync.WaitGroup
+	defer pings.Wait()
 	stop := make(chan struct{})
 	defer close(stop)
+	pings.Add(1)
 	go func() {
+		defer pings.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 			}
-			// Over the rate a ping gets no pong: each waits a little, then
-			// the next goes.
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-			err := c.c.Ping(ctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				return // the connection ended
-			}
+			pings.Add(1)
+			go func() {
+				defer pings.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_ = c.c.Ping(ctx) // ends with the connection
+			}()
 		}
 	}()
 	limited := false
