@@ -54,6 +54,7 @@ var (
 		"resume_refused",          // unknown or expired session, wrong token, other user: close 4004
 		"blocked",                 // the user is blocked (ignore_user): close 4003
 		"new_sessions_per_minute", // the user started too many new sessions (TURNSTILE_NEW_SESSIONS_PER_MINUTE): close 4008
+		"abuse_cooldown",          // the user was closed 4008 for rate abuse and is cooling down: HTTP 429
 		"other",
 	}
 
@@ -67,7 +68,9 @@ var (
 	// reports to its Observe hook).
 	RedisOps = []string{"create", "resume", "load", "append", "restore", "turns", "watch", "epochs", "ping", "ledger",
 		"confirm", "block", "lease_acquire", "lease_renew", "lease_release", "lease_count",
-		"leave", "live", "timeline", "operator"}
+		"leave", "live", "timeline", "operator",
+		"cooldown", // abuse cooldowns (a 4008 for rate abuse; checked before each upgrade)
+	}
 
 	// Gates label turnstile_gate_refusals_total (orchestrator budgets).
 	Gates = []string{"retrieval", "total"}

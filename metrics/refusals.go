@@ -26,6 +26,10 @@ const (
 	// RefusedOrigin: a WebSocket upgrade was answered 403 for its Origin
 	// or, in dev mode, its Host.
 	RefusedOrigin = "origin"
+	// RefusedAbuseCooldown: a WebSocket upgrade was answered 429 because
+	// the user was closed 4008 for rate abuse and its cooldown runs
+	// (TURNSTILE_ABUSE_COOLDOWN).
+	RefusedAbuseCooldown = "abuse_cooldown"
 )
 
 // refusalReasons is the closed set, each series created at zero so that a
@@ -36,6 +40,7 @@ var refusalReasons = []string{
 	RefusedMaxSessionsPerUser,
 	RefusedUnauthenticated,
 	RefusedOrigin,
+	RefusedAbuseCooldown,
 	// The session's limits (session/limits.go, which counts them through
 	// Refusals directly with these labels).
 	"message_rate", "audio_rate", "turns_per_minute", "voice_starts_per_minute", "new_sessions_per_minute", "rate_abuse",

@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"fmt"
+	"time"
+)
+
 // Disconnect is one way a browser connection ends: the close code and
 // reason the browser gets (Code 0: the gateway sends no close frame because
 // the connection is already gone) and the label the
@@ -15,6 +20,24 @@ type Disconnect struct {
 // Reconnect reports whether the client should reconnect and resume
 // (4100–4199) rather than give up (4000–4099).
 func (d Disconnect) Reconnect() bool { return d.Code >= 4100 && d.Code <= 4199 }
+
+// RetryAfterReason is how a 4008 close's reason ends when the user may not
+// reconnect for a while: "…; retry after N s" (docs/protocol.md).
+const RetryAfterReason = "; retry after %d s"
+
+// WithRetryAfter is d with its reason telling the client to wait wait
+// (whole seconds, rounded up, at least 1) before it connects again.
+func (d Disconnect) WithRetryAfter(wait time.Duration) Disconnect {
+	d.Reason += fmt.Sprintf(RetryAfterReason, RetryAfterSeconds(wait))
+	return d
+}
+
+// RetryAfterSeconds is wait in whole seconds, rounded up, at least 1: a
+// client that waits that long finds the wait over (the close reason's and
+// the HTTP Retry-After's).
+func RetryAfterSeconds(wait time.Duration) int64 {
+	return max(int64((wait+time.Second-1)/time.Second), 1)
+}
 
 // The ways a connection ends.
 var (

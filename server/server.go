@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,10 @@ type Deps struct {
 	// Admin serves the /admin/ routes (timelines, live sessions, operator
 	// actions); nil: not served.
 	Admin AdminStore
+
+	// Cooldowns refuses the upgrades of a user closed 4008 for rate abuse
+	// until its cooldown ends; nil: none.
+	Cooldowns Cooldowns
 }
 
 // Server routes HTTP requests.
@@ -211,8 +216,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // ws checks a WebSocket request in order of cost — Origin and Host, token,
-// the node's session count, the user's connections across nodes — and
-// answers each refusal over plain HTTP before the upgrade.
+// the node's session count, the user's abuse cooldown and connections
+// across nodes — and answers each refusal over plain HTTP before the
+// upgrade.
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	client := s.cfg.TrustedProxies.ClientIP(r)
 	if err := s.checkOrigin(r); err != nil {
@@ -239,6 +245,15 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer leaveNode()
+	if wait := s.cooldown(r.Context(), id.User); wait > 0 {
+		s.refused(metrics.RefusedAbuseCooldown, metrics.ChannelBrowser, client, nil)
+		secs := protocol.RetryAfterSeconds(wait)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{
+			"error":  "this user was closed for rate abuse (4008) and may not connect nor resume until the cooldown ends",
+			"reason": metrics.RefusedAbuseCooldown, "retryAfter": secs})
+		return
+	}
 	leaveUser, ok := s.admit.admitUser(r.Context(), id.User)
 	if !ok {
 		s.refused(metrics.RefusedMaxSessionsPerUser, metrics.ChannelBrowser, client, nil)

@@ -155,7 +155,7 @@ func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
 	notify, abusive := run.note(now, c.rates.abuseAfter)
 	c.refused(l, now)
 	if abusive {
-		if c.out.close(protocol.DisconnectRateAbuse, false) {
+		if !c.out.decided() && c.out.close(c.abuseClose(), false) {
 			c.refused(limitRateAbuse, now)
 		}
 		return
@@ -163,6 +163,27 @@ func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
 	if notify {
 		c.send(protocol.NewError(protocol.CodeRateLimited, msg, true, 0))
 	}
+}
+
+// abuseClose starts the user's abuse cooldown (across nodes: the edge
+// refuses the user's upgrades until it ends) and returns the 4008 that
+// tells the browser how long to wait. Without a cooldown (none configured,
+// dev mode, a store that does not answer) it is the plain 4008.
+func (c *conn) abuseClose() protocol.Disconnect {
+	p := c.m.cfg.AbuseCooldown
+	if p.First <= 0 || c.id.Anonymous {
+		return protocol.DisconnectRateAbuse
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	cd, err := c.m.Store.StartCooldown(ctx, c.user, p)
+	if err != nil {
+		c.log.Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err)
+		return protocol.DisconnectRateAbuse
+	}
+	c.log.Warn("abuse cooldown: the user may not connect nor resume until it ends",
+		"until", cd.Until, "cooldown", cd.Left.Round(time.Second), "strikes", cd.Strikes)
+	return protocol.DisconnectRateAbuse.WithRetryAfter(cd.Left)
 }
 
 // allowVoiceStart takes one move into voice against the session's starts
@@ -216,6 +237,6 @@ func (c *conn) allowNewSession() bool {
 	secs := int(wait.Round(time.Second) / time.Second)
 	c.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))
-	c.close(protocol.DisconnectNewSessions)
+	c.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
 	return false
 }

@@ -89,6 +89,11 @@ type Config struct {
 	// RateAbuseAfter: a connection over its message or audio rate this
 	// long without a break closes 4008; default 10 s.
 	RateAbuseAfter time.Duration
+	// AbuseCooldown: after a 4008 for rate abuse the user may not connect
+	// nor resume, on any node, for this long (the edge refuses the
+	// upgrade), escalating on repeats; the close reason says how long.
+	// Zero First: no cooldown. Not applied in dev mode.
+	AbuseCooldown store.CooldownPolicy
 	// TurnsPerMinute bounds the turns a user types, across nodes (in dev
 	// mode, per connection).
 	TurnsPerMinute int

@@ -95,6 +95,16 @@ func (o *closer) close(d protocol.Disconnect, now bool) bool {
 
 func (o *closer) closeNow(d protocol.Disconnect) bool { return o.close(d, true) }
 
+// decided reports whether a close has been decided.
+func (o *closer) decided() bool {
+	select {
+	case <-o.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // setReason records how the connection ended when the gateway did not end
 // it (the browser left, a read failed); a decided close wins.
 func (o *closer) setReason(d protocol.Disconnect) {

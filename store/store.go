@@ -117,6 +117,10 @@ type Store interface {
 	// how many the user has had, this one included, since memory passed
 	// without one (the count escalates the next block's length).
 	Strike(ctx context.Context, user string, memory time.Duration) (int, error)
+	// StartCooldown records a rate abuse of user and returns the cooldown
+	// it earned (escalating on repeats); CooldownLeft reads what is left.
+	StartCooldown(ctx context.Context, user string, p CooldownPolicy) (Cooldown, error)
+	CooldownLeft(ctx context.Context, user string) (time.Duration, error)
 	// The orchestrator's confirmations and call ledger.
 	orchestrator.ConfirmStore
 	orchestrator.LedgerStore

@@ -6,7 +6,7 @@
 // to the listeners as a typed event. Voice (microphone and speaker) is in
 // voice.js. It knows nothing about any page.
 
-import { backoffDelay, closeAction, describeClose } from "./close.js";
+import { backoffDelay, closeAction, describeClose, retryAfterMs } from "./close.js";
 import { browserAudio } from "./devices.js";
 import { Emitter } from "./emitter.js";
 import { ResumeStore } from "./resume.js";
@@ -89,6 +89,7 @@ export class Client {
   #resuming = false; // the current socket asked to resume a stored session
   #reauthed = false; // a 4001 was answered with a fresh token, not yet a session.ready
   #retryTimer = null;
+  #coolUntil = 0; // no connection before this (ms since the epoch): the wait a 4008 asked for
   #pingTimer = null;
   #lastFrameAt = 0;
   #lastPingAt = 0;
@@ -179,7 +180,20 @@ export class Client {
     // In a microtask: listeners added right after connect() see "connecting".
     const gen = ++this.#generation;
     queueMicrotask(() => {
-      if (gen === this.#generation && !this.#stopped) this.#open();
+      if (gen !== this.#generation || this.#stopped) return;
+      // The gateway closed 4008 and said when it takes this user again: it
+      // refuses every connection until then, so wait (retryNow() does not skip it).
+      const delayMs = this.#coolUntil - Date.now();
+      if (delayMs <= 0) {
+        this.#open();
+        return;
+      }
+      this.#clearTimers();
+      this.#setStatus({ state: "reconnecting", attempt: 0, delayMs, everConnected: this.#everConnected, cooldown: true });
+      this.#retryTimer = setTimeout(() => {
+        this.#retryTimer = null;
+        if (gen === this.#generation && !this.#stopped) this.#open();
+      }, delayMs);
     });
   }
 
@@ -193,7 +207,7 @@ export class Client {
 
   /** Skips the rest of a backoff wait (e.g. when the network comes back). */
   retryNow() {
-    if (this.#retryTimer !== null && !this.#stopped) this.#open();
+    if (this.#retryTimer !== null && !this.#stopped && Date.now() >= this.#coolUntil) this.#open();
   }
 
   /** Closes for good (until connect()); the session stays resumable. */
@@ -509,7 +523,14 @@ export class Client {
 
   #stop(code, reason) {
     this.#stopped = true;
-    this.#setStatus({ state: "closed", by: "server", code, reason: String(reason ?? ""), message: describeClose(code) });
+    const status = { state: "closed", by: "server", code, reason: String(reason ?? ""), message: describeClose(code) };
+    const wait = retryAfterMs(reason);
+    if (wait !== null) {
+      this.#coolUntil = Date.now() + wait;
+      status.retryAfterMs = wait;
+      status.message += ` Try again in ${Math.ceil(wait / 1000)} s.`;
+    }
+    this.#setStatus(status);
   }
 
   // A token supplier that threw or gave nothing usable: no connection can

@@ -48,3 +48,13 @@ const CLOSE_TEXT = {
 export function describeClose(code) {
   return CLOSE_TEXT[code] ?? "The gateway ended the connection.";
 }
+
+const RETRY_AFTER = /; retry after (\d+) s$/;
+
+/** How long (ms) the gateway asked the client to wait before connecting
+ * again — a close reason ending "; retry after N s" (a 4008 for rate abuse
+ * or too many new sessions) — or null when it did not say. */
+export function retryAfterMs(reason) {
+  const m = RETRY_AFTER.exec(String(reason ?? ""));
+  return m === null ? null : Number(m[1]) * 1000;
+}

@@ -269,7 +269,14 @@ export type TokenSupplier = () => string | Promise<string>;
 export type Status =
   | { state: "connecting" }
   | { state: "ready"; resumed: boolean }
-  | { state: "reconnecting"; attempt: number; delayMs: number; everConnected: boolean }
+  | {
+      state: "reconnecting";
+      attempt: number;
+      delayMs: number;
+      everConnected: boolean;
+      /** connect() waits out the time a 4008 asked for (ClosedStatus.retryAfterMs). */
+      cooldown?: boolean;
+    }
   | ClosedStatus;
 
 /** The client stopped and will not reconnect by itself (connect() starts it again). */
@@ -284,6 +291,9 @@ export interface ClosedStatus {
   reason: string;
   /** A sentence for the user. */
   message: string;
+  /** How long the gateway asked the client to wait before connecting again (a 4008 whose
+   * reason ends "; retry after N s"); connect() and newSession() wait until then. */
+  retryAfterMs?: number;
   /** What the token supplier threw. */
   error?: unknown;
 }
@@ -644,5 +654,7 @@ export declare const BACKOFF_MAX_MS: number;
 export declare function backoffDelay(attempt: number, random?: () => number, options?: { minMs?: number; maxMs?: number }): number;
 export declare function closeAction(code: number): "reconnect" | "reauth" | "restart" | "stop";
 export declare function describeClose(code: number): string;
+/** The wait (ms) a close reason ending "; retry after N s" asks for, or null. */
+export declare function retryAfterMs(reason: string): number | null;
 export declare function tokenExpiry(token: string): number | null;
 export declare function refreshDelay(expiresAt: number | null, now?: number, marginMs?: number): number | null;

@@ -6,7 +6,7 @@ export {
   AUTH_SUBPROTOCOL_PREFIX, Client, HISTORY_LIMIT_MAX, MAX_FAILED_ATTEMPTS, PING_INTERVAL_MS, PONG_TIMEOUT_MS, SUBPROTOCOL,
   UNREACHABLE_OR_REFUSED, connect, gatewayURL,
 } from "./client.js";
-export { BACKOFF_MAX_MS, BACKOFF_MIN_MS, backoffDelay, closeAction, describeClose } from "./close.js";
+export { BACKOFF_MAX_MS, BACKOFF_MIN_MS, backoffDelay, closeAction, describeClose, retryAfterMs } from "./close.js";
 export { refreshDelay, tokenExpiry } from "./token.js";
 export { SWITCH_TIMEOUT_MS, Voice } from "./voice.js";
 export { MIC_OFF, MIC_ON, MIC_STARTING, MIC_WAITING } from "./voicelink.js";

@@ -102,6 +102,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
 		TimelineMax: cfg.TimelineMax, EventsStream: cfg.EventsStream, EventsMaxLen: int64(cfg.EventsMaxLen),
 		UserStorageMaxBytes: userStorageQuota(cfg, log),
+		Now:                 clockNow(cfg.Clock),
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -170,6 +171,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		MessageRate:          cfg.MessageRate,
 		MessageBurst:         cfg.MessageBurst,
 		RateAbuseAfter:       cfg.RateAbuseAfter,
+		AbuseCooldown:        cfg.abuseCooldown(),
 		MicPace:              cfg.MicPace,
 		TurnsPerMinute:       cfg.TurnsPerMinute,
 		VoiceStartsPerMinute: cfg.VoiceStartsPerMinute,
@@ -234,6 +236,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Warnings:  readyWarnings,
 		Telephony: telephonyEdge(cfg, log),
 		Admin:     st,
+		Cooldowns: st,
 	})
 	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil

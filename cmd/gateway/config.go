@@ -141,6 +141,9 @@ type Config struct {
 	IdleTimeout          time.Duration // no message nor pong this long: close 4104
 	RecentSessionsBytes  int           // history of sessions served lately kept to write back to an emptied Redis
 	UserStorageBytes     int           // history all of a user's sessions keep in Redis; 0 = no quota
+	// After a 4008 for rate abuse: the user's first cooldown (0: none),
+	// the longest, and how long repeats are remembered.
+	AbuseCooldown, AbuseCooldownMax, AbuseCooldownMemory time.Duration
 	// Clock is not a setting: nil is the system clock; tests inject one to
 	// move token expiries.
 	Clock session.Clock
@@ -251,6 +254,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Float64("message_rate", c.MessageRate),
 		slog.Int("message_burst", c.MessageBurst),
 		slog.Duration("rate_abuse_after", c.RateAbuseAfter),
+		slog.Duration("abuse_cooldown", c.AbuseCooldown),
+		slog.Duration("abuse_cooldown_max", c.AbuseCooldownMax),
 		slog.Float64("mic_pace", c.MicPace),
 		slog.Int("turns_per_minute", c.TurnsPerMinute),
 		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
@@ -572,7 +577,7 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, append(append(append(append(sessionLimitSettings(), networkSettings()...), tracingSettings()...), adminSettings()...),
+	}, append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
 		blockSettings()...)...)
 }
 
@@ -723,6 +728,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
 	errs = append(errs, tlsChecks(*c, failed, shown)...)
 	errs = append(errs, adminChecks(c, failed, shown)...)
+	errs = append(errs, cooldownChecks(*c, failed, shown)...)
 	return errs
 }
 

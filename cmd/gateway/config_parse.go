@@ -60,6 +60,9 @@ func floatConfigSetting(env, def, usage string, lo float64, field func(*Config) 
 
 func durConfigSetting(env, def, usage string, lo time.Duration, field func(*Config) *time.Duration) configSetting {
 	bound := "must be greater than 0"
+	if lo == 0 {
+		bound = "must not be negative"
+	}
 	if lo > time.Nanosecond {
 		bound = "must be at least " + lo.String()
 	}

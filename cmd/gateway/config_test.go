@@ -66,6 +66,7 @@ func withDefaultSessionLimits(c *Config) {
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 	c.RecentSessionsBytes = 64 << 20
 	c.UserStorageBytes = 20 << 20
+	c.AbuseCooldown, c.AbuseCooldownMax, c.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
 	c.TimelineMax, c.EventsMaxLen = 200, 100000
 }
 
@@ -230,6 +231,10 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_MESSAGE_BURST", "0", "TURNSTILE_MESSAGE_BURST=0: must be at least 1"},
 		{"TURNSTILE_RATE_ABUSE_AFTER", "0s", "TURNSTILE_RATE_ABUSE_AFTER=0s: must be greater than 0"},
 		{"TURNSTILE_MIC_PACE", "0.5", "TURNSTILE_MIC_PACE=0.5: must be at least 1"},
+		{"TURNSTILE_ABUSE_COOLDOWN", "-1s", "TURNSTILE_ABUSE_COOLDOWN=-1s: must not be negative"},
+		{"TURNSTILE_ABUSE_COOLDOWN", "2h", "TURNSTILE_ABUSE_COOLDOWN=2h: must not exceed TURNSTILE_ABUSE_COOLDOWN_MAX=1h"},
+		{"TURNSTILE_ABUSE_COOLDOWN_MAX", "0s", "TURNSTILE_ABUSE_COOLDOWN_MAX=0s: must be at least 1s"},
+		{"TURNSTILE_ABUSE_COOLDOWN_MEMORY", "later", "TURNSTILE_ABUSE_COOLDOWN_MEMORY=later: not a duration"},
 		{"TURNSTILE_TURNS_PER_MINUTE", "-1", "TURNSTILE_TURNS_PER_MINUTE=-1: must be at least 0"},
 		{"TURNSTILE_VOICE_STARTS_PER_MINUTE", "many", "TURNSTILE_VOICE_STARTS_PER_MINUTE=many: not a whole number"},
 		{"TURNSTILE_CONTEXT_MAX_TOKENS", "999", "TURNSTILE_CONTEXT_MAX_TOKENS=999: must be at least 1000"},

@@ -47,23 +47,7 @@ func TestMessageFloodIsDroppedThenClosedWith4008(t *testing.T) {
 	// A flood that does not stop is closed 4008 once it has lasted
 	// RateAbuseAfter; meanwhile the browser hears rate_limited at most once
 	// a second.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err := c.c.Write(ctx, websocket.MessageText, []byte(`{"type":"ping"}`))
-			cancel()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	defer startPingFlood(c)()
 	notices := 0
 	for {
 		ev, err := c.read()

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, test } from "node:test";
 
-import { Client, backoffDelay, closeAction, connect, describeClose } from "../index.js";
+import { Client, backoffDelay, closeAction, connect, describeClose, retryAfterMs } from "../index.js";
 import { ClientWebSocket, record, startGateway, until } from "./gateway.js";
 
 let gw;
@@ -100,6 +100,55 @@ for (const [code, reason] of [[4005, "resumed elsewhere"], [4008, "rate abuse"],
     assert.equal(await gw.peer(300).catch(() => null), null, "no reconnect after a terminal close");
   });
 }
+
+// A client with a session ready, and the gateway's side of it.
+async function openReady(options) {
+  const client = open(options);
+  const peer = await gw.peer();
+  await peer.next();
+  peer.ready();
+  await until("ready", () => client.ready);
+  return { client, peer };
+}
+
+test("a 4008 that says when to retry keeps connect() and newSession() waiting until then", async () => {
+  const { client, peer } = await openReady();
+  const closed = new Promise((resolve) => client.on("status", (s) => s.state === "closed" && resolve(s)));
+  peer.close(4008, "rate limits exceeded for too long; retry after 60 s");
+  const s = await closed;
+  assert.equal(s.by, "server");
+  assert.equal(s.code, 4008);
+  assert.equal(s.retryAfterMs, 60_000);
+  assert.match(s.message, /Try again in 60 s\.$/);
+  assert.equal(await gw.peer(300).catch(() => null), null, "no reconnect after a 4008");
+
+  // The app asks to connect again at once (a button, a new session): the
+  // client waits out the cooldown instead of being refused by the gateway.
+  const waiting = new Promise((resolve) => client.on("status", (st) => st.state === "reconnecting" && resolve(st)));
+  client.newSession();
+  const w = await waiting;
+  assert.equal(w.cooldown, true);
+  assert.ok(w.delayMs > 0 && w.delayMs <= 60_000, `waits ${w.delayMs} ms`);
+  client.retryNow();
+  assert.equal(await gw.peer(300).catch(() => null), null, "no connection during the cooldown, retryNow() or not");
+  client.close();
+});
+
+test("after the wait a 4008 asked for, connect() goes through", async () => {
+  const { client, peer } = await openReady();
+  peer.close(4008, "too many new sessions: try again later; retry after 1 s");
+  await until("closed", () => client.status === "closed");
+  client.connect();
+  const next = await gw.peer();
+  assert.equal((await next.next()).resume.sessionId, "s1", "the session is resumed after the wait");
+});
+
+test("retryAfterMs reads the wait at the end of a close reason only", () => {
+  assert.equal(retryAfterMs("rate limits exceeded for too long; retry after 120 s"), 120_000);
+  assert.equal(retryAfterMs("rate limits exceeded for too long"), null);
+  assert.equal(retryAfterMs("; retry after 5 s, or not"), null);
+  assert.equal(retryAfterMs(undefined), null);
+});
 
 test("reconnects and resumes after the idle close (4104)", async () => {
   const client = open();

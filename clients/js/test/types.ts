@@ -6,7 +6,7 @@ import {
   AudioEngine, BACKOFF_MAX_MS, BACKOFF_MIN_MS, BUFFERING, Client, ConfirmQueue, Downsampler, FRAME_BYTES, FRAME_SAMPLES,
   FrameAssembler, HISTORY_LIMIT_MAX, IDLE, MIC_OFF, MIC_ON, MIC_RATE, MIC_STARTING, MIC_WAITING, Microphone, PING_INTERVAL_MS,
   PLAYBACK_RATE, PLAYING, PONG_TIMEOUT_MS, AUTH_SUBPROTOCOL_PREFIX, MAX_FAILED_ATTEMPTS, UNREACHABLE_OR_REFUSED, PlaybackQueue, SUBPROTOCOL, SWITCH_TIMEOUT_MS, Speaker, TurnTexts, backoffDelay,
-  browserAudio, closeAction, connect, describeClose, downmix, gatewayURL, lowPass, parseRequest, pcm16ToFloat, refreshDelay,
+  browserAudio, closeAction, connect, describeClose, retryAfterMs, downmix, gatewayURL, lowPass, parseRequest, pcm16ToFloat, refreshDelay,
   toPCM16, tokenExpiry,
 } from "@turnstile-gw/client";
 import type {
@@ -162,6 +162,11 @@ export async function app(): Promise<void> {
   console.log(SUBPROTOCOL, BACKOFF_MIN_MS, BACKOFF_MAX_MS, backoffDelay(3, Math.random, { maxMs: 5000 }), closeAction(4001) === "reauth",
     describeClose(4008), tokenExpiry("a.b.c"), refreshDelay(Date.now() + 60_000, Date.now(), 10_000));
   const closed: ClosedStatus | null = null;
+  const wait: number | null = retryAfterMs("rate limits exceeded for too long; retry after 60 s");
+  client.on("status", (s) => {
+    if (s.state === "closed" && s.retryAfterMs !== undefined) console.log(s.retryAfterMs + (wait ?? 0));
+    if (s.state === "reconnecting" && s.cooldown === true) console.log(s.delayMs);
+  });
   const events: (keyof ClientEvents)[] = ["status", "audio", "tool.args"];
   const m: ServerMessage = { type: "pong" };
   console.log(closed, events, m);

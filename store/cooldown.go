@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Abuse cooldowns: after a connection is closed for rate abuse (4008), its
+// user may not connect, nor resume, on any node until the cooldown ends.
+// Repeats escalate: each abuse within CooldownPolicy.Memory of the end of
+// the last cooldown doubles it, up to CooldownPolicy.Max. The record is a
+// hash under the user's hash tag (beside the user's leases and block), kept
+// for the cooldown plus the memory.
+
+//go:embed cooldown_start.lua
+var cooldownStartLua string
+
+var cooldownStartScript = redis.NewScript(cooldownStartLua)
+
+func cooldownKey(user string) string { return "turnstile:user:{" + user + "}:cooldown" }
+
+// CooldownPolicy is how long abuse cooldowns last.
+type CooldownPolicy struct {
+	First time.Duration // the first cooldown
+	Max   time.Duration // the longest, however many repeats
+	// Memory is how long after a cooldown ends a new abuse still counts
+	// as a repeat (and escalates).
+	Memory time.Duration
+}
+
+// Cooldown is a user's abuse cooldown.
+type Cooldown struct {
+	Until   time.Time     // when the user may connect again
+	Left    time.Duration // how long that is from now (the store's clock)
+	Strikes int           // abuses remembered, this one included (1: the first)
+}
+
+// StartCooldown records an abuse of user and returns the cooldown it
+// earned: p.First, doubled for each repeat remembered, at most p.Max. An
+// abuse while a cooldown runs returns that cooldown unchanged. One round
+// trip (a Lua script).
+func (s *RedisStore) StartCooldown(ctx context.Context, user string, p CooldownPolicy) (Cooldown, error) {
+	if p.First <= 0 || p.Max < p.First || p.Memory < 0 {
+		return Cooldown{}, fmt.Errorf("start cooldown: policy %+v: need 0 < First <= Max and Memory >= 0", p)
+	}
+	var cd Cooldown
+	err := s.call(ctx, "cooldown", func(ctx context.Context) error {
+		now := s.now()
+		res, err := cooldownStartScript.Run(ctx, s.c, []string{cooldownKey(user)}, now.UnixMilli(),
+			p.First.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds()).Int64Slice()
+		if err != nil {
+			return fmt.Errorf("start cooldown: %w", err)
+		}
+		if len(res) != 2 {
+			return fmt.Errorf("start cooldown: script answered %v", res)
+		}
+		until := time.UnixMilli(res[0])
+		cd = Cooldown{Until: until, Left: until.Sub(now), Strikes: int(res[1])}
+		return nil
+	})
+	return cd, err
+}
+
+// CooldownLeft returns how long user's cooldown still runs; 0 when the
+// user is not cooling down. One round trip.
+func (s *RedisStore) CooldownLeft(ctx context.Context, user string) (time.Duration, error) {
+	var left time.Duration
+	err := s.call(ctx, "cooldown", func(ctx context.Context) error {
+		raw, err := s.c.HGet(ctx, cooldownKey(user), "until").Result()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cooldown: %w", err)
+		}
+		ms, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return fmt.Errorf("cooldown: until %q: %w", raw, err)
+		}
+		left = max(time.UnixMilli(ms).Sub(s.now()), 0)
+		return nil
+	})
+	return left, err
+}
