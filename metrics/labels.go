@@ -55,6 +55,7 @@ var (
 		"blocked",                 // the user is blocked (ignore_user): close 4003
 		"new_sessions_per_minute", // the user started too many new sessions (TURNSTILE_NEW_SESSIONS_PER_MINUTE): close 4008
 		"abuse_cooldown",          // the user was closed 4008 for rate abuse and is cooling down: HTTP 429
+		"resumes_per_minute",      // the session or user resumed too often (TURNSTILE_RESUMES_PER_MINUTE, TURNSTILE_USER_RESUMES_PER_MINUTE): close 4008
 		"other",
 	}
 

@@ -78,6 +78,9 @@ type Metrics struct {
 	TraceSpansDropped *prometheus.CounterVec
 	// JWKSRefreshFailures counts failed key-set fetches (reason: JWKSRefreshFailureReasons).
 	JWKSRefreshFailures *prometheus.CounterVec
+	// UpstreamConnects counts Live upstream opens (reason: ConnectReasons,
+	// outcome: ConnectOutcomes); count through UpstreamConnect.
+	UpstreamConnects *prometheus.CounterVec
 
 	// The channel a session came by: a browser or a phone carrier.
 	ChannelSessions      *prometheus.GaugeVec   // channel: Channels
@@ -205,6 +208,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Trace spans never exported, by reason: queue_full (the export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full) or "+
 				"export_failed (the collector refused them or did not answer in time).", "reason"),
 		JWKSRefreshFailures: newJWKSRefreshFailures(f),
+		UpstreamConnects:    newUpstreamConnects(f),
 
 		ChannelSessions: f.gaugeVec("turnstile_channel_sessions_active",
 			"Sessions with a live connection, by channel (browser, or a phone carrier such as twilio).", "channel"),

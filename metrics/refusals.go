@@ -48,6 +48,7 @@ var refusalReasons = []string{
 	"auth_refused", "idle", "invalid_utf8", "context_trimmed", "history_bytes", "resume_history_cut",
 	"history_page_cut",
 	"quota_exceeded",
+	"live_connects_per_minute", "resumes_per_minute",
 }
 
 // refusalOther counts a reason outside the set, keeping the label bounded.

@@ -57,6 +57,7 @@ var (
 	DisconnectTokenExpired      = Disconnect{CloseUnauthenticated, "token expired: reconnect with a fresh token", "token_expired"}
 	DisconnectRateAbuse         = Disconnect{CloseRateAbuse, "rate limits exceeded for too long", "rate_abuse"}
 	DisconnectNewSessions       = Disconnect{CloseRateAbuse, "too many new sessions: try again later", "new_sessions_per_minute"}
+	DisconnectResumes           = Disconnect{CloseRateAbuse, "too many resumes: try again later", "resumes_per_minute"}
 	DisconnectInvalidUTF8       = Disconnect{CloseInvalidData, "a text frame is not valid UTF-8", "invalid_utf8"}
 	// An operator ended the session (POST /admin/sessions/{id}/close): it
 	// cannot be resumed.
@@ -78,6 +79,7 @@ var Disconnects = []Disconnect{
 	DisconnectClientClosed, DisconnectReadFailed, DisconnectWriteFailed, DisconnectMessageTooBig,
 	DisconnectProtocolViolation, DisconnectHandshakeTimeout, DisconnectBlocked, DisconnectResumeRefused,
 	DisconnectTakenOver, DisconnectUnauthenticated, DisconnectTokenExpired, DisconnectRateAbuse, DisconnectNewSessions,
+	DisconnectResumes,
 	DisconnectInvalidUTF8, DisconnectOperatorClosed,
 	DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable, DisconnectIdle,
 	DisconnectRestoring,

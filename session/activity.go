@@ -2,11 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/textturn"
@@ -320,11 +322,16 @@ func (a *activity) startVoice(reason, handle string) {
 	a.mu.Unlock()
 
 	rec := c.st.record()
+	why := metrics.ConnectVoiceStart
+	if reason == "resume" {
+		why = metrics.ConnectResume
+	}
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
 			TakenOver: c.takenOver}, Loops: c.loops,
-		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink},
-		voiceHost{c}, handle)
+		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+		Budget: connectBudget{c}},
+		voiceHost{c}, handle, why)
 
 	a.mu.Lock()
 	a.starting = false
@@ -332,7 +339,11 @@ func (a *activity) startVoice(reason, handle string) {
 		notes := a.notes
 		a.notes = nil
 		a.mu.Unlock()
-		if c.ctx.Err() == nil {
+		if errors.Is(err, voice.ErrConnectRefused) {
+			// The budget told the browser; a resumed session stays in
+			// text, in the store too (its record said voice).
+			c.persistMode()
+		} else if c.ctx.Err() == nil {
 			c.log.Error("voice: upstream unavailable", "err", err)
 			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
 				"voice is unavailable right now; the conversation stays in text", true, 0))

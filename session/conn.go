@@ -77,6 +77,9 @@ type conn struct {
 	// Ownership: the epoch this connection holds the session with (0 until
 	// known), and the newest announced by the store.
 	epoch, seen atomic.Int64
+	// connectsUntil (unix ns): the upstream-connect budget refused until
+	// then; opens are refused here without asking the store.
+	connectsUntil atomic.Int64
 }
 
 func newConn(m *Manager, wire Wire, id Identity) *conn {

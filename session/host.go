@@ -187,6 +187,11 @@ func (c *conn) setMode(mode, reason string) {
 	}
 	c.event(timeline.Event{Event: timeline.EventMode, Mode: mode, Reason: reason})
 	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})
+	c.persistMode()
+}
+
+// persistMode stores the session's record (its mode) off the caller's path.
+func (c *conn) persistMode() {
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
 }
 

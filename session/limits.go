@@ -35,6 +35,8 @@ const (
 	limitResumeHistory              // session.ready's history cut (ResumeHistoryMax, send queue)
 	limitHistoryPage                // a history answer cut to fit the send queue
 	limitStorageQuota               // a typed turn refused for the user's storage quota
+	limitLiveConnects               // a Live open over the session's or user's connect budget
+	limitResumes                    // a resume over the session's or user's resumes per minute: closed 4008
 	numLimits
 )
 
@@ -61,6 +63,8 @@ var limits = [numLimits]limitInfo{
 	limitResumeHistory: {"resume_history_cut", slog.LevelInfo, "limit: session.ready carries only the newest history"},
 	limitHistoryPage:   {"history_page_cut", slog.LevelInfo, "limit: a history answer was cut to fit the send queue"},
 	limitStorageQuota:  {"quota_exceeded", slog.LevelWarn, "limit: turns refused for the user's storage quota"},
+	limitLiveConnects:  {"live_connects_per_minute", slog.LevelWarn, "limit: voice connections over the upstream-connect budget refused; the session stays in text"},
+	limitResumes:       {"resumes_per_minute", slog.LevelWarn, "limit: resumes over the resumes per minute refused; closing 4008"},
 }
 
 // String is the limit's metric label.
@@ -208,13 +212,25 @@ func (c *conn) allowVoiceStart() bool {
 }
 
 // refused counts one refusal and logs it, at most once a minute per
-// connection and reason, with the count since the last line.
+// connection and reason, with the count since the last line. The limits
+// that a client meets by reconnecting in a loop (a new connection each
+// time) are logged at most once a minute per node and reason instead.
 func (c *conn) refused(l limit, now time.Time) {
 	c.refusals[l].Inc()
-	if n, ok := c.logs[l].Note(now, 1); ok {
+	n, ok := 0, false
+	if l.perNode() {
+		n, ok = c.m.limitLogs.Note(limits[l].label, now, 1)
+	} else {
+		n, ok = c.logs[l].Note(now, 1)
+	}
+	if ok {
 		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
 	}
 }
+
+// perNode reports whether l's log lines are throttled per node rather than
+// per connection.
+func (l limit) perNode() bool { return l == limitLiveConnects || l == limitResumes }
 
 // allowNewSession counts a new session against the user's new sessions per
 // minute, across nodes (one round trip; resumes do not count). Over it,

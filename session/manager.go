@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -106,6 +107,19 @@ type Config struct {
 	// what one user can write to Redis: every new session is kept for the
 	// session TTL.
 	NewSessionsPerMinute int
+	// LiveConnectsPerMinute and UserLiveConnectsPerMinute are the
+	// upstream-connect budget: the Live connections opened for one session,
+	// and for one user's sessions (in dev mode, per connection), across
+	// nodes, whatever the reason (voice.start, a resume in voice, goAway,
+	// reconnects). Beyond it the browser is told rate_limited and the
+	// session stays in text.
+	LiveConnectsPerMinute     int
+	UserLiveConnectsPerMinute int
+	// ResumesPerMinute and UserResumesPerMinute bound the resumes of one
+	// session and of one user (in dev mode, per connection), across
+	// nodes; beyond them: rate_limited and close 4008.
+	ResumesPerMinute     int
+	UserResumesPerMinute int
 	// ContextMaxTokens bounds the estimated size (chars/4) of a model
 	// request: system instruction, tool declarations and history. The
 	// oldest history goes first; the current turn always stays.
@@ -246,6 +260,9 @@ type Manager struct {
 	offlineNote string
 
 	refusals map[metrics.Channel]*limitCounters // by channel, every one of metrics.Channels
+	// limitLogs throttles the log lines of the limits a client meets by
+	// reconnecting in a loop: one a minute per reason on this node.
+	limitLogs throttle.Keyed
 
 	mu       sync.Mutex
 	toolsets map[string]*toolset // by registry version, the newest few

@@ -56,6 +56,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	var rec store.Record
 	if msg.Resume != nil {
+		if !c.allowResume(msg.Resume.SessionID) {
+			return false
+		}
 		var hist []transport.Entry
 		var err error
 		rec, hist, err = c.resume(msg.Resume)

@@ -29,7 +29,7 @@ func turnsKey(lim TurnLimit) string {
 	switch lim.Kind {
 	case "":
 		return "turnstile:user:{" + lim.Key + "}:turns"
-	case KindVoiceStarts:
+	case KindVoiceStarts, KindLiveConnects:
 		return "turnstile:{" + lim.Key + "}:" + lim.Kind
 	}
 	return "turnstile:user:{" + lim.Key + "}:" + lim.Kind

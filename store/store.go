@@ -93,6 +93,12 @@ type Store interface {
 	// CountTurn counts a turn against lim alone (input that writes no
 	// entry yet, such as typed text in voice).
 	CountTurn(ctx context.Context, lim TurnLimit, member string) (allowed bool, retryAfter time.Duration, err error)
+	// CountLimits counts one event against every limit in lims in one
+	// round trip (each window on its own hash tag). It is allowed when
+	// every window allows it; retryAfter is then 0, else the longest wait
+	// of the windows that refused. A window that allowed it counts it even
+	// when another refused (the count errs on the safe side).
+	CountLimits(ctx context.Context, member string, lims ...TurnLimit) (allowed bool, retryAfter time.Duration, err error)
 	// Undo takes back the user entry of turn (the last one written) and
 	// writes rec (whose turn is the one before), as Append does.
 	Undo(ctx context.Context, rec Record, turn int) error
@@ -151,6 +157,17 @@ const (
 	// KindVoiceStarts counts a session's moves into voice: Key is the
 	// session ID, and the window is one of the session's keys.
 	KindVoiceStarts = "voice_starts"
+	// KindLiveConnects counts the Live upstream connections opened for a
+	// session (every reason): Key is the session ID, and the window is one
+	// of the session's keys.
+	KindLiveConnects = "live_connects"
+	// KindUserLiveConnects counts the Live upstream connections opened for
+	// a user's sessions, on every node.
+	KindUserLiveConnects = "user_live_connects"
+	// KindResumes counts a user's resumes; KindResumes+":"+<session ID>
+	// one session's resumes by that user (on the user's tag, so that
+	// nobody but the session's owner can use up its window).
+	KindResumes = "resumes"
 )
 
 // TurnStart is what BeginTurn learned besides writing the entry.

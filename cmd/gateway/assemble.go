@@ -187,6 +187,12 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		RecentSessionsBytes:  cfg.RecentSessionsBytes,
 		Clock:                cfg.Clock,
 		Pseudonyms:           gw.users,
+
+		// The upstream-connect budget and the resume limits (issue 24).
+		LiveConnectsPerMinute:     cfg.LiveConnectsPerMinute,
+		UserLiveConnectsPerMinute: cfg.UserLiveConnectsPerMinute,
+		ResumesPerMinute:          cfg.ResumesPerMinute,
+		UserResumesPerMinute:      cfg.UserResumesPerMinute,
 	}, session.Deps{
 		Store: st,
 		Model: textModel,

@@ -144,6 +144,12 @@ type Config struct {
 	// After a 4008 for rate abuse: the user's first cooldown (0: none),
 	// the longest, and how long repeats are remembered.
 	AbuseCooldown, AbuseCooldownMax, AbuseCooldownMemory time.Duration
+	// The upstream-connect budget (Live opens of every reason) and the
+	// resume limits, per session and per user across nodes; 0 = no limit.
+	LiveConnectsPerMinute     int
+	UserLiveConnectsPerMinute int
+	ResumesPerMinute          int
+	UserResumesPerMinute      int
 	// Clock is not a setting: nil is the system clock; tests inject one to
 	// move token expiries.
 	Clock session.Clock
@@ -260,6 +266,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("turns_per_minute", c.TurnsPerMinute),
 		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
 		slog.Int("new_sessions_per_minute", c.NewSessionsPerMinute),
+		slog.Int("live_connects_per_minute", c.LiveConnectsPerMinute),
+		slog.Int("user_live_connects_per_minute", c.UserLiveConnectsPerMinute),
+		slog.Int("resumes_per_minute", c.ResumesPerMinute),
+		slog.Int("user_resumes_per_minute", c.UserResumesPerMinute),
 		slog.Int("context_max_tokens", c.ContextMaxTokens),
 		slog.Int("history_max_bytes", c.HistoryMaxBytes),
 		slog.Int("resume_history_max", c.ResumeHistoryMax),
@@ -577,7 +587,7 @@ func configSettings() []configSetting {
 			}},
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
+	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
 		blockSettings()...)...)
 }
 

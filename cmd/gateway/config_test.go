@@ -62,6 +62,8 @@ func withDefaultSessionLimits(c *Config) {
 	c.MessageRate, c.MessageBurst, c.RateAbuseAfter, c.MicPace = 10, 40, 10*time.Second, 1.25
 	c.TurnsPerMinute, c.VoiceStartsPerMinute, c.ContextMaxTokens = 20, 6, 32000
 	c.NewSessionsPerMinute = 30
+	c.LiveConnectsPerMinute, c.UserLiveConnectsPerMinute = 10, 30
+	c.ResumesPerMinute, c.UserResumesPerMinute = 10, 30
 	c.HistoryMaxBytes, c.ResumeHistoryMax = 512<<10, 50
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 	c.RecentSessionsBytes = 64 << 20
@@ -708,6 +710,21 @@ func TestToolChoiceTakesItsOlderOpenAINameAndRefusesAConflict(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", tc.env, err, tc.wantErr)
 		case tc.wantErr == "" && (err != nil || c.ToolChoice != tc.want):
 			t.Errorf("%v: tool choice %q (%v), want %q", tc.env, c.ToolChoice, err, tc.want)
+		}
+	}
+}
+
+func TestConnectBudgetSettingsRefuseANegativeCount(t *testing.T) {
+	for _, env := range []string{"TURNSTILE_LIVE_CONNECTS_PER_MINUTE", "TURNSTILE_USER_LIVE_CONNECTS_PER_MINUTE",
+		"TURNSTILE_RESUMES_PER_MINUTE", "TURNSTILE_USER_RESUMES_PER_MINUTE"} {
+		_, err := loadConfig(nil, func(k string) string {
+			if k == env {
+				return "-1"
+			}
+			return ""
+		}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=-1: %v, want an error naming the setting", env, err)
 		}
 	}
 }

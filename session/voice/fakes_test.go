@@ -340,7 +340,7 @@ func newRig(t *testing.T) *rig {
 	orch := orchestrator.New(reg, m, log)
 	live, host := newFakeLive(), newFakeHost()
 	v, err := Start(t.Context(), Config{DrainMax: time.Second}, Deps{Live: live, Orchestrator: orch,
-		Session: orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}, Loops: loopdetect.New(5), Metrics: m, Log: log}, host, "")
+		Session: orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}, Loops: loopdetect.New(5), Metrics: m, Log: log}, host, "", metrics.ConnectVoiceStart)
 	if err != nil {
 		t.Fatal(err)
 	}

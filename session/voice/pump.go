@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -31,16 +32,28 @@ func (v *Session) run() {
 			v.finishEnding(up)
 			return
 		}
+		reason := metrics.ConnectGoAway
 		if !swap {
 			v.d.Metrics.UpstreamEvents.WithLabelValues("live", "close", closeCode(err)).Inc()
 			if v.plannedClose() {
 				v.d.Log.Info("voice: upstream closed after its goAway; resuming", "err", err)
 			} else {
+				reason = metrics.ConnectReconnect
 				v.d.Log.Warn("voice: upstream closed unexpectedly", "err", err)
 				v.failTurns(err)
 			}
 		}
-		if !v.replace(up) {
+		switch rerr := v.replace(up, reason); {
+		case rerr == nil:
+		case errors.Is(rerr, ErrConnectRefused) && v.ctx.Err() == nil:
+			// Over the connect budget: voice ends, the session goes on in
+			// text (the budget told the browser rate_limited).
+			v.mu.Lock()
+			v.ending, v.drain = EndRateLimited, false
+			v.mu.Unlock()
+			v.finishEnding(up)
+			return
+		default:
 			if v.ctx.Err() == nil && !v.isClosed() {
 				v.h.Lost(err)
 			}

@@ -2,30 +2,37 @@ package voice
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // connect opens an upstream, resuming handle when it is not "". A handle
 // that cannot be resumed gives a new upstream seeded with the history;
-// resumed says which it was.
-func (v *Session) connect(handle string) (up transport.LiveSession, resumed bool, err error) {
+// resumed says which it was. Each dial takes a place in the connect budget
+// first; a refusal is ErrConnectRefused.
+func (v *Session) connect(handle string, reason metrics.ConnectReason) (up transport.LiveSession, resumed bool, err error) {
 	if handle != "" {
-		up, err = v.dial(handle)
-		if err == nil {
-			return up, true, nil
+		up, err = v.dial(handle, reason)
+		if err == nil || errors.Is(err, ErrConnectRefused) {
+			return up, err == nil, err
 		}
 		v.d.Log.Warn("voice: could not resume the upstream session; starting a new one", "err", err)
 	}
-	up, err = v.dial("")
+	up, err = v.dial("", reason)
 	return up, false, err
 }
 
-func (v *Session) dial(handle string) (transport.LiveSession, error) {
+func (v *Session) dial(handle string, reason metrics.ConnectReason) (transport.LiveSession, error) {
+	if v.d.Budget != nil && !v.d.Budget.AllowConnect(reason) {
+		v.d.Metrics.UpstreamConnect(reason, metrics.ConnectRefused)
+		return nil, ErrConnectRefused
+	}
 	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.ConnectTimeout)
 	defer cancel()
 	var hist []transport.Entry
@@ -39,9 +46,11 @@ func (v *Session) dial(handle string) (transport.LiveSession, error) {
 		event = "resume"
 	}
 	if err != nil {
+		v.d.Metrics.UpstreamConnect(reason, metrics.ConnectFailed)
 		v.d.Metrics.UpstreamEvents.WithLabelValues("live", "error", closeCode(err)).Inc()
 		return nil, err
 	}
+	v.d.Metrics.UpstreamConnect(reason, metrics.ConnectOpened)
 	v.d.Metrics.UpstreamEvents.WithLabelValues("live", event, "none").Inc()
 	return up, nil
 }
@@ -49,25 +58,31 @@ func (v *Session) dial(handle string) (transport.LiveSession, error) {
 // replace swaps the old upstream for a resumed one (or a new one seeded
 // with the history when there is no resumable handle): the old socket is
 // closed first, microphone audio meanwhile is buffered, and the browser
-// notices nothing. It reports false when no upstream could be opened.
-func (v *Session) replace(old transport.LiveSession) bool {
+// notices nothing. reason is go_away or reconnect. It returns nil when the
+// upstream was replaced, ErrConnectRefused when the connect budget refused
+// it (no further attempt is made), else the last attempt's error.
+func (v *Session) replace(old transport.LiveSession, reason metrics.ConnectReason) error {
 	v.mu.Lock()
 	v.swapping, v.wantSwap = true, false // from now on, microphone audio is buffered
 	handle := v.handle
 	v.mu.Unlock()
 	_ = old.Close()
 	delay := v.cfg.ReconnectDelay
+	var last error
 	for attempt := 1; attempt <= v.cfg.ReconnectAttempts; attempt++ {
 		if v.ctx.Err() != nil {
-			return false
+			return v.ctx.Err()
 		}
-		up, resumed, err := v.connect(handle)
+		up, resumed, err := v.connect(handle, reason)
+		if errors.Is(err, ErrConnectRefused) {
+			return err
+		}
 		if err == nil {
 			v.mu.Lock()
 			if v.closed {
 				v.mu.Unlock()
 				_ = up.Close()
-				return false
+				return errClosed
 			}
 			v.up = up
 			if !resumed {
@@ -90,15 +105,19 @@ func (v *Session) replace(old transport.LiveSession) bool {
 				v.sendUserTurn(u)
 			}
 			v.d.Log.Info("voice: upstream replaced", "resumed", resumed, "buffered_bytes", n)
-			return true
+			return nil
 		}
+		last = err
 		v.d.Log.Warn("voice: upstream reconnect failed", "attempt", attempt, "err", err)
 		select {
 		case <-time.After(delay):
 		case <-v.ctx.Done():
-			return false
+			return v.ctx.Err()
 		}
 		delay *= 2
 	}
-	return false
+	return last
 }
+
+// errClosed: the voice side was closed while its upstream was replaced.
+var errClosed = errors.New("voice: closed")

@@ -14,6 +14,7 @@ package voice
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -159,7 +160,25 @@ type Deps struct {
 	// is valid; nil: tracing is off.
 	Tracing   *tracing.Provider
 	TraceLink trace.SpanContext
+	// Budget is asked before every upstream open; nil: no budget.
+	Budget Budget
 }
+
+// Budget is the session's upstream-connect budget: every open of a Live
+// connection, whatever its reason, takes a place in it.
+type Budget interface {
+	// AllowConnect takes one open for reason; false refuses it (the
+	// budget tells the browser and counts the refusal).
+	AllowConnect(reason metrics.ConnectReason) bool
+}
+
+// ErrConnectRefused means the upstream-connect budget refused an open:
+// voice does not start, or ends, and the session stays in text.
+var ErrConnectRefused = errors.New("voice: upstream connect budget used up")
+
+// EndRateLimited is the reason voice ends when the upstream could not be
+// replaced within the connect budget.
+const EndRateLimited = "rate_limited"
 
 // Session is the voice side of one session.
 type Session struct {
@@ -256,8 +275,10 @@ type userTurn struct {
 }
 
 // Start opens the upstream (resuming handle when it is not "", else a new
-// one seeded with the history) and starts the pump. ctx is the connection's.
-func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Session, error) {
+// one seeded with the history) and starts the pump. ctx is the connection's;
+// reason is why voice starts (voice_start or resume). ErrConnectRefused
+// when the connect budget refused the open.
+func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reason metrics.ConnectReason) (*Session, error) {
 	cfg.defaults()
 	d.Session.Mode = protocol.ModeVoice
 	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{})}
@@ -265,7 +286,7 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string) (*Ses
 		v.response = d.Metrics.VoiceResponse.WithLabelValues(d.Session.Channel.String())
 	}
 	v.ctx, v.cancel = context.WithCancel(ctx)
-	up, resumed, err := v.connect(handle)
+	up, resumed, err := v.connect(handle, reason)
 	if err != nil {
 		v.cancel()
 		return nil, err

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+)
+
+// The upstream-connect budget and the resume limits: what bounds the paid
+// Live connections one session or user makes the gateway open, whichever
+// way they try (voice.start, a resume of a session in voice, an upstream
+// goAway or failure), on every node.
+
+// budgetWindow is the window of the connect budget and the resume limits.
+const budgetWindow = time.Minute
+
+// connectBudget is a connection's voice.Budget: every Live open of its
+// session takes a place in the session's and the user's windows in Redis
+// (one round trip for both). Once refused, the connection refuses further
+// opens without asking the store until the windows have room again (the
+// wait the store gave: the backoff). A store that does not answer lets the
+// open through, as the other limits do.
+type connectBudget struct{ c *conn }
+
+// AllowConnect takes one Live open for reason.
+func (b connectBudget) AllowConnect(reason metrics.ConnectReason) bool {
+	c := b.c
+	perSession, perUser := c.m.cfg.LiveConnectsPerMinute, c.m.cfg.UserLiveConnectsPerMinute
+	if perSession <= 0 && perUser <= 0 {
+		return true
+	}
+	now := time.Now()
+	if until := time.Unix(0, c.connectsUntil.Load()); now.Before(until) {
+		b.refuse(reason, until.Sub(now))
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	allowed, wait, err := c.m.Store.CountLimits(ctx, newSessionID(),
+		store.TurnLimit{Key: c.st.record().ID, Kind: store.KindLiveConnects, Max: perSession, Window: budgetWindow},
+		store.TurnLimit{Key: c.limitKey, Kind: store.KindUserLiveConnects, Max: perUser, Window: budgetWindow})
+	if err != nil || allowed {
+		return true
+	}
+	c.connectsUntil.Store(now.Add(wait).UnixNano())
+	b.refuse(reason, wait)
+	return false
+}
+
+// refuse counts and logs the refusal (throttled per node) and tells the
+// browser that the session stays in text, and for how long.
+func (b connectBudget) refuse(reason metrics.ConnectReason, wait time.Duration) {
+	c := b.c
+	c.refused(limitLiveConnects, time.Now())
+	c.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
+		"too many voice connections for this session or user in the last minute (%s); the conversation stays in text, try voice again in %d s",
+		reason, waitSeconds(wait)), true, 0))
+}
+
+// waitSeconds is a wait in whole seconds for a message, at least 1.
+func waitSeconds(wait time.Duration) int {
+	return max(int(wait.Round(time.Second)/time.Second), 1)
+}
+
+// allowResume counts a resume against the session's and the user's resumes
+// per minute, across nodes, before the resume takes the session over (a
+// refused resume leaves the connection holding it alone). The session's
+// window is kept on the user's tag, keyed by the session ID: only its owner
+// can use it up. Over either, the browser is told rate_limited with the
+// wait and closed 4008. A store that does not answer lets it through.
+func (c *conn) allowResume(sessionID string) bool {
+	perSession, perUser := c.m.cfg.ResumesPerMinute, c.m.cfg.UserResumesPerMinute
+	if perSession <= 0 && perUser <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	allowed, wait, err := c.m.Store.CountLimits(ctx, newSessionID(),
+		store.TurnLimit{Key: c.user, Kind: store.KindResumes + ":" + sessionID, Max: perSession, Window: budgetWindow},
+		store.TurnLimit{Key: c.limitKey, Kind: store.KindResumes, Max: perUser, Window: budgetWindow})
+	if err != nil || allowed {
+		return true
+	}
+	c.refused(limitResumes, time.Now())
+	c.m.Metrics.RefuseSession(limits[limitResumes].label, c.id.Channel)
+	c.send(protocol.NewError(protocol.CodeRateLimited,
+		fmt.Sprintf("too many resumes in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
+	c.close(protocol.DisconnectResumes)
+	return false
+}
