@@ -722,7 +722,7 @@ func TestConnectBudgetSettingsRefuseANegativeCount(t *testing.T) {
 				return "-1"
 			}
 			return ""
-		}, io.Discard)
+		}, new(strings.Builder))
 		if err == nil || !strings.Contains(err.Error(), env) {
 			t.Errorf("%s=-1: %v, want an error naming the setting", env, err)
 		}
