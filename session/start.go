@@ -56,7 +56,8 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	var rec store.Record
 	if msg.Resume != nil {
-		if !c.allowResume(msg.Resume.SessionID) {
+		counted, ok := c.allowResume(msg.Resume.SessionID)
+		if !ok {
 			return false
 		}
 		var hist []transport.Entry
@@ -69,6 +70,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			// failure.
 			return false
 		case errors.Is(err, store.ErrResumeRefused) && c.notRestoredYet(msg.Resume.SessionID):
+			c.refundResume(msg.Resume.SessionID, counted)
 			return false
 		case errors.Is(err, store.ErrResumeRefused):
 			c.m.Metrics.ResumeRefused.Inc()
@@ -79,6 +81,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			c.close(protocol.DisconnectResumeRefused)
 			return false
 		case err != nil:
+			c.refundResume(msg.Resume.SessionID, counted)
 			return c.storeDown(err)
 		}
 		wantVoice, handle = rec.Mode == protocol.ModeVoice, rec.ResumeHandle

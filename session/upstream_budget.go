@@ -66,29 +66,51 @@ func waitSeconds(wait time.Duration) int {
 	return max(int(wait.Round(time.Second)/time.Second), 1)
 }
 
+// resumeLimits are the windows a resume of sessionID counts against: the
+// session's, kept on the user's tag and keyed by the session ID (only its
+// owner can use it up), and the user's.
+func (c *conn) resumeLimits(sessionID string) []store.TurnLimit {
+	return []store.TurnLimit{
+		{Key: c.user, Kind: store.KindResumes + ":" + sessionID, Max: c.m.cfg.ResumesPerMinute, Window: budgetWindow},
+		{Key: c.limitKey, Kind: store.KindResumes, Max: c.m.cfg.UserResumesPerMinute, Window: budgetWindow},
+	}
+}
+
 // allowResume counts a resume against the session's and the user's resumes
 // per minute, across nodes, before the resume takes the session over (a
-// refused resume leaves the connection holding it alone). The session's
-// window is kept on the user's tag, keyed by the session ID: only its owner
-// can use it up. Over either, the browser is told rate_limited with the
-// wait and closed 4008. A store that does not answer lets it through.
-func (c *conn) allowResume(sessionID string) bool {
-	perSession, perUser := c.m.cfg.ResumesPerMinute, c.m.cfg.UserResumesPerMinute
-	if perSession <= 0 && perUser <= 0 {
-		return true
+// refused resume leaves the connection holding it alone). Over either, the
+// browser is told rate_limited with the wait and closed 4008. A store that
+// does not answer lets it through. It returns the member the resume was
+// counted under, for refundResume.
+func (c *conn) allowResume(sessionID string) (string, bool) {
+	member := newSessionID()
+	if c.m.cfg.ResumesPerMinute <= 0 && c.m.cfg.UserResumesPerMinute <= 0 {
+		return member, true
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	allowed, wait, err := c.m.Store.CountLimits(ctx, newSessionID(),
-		store.TurnLimit{Key: c.user, Kind: store.KindResumes + ":" + sessionID, Max: perSession, Window: budgetWindow},
-		store.TurnLimit{Key: c.limitKey, Kind: store.KindResumes, Max: perUser, Window: budgetWindow})
+	allowed, wait, err := c.m.Store.CountLimits(ctx, member, c.resumeLimits(sessionID)...)
 	if err != nil || allowed {
-		return true
+		return member, true
 	}
 	c.refused(limitResumes, time.Now())
 	c.m.Metrics.RefuseSession(limits[limitResumes].label, c.id.Channel)
 	c.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many resumes in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
 	c.close(protocol.DisconnectResumes)
-	return false
+	return member, false
+}
+
+// refundResume takes back a counted resume that the gateway could not
+// serve (the store unavailable, the session being restored): the client
+// is told to retry, and its retries must not use up its resumes.
+func (c *conn) refundResume(sessionID, member string) {
+	if c.m.cfg.ResumesPerMinute <= 0 && c.m.cfg.UserResumesPerMinute <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
+	defer cancel()
+	if err := c.m.Store.UncountLimits(ctx, member, c.resumeLimits(sessionID)...); err != nil {
+		c.log.Debug("resume limit: could not take back a resume the store did not serve", "err", err)
+	}
 }

@@ -47,3 +47,21 @@ func (s *RedisStore) CountLimits(ctx context.Context, member string, lims ...Tur
 	}
 	return allowed, wait, nil
 }
+
+// UncountLimits takes back an event that CountLimits counted under member
+// from every window of lims (one round trip): an attempt that failed for a
+// reason of the gateway's, such as a store that cannot serve it yet, is
+// not held against the client that is told to retry.
+func (s *RedisStore) UncountLimits(ctx context.Context, member string, lims ...TurnLimit) error {
+	return s.call(ctx, "turns", func(ctx context.Context) error {
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, lim := range lims {
+				if lim.Max > 0 {
+					p.ZRem(ctx, turnsKey(lim), member)
+				}
+			}
+			return nil
+		})
+		return err
+	})
+}

@@ -99,6 +99,8 @@ type Store interface {
 	// of the windows that refused. A window that allowed it counts it even
 	// when another refused (the count errs on the safe side).
 	CountLimits(ctx context.Context, member string, lims ...TurnLimit) (allowed bool, retryAfter time.Duration, err error)
+	// UncountLimits takes back what CountLimits counted under member.
+	UncountLimits(ctx context.Context, member string, lims ...TurnLimit) error
 	// Undo takes back the user entry of turn (the last one written) and
 	// writes rec (whose turn is the one before), as Append does.
 	Undo(ctx context.Context, rec Record, turn int) error
