@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -76,12 +79,26 @@ func resumeLoop(t *testing.T, nodes []*budgetNode, user http.Header, rounds int)
 	}
 	nodes[0].take(t)
 	opened = 1
+	st := store.NewRedisStore(redisClientFor(t, nodes[0].g.cfg), store.RedisStoreOptions{})
+	inVoice := func() {
+		// A resume on another node reads the mode from Redis, where the
+		// node that moved the session to voice writes it off its path.
+		t.Helper()
+		waitFor(t, "the session's voice mode in Redis", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			rec, _, err := st.Load(ctx, ready.str("sessionId"))
+			return err == nil && rec.Mode == "voice"
+		})
+	}
+	inVoice()
 	for i := range rounds {
 		_ = c.c.CloseNow()
 		var got string
 		c, got = resumeOutcome(t, nodes[(i+1)%len(nodes)], user, ready)
 		switch got {
 		case "voice":
+			inVoice()
 			if refused > 0 {
 				t.Fatalf("resume %d reopened voice after a refusal within the minute", i+1)
 			}
