@@ -52,6 +52,11 @@ type admission struct {
 
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // lease group → this node's holder ids
+	// renewing is held while a renewal writes its snapshot of held, and
+	// by a release around its removal: a lease released while a renewal
+	// that saw it is in flight is removed after the renewal wrote it, not
+	// before (which would bring it back for a whole TTL).
+	renewing sync.Mutex
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -168,6 +173,8 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 			delete(a.held, group)
 		}
 		a.mu.Unlock()
+		a.renewing.Lock()
+		defer a.renewing.Unlock()
 		// The session has ended; its context is gone.
 		if err := a.store.ReleaseLease(context.Background(), group, id); err != nil {
 			if count, ok := a.throttle.Note("lease_release_failed", time.Now(), 1); ok {
@@ -191,19 +198,26 @@ func (a *admission) renew(ctx context.Context) {
 		case <-t.C:
 		case <-a.kick:
 		}
-		a.mu.Lock()
-		leases := make(map[string][]string, len(a.held))
-		for group, ids := range a.held {
-			for id := range ids {
-				leases[group] = append(leases[group], id)
-			}
+		a.renewOnce(ctx)
+	}
+}
+
+// renewOnce writes every lease held now, under renewing (see there).
+func (a *admission) renewOnce(ctx context.Context) {
+	a.renewing.Lock()
+	defer a.renewing.Unlock()
+	a.mu.Lock()
+	leases := make(map[string][]string, len(a.held))
+	for group, ids := range a.held {
+		for id := range ids {
+			leases[group] = append(leases[group], id)
 		}
-		a.mu.Unlock()
-		if err := a.store.RenewLeases(ctx, leases, a.ttl); err != nil && ctx.Err() == nil {
-			if count, ok := a.throttle.Note("lease_renew_failed", time.Now(), 1); ok {
-				a.log.Warn("connection leases not renewed: Redis did not answer", "err", err, "groups", len(leases),
-					"count", count)
-			}
+	}
+	a.mu.Unlock()
+	if err := a.store.RenewLeases(ctx, leases, a.ttl); err != nil && ctx.Err() == nil {
+		if count, ok := a.throttle.Note("lease_renew_failed", time.Now(), 1); ok {
+			a.log.Warn("connection leases not renewed: Redis did not answer", "err", err, "groups", len(leases),
+				"count", count)
 		}
 	}
 }
