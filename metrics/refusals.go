@@ -30,7 +30,24 @@ const (
 	// the user was closed 4008 for rate abuse and its cooldown runs
 	// (TURNSTILE_ABUSE_COOLDOWN).
 	RefusedAbuseCooldown = "abuse_cooldown"
+	// RefusedUnauthPerIP: one client IP (an IPv6 /64) held
+	// TURNSTILE_UNAUTH_PER_IP connections that had not authenticated: its
+	// connection idle the longest was closed to make room, or, none being
+	// idle, the new one was (at accept; through a trusted proxy, answered
+	// 429).
+	RefusedUnauthPerIP = "unauth_per_ip"
+	// RefusedUnauthShare: connections that had not authenticated held
+	// their share of TURNSTILE_MAX_CONNECTIONS (TURNSTILE_UNAUTH_SHARE):
+	// the one idle the longest was closed to make room, or, none being
+	// idle, the new one was.
+	RefusedUnauthShare = "unauth_share"
 )
+
+// IsConnectionRefusal reports whether reason refuses a connection before
+// anything says what it is for (channel none; not a session refusal).
+func IsConnectionRefusal(reason string) bool {
+	return reason == RefusedMaxConnections || reason == RefusedUnauthPerIP || reason == RefusedUnauthShare
+}
 
 // refusalReasons is the closed set, each series created at zero so that a
 // rate over it is defined before the first refusal.
@@ -41,6 +58,8 @@ var refusalReasons = []string{
 	RefusedUnauthenticated,
 	RefusedOrigin,
 	RefusedAbuseCooldown,
+	RefusedUnauthPerIP,
+	RefusedUnauthShare,
 	// The session's limits (session/limits.go, which counts them through
 	// Refusals directly with these labels).
 	"message_rate", "audio_rate", "turns_per_minute", "voice_starts_per_minute", "new_sessions_per_minute", "rate_abuse",
@@ -60,10 +79,10 @@ func RefusalReasons() []string { return append(slices.Clone(refusalReasons), ref
 func newRefusals(f factory) *prometheus.CounterVec {
 	c := f.counterVec("turnstile_refusals_total",
 		"Requests, connections and messages refused by a limit of the edge or the session, by reason and channel "+
-			"(browser, twilio; none for max_connections, refused at accept before anything says what the connection is).",
+			"(browser, twilio; none for max_connections, unauth_per_ip and unauth_share, connections refused before anything says what they are for).",
 		"reason", "channel")
 	for _, r := range RefusalReasons() {
-		if r == RefusedMaxConnections {
+		if IsConnectionRefusal(r) {
 			c.WithLabelValues(r, ChannelNone.String())
 			continue
 		}
@@ -76,7 +95,7 @@ func newRefusals(f factory) *prometheus.CounterVec {
 
 // Refusal counts one refusal for reason (one of the Refused* constants;
 // anything else is counted as "other") of a connection of channel ch
-// (ChannelNone for max_connections).
+// (ChannelNone for IsConnectionRefusal's reasons).
 func (m *Metrics) Refusal(reason string, ch Channel) {
 	if !slices.Contains(refusalReasons, reason) {
 		reason = refusalOther

@@ -10,9 +10,9 @@ import (
 func TestRefusalsStartAtZeroAndUnknownReasonsCountAsOther(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := New(reg, Build{Version: "test", Commit: "abc"})
-	// One per reason and channel; max_connections, refused at accept, has
-	// channel none only.
-	if want := (len(RefusalReasons())-1)*len(Channels) + 1; testutil.CollectAndCount(m.Refusals) != want {
+	// One per reason and channel; the connection refusals (max_connections,
+	// unauth_per_ip, unauth_share) have channel none only.
+	if want := (len(RefusalReasons())-3)*len(Channels) + 3; testutil.CollectAndCount(m.Refusals) != want {
 		t.Fatalf("%d series before any refusal, want one per reason and channel (%d)",
 			testutil.CollectAndCount(m.Refusals), want)
 	}
@@ -25,7 +25,7 @@ func TestRefusalsStartAtZeroAndUnknownReasonsCountAsOther(t *testing.T) {
 	if got := testutil.ToFloat64(m.Refusals.WithLabelValues("other", "twilio")); got != 1 {
 		t.Errorf("other = %v, want 1", got)
 	}
-	if n, want := testutil.CollectAndCount(m.Refusals), (len(RefusalReasons())-1)*len(Channels)+1; n != want {
+	if n, want := testutil.CollectAndCount(m.Refusals), (len(RefusalReasons())-3)*len(Channels)+3; n != want {
 		t.Errorf("%d series after refusals, want still %d", n, want)
 	}
 	if problems, err := testutil.GatherAndLint(reg, "turnstile_refusals_total"); err != nil || len(problems) > 0 {

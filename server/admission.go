@@ -119,6 +119,11 @@ func (a *admission) admitSession() (release func(), ok bool) {
 	return func() { a.sessions.Add(-1) }, true
 }
 
+// full reports whether the node holds as many sessions as it may.
+func (a *admission) full() bool {
+	return a.maxSessions > 0 && a.sessions.Load() >= int64(a.maxSessions)
+}
+
 // admitUser takes a lease for one more connection of user; release ends
 // it at once. ok is false when the user is at the limit. When Redis does
 // not answer the connection is admitted (the limit is not worth refusing

@@ -173,9 +173,13 @@ func TestConnectionCapClosesNewConnectionsAndKeepsOpenOnesServed(t *testing.T) {
 	}
 	hog1, hog2 := dialRaw(t, addr), dialRaw(t, addr)
 	for _, h := range []*rawConn{hog1, hog2} {
-		if code, err := h.get("/readyz"); code != 200 || err != nil {
+		if code, err := h.get("/healthz"); code != 200 || err != nil {
 			t.Fatalf("within the cap: %d %v", code, err)
 		}
+	}
+	// Every place taken: a load balancer should send new users elsewhere.
+	if code, err := hog2.get("/readyz"); code != http.StatusServiceUnavailable || err != nil {
+		t.Fatalf("/readyz at the cap: %d %v, want 503", code, err)
 	}
 	if over, err := tryDialRaw(t, addr); err == nil {
 		if code, err := over.get("/healthz"); err == nil {

@@ -59,8 +59,20 @@ type Config struct {
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For or Forwarded
-	// name the client (in logs and the session); empty: the TCP peer is.
+	// name the client (in logs, the session and UnauthPerIP); empty: the
+	// TCP peer is.
 	TrustedProxies TrustedProxies
+	// UnauthPerIP caps the unauthenticated connections (not upgraded yet)
+	// of one client IP (an IPv6 /64) on the public listener; 0: no cap.
+	// Not applied in dev mode. See unauth.go.
+	UnauthPerIP int
+	// UnauthShare is the share of MaxConnections unauthenticated
+	// connections may hold together (0 or 1: no cap of their own).
+	UnauthShare float64
+	// UnauthIdleTimeout closes an unauthenticated keep-alive connection
+	// with no request (not a trusted proxy's: those keep IdleTimeout);
+	// default DefaultUnauthIdleTimeout.
+	UnauthIdleTimeout time.Duration
 	// AdminToken, when set, is the bearer token every admin route but
 	// /healthz and /readyz requires (and /metrics unless
 	// AdminMetricsOpen).
@@ -107,6 +119,7 @@ type Server struct {
 	admin    *http.ServeMux
 	throttle *throttle.Keyed
 	admit    *admission
+	conns    *connTable     // the public listener's connections
 	calls    streamingCalls // phone calls streaming on this node
 }
 
@@ -125,9 +138,15 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if cfg.UnauthIdleTimeout <= 0 {
+		cfg.UnauthIdleTimeout = DefaultUnauthIdleTimeout
+	}
 	s := &Server{cfg: cfg, d: d, public: http.NewServeMux(), admin: http.NewServeMux(),
 		throttle: &throttle.Keyed{Every: logEvery}}
 	s.admit = newAdmission(cfg, d, s.throttle)
+	s.conns = newConnTable(cfg, d.Auth.DevMode(), func(reason, client string) {
+		s.refused(reason, metrics.ChannelNone, client, nil)
+	})
 	for _, mux := range []*http.ServeMux{s.public, s.admin} {
 		mux.HandleFunc("GET /healthz", s.healthz)
 		mux.HandleFunc("GET /readyz", s.readyz)
@@ -185,6 +204,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		s.setReady(false)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "draining"})
+		return
+	}
+	// Full: a new user would be refused here; the load balancer should
+	// send them to another node. limit is the refusal reason they would get.
+	if limit := s.full(); limit != "" {
+		s.setReady(false)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "full", "limit": limit})
 		return
 	}
 	if err := s.d.Auth.Ready(); err != nil {
@@ -286,7 +312,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 // refused upgrade is also a browser that got no session.
 func (s *Server) refused(reason string, ch metrics.Channel, client string, err error) {
 	s.d.Metrics.Refusal(reason, ch)
-	if reason != metrics.RefusedMaxConnections {
+	if !metrics.IsConnectionRefusal(reason) {
 		s.d.Metrics.RefuseSession(reason, ch)
 	}
 	count, ok := s.throttle.Note(reason, time.Now(), 1)

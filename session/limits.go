@@ -169,25 +169,34 @@ func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
 	}
 }
 
-// abuseClose starts the user's abuse cooldown (across nodes: the edge
-// refuses the user's upgrades until it ends) and returns the 4008 that
-// tells the browser how long to wait. Without a cooldown (none configured,
-// dev mode, a store that does not answer) it is the plain 4008.
+// abuseClose starts the user's abuse cooldown and returns the 4008 for
+// rate abuse that tells the browser how long to wait (coolDown).
 func (c *conn) abuseClose() protocol.Disconnect {
+	d, _ := c.coolDown(protocol.DisconnectRateAbuse)
+	return d
+}
+
+// coolDown starts the user's abuse cooldown (across nodes: the edge refuses
+// the user's upgrades until it ends) for the abuse d closes the connection
+// for, and returns d telling the browser how long to wait, and that wait.
+// Without a cooldown (none configured, dev mode, a store that does not
+// answer) it is d as it is, and 0.
+func (c *conn) coolDown(d protocol.Disconnect) (protocol.Disconnect, time.Duration) {
 	p := c.m.cfg.AbuseCooldown
 	if p.First <= 0 || c.id.Anonymous {
-		return protocol.DisconnectRateAbuse
+		return d, 0
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
 	cd, err := c.m.Store.StartCooldown(ctx, c.user, p)
 	if err != nil {
-		c.log.Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err)
-		return protocol.DisconnectRateAbuse
+		c.log.Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err,
+			"abuse", d.Label)
+		return d, 0
 	}
 	c.log.Warn("abuse cooldown: the user may not connect nor resume until it ends",
-		"until", cd.Until, "cooldown", cd.Left.Round(time.Second), "strikes", cd.Strikes)
-	return protocol.DisconnectRateAbuse.WithRetryAfter(cd.Left)
+		"until", cd.Until, "cooldown", cd.Left.Round(time.Second), "strikes", cd.Strikes, "abuse", d.Label)
+	return d.WithRetryAfter(cd.Left), cd.Left
 }
 
 // allowVoiceStart takes one move into voice against the session's starts

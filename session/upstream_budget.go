@@ -79,7 +79,8 @@ func (c *conn) resumeLimits(sessionID string) []store.TurnLimit {
 // allowResume counts a resume against the session's and the user's resumes
 // per minute, across nodes, before the resume takes the session over (a
 // refused resume leaves the connection holding it alone). Over either, the
-// browser is told rate_limited with the wait and closed 4008. A store that
+// browser is told rate_limited with the wait and closed 4008, which starts
+// the user's abuse cooldown (coolDown). A store that
 // does not answer lets it through. It returns the member the resume was
 // counted under, for refundResume.
 func (c *conn) allowResume(sessionID string) (string, bool) {
@@ -95,9 +96,12 @@ func (c *conn) allowResume(sessionID string) (string, bool) {
 	}
 	c.refused(limitResumes, time.Now())
 	c.m.Metrics.RefuseSession(limits[limitResumes].label, c.id.Channel)
+	// A resume loop is rate abuse: the 4008 starts the user's cooldown
+	// like a flood's, on every node.
+	closeWith, cooldown := c.coolDown(protocol.DisconnectResumes)
 	c.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many resumes in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
-	c.close(protocol.DisconnectResumes)
+		fmt.Sprintf("too many resumes in the last minute; try again in %d s", waitSeconds(max(wait, cooldown))), true, 0))
+	c.close(closeWith)
 	return member, false
 }
 

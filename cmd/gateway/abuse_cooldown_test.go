@@ -119,3 +119,37 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 	clock.advance(2 * time.Minute)
 	a.dial("", mallory).start(resume)
 }
+
+// A resume refused 4008 for resuming in a loop is rate abuse too: it starts
+// the user's cooldown, on both nodes, and its reason says how long to wait.
+func TestAResumeLoopRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
+	cfg := budgetConfig(t, redistest.Start(t), 0, 0)
+	cfg.ResumesPerMinute, cfg.UserResumesPerMinute = 1, 100
+	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
+	// The cooldown goes by the store's clock: it moves only when told.
+	cfg.Clock = &fakeClock{now: time.Now()}
+	a, b := startGateway(t, cfg, fakegemini.NewScript()), startGateway(t, cfg, fakegemini.NewScript())
+	mallory, bob := bearer(t, cfg, "mallory"), bearer(t, cfg, "bob")
+	ready := a.dial("", mallory).start(nil)
+	resume := map[string]any{"resume": map[string]any{
+		"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}}
+	b.dial("", mallory).start(resume)
+	second := a.dial("", mallory)
+	second.send(map[string]any{"type": "session.start", "resume": resume["resume"]})
+	if ev := second.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" ||
+		!strings.Contains(ev.str("message"), "try again in 60 s") {
+		t.Fatalf("the second resume in a minute: %v, want rate_limited, try again in 60 s", ev)
+	}
+	_, err := second.read()
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4008 || !strings.HasSuffix(ce.Reason, "; retry after 60 s") {
+		t.Fatalf("the refused resume ended with %v, want 4008 ending \"; retry after 60 s\"", err)
+	}
+	for name, g := range map[string]*testGateway{"A": a, "B": b} {
+		if cl, r := g.tryUpgrade(mallory, ""); cl != nil || r.status != http.StatusTooManyRequests || r.retryAfter != "60" ||
+			!strings.Contains(r.body, metrics.RefusedAbuseCooldown) {
+			t.Fatalf("mallory on %s after the refused resume: %+v, want 429 abuse_cooldown, Retry-After 60", name, r)
+		}
+		g.dial("", bob).start(nil)
+	}
+}

@@ -226,6 +226,9 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
 		LeaseTTL:           cfg.UserLeaseTTL,
 		TrustedProxies:     cfg.TrustedProxies,
+		UnauthPerIP:        cfg.UnauthPerIP,
+		UnauthShare:        cfg.UnauthShare,
+		UnauthIdleTimeout:  cfg.UnauthIdleTimeout,
 		AdminToken:         string(cfg.AdminToken),
 		AdminMetricsOpen:   cfg.AdminMetricsOpen,
 	}, server.Deps{

@@ -112,6 +112,10 @@ type Config struct {
 	TLSCertFile           string                // PEM certificate of both listeners; "" = plain HTTP
 	TLSKeyFile            string                // its PEM key
 	TrustedProxies        server.TrustedProxies // whose X-Forwarded-For / Forwarded name the client
+	// Connections that have not authenticated (config_unauth.go).
+	UnauthPerIP       int           // per client IP; 0 = no limit
+	UnauthShare       float64       // of MaxConnections, together
+	UnauthIdleTimeout time.Duration // closed after this long without a request
 
 	// The admin listener's timelines and operator actions, and the event
 	// stream (config_admin.go).
@@ -280,6 +284,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("tls_cert_file", c.TLSCertFile),
 		slog.String("tls_key_file", c.TLSKeyFile),
 		slog.Any("trusted_proxies", c.TrustedProxies),
+		slog.Int("unauth_per_ip", c.UnauthPerIP),
+		slog.Float64("unauth_share", c.UnauthShare),
+		slog.Duration("unauth_idle_timeout", c.UnauthIdleTimeout),
 		slog.Int("recent_sessions_bytes", c.RecentSessionsBytes),
 		slog.Int("user_storage_bytes", c.UserStorageBytes),
 	)
@@ -588,7 +595,7 @@ func configSettings() []configSetting {
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
 	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
-		blockSettings()...)...)
+		append(blockSettings(), unauthSettings()...)...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.

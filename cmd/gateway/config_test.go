@@ -220,6 +220,11 @@ func TestEveryInvalidValueIsNamed(t *testing.T) {
 		{"TURNSTILE_MAX_SESSIONS", "many", "TURNSTILE_MAX_SESSIONS=many: not a whole number"},
 		{"TURNSTILE_MAX_SESSIONS_PER_USER", "-1", "TURNSTILE_MAX_SESSIONS_PER_USER=-1: must be at least 0"},
 		{"TURNSTILE_USER_LEASE_TTL", "500ms", "TURNSTILE_USER_LEASE_TTL=500ms: must be at least 1s"},
+		{"TURNSTILE_UNAUTH_PER_IP", "-1", "TURNSTILE_UNAUTH_PER_IP=-1: must be at least 0"},
+		{"TURNSTILE_UNAUTH_SHARE", "0", "TURNSTILE_UNAUTH_SHARE=0: must be more than 0 and at most 1"},
+		{"TURNSTILE_UNAUTH_SHARE", "25%", "TURNSTILE_UNAUTH_SHARE=25%: not a number"},
+		{"TURNSTILE_UNAUTH_SHARE", "1.5", "TURNSTILE_UNAUTH_SHARE=1.5: must be more than 0 and at most 1"},
+		{"TURNSTILE_UNAUTH_IDLE_TIMEOUT", "0s", "TURNSTILE_UNAUTH_IDLE_TIMEOUT=0s: must be at least 1ms"},
 		{"TURNSTILE_AUTH_MAX_TTL", "30s", "TURNSTILE_AUTH_MAX_TTL=30s: must be at least 1m0s"},
 		{"TURNSTILE_AUTH_LEEWAY", "-1s", "TURNSTILE_AUTH_LEEWAY=-1s: must be greater than 0"},
 		{"TURNSTILE_AUTH_AUDIENCE", " turnstile", `TURNSTILE_AUTH_AUDIENCE=" turnstile": has control characters or surrounding blanks`},
@@ -300,6 +305,7 @@ func withEdgeDefaults(c *Config) {
 	c.MaxSessions = min(10000, c.MaxConnections*9/10)
 	c.MaxSessionsPerUser, c.UserLeaseTTL = 10, 30*time.Second
 	c.AuthMaxTTL, c.AuthLeeway, c.AuthJWKSRefresh = 24*time.Hour, 30*time.Second, 15*time.Minute
+	c.UnauthPerIP, c.UnauthShare, c.UnauthIdleTimeout = 32, 0.25, 10*time.Second
 }
 
 func TestTwoExplicitBudgetsThatConflictAreRefused(t *testing.T) {

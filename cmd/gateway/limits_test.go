@@ -247,6 +247,10 @@ func TestAllowListIsEnforcedWithAuthOn(t *testing.T) {
 func TestConnectionCapKeepsHealthChecksAnswering(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.MaxConnections = 3
+	// No share of their own for unauthenticated connections (a quarter of
+	// three would leave the probe's keep-alive one place, which the next
+	// upgrade's connection would take): the share is unauth tests' matter.
+	cfg.UnauthShare = 1
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	probe := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	defer probe.CloseIdleConnections()
@@ -270,8 +274,9 @@ func TestConnectionCapKeepsHealthChecksAnswering(t *testing.T) {
 	if code := getWith(probe, g.url+"/healthz"); code != 200 {
 		t.Fatalf("the open keep-alive /healthz at the cap: %d", code)
 	}
-	if code, _ := get(t, g.adminURL+"/readyz"); code != 200 {
-		t.Fatalf("the admin /readyz at the cap: %d", code)
+	// Full: the load balancer should send new users to another node.
+	if code, body := get(t, g.adminURL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"full"`) {
+		t.Fatalf("the admin /readyz at the cap: %d %s, want 503 full", code, body)
 	}
 	if n := g.refusals(metrics.RefusedMaxConnections); n < 1 {
 		t.Fatalf("max_connections refusals = %v", n)
