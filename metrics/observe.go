@@ -20,6 +20,15 @@ func (m *Metrics) ObserveToolCall(tool, outcome string, ch Channel, d time.Durat
 	m.Summary.ObserveTool(tool, d, resultChars, outcome)
 }
 
+// ObserveTurn records one ended turn of a session of channel ch: counted by
+// mode and turn.done reason (Turns), its duration (TurnDuration) and its
+// tool calls (ToolCallsPerTurn).
+func (m *Metrics) ObserveTurn(mode, reason string, ch Channel, d time.Duration, toolCalls int) {
+	m.Turns.WithLabelValues(mode, reason, ch.String()).Inc()
+	m.TurnDuration.WithLabelValues(mode).Observe(d.Seconds())
+	m.ToolCallsPerTurn.WithLabelValues(mode).Observe(float64(toolCalls))
+}
+
 // SetInitTokens records a mode's session init size estimate (system
 // instruction plus tool declarations, ceil(chars/4)) in the InitTokens gauge and
 // as the Summary's context tokens for that mode.

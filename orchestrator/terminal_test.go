@@ -21,7 +21,7 @@ func textTurn(f *fixture) *orchestrator.Turn {
 // that ended it.
 func wantEnd(t *testing.T, tr *orchestrator.Turn, want orchestrator.End) {
 	t.Helper()
-	got, ok := tr.End()
+	got, ok := tr.Terminated()
 	if !ok || got != want {
 		t.Errorf("End() = %+v, %v; want %+v, true", got, ok, want)
 	}
@@ -30,7 +30,7 @@ func wantEnd(t *testing.T, tr *orchestrator.Turn, want orchestrator.End) {
 func TestTerminalToolSuccessEndsTheTurnWithItsText(t *testing.T) {
 	f := newFixture(t)
 	tr := textTurn(f)
-	if _, ended := tr.End(); ended {
+	if _, ended := tr.Terminated(); ended {
 		t.Fatal("a fresh turn has ended")
 	}
 	o := handleOne(t, tr, call("h", "hang_up", map[string]any{"text": "Goodbye, and thanks for calling."}), nil)
@@ -106,7 +106,7 @@ func TestFailedTerminalCallLetsTheTurnContinue(t *testing.T) {
 	if errType(o) != tools.ErrPermanent {
 		t.Fatalf("failing terminal call: %+v, want PERMANENT", o.Envelope)
 	}
-	if end, ok := tr.End(); ok {
+	if end, ok := tr.Terminated(); ok {
 		t.Fatalf("End() = %+v after a failed terminal call, want the turn to go on", end)
 	}
 	if got := tr.Intents(); len(got) != 0 {

@@ -132,7 +132,7 @@ func TestMalformedTerminationIsInternal(t *testing.T) {
 		if errType(o) != tools.ErrInternal {
 			t.Errorf("%s: %+v, want INTERNAL", name, o.Envelope)
 		}
-		if end, ok := tr.End(); ok {
+		if end, ok := tr.Terminated(); ok {
 			t.Errorf("%s ended the turn: %+v", name, end)
 		}
 	}

@@ -39,6 +39,12 @@ type Session struct {
 	// Tools is the registry the session pinned at its start; nil means the
 	// orchestrator's own (Deps.Registry).
 	Tools *tools.Registry
+	// Stats are the session's figures, which Turn.End adds the turn's tool
+	// calls to; nil: none.
+	Stats *metrics.SessionStats
+	// Log is the session's logger, for the line Turn.End writes; nil: the
+	// orchestrator's, with the session's ID.
+	Log *slog.Logger
 }
 
 // Events lets the session show calls as they move through the pipeline.
@@ -80,6 +86,10 @@ type Turn struct {
 	// fenced: a store write of the turn was refused for a newer owner;
 	// nothing of the turn runs or is recorded any more.
 	fenced atomic.Bool
+	// began is when the turn started (NewTurn), on the orchestrator's
+	// clock; ended is set by the first End.
+	began time.Time
+	ended atomic.Bool
 
 	mu               sync.Mutex
 	retrieval, total int
@@ -104,7 +114,7 @@ func (o *Orchestrator) NewTurn(s Session, n int, loops *loopdetect.Detector) *Tu
 	if reg == nil {
 		reg = o.Registry
 	}
-	return &Turn{o: o, s: s, reg: reg, n: n, budget: b, loops: loops}
+	return &Turn{o: o, s: s, reg: reg, n: n, budget: b, loops: loops, began: o.cfg.Now()}
 }
 
 // Number is the turn's number in its session.
@@ -490,9 +500,40 @@ func (t *Turn) Cancel(ids ...string) {
 // the turn ending).
 func (t *Turn) CancelAll() { t.Cancel(t.ledger.ids()...) }
 
-// End reports whether a terminal tool or a handler's termination (finish)
-// ended the turn.
-func (t *Turn) End() (End, bool) {
+// End is the end of the turn, the one place a turn is recorded, for text
+// and voice alike: every call of the turn not finished yet is cancelled
+// (nothing of it may run on, and none of it is answered any more), and the
+// turn is counted with its reason (the turn.done reason), its duration from
+// NewTurn on the orchestrator's clock and its tool calls
+// (turnstile_turns_total, turnstile_turn_duration_seconds,
+// turnstile_tool_calls_per_turn, the session's Stats), and logged. Only the
+// first End records anything; it reports whether this call was it. ctx is
+// the turn's (its log line carries the turn's trace).
+func (t *Turn) End(ctx context.Context, reason string) bool {
+	t.CancelAll()
+	if !t.ended.CompareAndSwap(false, true) {
+		return false
+	}
+	d := t.o.cfg.Now().Sub(t.began)
+	calls := t.Calls()
+	if t.o.Metrics != nil {
+		t.o.Metrics.ObserveTurn(t.s.Mode, reason, t.s.Channel, d, calls)
+	}
+	if t.s.Stats != nil {
+		t.s.Stats.AddToolCalls(calls)
+	}
+	log := t.s.Log
+	if log == nil {
+		log = t.o.Log.With("session", t.s.ID)
+	}
+	log.InfoContext(ctx, "turn done", "turn", t.n, "mode", t.s.Mode, "reason", reason, "tool_calls", calls,
+		"duration_ms", d.Milliseconds())
+	return true
+}
+
+// Terminated reports whether a terminal tool or a handler's termination
+// (finish) ended the turn, and with which answer.
+func (t *Turn) Terminated() (End, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.end == nil {

@@ -60,7 +60,7 @@ func TestPreExecutionRefusalsNeverRunTheHandler(t *testing.T) {
 				t.Errorf("%s ran %d times", tc.ran, f.runs(tc.ran))
 			}
 			if tc.c.Name == "hang_up" {
-				if end, ok := tr.End(); ok {
+				if end, ok := tr.Terminated(); ok {
 					t.Errorf("End() = %+v after a refused terminal call", end)
 				}
 			}

@@ -193,7 +193,6 @@ func (a *activity) startTextTurn(text, kind string) {
 // a switch to voice, or the turn telling the model a confirmation outcome.
 func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string) {
 	c := a.c
-	start := time.Now()
 	rec := c.st.record()
 	ctx, span := c.m.Tracing.StartTurn(ctx, tracing.Turn{Session: rec.ID, User: c.user, N: turn,
 		Mode: protocol.ModeText, Link: c.traceLink})
@@ -201,17 +200,11 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 		span.SetAttributes(tracing.Messages("user", input))
 	}
 	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Channel: c.id.Channel, Tools: c.ts.reg,
-		Epoch: rec.Epoch, TakenOver: c.takenOver}, turn, c.loops)
+		Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log}, turn, c.loops)
 	var ignored []protocol.IgnoredIntent
 	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log,
 		Observe: c.observeRequest}, textHost{c: c, ignored: &ignored}, ot, note)
-	ot.CancelAll() // nothing of this turn may run on
-	c.stats.AddToolCalls(ot.Calls())
-	c.m.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeText).Observe(float64(ot.Calls()))
-	c.m.Metrics.Turns.WithLabelValues(protocol.ModeText, reason, c.id.Channel.String()).Inc()
-	c.m.Metrics.TurnDuration.WithLabelValues(protocol.ModeText).Observe(time.Since(start).Seconds())
-	c.log.InfoContext(ctx, "turn done", "turn", turn, "reason", reason, "tool_calls", ot.Calls(),
-		"duration_ms", time.Since(start).Milliseconds())
+	ot.End(ctx, reason) // nothing of this turn runs on; counted and logged
 	// Ended before turn.done goes out: a client that saw turn.done finds
 	// the whole trace in the exporter's queue.
 	tracing.EndTurn(span, reason)
@@ -328,8 +321,8 @@ func (a *activity) startVoice(reason, handle string) {
 	}
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
-			TakenOver: c.takenOver}, Loops: c.loops,
-		Metrics: c.m.Metrics, Stats: c.stats, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+			TakenOver: c.takenOver, Stats: c.stats, Log: c.log}, Loops: c.loops,
+		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
 		Budget: connectBudget{c}},
 		voiceHost{c}, handle, why)
 

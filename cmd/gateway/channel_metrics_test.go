@@ -38,7 +38,7 @@ func TestMetricsSplitSessionsAndTurnsByChannel(t *testing.T) {
 		{"turnstile_turns_total", map[string]string{"mode": "voice", "reason": "end_turn", "channel": "browser"}, 1},
 		{"turnstile_turns_total", map[string]string{"mode": "voice", "reason": "end_turn", "channel": "twilio"}, 2},
 	}
-	// A turn is counted just after its turn.done (or mark) is sent.
+	// A turn is counted just before its turn.done (or mark) is sent.
 	var mismatch string
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -333,7 +333,8 @@ func (v *Session) finalize(t *turn) {
 	ending := v.ending != "" && v.drain
 	v.mu.Unlock()
 
-	t.ot.CancelAll()
+	// Nothing of the turn runs on; it is counted and logged.
+	t.ot.End(t.ctx, reason)
 	traceTranscripts(t.ctx, in, out)
 	// Ended before turn.done goes out, as in text.
 	tracing.EndTurn(t.span, reason)
@@ -354,12 +355,6 @@ func (v *Session) finalize(t *turn) {
 	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
 		VoiceResponse: response})
 	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
-	v.d.Metrics.Turns.WithLabelValues(protocol.ModeVoice, reason, v.d.Session.Channel.String()).Inc()
-	v.d.Metrics.ToolCallsPerTurn.WithLabelValues(protocol.ModeVoice).Observe(float64(t.ot.Calls()))
-	if v.d.Stats != nil {
-		v.d.Stats.AddToolCalls(t.ot.Calls())
-	}
-	v.d.Log.InfoContext(t.ctx, "voice turn done", "turn", t.n, "reason", reason, "tool_calls", t.ot.Calls())
 	if ending && idle {
 		v.closeUpstreamWhenIdle()
 	}

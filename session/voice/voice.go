@@ -148,14 +148,13 @@ func (c *Config) defaults() {
 type Deps struct {
 	Live         transport.LiveModel
 	Orchestrator *orchestrator.Orchestrator
-	// Session is who the turns belong to (its Mode is set to voice).
+	// Session is who the turns belong to (its Mode is set to voice); its
+	// turns are recorded by orchestrator.Turn.End, as text turns are.
 	Session orchestrator.Session
 	// Loops is the session's loop-detection history.
 	Loops   *loopdetect.Detector
 	Metrics *metrics.Metrics
-	// Stats are the session's figures (tool calls per session); nil: none.
-	Stats *metrics.SessionStats
-	Log   *slog.Logger
+	Log     *slog.Logger
 	// Tracing makes each voice turn's trace, linked to TraceLink when it
 	// is valid; nil: tracing is off.
 	Tracing   *tracing.Provider
