@@ -1,13 +1,19 @@
 package server
 
 import (
+	"bufio"
+	"crypto/tls"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/tlstest"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -67,4 +73,32 @@ func idleUnauth(s *Server) int {
 		}
 	}
 	return n
+}
+
+// Under TLS the HTTP server sees the TLS connection; the limits still find
+// the connection under it: an idle unauthenticated keep-alive is closed.
+func TestUnauthenticatedTLSKeepAliveIsClosedAfterItsIdleTimeout(t *testing.T) {
+	s := newTestServer(t, Config{UnauthIdleTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute}, nil)
+	cert := tlstest.New(t, "edge")
+	dir := t.TempDir()
+	certFile, keyFile := cert.Files(t, dir)
+	certs, err := LoadCertFiles(certFile, keyFile, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s.PublicServer(), func(ln net.Listener) net.Listener {
+		return tls.NewListener(s.LimitListener(ln), certs.TLSConfig())
+	})
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: cert.Pool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	conn := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	if code, err := conn.get("/healthz"); code != 200 || err != nil {
+		t.Fatalf("/healthz over TLS: %d %v", code, err)
+	}
+	if !conn.closedWithin(10 * time.Second) {
+		t.Fatal("an idle unauthenticated TLS connection is still open")
+	}
 }

@@ -37,9 +37,9 @@ func needFiles(t *testing.T, n uint64) {
 }
 
 // Issue 24, finding 3: 1,000 idle connections that never authenticate,
-// from one address, leave a node with every default limit open to a real
-// user, who connects from another address, authenticates and gets a
-// session; the node stays ready.
+// from one address, leave a node of 1,000 connections (every other limit at
+// its default) open to a real user, who connects from another address,
+// authenticates and gets a session; the node stays ready.
 func TestThousandIdleUnauthenticatedConnectionsFromOneIPLeaveTheNodeOpen(t *testing.T) {
 	const flood = 1000
 	needFiles(t, 3*flood)
@@ -48,6 +48,9 @@ func TestThousandIdleUnauthenticatedConnectionsFromOneIPLeaveTheNodeOpen(t *test
 	// The silent connections stay until the test ends (not cut by the
 	// header timeout), so that what the node holds is what the cap holds.
 	cfg.HTTPReadHeaderTimeout = time.Minute
+	// A node the flood alone would fill without the limits (the probe's
+	// node had 383 places).
+	cfg.MaxConnections = flood
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	addr := strings.TrimPrefix(g.url, "http://")
 
