@@ -11,11 +11,8 @@ package server
 
 import (
 	"container/list"
-	"context"
 	"net"
-	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -283,139 +280,9 @@ func (c *tracked) client() string {
 	return c.RemoteAddr().String()
 }
 
-// connState follows the HTTP server's view of each connection
-// (http.Server.ConnState).
-func (t *connTable) connState(c net.Conn, st http.ConnState) {
-	tc := trackedOf(c)
-	if tc == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if tc.elem == nil {
-		return // authenticated, evicted or closed
-	}
-	tc.gen++
-	if tc.timer != nil {
-		tc.timer.Stop()
-		tc.timer = nil
-	}
-	switch st {
-	case http.StateActive:
-		tc.state = stateActive
-	case http.StateIdle:
-		tc.state = stateIdle
-		t.unauth.MoveToBack(tc.elem)
-		if tc.ipElem != nil {
-			t.byIP[tc.key].MoveToBack(tc.ipElem)
-		}
-		// A proxy's connections keep the HTTP idle timeout, which should
-		// outlast the proxy's own (the proxy then closes first).
-		if t.idle > 0 && !tc.proxied {
-			gen := tc.gen
-			tc.timer = time.AfterFunc(t.idle, func() { t.idleOut(tc, gen) })
-		}
-	case http.StateHijacked:
-		// Upgraded: the handler verified its token (or a carrier's
-		// signature) first. It now counts among the node's connections only.
-		t.leave(tc)
-	}
-}
-
-// idleOut closes tc if it is still the idle unauthenticated connection
-// the timer was set for.
-func (t *connTable) idleOut(tc *tracked, gen uint64) {
-	t.mu.Lock()
-	stale := tc.gen != gen || tc.elem == nil
-	t.mu.Unlock()
-	if !stale {
-		_ = tc.Close()
-	}
-}
-
-// trackedOf is the table's connection under c (c itself, or under TLS).
-func trackedOf(c net.Conn) *tracked {
-	if tc, ok := c.(*tracked); ok {
-		return tc
-	}
-	if nc, ok := c.(interface{ NetConn() net.Conn }); ok {
-		tc, _ := nc.NetConn().(*tracked)
-		return tc
-	}
-	return nil
-}
-
 // full reports whether every connection slot is taken.
 func (t *connTable) full() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.max > 0 && t.open >= t.max
-}
-
-type trackedKey struct{}
-
-// connContext hands each request its connection (http.Server.ConnContext).
-func (t *connTable) connContext(ctx context.Context, c net.Conn) context.Context {
-	if tc := trackedOf(c); tc != nil {
-		return context.WithValue(ctx, trackedKey{}, tc)
-	}
-	return ctx
-}
-
-// perClient applies the per-client cap to a trusted proxy's connections,
-// whose client is known only from each request's forwarding headers: the
-// connection counts as that client's until its next request. Over the cap
-// the client's connection idle the longest is closed; when none is idle
-// the request is answered 429 with Retry-After and its connection closed.
-func (t *connTable) perClient(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tc, _ := r.Context().Value(trackedKey{}).(*tracked)
-		if tc == nil || !tc.proxied || t.perIP <= 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		key := ""
-		if a, ok := addrOf(t.proxies.ClientIP(r)); ok && !t.proxies.trusts(a) {
-			key = clientKey(a)
-		}
-		t.mu.Lock()
-		if tc.elem == nil || tc.key == key {
-			t.mu.Unlock()
-			next.ServeHTTP(w, r)
-			return
-		}
-		victim, reason := t.makeRoom(tc, key)
-		if reason != "" && victim == nil {
-			t.mu.Unlock()
-			t.refused(reason, key)
-			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfterUnauth/time.Second)))
-			w.Header().Set("Connection", "close")
-			writeJSON(w, http.StatusTooManyRequests, map[string]any{
-				"error":  "too many connections from this client that have not authenticated; close some or try again later",
-				"reason": reason})
-			return
-		}
-		t.setKey(tc, key)
-		t.mu.Unlock()
-		t.evict(victim, reason)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// tableListener admits each accepted connection into its table.
-type tableListener struct {
-	net.Listener
-	t *connTable
-}
-
-func (l *tableListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if tc := l.t.admit(c); tc != nil {
-			return tc, nil
-		}
-	}
 }
