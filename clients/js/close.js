@@ -40,7 +40,7 @@ const CLOSE_TEXT = {
   4003: "You are blocked from this chat for now.",
   4004: "The conversation could not be resumed.",
   4005: "This conversation was opened in another tab or window.",
-  4008: "Too many messages or new sessions: the gateway ended the connection.",
+  4008: "Too many messages, new sessions or reconnections: the gateway ended the connection.",
   4009: "This conversation was ended by an operator.",
 };
 
@@ -52,8 +52,8 @@ export function describeClose(code) {
 const RETRY_AFTER = /; retry after (\d+) s$/;
 
 /** How long (ms) the gateway asked the client to wait before connecting
- * again — a close reason ending "; retry after N s" (a 4008 for rate abuse
- * or too many new sessions) — or null when it did not say. */
+ * again — a close reason ending "; retry after N s" (a 4008 for rate abuse,
+ * too many resumes or too many new sessions) — or null when it did not say. */
 export function retryAfterMs(reason) {
   const m = RETRY_AFTER.exec(String(reason ?? ""));
   return m === null ? null : Number(m[1]) * 1000;
