@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -52,7 +53,7 @@ func TestCancelledCallIsNeverAnswered(t *testing.T) {
 	go func() {
 		done <- tr.Handle(context.Background(), []orchestrator.Call{call("long", "sleepy", map[string]any{"ms": 1000})}, nil)
 	}()
-	time.Sleep(30 * time.Millisecond) // the call is running by now
+	testwait.For(t, "the call to run", func() bool { return tr.State("long") == orchestrator.StateRunning })
 	start := time.Now()
 	tr.Cancel("long")
 	res := <-done
@@ -83,7 +84,9 @@ func TestCancelAllWithholdsRunningCallsOnly(t *testing.T) {
 			call("a", "sleepy", map[string]any{"ms": 1000}), call("b", "sleepy", map[string]any{"ms": 999}),
 		}, nil)
 	}()
-	time.Sleep(30 * time.Millisecond)
+	testwait.For(t, "both calls to run", func() bool {
+		return tr.State("a") == orchestrator.StateRunning && tr.State("b") == orchestrator.StateRunning
+	})
 	start := time.Now()
 	tr.CancelAll()
 	<-done

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -193,7 +194,7 @@ func TestConnectionCapClosesNewConnectionsAndKeepsOpenOnesServed(t *testing.T) {
 		t.Fatalf("max_connections refusals = %v, want 1", n)
 	}
 	_ = hog1.c.Close()
-	waitUntil(t, "a closed connection to free its place", func() bool {
+	testwait.For(t, "a closed connection to free its place", func() bool {
 		c, err := tryDialRaw(t, addr)
 		if err != nil {
 			return false

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
 )
@@ -33,18 +34,6 @@ func userClaims(user string) jwt.MapClaims {
 	return jwt.MapClaims{"sub": user, "exp": time.Now().Add(time.Hour).Unix()}
 }
 
-// waitUntil polls cond for up to 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestJWKSAcceptsRSAECAndEdDSAKeysBesideTheSecret(t *testing.T) {
 	idp := jwkstest.New(t)
 	for kid, alg := range map[string]string{"rsa": "RS256", "ec": "ES256", "ed": "EdDSA"} {
@@ -52,7 +41,7 @@ func TestJWKSAcceptsRSAECAndEdDSAKeysBesideTheSecret(t *testing.T) {
 	}
 	idp.Serve("rsa", "ec", "ed")
 	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Secret: authTestSecret})
-	waitUntil(t, "the key set's first fetch", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the key set's first fetch", func() bool { return a.Ready() == nil })
 	for _, kid := range []string{"rsa", "ec", "ed"} {
 		if id, err := a.Verify(idp.Sign(kid, userClaims("alice-"+kid))); err != nil || id.User != "alice-"+kid {
 			t.Errorf("%s token: (%+v, %v)", kid, id, err)
@@ -80,7 +69,7 @@ func TestJWKSWithoutSecretRefusesHS256(t *testing.T) {
 	if a.DevMode() {
 		t.Fatal("a key set alone is dev mode")
 	}
-	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	hs := signed(t, jwt.SigningMethodHS256, authTestSecret, userClaims("bob"))
 	if _, err := a.Verify(hs); !errors.Is(err, ErrBadToken) {
 		t.Fatalf("HS256 without a secret: %v", err)
@@ -93,7 +82,7 @@ func TestJWKSRotation(t *testing.T) {
 	idp.AddKey("new", "ES256")
 	idp.Serve("old")
 	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
-	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	oldTok := idp.Sign("old", userClaims("alice"))
 	if _, err := a.Verify(oldTok); err != nil {
 		t.Fatalf("old key before rotation: %v", err)
@@ -132,7 +121,7 @@ func TestJWKSUnreachableAtStartRefusesItsTokensUntilItAnswers(t *testing.T) {
 		t.Fatalf("token before the first fetch: %v, want refused", err)
 	}
 	idp.Start()
-	waitUntil(t, "the key set to be fetched once it answers", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the key set to be fetched once it answers", func() bool { return a.Ready() == nil })
 	if id, err := a.Verify(tok); err != nil || id.User != "alice" {
 		t.Fatalf("token after the first fetch: (%+v, %v)", id, err)
 	}
@@ -143,10 +132,10 @@ func TestJWKSThatFailsLaterKeepsItsKeys(t *testing.T) {
 	idp.AddKey("rsa", "RS256")
 	idp.Serve("rsa")
 	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), JWKSRefresh: 20 * time.Millisecond})
-	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	idp.SetDown(true)
 	failedFrom := idp.Requests()
-	waitUntil(t, "several failed refreshes", func() bool { return idp.Requests() >= failedFrom+3 })
+	testwait.For(t, "several failed refreshes", func() bool { return idp.Requests() >= failedFrom+3 })
 	if id, err := a.Verify(idp.Sign("rsa", userClaims("alice"))); err != nil || id.User != "alice" || a.Ready() != nil {
 		t.Fatalf("after failed refreshes: (%+v, %v), ready %v", id, err, a.Ready())
 	}
@@ -192,7 +181,7 @@ func TestJWKSThatAnswersNoUsableKeyKeepsTheLastGoodKeys(t *testing.T) {
 	m := metrics.New(reg, metrics.Build{})
 	clock := &jwksClock{}
 	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Metrics: m, Now: clock.now})
-	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	s := New(Config{}, Deps{Auth: a, Store: pingOK{}, Metrics: m, Gatherer: reg, Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(s.Close)
 	edge := httptest.NewServer(s.Handler())
@@ -291,7 +280,7 @@ func TestJWKSMalformedKeyKeepsItsEarlierVersion(t *testing.T) {
 	idp.Serve("a", "b")
 	clock := &jwksClock{}
 	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Now: clock.now})
-	waitUntil(t, "the first fetch", func() bool { return a.Ready() == nil })
+	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 
 	idp.Malformed("a", true)
 	before := idp.Fetches()

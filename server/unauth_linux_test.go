@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // dialFrom connects to addr from the loopback address ip.
@@ -48,7 +50,7 @@ func TestIdleConnectionsFromOneIPHoldOnlyTheirCap(t *testing.T) {
 		// accepted and refused all the same.
 		_, _ = dialFrom(t, "127.0.0.2", addr)
 	}
-	waitUntil(t, "every connection beyond the cap to be refused", func() bool {
+	testwait.For(t, "every connection beyond the cap to be refused", func() bool {
 		return unauthRefusals(s, "unauth_per_ip") == flood-8
 	})
 	s.conns.mu.Lock()
@@ -76,7 +78,7 @@ func TestPerIPCapClosesTheClientsLongestIdleConnection(t *testing.T) {
 			t.Fatalf("/healthz: %d %v", code, err)
 		}
 	}
-	waitUntil(t, "both keep-alives to be idle", func() bool { return idleUnauth(s) == 2 })
+	testwait.For(t, "both keep-alives to be idle", func() bool { return idleUnauth(s) == 2 })
 	c := mustDialFrom(t, "127.0.0.2", addr)
 	if code, err := c.get("/healthz"); code != 200 || err != nil {
 		t.Fatalf("the client's third connection: %d %v", code, err)
@@ -103,7 +105,7 @@ func TestUnauthenticatedShareClosesTheLongestIdleForANewcomer(t *testing.T) {
 		if code, err := c.get("/healthz"); code != 200 || err != nil {
 			t.Fatalf("/healthz: %d %v", code, err)
 		}
-		waitUntil(t, "the keep-alive to be idle", func() bool { return idleUnauth(s) == i-1 })
+		testwait.For(t, "the keep-alive to be idle", func() bool { return idleUnauth(s) == i-1 })
 		idlers = append(idlers, c)
 	}
 	user := mustDialFrom(t, "127.0.0.6", addr)
@@ -180,7 +182,7 @@ func TestPerIPCapBehindATrustedProxyCountsTheForwardedClient(t *testing.T) {
 	if resp, err := p1.getAs("/healthz", "203.0.113.7"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the client's first request: %v %v", resp, err)
 	}
-	waitUntil(t, "the keep-alive to be idle", func() bool { return idleUnauth(s) == 1 })
+	testwait.For(t, "the keep-alive to be idle", func() bool { return idleUnauth(s) == 1 })
 	if resp, err := p2.getAs("/healthz", "203.0.113.7"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the client's request on another of the proxy's connections: %v %v", resp, err)
 	}
@@ -194,7 +196,7 @@ func TestPerIPCapBehindATrustedProxyCountsTheForwardedClient(t *testing.T) {
 		_, err := p3.getAs("/slow", "203.0.113.8")
 		done <- err
 	}()
-	waitUntil(t, "the slow request to be served", func() bool {
+	testwait.For(t, "the slow request to be served", func() bool {
 		s.conns.mu.Lock()
 		defer s.conns.mu.Unlock()
 		l := s.conns.byIP["203.0.113.8"]

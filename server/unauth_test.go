@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/tlstest"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -51,7 +52,7 @@ func TestReadyzIsNotReadyWhileTheNodeIsFull(t *testing.T) {
 		t.Fatalf("/readyz on the last connection place: %d %v, want 503", code, err)
 	}
 	_ = other.c.Close()
-	waitUntil(t, "/readyz to be ready once a connection closed", func() bool {
+	testwait.For(t, "/readyz to be ready once a connection closed", func() bool {
 		code, err := probe.get("/readyz")
 		return code == 200 && err == nil
 	})

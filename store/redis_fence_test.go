@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -245,7 +246,7 @@ func testWatch(t *testing.T, b *backend) {
 	// Redis confirms the subscription. Only after the second is an
 	// announcement certain to be heard: on a busy machine the marker's
 	// check can come first, while the subscription is still on its way.
-	waitUntil(t, "the subscription", func() bool { _, n := w.state(); return n >= 2 })
+	testwait.For(t, "the subscription", func() bool { _, n := w.state(); return n >= 2 })
 
 	// The channel is shared: an announcement of an earlier test's session
 	// can still be on its way (a cluster passes PUBLISH between its nodes
@@ -261,7 +262,7 @@ func testWatch(t *testing.T, b *backend) {
 	rec, tok := mustCreateRecord(t, s, sampleRecord(id))
 	resumed, _ := mustResume(t, s, rec.ID, tok, rec.UserID)
 	want := id + "@" + strconv.FormatInt(resumed.Epoch, 10)
-	waitUntil(t, "the owner announcement", func() bool {
+	testwait.For(t, "the owner announcement", func() bool {
 		owners, _ := w.state()
 		return slices.Contains(owners, want)
 	})
@@ -280,8 +281,8 @@ func testWatch(t *testing.T, b *backend) {
 	// sessions.
 	_, before := w.state()
 	b.flush(t) // every server: a cluster client's FLUSHALL reaches one
-	waitUntil(t, "a check after the flush", func() bool { _, n := w.state(); return n > before })
-	waitUntil(t, "Lost after the flush", func() bool { return w.lostCount() >= 1 })
+	testwait.For(t, "a check after the flush", func() bool { _, n := w.state(); return n > before })
+	testwait.For(t, "Lost after the flush", func() bool { return w.lostCount() >= 1 })
 }
 
 // testMarkerGone: a node whose marker its Watch set learns at once, without
@@ -302,18 +303,6 @@ func testMarkerGone(t *testing.T, b *backend) {
 	b.flush(t)
 	if gone, err := s.MarkerGone(ctx, "node-b"); err != nil || !gone {
 		t.Fatalf("marker after Redis lost its data: gone %v, %v; want true", gone, err)
-	}
-}
-
-// waitUntil polls cond for up to 5 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

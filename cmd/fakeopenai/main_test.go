@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
@@ -42,25 +43,17 @@ func TestServesTheDemoModelUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text strings.Builder
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// The server may still be starting.
+	testwait.ForNil(t, "a streamed answer", func() error {
 		text.Reset()
-		var streamErr error
 		for c, err := range m.Stream(t.Context(), transport.TextRequest{History: []transport.Entry{{Role: transport.RoleUser, Text: "hello"}}}) {
 			if err != nil {
-				streamErr = err
-				break
+				return err
 			}
 			text.WriteString(c.Text)
 		}
-		if streamErr == nil || time.Now().After(deadline) {
-			if streamErr != nil {
-				t.Fatalf("stream: %v", streamErr)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // the server is still starting
-	}
+		return nil
+	})
 	if !strings.Contains(text.String(), "offline demo model") {
 		t.Errorf("greeting = %q", text.String())
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -81,7 +82,7 @@ func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 	c.ask("thanks")
 
 	var view timeline.View
-	waitFor(t, "both turns on the timeline, read on gateway B", func() bool {
+	testwait.For(t, "both turns on the timeline, read on gateway B", func() bool {
 		view = timeline.View{}
 		return adminDo(t, "GET", b.adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK && len(view.Turns) == 2
 	})
@@ -112,7 +113,7 @@ func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 	// The page is readable, and escapes what the user typed.
 	c.ask("<script>alert(1)</script>")
 	var page string
-	waitFor(t, "turn 3 on the page", func() bool {
+	testwait.For(t, "turn 3 on the page", func() bool {
 		_, page = adminRequest(t, "GET", b.adminURL+"/admin/sessions/"+id, http.Header{"Accept": {"text/html"}}, "")
 		return strings.Contains(page, "Turn 3")
 	})
@@ -123,7 +124,7 @@ func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 
 	// B lists the session held by A, and finds it by user.
 	var list struct{ Sessions []map[string]any }
-	waitFor(t, "the session listed live on B", func() bool {
+	testwait.For(t, "the session listed live on B", func() bool {
 		list.Sessions = nil
 		adminDo(t, "GET", b.adminURL+"/admin/?q=alice", nil, "", &list)
 		return len(list.Sessions) == 1
@@ -166,7 +167,7 @@ func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 	// When the browser leaves, the session is no longer held, and its
 	// timeline says how it closed.
 	_ = c.c.Close(1000, "bye")
-	waitFor(t, "the close on the timeline", func() bool {
+	testwait.For(t, "the close on the timeline", func() bool {
 		view = timeline.View{}
 		adminDo(t, "GET", b.adminURL+"/admin/sessions/"+id, nil, "", &view)
 		return len(view.Events) > 0 && view.Events[len(view.Events)-1].Event == timeline.EventClose
@@ -211,7 +212,7 @@ func TestOperatorClosesALiveSessionFromAnotherGateway(t *testing.T) {
 	}
 
 	var view timeline.View
-	waitFor(t, "the operator's close on the timeline", func() bool {
+	testwait.For(t, "the operator's close on the timeline", func() bool {
 		view = timeline.View{}
 		adminDo(t, "GET", a.adminURL+"/admin/sessions/"+id, nil, "", &view)
 		return len(view.Events) >= 2
@@ -280,7 +281,7 @@ func TestOperatorBlocksAUserOnEveryGateway(t *testing.T) {
 		t.Fatalf("lift: HTTP %d %v", code, lifted)
 	}
 	// Her open session takes input again once A heard of it.
-	waitFor(t, "the lifted block to reach A", func() bool {
+	testwait.For(t, "the lifted block to reach A", func() bool {
 		c.send(map[string]any{"type": "text", "text": "back again"})
 		for {
 			ev := c.next()

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -156,7 +157,7 @@ func TestEveryShippedAlertCanFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.send(map[string]any{"type": "voice.start"})
-	waitFor(t, "a failed Live connect on /metrics", func() bool {
+	testwait.For(t, "a failed Live connect on /metrics", func() bool {
 		return selected(t, scrapeSamples(t, metricsURL), pqSelector{name: "turnstile_upstream_events_total",
 			matchers: []pqMatcher{{"kind", "=", "live"}, {"event", "=", "error"}}}) > 0
 	})

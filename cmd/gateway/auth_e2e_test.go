@@ -11,6 +11,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -43,7 +44,7 @@ func TestJWKSUnreachableAtStartThenUpAndRotating(t *testing.T) {
 	}
 
 	idp.Start()
-	waitFor(t, "/readyz once the JWKS answers", func() bool {
+	testwait.For(t, "/readyz once the JWKS answers", func() bool {
 		code, _ := get(t, g.url+"/readyz")
 		return code == http.StatusOK
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // The gateway binary, built once per test run for the tests that need a
@@ -97,25 +100,25 @@ func startProcess(t *testing.T, env ...string) *procGateway {
 			t.Logf("gateway log:\n%s", p.log())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get(p.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
+	// Its log is shown when the wait fails (the cleanup above).
+	testwait.ForNil(t, "the gateway to be ready", func() error {
 		select {
 		case err := <-p.exited:
 			p.exited <- err
 			t.Fatalf("the gateway exited (%v):\n%s", err, p.log())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway was not ready within 20 s:\n%s", p.log())
+		resp, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return p
 }
 
 func (p *procGateway) log() string {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -138,7 +139,7 @@ func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T)
 		rec  store.Record
 		hist []transport.Entry
 	)
-	waitFor(t, "the refused message to leave the stored history", func() bool {
+	testwait.For(t, "the refused message to leave the stored history", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var err error

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/tlstest"
 )
 
@@ -41,7 +42,7 @@ func TestBrowserConnectsOverWSSToARotatedCertificate(t *testing.T) {
 	}
 
 	rotated.Install(t, certFile, keyFile)
-	waitFor(t, "the gateway to serve the rotated certificate", func() bool {
+	testwait.For(t, "the gateway to serve the rotated certificate", func() bool {
 		cn, _ := servedCert(t, addr)
 		return cn == "turnstile-rotated"
 	})

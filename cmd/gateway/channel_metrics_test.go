@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"testing"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // A browser voice session and a phone call on one gateway are counted
@@ -45,7 +47,7 @@ func TestMetricsSplitSessionsAndTurnsByChannel(t *testing.T) {
 			t.Log("last mismatch:", mismatch)
 		}
 	})
-	waitFor(t, "sessions and turns split by channel on /metrics", func() bool {
+	testwait.For(t, "sessions and turns split by channel on /metrics", func() bool {
 		for _, c := range want {
 			if got := value(c.name, c.labels); got != c.want {
 				mismatch = fmt.Sprintf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -60,7 +62,7 @@ func TestMetricsSplitSessionsAndTurnsByChannel(t *testing.T) {
 	_ = call.Close()
 	u.waitEnded()
 	cu.waitEnded()
-	waitFor(t, "both sessions gone from sessions_active", func() bool {
+	testwait.For(t, "both sessions gone from sessions_active", func() bool {
 		return value("turnstile_sessions_active", map[string]string{"mode": "voice", "channel": "browser"}) == 0 &&
 			value("turnstile_sessions_active", map[string]string{"mode": "voice", "channel": "twilio"}) == 0
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -181,7 +182,7 @@ func TestSlowBrowserIsDisconnectedAsTooSlow(t *testing.T) {
 	c := g.dial("", nil)
 	c.start(nil)
 	c.send(map[string]any{"type": "text", "text": "tell me everything"}) // and never read again
-	waitFor(t, "the slow connection to be dropped", func() bool {
+	testwait.For(t, "the slow connection to be dropped", func() bool {
 		return g.gw.sessions.Active() == 0
 	})
 	slow := testutil.ToFloat64(g.gw.sessions.Metrics.BrowserDisconnect.WithLabelValues("too_slow")) +

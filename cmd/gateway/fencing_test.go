@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -73,7 +74,7 @@ func TestResumeOnAnotherGatewayClosesTheOldConnectionWithinASecond(t *testing.T)
 	// Redis holds one conversation: each turn once, in order, nothing from
 	// A after B took over.
 	st := store.NewRedisStore(redisClientFor(t, cfg), store.RedisStoreOptions{})
-	waitFor(t, "A to end", func() bool { return a.gw.sessions.Active() == 0 })
+	testwait.For(t, "A to end", func() bool { return a.gw.sessions.Active() == 0 })
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel2()
 	rec, hist, err := st.Load(ctx2, ready.str("sessionId"))
@@ -145,7 +146,7 @@ func TestConcurrentResumesLeaveOneOwnerAndNoStoreErrors(t *testing.T) {
 			_ = o.c.c.Write(ctx, websocket.MessageText, mustMarshal(msg))
 		}()
 	}
-	waitFor(t, "one connection left", func() bool { return a.gw.sessions.Active()+b.gw.sessions.Active() == 1 })
+	testwait.For(t, "one connection left", func() bool { return a.gw.sessions.Active()+b.gw.sessions.Active() == 1 })
 
 	var survivor *outcome
 	for _, o := range out {
@@ -216,7 +217,7 @@ func TestSessionsSurviveRedisLosingItsData(t *testing.T) {
 	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both sessions written back", func() bool {
+	testwait.For(t, "both sessions written back", func() bool {
 		return a.counterSum("turnstile_store_restorations_total") == 1 && b.counterSum("turnstile_store_restorations_total") == 1
 	})
 
@@ -280,7 +281,7 @@ func TestConfirmationAnsweredOnATakenOverConnectionIsRefused(t *testing.T) {
 	if keys, err := rdb.Keys(ctx, "turnstile:{"+id+"}:approved:*").Result(); err != nil || len(keys) != 0 {
 		t.Fatalf("approvals stored: %v, %v; want none", keys, err)
 	}
-	waitFor(t, "the old connection to end", func() bool { return a.gw.sessions.Active() == 0 })
+	testwait.For(t, "the old connection to end", func() bool { return a.gw.sessions.Active() == 0 })
 	if n := a.counterSum("turnstile_redis_errors_total"); n != 0 {
 		t.Fatalf("redis_errors_total = %v: a fenced write is not a store failure", n)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -137,15 +138,10 @@ func TestSentinelFailoverMidConversation(t *testing.T) {
 		turn(i)
 	}
 	set.AwaitFailover(t, promoted)
-	for deadline := failoverStart.Add(30 * time.Second); ; {
-		if code, _ := get(t, g.url+"/readyz"); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz did not recover within 30 s of the failover")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, "/readyz to recover after the failover", func() bool {
+		code, _ := get(t, g.url+"/readyz")
+		return code == http.StatusOK
+	})
 	t.Logf("%d turns while the sentinel switched masters; /readyz answered 200 %v after the failover began",
 		i-3, time.Since(failoverStart).Round(time.Millisecond))
 	for end := i + 3; i < end; i++ {
@@ -157,8 +153,8 @@ func TestSentinelFailoverMidConversation(t *testing.T) {
 
 	// Every accepted message is in Redis: a resume on another gateway sees it.
 	_ = c.c.CloseNow()
-	var missing []string
-	for deadline := time.Now().Add(3 * time.Second); ; {
+	// The last turn's writes may still be landing; a lost message never will.
+	testwait.ForNil(t, "every message that got turn.start in the history after the failover", func() error {
 		c2 := other.dial("", nil)
 		again := c2.start(map[string]any{"resume": map[string]any{
 			"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}})
@@ -170,21 +166,17 @@ func TestSentinelFailoverMidConversation(t *testing.T) {
 				seen[item["text"].(string)] = true
 			}
 		}
-		missing = missing[:0]
+		// The gateway waits for a replica (WAIT, TURNSTILE_REDIS_WAIT_REPLICAS)
+		// before turn.start, so no acknowledged message may be lost.
+		var missing []string
 		for _, m := range accepted {
 			if !seen[m] {
 				missing = append(missing, m)
 			}
 		}
-		// The last turn's writes may still be landing; a lost message never will.
-		if len(missing) == 0 || time.Now().After(deadline) {
-			break
+		if len(missing) > 0 {
+			return fmt.Errorf("not in the history: %v", missing)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	// The gateway waits for a replica (WAIT, TURNSTILE_REDIS_WAIT_REPLICAS)
-	// before turn.start, so no acknowledged message may be lost.
-	if len(missing) > 0 {
-		t.Errorf("messages that got turn.start are not in the history after the failover: %v", missing)
-	}
+		return nil
+	})
 }

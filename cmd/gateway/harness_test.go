@@ -367,20 +367,6 @@ func ofType(evs []event, typ string) []event {
 
 func last(evs []event) event { return evs[len(evs)-1] }
 
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	// The deadline only ends a test that already failed; CI shares a busy
-	// machine where a slow-browser drop alone took over 5 s under -race.
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Helpers of the pipeline tests (policy, confirm and block tests).
 
 // withPolicy loads a policy file written from yaml into cfg, as

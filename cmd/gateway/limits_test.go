@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -67,7 +68,7 @@ func TestNodeSessionCapAnswers503WithRetryAfterAndFreesAtOnce(t *testing.T) {
 		t.Fatalf("/healthz on a full node: %d", code)
 	}
 	_ = first.c.Close(websocket.StatusNormalClosure, "bye")
-	waitFor(t, "the closed session's place to be free", func() bool {
+	testwait.For(t, "the closed session's place to be free", func() bool {
 		c, _ := g.tryUpgrade(nil, "")
 		return c != nil
 	})
@@ -100,7 +101,7 @@ func TestPerUserCapHoldsAcrossTwoGateways(t *testing.T) {
 
 	// Closing one of alice's connections frees its slot at once, on any node.
 	_ = onA.c.Close(websocket.StatusNormalClosure, "bye")
-	waitFor(t, "alice's closed connection to free a slot", func() bool {
+	testwait.For(t, "alice's closed connection to free a slot", func() bool {
 		c, r := b.tryUpgrade(alice, "")
 		if c == nil && r.status != http.StatusTooManyRequests {
 			t.Fatalf("unexpected refusal %+v", r)
@@ -141,7 +142,7 @@ func TestAKilledNodesLeasesExpire(t *testing.T) {
 	}
 	dead.kill()
 	killed := time.Now()
-	waitFor(t, "the killed node's leases to expire", func() bool {
+	testwait.For(t, "the killed node's leases to expire", func() bool {
 		c, _ := live.tryUpgrade(alice, "")
 		return c != nil
 	})

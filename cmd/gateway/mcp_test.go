@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -130,7 +131,7 @@ func TestUnreachableMCPServerDoesNotStopTheGatewayAndItsPolicyEntryIsKept(t *tes
 	// entry applied; the registry sessions started with does not change.
 	before := g.gw.catalog.Current()
 	srv.SetDown(false)
-	waitFor(t, "the tickets server's tools", func() bool {
+	testwait.For(t, "the tickets server's tools", func() bool {
 		_, ok := g.gw.catalog.Current().Lookup("tickets__echo")
 		return ok
 	})
@@ -182,7 +183,7 @@ func TestMCPListChangedReachesNewSessionsOnly(t *testing.T) {
 	}
 
 	srv.Grow()
-	waitFor(t, "the new tool in the registry", func() bool {
+	testwait.For(t, "the new tool in the registry", func() bool {
 		_, ok := g.gw.catalog.Current().Lookup("tickets__added_later")
 		return ok
 	})

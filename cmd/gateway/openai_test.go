@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
 )
@@ -176,7 +177,7 @@ func TestOpenAIProviderCarriesTheConversationAcrossVoiceAndBack(t *testing.T) {
 		t.Fatalf("after voice.start: %v", ev)
 	}
 	u := nextUpstream(t, script)
-	waitFor(t, "the text history upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the text history upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	seed := strings.Join(contentTexts(u.ofKind(fakegemini.EventClientContent)[0]), "|")
 	if !strings.Contains(seed, "user:How fast do you ship?") || !strings.Contains(seed, "model:Beans ship in two days.") {
 		t.Fatalf("voice seeded with %q, want the text turn", seed)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -107,7 +108,7 @@ func TestRedisFootprintOfASupportConversation(t *testing.T) {
 				}
 			}
 			_ = c.c.CloseNow()
-			waitFor(t, "the session's writes", func() bool {
+			testwait.For(t, "the session's writes", func() bool {
 				return rdb.LLen(context.Background(), "turnstile:{"+sessionID(t, rdb)+"}:history").Val() >=
 					int64(min(cfg.HistoryMax, 6*turns))
 			})

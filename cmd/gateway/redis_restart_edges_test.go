@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -70,7 +71,7 @@ func TestRedisThatRestartedEmptyKeepsResumesBlocksAndCaps(t *testing.T) {
 
 	// Carol resumes on B at once: nothing holds her session that could
 	// write it back, and she is told to retry, never refused.
-	waitFor(t, "carol's resume to be told the session is being restored", func() bool {
+	testwait.For(t, "carol's resume to be told the session is being restored", func() bool {
 		ev, closed := tryResume(t, b, carol, ready)
 		if ev != nil {
 			t.Fatalf("carol resumed a session Redis lost before any node wrote it back: %v", ev)
@@ -91,7 +92,7 @@ func TestRedisThatRestartedEmptyKeepsResumesBlocksAndCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again event
-	waitFor(t, "carol's retry to resume her session", func() bool {
+	testwait.For(t, "carol's retry to resume her session", func() bool {
 		ev, closed := tryResume(t, b, carol, ready)
 		if ev == nil && closed.Code != protocol.CloseStoreUnavailable && closed.Code != 0 {
 			t.Fatalf("carol's retry: closed %d %q, want 4103 until her session is back", closed.Code, closed.Reason)
@@ -107,7 +108,7 @@ func TestRedisThatRestartedEmptyKeepsResumesBlocksAndCaps(t *testing.T) {
 	// of hers, on the other node, is refused.
 	rdb := redisClientFor(t, cfg)
 	ctx := context.Background()
-	waitFor(t, "mallory's block written back", func() bool {
+	testwait.For(t, "mallory's block written back", func() bool {
 		return rdb.Exists(ctx, "turnstile:user:{mallory}:block").Val() == 1
 	})
 	nc := b.dial("", mallory)
@@ -120,7 +121,7 @@ func TestRedisThatRestartedEmptyKeepsResumesBlocksAndCaps(t *testing.T) {
 	}
 
 	// Alice's two connections on A count again: a third is refused.
-	waitFor(t, "alice's leases re-asserted", func() bool {
+	testwait.For(t, "alice's leases re-asserted", func() bool {
 		return rdb.ZCard(ctx, "turnstile:user:{alice}:conns").Val() == 2
 	})
 	if c, r := b.tryUpgrade(alice, ""); c != nil || r.status != http.StatusTooManyRequests {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -50,14 +51,13 @@ func TestSessionIsWrittenBackToARedisThatRestartedEmpty(t *testing.T) {
 	// written them back (it notices the loss on its resubscription). That
 	// Redis came back empty is what store_restorations_total = 1 says: the
 	// node restores only when its marker is gone.
-	deadline := time.Now().Add(3 * time.Second)
-	for a.counterSum("turnstile_store_restorations_total") != 1 || rdb.Exists(ctx, keys...).Val() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the session was not written back within 3 s of Redis restarting: store_restorations_total %v, "+
-				"%d of its 2 keys in Redis", a.counterSum("turnstile_store_restorations_total"), rdb.Exists(ctx, keys...).Val())
+	testwait.ForNil(t, "the session written back after Redis restarted", func() error {
+		restored, n := a.counterSum("turnstile_store_restorations_total"), rdb.Exists(ctx, keys...).Val()
+		if restored != 1 || n != 2 {
+			return fmt.Errorf("store_restorations_total %v, %d of its 2 keys in Redis", restored, n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// Written back whole, as the gateway knew it: the turn taken while
 	// Redis was away too.
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -103,14 +103,14 @@ func TestSessionBetweenConnectionsIsWrittenBackToARedisThatRestartedEmpty(t *tes
 	c, ready := twoTurnsOn(a)
 	id := ready.str("sessionId")
 	c.c.CloseNow()
-	waitFor(t, "the connection to end on A", func() bool { return a.gw.sessions.Active() == 0 })
+	testwait.For(t, "the connection to end on A", func() bool { return a.gw.sessions.Active() == 0 })
 
 	srv.Stop()
 	srv.Restart()
 	rdb := redisClientFor(t, cfg)
 	ctx := context.Background()
 	keys := []string{"turnstile:{" + id + "}:meta", "turnstile:{" + id + "}:history"}
-	waitFor(t, "the session written back by A", func() bool {
+	testwait.For(t, "the session written back by A", func() bool {
 		return a.counterSum("turnstile_store_restorations_total") == 1 && rdb.Exists(ctx, keys...).Val() == 2
 	})
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -223,7 +224,7 @@ func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 		t.Fatalf("resume after 4001: %v", r)
 	}
 	_ = again.c.CloseNow()
-	waitFor(t, "the resumed connection to end", func() bool { return g.gw.sessions.Active() == 0 })
+	testwait.For(t, "the resumed connection to end", func() bool { return g.gw.sessions.Active() == 0 })
 
 	// Refreshed with auth: the connection lasts until the new token's exp.
 	clock.set(time.Now())
@@ -302,7 +303,7 @@ func TestIdleConnectionsAreReapedAndThoseAnsweringPingsStay(t *testing.T) {
 			evs <- ev
 		}
 	}()
-	waitFor(t, "pings over three idle timeouts", func() bool { return pings.Load() >= 20 })
+	testwait.For(t, "pings over three idle timeouts", func() bool { return pings.Load() >= 20 })
 	alive.send(map[string]any{"type": "ping"})
 	if ev := <-evs; ev.typ() != "pong" {
 		t.Fatalf("a browser answering pings after three idle timeouts: %v", ev)
@@ -312,11 +313,11 @@ func TestIdleConnectionsAreReapedAndThoseAnsweringPingsStay(t *testing.T) {
 	// ping and is closed 4104: reconnect and resume.
 	silent := g.dial("", nil)
 	silent.start(nil)
-	waitFor(t, "the silent connection to be reaped", func() bool { return g.refusals("idle") == 1 })
+	testwait.For(t, "the silent connection to be reaped", func() bool { return g.refusals("idle") == 1 })
 	if code := silent.expectClose(); code != 4104 {
 		t.Fatalf("idle connection closed %d, want 4104", code)
 	}
-	waitFor(t, "the reaped connection to end", func() bool { return g.gw.sessions.Active() == 1 })
+	testwait.For(t, "the reaped connection to end", func() bool { return g.gw.sessions.Active() == 1 })
 	alive.send(map[string]any{"type": "ping"})
 	if ev := <-evs; ev.typ() != "pong" {
 		t.Fatalf("the browser answering pings, after the other was reaped: %v", ev)

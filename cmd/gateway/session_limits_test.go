@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -42,7 +43,7 @@ func TestMessageFloodIsDroppedThenClosedWith4008(t *testing.T) {
 	if ev := c.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" || ev["retryable"] != true {
 		t.Fatalf("after the burst: %v, want error rate_limited (retryable)", ev)
 	}
-	waitFor(t, "seven refusals counted", func() bool { return g.refusals("message_rate") == 7 })
+	testwait.For(t, "seven refusals counted", func() bool { return g.refusals("message_rate") == 7 })
 
 	// A flood that does not stop is closed 4008 once it has lasted
 	// RateAbuseAfter; meanwhile the browser hears rate_limited at most once
@@ -68,7 +69,7 @@ func TestMessageFloodIsDroppedThenClosedWith4008(t *testing.T) {
 	if max := int(took/time.Second) + 2; notices > max {
 		t.Fatalf("%d rate_limited errors in %v, want at most one a second", notices, took)
 	}
-	waitFor(t, "the abuse counted", func() bool {
+	testwait.For(t, "the abuse counted", func() bool {
 		return g.refusals("rate_abuse") == 1 && g.counterSum("turnstile_browser_disconnects_total") == 1
 	})
 }
@@ -90,7 +91,7 @@ func TestMicrophoneAudioIsPacedAtOneAndAQuarterRealTime(t *testing.T) {
 		}
 	}
 	c.send(map[string]any{"type": "audio.end"})
-	waitFor(t, "audio.end upstream", func() bool { return len(u.ofKind(fakegemini.EventAudioStreamEnd)) == 1 })
+	testwait.For(t, "audio.end upstream", func() bool { return len(u.ofKind(fakegemini.EventAudioStreamEnd)) == 1 })
 	took := time.Since(start)
 
 	got := u.audio()
@@ -167,7 +168,7 @@ func TestTurnsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 		t.Fatalf("refusals{turns_per_minute} = %v, want 2", g)
 	}
 	st := store.NewRedisStore(redisClientFor(t, cfg), store.RedisStoreOptions{})
-	waitFor(t, "the refused turn to leave the stored history", func() bool {
+	testwait.For(t, "the refused turn to leave the stored history", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		rec, hist, err := st.Load(ctx, ready.str("sessionId"))
@@ -437,7 +438,7 @@ func TestContextBoundAppliesToTheHistoryThatSeedsVoice(t *testing.T) {
 		t.Fatalf("after voice.start: %v", ev)
 	}
 	u := nextUpstream(t, script)
-	waitFor(t, "the seed upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the seed upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	seed := contentTexts(u.ofKind(fakegemini.EventClientContent)[0])
 	size := 0
 	for _, s := range seed {

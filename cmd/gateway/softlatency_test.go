@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -45,14 +46,14 @@ func TestVoiceHTTPToolOverASecondIsCountedAsSlow(t *testing.T) {
 
 	ids, err := u.SendToolCall(fakegemini.Call{Name: "lookup_ticket", Args: map[string]any{"id": "T-1"}})
 	must(t, err)
-	waitFor(t, "the ticket service to get the call", func() bool { return svc.calls.Load() == 1 })
+	testwait.For(t, "the ticket service to get the call", func() bool { return svc.calls.Load() == 1 })
 	clock.advance(1500 * time.Millisecond)
 	free()
 	if r := last(untilResult(c, ids[0])); r["ok"] != true || r["durationMs"] != float64(1500) {
 		t.Fatalf("tool.result %v, want ok after 1500 ms", r)
 	}
 	const want = `turnstile_tool_soft_latency_exceeded_total{mode="voice",tool="lookup_ticket"} 1`
-	waitFor(t, want, func() bool {
+	testwait.For(t, want, func() bool {
 		_, body := get(t, g.adminURL+"/metrics")
 		return strings.Contains(body, want)
 	})

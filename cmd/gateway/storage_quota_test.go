@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -72,7 +73,7 @@ func TestUserStorageStopsAtTheQuotaWithAClearError(t *testing.T) {
 	}
 	// Refused where the quota had no room for it, and not stored.
 	lastID := sessions[len(sessions)-1]
-	waitFor(t, "the refused messages taken back from the history", func() bool {
+	testwait.For(t, "the refused messages taken back from the history", func() bool {
 		return rdb.LLen(ctx, "turnstile:{"+lastID+"}:history").Val() == 0
 	})
 	held := stored(sessions)

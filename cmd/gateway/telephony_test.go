@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/audio"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/telephony/twilio/caller"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -165,7 +166,7 @@ func TestPhoneCallReachesTheModelAs16kPCMAndHearsItAs8kMulaw(t *testing.T) {
 		}
 	}
 	want16k := audio.NewInbound().Convert(nil, caller8k)
-	waitFor(t, "the caller's audio upstream", func() bool { return len(u.audio()) >= len(want16k) })
+	testwait.For(t, "the caller's audio upstream", func() bool { return len(u.audio()) >= len(want16k) })
 	if got := u.audio(); !bytes.Equal(got, want16k) {
 		t.Fatalf("the model received %d bytes that differ from the caller's audio at 16 kHz (%d bytes)", len(got), len(want16k))
 	}
@@ -202,7 +203,7 @@ func TestPhoneCallReachesTheModelAs16kPCMAndHearsItAs8kMulaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.waitEnded()
-	waitFor(t, "the call's end counted", func() bool {
+	testwait.For(t, "the call's end counted", func() bool {
 		return callsEnded(g) == 1 && callsActive(g) == 0
 	})
 	if n := telEvents(g, "webhook"); n != 1 {
@@ -268,7 +269,7 @@ func askForApprovalOnACall(t *testing.T, c *caller.Call, u *upstream) {
 func gatewayNote(t *testing.T, u *upstream, want string) string {
 	t.Helper()
 	var got string
-	waitFor(t, "a note to the model containing "+want, func() bool {
+	testwait.For(t, "a note to the model containing "+want, func() bool {
 		for _, ev := range u.ofKind(fakegemini.EventClientContent) {
 			if s := ev.UserText(); strings.Contains(s, want) {
 				got = s
@@ -382,7 +383,7 @@ func TestEndVoiceSessionOnACallHangsUpAfterTheGoodbyeMark(t *testing.T) {
 	if code := caller.CloseStatus(err); code != 1000 {
 		t.Fatalf("after the echo: %v (close %d), want a normal closure", err, code)
 	}
-	waitFor(t, "the hang-up counted", func() bool {
+	testwait.For(t, "the hang-up counted", func() bool {
 		return telEvents(g, "hangup") == 1
 	})
 	noUpstream(t, script)
@@ -506,13 +507,13 @@ func TestCallStreamDroppedWithoutStopIsEndedAndRecorded(t *testing.T) {
 
 	_ = c.Close() // the connection is lost: no stop
 	u.waitEnded()
-	waitFor(t, "the dropped call counted and ended", func() bool {
+	testwait.For(t, "the dropped call counted and ended", func() bool {
 		return telEvents(g, "dropped") == 1 &&
 			callsEnded(g) == 1
 	})
 	// The conversation is in the store, under the caller's pseudonym.
 	rdb := redisClientFor(t, g.cfg)
-	waitFor(t, "the call's history in the store", func() bool {
+	testwait.For(t, "the call's history in the store", func() bool {
 		keys, err := rdb.Keys(context.Background(), "turnstile:{*}:meta").Result()
 		if err != nil || len(keys) != 1 {
 			return false
@@ -632,7 +633,7 @@ func TestCallerAudioBeforeTheModelIsUpDoesNotEndTheCall(t *testing.T) {
 	if err := c.SendMedia(callCtx(t), frame); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the caller's audio upstream", func() bool { return len(u.audio()) == before+audio.InboundLen(len(frame)) })
+	testwait.For(t, "the caller's audio upstream", func() bool { return len(u.audio()) == before+audio.InboundLen(len(frame)) })
 	if n := telEvents(g, "hangup"); n != 0 {
 		t.Fatal("the call was hung up")
 	}
@@ -677,7 +678,7 @@ func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
 	// The caller hangs up: the stream ends, and its lease with it.
 	must(t, first.Hangup(callCtx(t)))
 	u.waitEnded()
-	waitFor(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
+	testwait.For(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
 	again, err := caller.Webhook(callCtx(t), cfgB)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/tlstest"
 )
 
@@ -81,7 +82,7 @@ func TestWebSocketOverTLSKeepsWorkingAcrossACertificateRotation(t *testing.T) {
 	}
 
 	second.Install(t, certFile, keyFile)
-	waitFor(t, "the rotated certificate on new connections", func() bool {
+	testwait.For(t, "the rotated certificate on new connections", func() bool {
 		cn, _ := servedCert(t, addr)
 		return cn == "turnstile-second"
 	})

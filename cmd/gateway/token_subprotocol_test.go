@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -72,7 +73,7 @@ func TestSubprotocolTokenIsAcceptedAndNeverLogged(t *testing.T) {
 		t.Fatalf("upgrade with ?access_token=: %v", err)
 	}
 	(&wsClient{t: t, c: oc}).start(nil)
-	waitFor(t, "both sessions' ready lines in the log", func() bool {
+	testwait.For(t, "both sessions' ready lines in the log", func() bool {
 		return strings.Count(log.String(), `"msg":"session ready"`) >= 2
 	})
 

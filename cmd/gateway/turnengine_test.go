@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -81,7 +82,7 @@ func TestVoiceConfirmationIsAnsweredToTheLiveModelAndTheApprovedCallRuns(t *test
 
 	c.send(map[string]any{"type": "confirm", "token": last(req).str("token"), "approve": true})
 	c.until("confirm.done")
-	waitFor(t, "the outcome upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the outcome upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	note := u.ofKind(fakegemini.EventClientContent)[0]
 	if !note.TurnComplete || !strings.Contains(strings.Join(contentTexts(note), " "), "approved") {
 		t.Fatalf("the Live model got %+v, want the approval as a complete user turn", note)
@@ -111,7 +112,7 @@ func TestVoiceDeniedConfirmationNeverRuns(t *testing.T) {
 	c.until("turn.done")
 	c.send(map[string]any{"type": "confirm", "token": last(req).str("token"), "approve": false})
 	c.until("confirm.done")
-	waitFor(t, "the outcome upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the outcome upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	if !strings.Contains(strings.Join(contentTexts(u.ofKind(fakegemini.EventClientContent)[0]), " "), "declined") {
 		t.Fatal("the Live model was not told the user declined")
 	}
@@ -282,7 +283,7 @@ func TestVoiceResumeUsesTheHandleOfAnUnfinishedTurn(t *testing.T) {
 	handle, err := u.SendResumptionUpdate(true)
 	must(t, err)
 	c.recvAudio(960)
-	waitFor(t, "the handle stored", func() bool {
+	testwait.For(t, "the handle stored", func() bool {
 		rec, _, err := storedSession(t, cfg, ready)
 		return err == nil && rec.ResumeHandle == handle
 	})
@@ -326,7 +327,7 @@ func TestVoiceIntentsTakeEffectEndToEnd(t *testing.T) {
 		t.Fatalf("audio %d bytes, transcripts %v / %v: want everything after the intents hidden",
 			len(audioOf(fs)), ofType(evs, "transcript.input"), ofType(evs, "transcript.output"))
 	}
-	waitFor(t, "the pending message", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the pending message", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	note := u.ofKind(fakegemini.EventClientContent)[0]
 	if note.TurnComplete || !strings.Contains(strings.Join(contentTexts(note), " "), "short answers") {
 		t.Fatalf("pending message %+v, want it as context at the boundary", note)

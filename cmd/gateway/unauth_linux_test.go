@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
@@ -66,7 +67,7 @@ func TestThousandIdleUnauthenticatedConnectionsFromOneIPLeaveTheNodeOpen(t *test
 		dialed++
 	}
 	want := float64(flood - cfg.UnauthPerIP)
-	waitFor(t, "every connection beyond the per-IP cap to be refused", func() bool {
+	testwait.For(t, "every connection beyond the per-IP cap to be refused", func() bool {
 		return g.refusals(metrics.RefusedUnauthPerIP) == want
 	})
 	flooded := time.Since(began)

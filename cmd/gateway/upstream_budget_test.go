@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -84,7 +85,7 @@ func resumeLoop(t *testing.T, nodes []*budgetNode, user http.Header, rounds int)
 		// A resume on another node reads the mode from Redis, where the
 		// node that moved the session to voice writes it off its path.
 		t.Helper()
-		waitFor(t, "the session's voice mode in Redis", func() bool {
+		testwait.For(t, "the session's voice mode in Redis", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			rec, _, err := st.Load(ctx, ready.str("sessionId"))

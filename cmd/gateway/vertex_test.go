@@ -22,6 +22,7 @@ import (
 
 	"cloud.google.com/go/auth"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -154,7 +155,7 @@ func TestVoiceTurnThroughVertexAI(t *testing.T) {
 	if err := c.sendAudio(spoken); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the microphone audio upstream", func() bool { return bytes.Equal(u.audio(), spoken) })
+	testwait.For(t, "the microphone audio upstream", func() bool { return bytes.Equal(u.audio(), spoken) })
 	if _, err := u.SendToolCall(searchCall("shipping")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -192,7 +193,7 @@ func (u *upstream) responses() []*genai.FunctionResponse {
 // waitResponses waits until n function responses have arrived.
 func (u *upstream) waitResponses(n int) []*genai.FunctionResponse {
 	u.t.Helper()
-	waitFor(u.t, "function responses upstream", func() bool { return len(u.responses()) >= n })
+	testwait.For(u.t, "function responses upstream", func() bool { return len(u.responses()) >= n })
 	return u.responses()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/audio"
 	"github.com/turnstile-gw/turnstile/internal/speechlike"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
@@ -41,7 +42,7 @@ func speak(t *testing.T, c *wsClient, u *upstream, silence bool) {
 		}
 		sent += 10 * micFrame
 	}
-	waitFor(t, "the microphone audio upstream", func() bool { return len(u.audio()) >= before+sent })
+	testwait.For(t, "the microphone audio upstream", func() bool { return len(u.audio()) >= before+sent })
 }
 
 // answer has the model speak n chunks of 40 ms and end its turn; the
@@ -95,7 +96,7 @@ func TestVoiceResponseIsObservedFromTheEndOfSpeechToTheFirstAnswerAudio(t *testi
 	// audio.end ends it.
 	speak(t, c, u, false)
 	c.send(map[string]any{"type": "audio.end"})
-	waitFor(t, "audio.end upstream", func() bool { return len(u.ofKind(fakegemini.EventAudioStreamEnd)) == 1 })
+	testwait.For(t, "audio.end upstream", func() bool { return len(u.ofKind(fakegemini.EventAudioStreamEnd)) == 1 })
 	answer(t, c, u, 1)
 	n, sum = voiceResponses(t, g, "browser")
 	if n != 2 || sum <= 0 || sum >= 2*latencyBound {
@@ -104,7 +105,7 @@ func TestVoiceResponseIsObservedFromTheEndOfSpeechToTheFirstAnswerAudio(t *testi
 
 	// The timeline shows the latency of the answered turns only.
 	var view timeline.View
-	waitFor(t, "three turns on the timeline", func() bool {
+	testwait.For(t, "three turns on the timeline", func() bool {
 		view = timeline.View{}
 		return adminDo(t, "GET", g.adminURL+"/admin/sessions/"+ready.str("sessionId"), nil, "", &view) == http.StatusOK &&
 			len(view.Turns) == 3
@@ -120,7 +121,7 @@ func TestVoiceResponseIsObservedFromTheEndOfSpeechToTheFirstAnswerAudio(t *testi
 	// frames went up, 18 chunks came down.
 	url := g.adminURL + "/metrics"
 	in := scrapeValue(t, url, "turnstile_relay_added_seconds_count", map[string]string{"channel": "browser", "direction": "in"})
-	waitFor(t, "the out-relay samples", func() bool {
+	testwait.For(t, "the out-relay samples", func() bool {
 		return scrapeValue(t, url, "turnstile_relay_added_seconds_count",
 			map[string]string{"channel": "browser", "direction": "out"}) >= 18/voice.RelaySampleEvery
 	})
@@ -154,7 +155,7 @@ func TestVoiceResponseOfAPhoneCallIsObservedOnItsChannel(t *testing.T) {
 			sent += audio.MulawFrame
 		}
 	}
-	waitFor(t, "the caller's audio upstream", func() bool { return len(u.audio()) >= audio.InboundLen(sent) })
+	testwait.For(t, "the caller's audio upstream", func() bool { return len(u.audio()) >= audio.InboundLen(sent) })
 	must(t, u.SendAudio(pcm24Tone(440, 0, 2400)))
 	must(t, u.SendTurnComplete(nil))
 	if h := hearUntilMark(t, c); h.mark != "turn:2" {

@@ -6,6 +6,8 @@ package main
 import (
 	"slices"
 	"testing"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // scrapeValue is the value of the series of name whose labels include
@@ -44,7 +46,7 @@ func TestVoiceTokensAndTheContextBudgetShowOnMetrics(t *testing.T) {
 	c.start(map[string]any{"mode": "voice"})
 	c.send(map[string]any{"type": "text", "text": "How long does shipping take?"})
 	c.recvUntil("turn.done")
-	waitFor(t, "the turn's usage on /metrics", func() bool { return voice("output", "audio") > 0 })
+	testwait.For(t, "the turn's usage on /metrics", func() bool { return voice("output", "audio") > 0 })
 	if in := voice("input", "text"); in < float64(len("How long does shipping take?"))/4 {
 		t.Fatalf("voice input text tokens = %v, want the typed question's", in)
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -48,7 +50,7 @@ func TestGoAwayResumesTheUpstreamWithoutLosingMicrophoneAudio(t *testing.T) {
 		}
 		micDone <- nil
 	}()
-	waitFor(t, "audio on the first upstream", func() bool { return len(u1.audio()) > 0 })
+	testwait.For(t, "audio on the first upstream", func() bool { return len(u1.audio()) > 0 })
 	must(t, u1.SendGoAway(30*time.Second))
 
 	u2 := nextUpstream(t, script)
@@ -66,10 +68,12 @@ func TestGoAwayResumesTheUpstreamWithoutLosingMicrophoneAudio(t *testing.T) {
 		t.Fatal("the browser could not send its audio")
 	}
 	total := func() int { return len(u1.audio()) + len(u2.audio()) }
-	deadline := time.Now().Add(5 * time.Second)
-	for total() < len(sent) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.ForNil(t, "the browser's audio at the upstreams", func() error {
+		if total() < len(sent) {
+			return fmt.Errorf("%d of %d bytes arrived", total(), len(sent))
+		}
+		return nil
+	})
 	if got := append(u1.audio(), u2.audio()...); !bytes.Equal(got, sent) {
 		t.Fatalf("upstreams received %d bytes (%d before the switch, %d after), the browser sent %d",
 			len(got), len(u1.audio()), len(u2.audio()), len(sent))
@@ -121,7 +125,7 @@ func TestUpstream1011MidTurnIsReportedAndVoiceGoesOn(t *testing.T) {
 	if err := c.sendAudio(pcm(2, 1280)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "microphone audio on the new upstream", func() bool { return bytes.Equal(u2.audio(), pcm(2, 1280)) })
+	testwait.For(t, "microphone audio on the new upstream", func() bool { return bytes.Equal(u2.audio(), pcm(2, 1280)) })
 	must(t, u2.SendOutputTranscript("Sunny."))
 	must(t, u2.SendAudio(pcm(3, 960)))
 	must(t, u2.SendTurnComplete(nil))
@@ -151,7 +155,7 @@ func TestVoiceResumeOnAnotherGatewayStartsAFreshUpstreamWithTheHistory(t *testin
 	// A voice turn's transcripts are stored without holding up the audio;
 	// a reconnect reaches another node after A has written them (A's
 	// session ends once its queued writes have landed).
-	waitFor(t, "gateway A to finish the dropped session", func() bool { return a.gw.sessions.Active() == 0 })
+	testwait.For(t, "gateway A to finish the dropped session", func() bool { return a.gw.sessions.Active() == 0 })
 
 	c2 := b.dial("", nil)
 	again := c2.start(map[string]any{"resume": map[string]any{
@@ -168,7 +172,7 @@ func TestVoiceResumeOnAnotherGatewayStartsAFreshUpstreamWithTheHistory(t *testin
 	if uB.Setup.ResumeHandle() != "" || uB.Resumed {
 		t.Fatalf("B's upstream set up with handle %q", uB.Setup.ResumeHandle())
 	}
-	waitFor(t, "the history seeding B's upstream", func() bool { return len(uB.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the history seeding B's upstream", func() bool { return len(uB.ofKind(fakegemini.EventClientContent)) == 1 })
 	seed := uB.ofKind(fakegemini.EventClientContent)[0]
 	if got := strings.Join(contentTexts(seed), "|"); got != "user:Where is my order?|model:It left yesterday." || seed.TurnComplete {
 		t.Fatalf("B's upstream seeded with %q (turnComplete %v)", got, seed.TurnComplete)
@@ -177,7 +181,7 @@ func TestVoiceResumeOnAnotherGatewayStartsAFreshUpstreamWithTheHistory(t *testin
 	if err := c2.sendAudio(pcm(1, 1280)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "microphone audio on B's upstream", func() bool { return bytes.Equal(uB.audio(), pcm(1, 1280)) })
+	testwait.For(t, "microphone audio on B's upstream", func() bool { return bytes.Equal(uB.audio(), pcm(1, 1280)) })
 	must(t, uB.SendOutputTranscript("Anything else?"))
 	must(t, uB.SendTurnComplete(nil))
 	evs := c2.until("turn.done")

@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
@@ -30,7 +31,7 @@ func TestVoiceAudioPassesThroughUnchangedAndInOrder(t *testing.T) {
 		}
 	}
 	c.send(map[string]any{"type": "audio.end"})
-	waitFor(t, "the microphone audio upstream", func() bool { return len(u.ofKind(fakegemini.EventAudioStreamEnd)) == 1 })
+	testwait.For(t, "the microphone audio upstream", func() bool { return len(u.ofKind(fakegemini.EventAudioStreamEnd)) == 1 })
 	if got := u.audio(); !bytes.Equal(got, sent) {
 		t.Fatalf("model received %d bytes of audio that differ from the %d the browser sent", len(got), len(sent))
 	}
@@ -128,7 +129,7 @@ func TestVoiceTranscriptsCarryTurnNumbersAndJoinTheHistory(t *testing.T) {
 		t.Fatalf("after resuming a voice session: %v, want mode voice", ev)
 	}
 	u2 := nextUpstream(t, script)
-	waitFor(t, "the history seeding the new upstream", func() bool {
+	testwait.For(t, "the history seeding the new upstream", func() bool {
 		return len(u2.ofKind(fakegemini.EventClientContent)) == 1
 	})
 	seed := u2.ofKind(fakegemini.EventClientContent)[0]
@@ -202,7 +203,7 @@ func stalledCallGateway(t *testing.T) (*testGateway, *fakegemini.LiveScript, *st
 // after a later call of the session (later) has been answered.
 func withdrawnCallIsNeverAnswered(t *testing.T, u *upstream, id, later string) {
 	t.Helper()
-	waitFor(t, "the later call's answer", func() bool {
+	testwait.For(t, "the later call's answer", func() bool {
 		for _, r := range u.responses() {
 			if r.ID == later {
 				return true
@@ -437,7 +438,7 @@ func TestSlowBrowserInVoiceIsDisconnectedAndTheUpstreamClosed(t *testing.T) {
 		}
 	}
 	u.waitEnded()
-	waitFor(t, "the slow connection to be dropped", func() bool { return g.gw.sessions.Active() == 0 })
+	testwait.For(t, "the slow connection to be dropped", func() bool { return g.gw.sessions.Active() == 0 })
 	m := g.gw.sessions.Metrics.BrowserDisconnect
 	if n := testutil.ToFloat64(m.WithLabelValues("too_slow")) + testutil.ToFloat64(m.WithLabelValues("write_failed")); n != 1 {
 		t.Fatalf("disconnect not counted as too_slow or write_failed")
@@ -456,7 +457,7 @@ func TestModeSwitchesBothWaysCarryTheConversation(t *testing.T) {
 		t.Fatalf("after voice.start: %v", ev)
 	}
 	u := nextUpstream(t, script)
-	waitFor(t, "the text history upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
+	testwait.For(t, "the text history upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	seed := u.ofKind(fakegemini.EventClientContent)[0]
 	if got := strings.Join(contentTexts(seed), "|"); got != "user:How fast do you ship?|model:Beans ship in two days." || seed.TurnComplete {
 		t.Fatalf("voice seeded with %q (turnComplete %v)", got, seed.TurnComplete)
@@ -518,7 +519,7 @@ func TestStartVoiceSessionToolSwitchesAfterTheTurn(t *testing.T) {
 	if err := c.sendAudio(pcm(1, 1280)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "microphone audio upstream", func() bool { return len(u.audio()) == 1280 })
+	testwait.For(t, "microphone audio upstream", func() bool { return len(u.audio()) == 1280 })
 }
 
 func TestSlowRedisDoesNotHoldUpTheVoiceConversation(t *testing.T) {

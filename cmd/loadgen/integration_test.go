@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // TestLoadAgainstTheRealGateway builds the gateway binary, runs it offline
@@ -241,31 +243,34 @@ func offlineEnv() []string {
 	return env
 }
 
-// waitReady polls url until it answers 200, the gateway exits, or 15 s
-// pass.
+// waitReady polls url until it answers 200, the gateway exits, or
+// testwait.Timeout passes.
 func waitReady(url string, exited <-chan error) error {
 	client := loopbackClient()
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(15 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
+	var gone bool
+	var exitErr error
+	err := testwait.Poll(func() error {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("the gateway exited: %v", err)
+		case exitErr = <-exited:
+			gone = true
+			return nil // nothing to wait for any more
 		default:
 		}
 		resp, err := client.Get(url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("http %d", resp.StatusCode)
+		if err != nil {
+			return err
 		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("http %d", resp.StatusCode)
+		}
+		return nil
+	})
+	if gone {
+		return fmt.Errorf("the gateway exited: %v", exitErr)
 	}
-	return last
+	return err
 }
 
 // TestTwilioRelayLoadAgainstTheRealGateway runs the relay load as phone

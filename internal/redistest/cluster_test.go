@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 func TestStartClusterServesEverySlotAndCleanupStopsIt(t *testing.T) {
@@ -77,13 +79,10 @@ func TestStartSentinelFailsOverToTheReplica(t *testing.T) {
 		}
 		// The failover client follows the sentinel; the acknowledged write survived.
 		var got string
-		for deadline := time.Now().Add(10 * time.Second); ; {
+		testwait.ForNil(t, "a read through the failover client", func() (err error) {
 			got, err = fc.Get(ctx, "k").Result()
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return err
+		})
 		if got != "before" {
 			t.Fatalf("GET after failover = %q, %v", got, err)
 		}

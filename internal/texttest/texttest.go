@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -68,7 +69,7 @@ func CancelDuringHangEndsPromptly(t *testing.T, m transport.TextModel, inFlight 
 	if d := time.Since(cancelledAt); d > time.Second {
 		t.Errorf("the stream took %v to end after cancel, want it prompt", d)
 	}
-	waitFor(t, "the fake server to see the request end", func() bool { return inFlight() == 0 })
+	testwait.For(t, "the fake server to see the request end", func() bool { return inFlight() == 0 })
 }
 
 // DeadlineDuringHangIsContextError checks that a stream whose provider
@@ -96,7 +97,7 @@ func ConsumerStoppingEarlyReleasesTheRequest(t *testing.T, m transport.TextModel
 		}
 		break
 	}
-	waitFor(t, "the abandoned stream to be released", func() bool { return inFlight() == 0 })
+	testwait.For(t, "the abandoned stream to be released", func() bool { return inFlight() == 0 })
 }
 
 // Context is the test's context, ended after 10 s at the latest.
@@ -105,16 +106,4 @@ func Context(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -356,18 +356,6 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-// waitFor polls until cond holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func audioEv(n int) transport.LiveEvent {
 	return transport.LiveEvent{Kind: transport.LiveAudio, Audio: make([]byte, n)}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -99,7 +100,7 @@ func TestVoiceTurnAfterSpeechObservesTheVoiceResponse(t *testing.T) {
 		r.v.Mic(time.Now(), make([]byte, 640))
 	}
 	r.up.say(audioEv(960), audioEv(960), turnComplete)
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	bound := time.Since(spoke)
 	if n := testutil.CollectAndCount(r.m.VoiceResponse); n == 0 {
 		t.Fatal("no voice response series")
@@ -114,7 +115,7 @@ func TestVoiceTurnAfterSpeechObservesTheVoiceResponse(t *testing.T) {
 
 	// The model speaks again with nobody having spoken: not an answer.
 	r.up.say(audioEv(960), turnComplete)
-	waitFor(t, "the second turn.done", func() bool { return len(r.host.ofType("turn.done")) == 2 })
+	testwait.For(t, "the second turn.done", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if got := histCount(t, hist); got != 1 {
 		t.Fatalf("count %d after a turn with no speech before it, want still 1", got)
 	}
@@ -130,9 +131,9 @@ func TestVoiceTurnWithoutModelAudioObservesNothing(t *testing.T) {
 	hist := r.m.VoiceResponse.WithLabelValues("browser")
 	r.v.Mic(time.Now(), loudFrame())
 	r.up.say(outText("just text"), turnComplete)
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	r.up.say(audioEv(960), turnComplete)
-	waitFor(t, "the second turn.done", func() bool { return len(r.host.ofType("turn.done")) == 2 })
+	testwait.For(t, "the second turn.done", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if got := histCount(t, hist); got != 0 {
 		t.Fatalf("count %d, want 0: no turn answered speech with audio", got)
 	}
@@ -147,15 +148,15 @@ func TestBargeInSpeechIsTimedToTheNextAnswer(t *testing.T) {
 	hist := r.m.VoiceResponse.WithLabelValues("browser")
 	r.v.Mic(time.Now(), loudFrame())
 	r.up.say(audioEv(960))
-	waitFor(t, "the answer", func() bool { return r.host.audioLen() == 960 })
+	testwait.For(t, "the answer", func() bool { return r.host.audioLen() == 960 })
 	r.v.Mic(time.Now(), loudFrame()) // the user talks over it
 	r.up.say(transport.LiveEvent{Kind: transport.LiveInterrupted}, audioEv(960), turnComplete)
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if got := histCount(t, hist); got != 1 {
 		t.Fatalf("count %d after the interrupted turn, want 1", got)
 	}
 	r.up.say(audioEv(960), turnComplete)
-	waitFor(t, "the answer to the barge-in", func() bool { return len(r.host.ofType("turn.done")) == 2 })
+	testwait.For(t, "the answer to the barge-in", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if got := histCount(t, hist); got != 2 {
 		t.Fatalf("count %d, want 2: the answer to the barge-in is timed", got)
 	}

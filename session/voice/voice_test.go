@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -23,20 +24,20 @@ func TestMain(m *testing.M) {
 func TestCallAnsweredAfterTurnCompleteIsAnsweredAndKeepsItsTurnOpen(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960), call("c1", "slow"), audioEv(960), genComplete, turnComplete)
-	waitFor(t, "the turn's output", func() bool { return r.host.audioLen() == 1920 })
+	testwait.For(t, "the turn's output", func() bool { return r.host.audioLen() == 1920 })
 	if slices.Contains(r.host.types(), "turn.done:end_turn") || len(r.up.sends()) != 0 {
 		t.Fatalf("events %v, sends %+v: the turn ended or the call was answered before it ran",
 			r.host.types(), r.up.sends())
 	}
 	close(r.tools.release)
-	waitFor(t, "the call's answer upstream", func() bool { return len(r.up.sends()) == 1 })
+	testwait.For(t, "the call's answer upstream", func() bool { return len(r.up.sends()) == 1 })
 	if s := r.up.sends()[0]; s.kind != "tools" || s.responses[0].ID != "c1" || s.responses[0].Response["ok"] != true {
 		t.Fatalf("sent %+v, want the answer to c1", s)
 	}
-	waitFor(t, "turn.done", func() bool { return slices.Contains(r.host.types(), "turn.done:end_turn") })
+	testwait.For(t, "turn.done", func() bool { return slices.Contains(r.host.types(), "turn.done:end_turn") })
 	// What the model says after the answer is a turn of its own.
 	r.up.say(audioEv(960), turnComplete)
-	waitFor(t, "the next turn", func() bool { return len(r.host.ofType("turn.done")) == 2 })
+	testwait.For(t, "the next turn", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if done := r.host.ofType("turn.done"); done[0]["turn"] != 1.0 || done[1]["turn"] != 2.0 {
 		t.Errorf("turn.done %v, want turns 1 then 2", done)
 	}
@@ -47,9 +48,9 @@ func TestCallAnsweredAfterTurnCompleteIsAnsweredAndKeepsItsTurnOpen(t *testing.T
 func TestCancelledCallIsNotAnsweredAndTheTurnEnds(t *testing.T) {
 	r := newRig(t)
 	r.up.say(call("c1", "slow"), turnComplete)
-	waitFor(t, "the call to run", func() bool { _, ok := r.tools.ran.Load("slow"); return ok })
+	testwait.For(t, "the call to run", func() bool { _, ok := r.tools.ran.Load("slow"); return ok })
 	r.up.say(transport.LiveEvent{Kind: transport.LiveToolCancel, IDs: []string{"c1"}})
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if s := r.up.sends(); len(s) != 0 {
 		t.Errorf("sent %+v, want nothing for a cancelled call", s)
 	}
@@ -61,12 +62,12 @@ func TestCancelledCallIsNotAnsweredAndTheTurnEnds(t *testing.T) {
 func TestTerminalResultInVoiceQuietsTheRestOfTheTurn(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960), outText("Let me "), call("h", "hang_up"))
-	waitFor(t, "text.done", func() bool { return len(r.host.ofType("text.done")) == 1 })
+	testwait.For(t, "text.done", func() bool { return len(r.host.ofType("text.done")) == 1 })
 	if got := r.host.ofType("text.done")[0]["text"]; got != "Goodbye, and thanks for calling." {
 		t.Fatalf("text.done %q, want the terminal output", got)
 	}
 	r.up.say(audioEv(960), outText("and one more thing"), turnComplete)
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if r.host.audioLen() != 960 || len(r.host.ofType("transcript.output")) != 1 {
 		t.Errorf("after the terminal result the browser still got audio (%d bytes) or transcripts (%v)",
 			r.host.audioLen(), r.host.ofType("transcript.output"))
@@ -89,15 +90,15 @@ func TestTerminalResultInVoiceQuietsTheRestOfTheTurn(t *testing.T) {
 func TestSuppressIntentsHideAudioAndBothTranscriptsForTheRestOfTheTurn(t *testing.T) {
 	r := newRig(t)
 	r.up.say(inText("hello"), audioEv(960), call("q", "quiet"))
-	waitFor(t, "the intents", func() bool { return len(r.up.sends()) == 1 })
+	testwait.For(t, "the intents", func() bool { return len(r.up.sends()) == 1 })
 	r.up.say(inText(" again"), audioEv(960), outText("secret"), turnComplete)
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if r.host.audioLen() != 960 || len(r.host.ofType("transcript.input")) != 1 || len(r.host.ofType("transcript.output")) != 0 {
 		t.Fatalf("audio %d bytes, transcripts in %v out %v: want the suppressed part hidden",
 			r.host.audioLen(), r.host.ofType("transcript.input"), r.host.ofType("transcript.output"))
 	}
 	r.up.say(inText("next"), audioEv(960), outText("heard"), turnComplete)
-	waitFor(t, "the next turn", func() bool { return len(r.host.ofType("turn.done")) == 2 })
+	testwait.For(t, "the next turn", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	if r.host.audioLen() != 1920 || len(r.host.ofType("transcript.output")) != 1 {
 		t.Errorf("the next turn is still suppressed")
 	}
@@ -109,14 +110,14 @@ func TestSuppressIntentsHideAudioAndBothTranscriptsForTheRestOfTheTurn(t *testin
 func TestPendingMessageReachesTheModelAtTheTurnBoundaryNeverMidAnswer(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960), call("p", "remind"))
-	waitFor(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
+	testwait.For(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
 	r.up.say(audioEv(960))
-	waitFor(t, "more audio", func() bool { return r.host.audioLen() == 1920 })
+	testwait.For(t, "more audio", func() bool { return r.host.audioLen() == 1920 })
 	if s := r.up.sends(); len(s) != 1 {
 		t.Fatalf("sent %+v mid-answer, want only the tool response", s)
 	}
 	r.up.say(turnComplete)
-	waitFor(t, "the note", func() bool { return len(r.up.sends()) == 2 })
+	testwait.For(t, "the note", func() bool { return len(r.up.sends()) == 2 })
 	if s := r.up.sends()[1]; s.kind != "context" || s.text != "the user prefers short answers" {
 		t.Errorf("sent %+v, want the note as context at the boundary", s)
 	}
@@ -128,23 +129,23 @@ func TestPendingMessageReachesTheModelAtTheTurnBoundaryNeverMidAnswer(t *testing
 func TestUserInputWaitsWhileTheModelSpeaks(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960))
-	waitFor(t, "the model speaking", func() bool { return r.host.audioLen() == 960 })
+	testwait.For(t, "the model speaking", func() bool { return r.host.audioLen() == 960 })
 	r.v.Confirmed("[The user approved your pending call to transfer.]")
 	r.v.Text("and quickly")
 	if s := r.up.sends(); len(s) != 0 {
 		t.Fatalf("sent %+v while the model speaks", s)
 	}
 	r.up.say(turnComplete)
-	waitFor(t, "the waiting input", func() bool { return len(r.up.sends()) == 2 })
+	testwait.For(t, "the waiting input", func() bool { return len(r.up.sends()) == 2 })
 	s := r.up.sends()
 	if s[0].kind != "text" || !strings.Contains(s[0].text, "approved") || s[1].kind != "text" || s[1].text != "and quickly" {
 		t.Fatalf("sent %+v, want the outcome then the text, as user turns", s)
 	}
 	// Quiet now: a new confirmation goes at once.
 	r.up.say(turnComplete) // the model's reply to them ends
-	waitFor(t, "the reply's end", func() bool { return len(r.host.ofType("turn.done")) == 2 })
+	testwait.For(t, "the reply's end", func() bool { return len(r.host.ofType("turn.done")) == 2 })
 	r.v.Confirmed("[The user declined.]")
-	waitFor(t, "the outcome", func() bool { return len(r.up.sends()) == 3 })
+	testwait.For(t, "the outcome", func() bool { return len(r.up.sends()) == 3 })
 }
 
 // A block ends voice at once: the upstream closes, no more audio goes up,
@@ -152,7 +153,7 @@ func TestUserInputWaitsWhileTheModelSpeaks(t *testing.T) {
 func TestBlockEndsVoiceAtOnce(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960))
-	waitFor(t, "the model speaking", func() bool { return r.host.audioLen() == 960 })
+	testwait.For(t, "the model speaking", func() bool { return r.host.audioLen() == 960 })
 	r.v.Block()
 	if got := <-r.host.ended; got != "blocked" {
 		t.Fatalf("ended %q, want blocked", got)
@@ -173,7 +174,7 @@ func TestResumptionHandleIsSavedOnEveryResumableUpdate(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960), transport.LiveEvent{Kind: transport.LiveResumption, Handle: "h-1", Resumable: true},
 		transport.LiveEvent{Kind: transport.LiveResumption, Handle: "h-x", Resumable: false})
-	waitFor(t, "the handle", func() bool { return len(r.host.handleList()) == 1 })
+	testwait.For(t, "the handle", func() bool { return len(r.host.handleList()) == 1 })
 	if r.host.handleList()[0] != "h-1" || r.v.Handle() != "h-1" {
 		t.Errorf("handles %v (current %q), want h-1 only", r.host.handleList(), r.v.Handle())
 	}
@@ -184,9 +185,9 @@ func TestResumptionHandleIsSavedOnEveryResumableUpdate(t *testing.T) {
 func TestBargeInCancelsCallsAndEndsTheTurnInterrupted(t *testing.T) {
 	r := newRig(t)
 	r.up.say(audioEv(960), call("c1", "slow"))
-	waitFor(t, "the call to run", func() bool { _, ok := r.tools.ran.Load("slow"); return ok })
+	testwait.For(t, "the call to run", func() bool { _, ok := r.tools.ran.Load("slow"); return ok })
 	r.up.say(transport.LiveEvent{Kind: transport.LiveInterrupted}, audioEv(960), turnComplete)
-	waitFor(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
+	testwait.For(t, "turn.done", func() bool { return len(r.host.ofType("turn.done")) == 1 })
 	if done := r.host.ofType("turn.done")[0]; done["reason"] != "interrupted" {
 		t.Errorf("turn.done %v, want interrupted", done)
 	}
@@ -204,9 +205,9 @@ func TestBargeInCancelsCallsAndEndsTheTurnInterrupted(t *testing.T) {
 func TestEndVoiceSessionDrainsTheGoodbyeThenEnds(t *testing.T) {
 	r := newRig(t)
 	r.up.say(call("b", "bye"))
-	waitFor(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
+	testwait.For(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
 	r.up.say(audioEv(960), transport.LiveEvent{Kind: transport.LiveInterrupted}, audioEv(960))
-	waitFor(t, "the goodbye", func() bool { return r.host.audioLen() == 1920 })
+	testwait.For(t, "the goodbye", func() bool { return r.host.audioLen() == 1920 })
 	if len(r.host.ofType("audio.interrupted")) != 0 {
 		t.Error("a barge-in cut the goodbye")
 	}
@@ -239,7 +240,7 @@ func TestGoAwayReplacesTheUpstreamWithoutLosingMicrophoneAudio(t *testing.T) {
 	for i := range 3 {
 		r.v.Mic(time.Now(), []byte{byte(i), byte(i)})
 	}
-	waitFor(t, "the audio upstream", func() bool { return len(next.audioSent()) == 6 })
+	testwait.For(t, "the audio upstream", func() bool { return len(next.audioSent()) == 6 })
 	if !r.up.isClosed() || string(next.audioSent()) != "\x00\x00\x01\x01\x02\x02" {
 		t.Errorf("old closed %v, new upstream got %v", r.up.isClosed(), next.audioSent())
 	}

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -98,17 +99,6 @@ func execute(t *testing.T, reg *tools.Registry, m *metrics.Metrics, name, args s
 	}
 	o := orchestrator.New(reg, m, testLog(t))
 	return o.Execute(context.Background(), orchestrator.Call{ID: "c1", Name: name, Args: a, SessionID: "s1", Mode: tools.ModeText, Turn: 1})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 const allTools = "notes__crash,notes__create_note,notes__echo,notes__fail,notes__getenv,notes__grow,notes__hang,notes__media,notes__search_notes"
@@ -262,7 +252,7 @@ func TestCrashedStdioServerAnswersTransientAndIsRestarted(t *testing.T) {
 		t.Fatalf("crash mid-call: %+v", out.Envelope)
 	}
 	// Down now or soon, then back within the first backoff.
-	waitFor(t, "the restart", func() bool {
+	testwait.For(t, "the restart", func() bool {
 		return testutil.ToFloat64(f.metrics.MCPRestarts.WithLabelValues("notes")) >= 1 && f.hub.Status()[0].Up
 	})
 	st := f.hub.Status()[0]
@@ -291,7 +281,7 @@ func TestDownServerAnswersTransientAtOnce(t *testing.T) {
 	if typ, _ := errorOf(out); typ != "TRANSIENT" || !out.Envelope.Error.Retryable {
 		t.Fatalf("call to a server that went away: %+v", out.Response)
 	}
-	waitFor(t, "the server to be marked down", func() bool { return !f.hub.Status()[0].Up })
+	testwait.For(t, "the server to be marked down", func() bool { return !f.hub.Status()[0].Up })
 	out = execute(t, reg, f.metrics, "notes__echo", `{"text": "x"}`)
 	if typ, msg := errorOf(out); typ != "TRANSIENT" || !strings.Contains(msg, "not available right now") || out.Envelope.Error.PartialSideEffects {
 		t.Fatalf("call while down: %+v", out.Envelope.Error)
@@ -346,7 +336,7 @@ func TestListChangedReachesNewRegistriesWhileOldOnesKeepTheirTools(t *testing.T)
 	pinned := c.Current() // a running session's registry
 
 	srv.Grow()
-	waitFor(t, "the hub to list the new tool", func() bool { return f.changes.Load() > 0 })
+	testwait.For(t, "the hub to list the new tool", func() bool { return f.changes.Load() > 0 })
 	if _, changed, err := c.Rebuild(); err != nil || !changed {
 		t.Fatalf("rebuild: changed %v, %v", changed, err)
 	}
@@ -371,7 +361,7 @@ func TestStdioServerAnnouncesListChangedThroughItsOwnTool(t *testing.T) {
 	if out := execute(t, f.registry(), f.metrics, "notes__grow", `{}`); out.Response["output"] != "grown" {
 		t.Fatalf("grow: %+v", out.Response)
 	}
-	waitFor(t, "the new tool", func() bool { return strings.Contains(names(f.hub.Tools()), "notes__added_later") })
+	testwait.For(t, "the new tool", func() bool { return strings.Contains(names(f.hub.Tools()), "notes__added_later") })
 	if f.changes.Load() < 1 {
 		t.Errorf("OnChange was not called")
 	}
@@ -394,7 +384,7 @@ func TestUnreachableHTTPServerDoesNotStopStartAndIsRetried(t *testing.T) {
 		t.Errorf("Missing/Owns")
 	}
 	srv.SetDown(false)
-	waitFor(t, "the server to come up", func() bool { return f.hub.Status()[0].Up })
+	testwait.For(t, "the server to come up", func() bool { return f.hub.Status()[0].Up })
 	if got := names(f.hub.Tools()); !strings.Contains(got, "tickets__echo") || f.changes.Load() < 1 || f.hub.Missing("tickets__echo") {
 		t.Errorf("after coming up: tools %s, %d changes", got, f.changes.Load())
 	}

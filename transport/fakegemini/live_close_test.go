@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 func TestLiveCloseCodesSurfaceInTheSDK(t *testing.T) {
@@ -34,7 +36,7 @@ func TestLiveCloseCodesSurfaceInTheSDK(t *testing.T) {
 			if ce.Code != tc.code || ce.Text != tc.reason {
 				t.Errorf("SDK saw close %d %q, want %d %q", ce.Code, ce.Text, tc.code, tc.reason)
 			}
-			waitFor(t, "the connection to end", func() bool { return srv.LiveConnections() == 0 })
+			testwait.For(t, "the connection to end", func() bool { return srv.LiveConnections() == 0 })
 		})
 	}
 }
@@ -170,7 +172,7 @@ func TestLiveClientHangUpEndsTheSessionCleanly(t *testing.T) {
 	if err := s.SendText("anyone?"); err != ErrLiveClosed {
 		t.Errorf("emit after hang-up = %v, want ErrLiveClosed", err)
 	}
-	waitFor(t, "no live connection", func() bool { return srv.LiveConnections() == 0 && srv.InFlight() == 0 })
+	testwait.For(t, "no live connection", func() bool { return srv.LiveConnections() == 0 && srv.InFlight() == 0 })
 }
 
 func TestServerCloseEndsLiveConnections(t *testing.T) {

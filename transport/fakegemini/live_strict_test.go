@@ -6,6 +6,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // strictLive connects the SDK to a strict server whose Live brain is a
@@ -29,7 +31,7 @@ func respond(t *testing.T, c *liveClient, rs ...*genai.FunctionResponse) {
 
 func wantViolation(t *testing.T, srv *Server, substr string) {
 	t.Helper()
-	waitFor(t, "a violation", func() bool { return len(srv.Violations()) > 0 })
+	testwait.For(t, "a violation", func() bool { return len(srv.Violations()) > 0 })
 	if v := srv.Violations(); len(v) != 1 || !strings.Contains(v[0], substr) {
 		t.Errorf("violations %q, want one saying %q", v, substr)
 	}

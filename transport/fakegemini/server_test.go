@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 func TestStreamedTextArrivesInOrderWithStopOnLastChunk(t *testing.T) {
@@ -251,7 +253,7 @@ func TestHangingStreamEndsWhenClientCancels(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("stream error = %v, want context.Canceled", err)
 	}
-	waitFor(t, "the server to release the hanging stream", func() bool { return s.InFlight() == 0 })
+	testwait.For(t, "the server to release the hanging stream", func() bool { return s.InFlight() == 0 })
 }
 
 func TestCloseEndsHangingStream(t *testing.T) {
@@ -357,7 +359,7 @@ func TestCloseEndsHangingStreamWhenMountedElsewhere(t *testing.T) {
 		_, err := collect(c.Models.GenerateContentStream(testContext(t), testModel, genai.Text("hi"), nil))
 		done <- err
 	}()
-	waitFor(t, "the stream to start", func() bool { return s.InFlight() == 1 })
+	testwait.For(t, "the stream to start", func() bool { return s.InFlight() == 1 })
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}

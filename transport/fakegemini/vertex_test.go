@@ -10,6 +10,8 @@ import (
 	"cloud.google.com/go/auth/httptransport"
 	"github.com/gorilla/websocket"
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 const (
@@ -218,7 +220,7 @@ func TestVertexLiveRefusesASetupWithoutAFullModelName(t *testing.T) {
 	if ce := rawCloseError(t, conn); ce.Code != 1007 {
 		t.Errorf("close %d %q, want 1007", ce.Code, ce.Text)
 	}
-	waitFor(t, "the violation", func() bool { return len(srv.Violations()) == 1 })
+	testwait.For(t, "the violation", func() bool { return len(srv.Violations()) == 1 })
 	if v := srv.Violations()[0]; !strings.Contains(v, "models/gemini-live") {
 		t.Errorf("violation %q does not name the model", v)
 	}
