@@ -27,7 +27,7 @@ func (pingOK) Ping(context.Context) error { return nil }
 
 // newTestServer is an edge without sessions: enough for the routes, the
 // limits and the checks that happen before an upgrade.
-func newTestServer(t *testing.T, cfg Config, auth *Authenticator) *Server {
+func newTestServer(t testing.TB, cfg Config, auth *Authenticator) *Server {
 	t.Helper()
 	if auth == nil {
 		var err error
@@ -43,7 +43,7 @@ func newTestServer(t *testing.T, cfg Config, auth *Authenticator) *Server {
 }
 
 // serve runs srv on a loopback listener wrapped by wrap, until the test ends.
-func serve(t *testing.T, srv *http.Server, wrap func(net.Listener) net.Listener) string {
+func serve(t testing.TB, srv *http.Server, wrap func(net.Listener) net.Listener) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
