@@ -32,7 +32,16 @@ type Telephony struct {
 	// HangupWait bounds a hang-up's wait for the goodbye to play; default
 	// telephony.DefaultHangupWait.
 	HangupWait time.Duration
+	// BodyTimeout bounds the reading of a webhook's body, from the end of
+	// its headers; default DefaultWebhookBodyTimeout. A client that sends
+	// its headers and then trickles (or withholds) the body is cut then,
+	// instead of holding a handler and its connection for ever.
+	BodyTimeout time.Duration
 }
+
+// DefaultWebhookBodyTimeout is Telephony.BodyTimeout's default: a carrier
+// sends its ~1 KiB form at once.
+const DefaultWebhookBodyTimeout = 10 * time.Second
 
 // Telephony limits.
 const (
@@ -75,6 +84,9 @@ func (s *Server) routeTelephony(t *Telephony) {
 	if t.StartTimeout <= 0 {
 		t.StartTimeout = 10 * time.Second
 	}
+	if t.BodyTimeout <= 0 {
+		t.BodyTimeout = DefaultWebhookBodyTimeout
+	}
 	t.PublicURL = strings.TrimRight(t.PublicURL, "/")
 	base := "/v1/telephony/" + t.Carrier.Name()
 	s.public.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) { s.telephonyWebhook(t, w, r) })
@@ -113,6 +125,9 @@ func (s *Server) telephonyEvent(t *Telephony, name string) {
 // carrier's fallback URL or another node takes the call), then the answer
 // opening a stream with the call's identity signed by this gateway.
 func (s *Server) telephonyWebhook(t *Telephony, w http.ResponseWriter, r *http.Request) {
+	// The server has no ReadTimeout (it would cut WebSockets): the body's
+	// deadline is set here, for this request only.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(t.BodyTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, maxWebhookBytes)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
