@@ -53,6 +53,10 @@ type Metrics struct {
 	ToolCallsPerTurn    *prometheus.HistogramVec // mode
 	UpstreamEvents      *prometheus.CounterVec   // kind: live|text, event: connect|resume|close|error, code
 
+	// IdempotentRepeats counts action calls answered from the ledger
+	// because the action had succeeded with the same idempotency key.
+	IdempotentRepeats *prometheus.CounterVec // tool
+
 	// StoreRestorations counts live sessions a node wrote back to a Redis
 	// that had lost them.
 	StoreRestorations prometheus.Counter
@@ -162,6 +166,9 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		UntrustedContext: f.counterVec("turnstile_untrusted_context_total",
 			"Sensitive tool calls made after untrusted tool output in their turn, by tool and action (refused, confirm).",
 			"tool", "action"),
+		IdempotentRepeats: f.counterVec("turnstile_tool_idempotent_repeats_total",
+			"Action tool calls answered from the call ledger, not run, because the same action (idempotency key) had succeeded, by tool.",
+			"tool"),
 		SoftLatencyExceeded: f.counterVec("turnstile_tool_soft_latency_exceeded_total",
 			"Tool calls that answered after their soft latency budget, by tool and mode.", "tool", "mode"),
 		ToolResultTokens: f.histogramVec("turnstile_tool_result_tokens",

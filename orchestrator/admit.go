@@ -78,6 +78,9 @@ func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admis
 	if verr := tool.ValidateArgs(a.raw); verr != nil {
 		return refuse(a, tools.ErrValidation, verr.Error())
 	}
+	if a.digest != "" {
+		a.act = t.actionOf(tool.Name, a.digest) // its idempotency key (idempotency.go)
+	}
 	// A turn has at most one terminal answer.
 	if a.terminal && !t.reserveTerminal() {
 		return refuse(a, tools.ErrConflict, "this turn already has a terminal call; its result ends the turn")
@@ -94,12 +97,18 @@ func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admis
 		t.o.Metrics.UntrustedContext.WithLabelValues(a.label, "confirm").Inc()
 		ask, asked = true, after
 	}
-	// 7. confirmation, of a call that would run as it stands
+	// 7. confirmation, of a call that would run as it stands: an action
+	// that already succeeded in the turn will not run (it is answered from
+	// the ledger), so nobody is asked.
+	if ask && a.act != nil && a.tool.Category == tools.CategoryAction && a.act.doneHere() {
+		ask = false
+	}
 	if ask {
-		if r := t.confirm(ctx, c, a, asked, ev); r.refusal != nil {
+		r := t.confirm(ctx, c, a, asked, ev)
+		if r.refusal != nil {
 			t.releaseTerminal(a)
-			return r
 		}
+		return r // approved: with the approved action's key
 	}
 	return a
 }
@@ -165,12 +174,12 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, after string, e
 	}
 	conf := Confirmation{
 		Token: newConfirmToken(), SessionID: t.s.ID, Epoch: t.s.Epoch, UserID: t.s.UserID, Tool: c.Name,
-		ArgsDigest: a.digest, Args: redactedArgs(t.reg, c.Name, c.Args), Turn: t.n,
+		ArgsDigest: a.digest, Args: redactedArgs(t.reg, c.Name, c.Args), Turn: t.n, IdempotencyKey: a.act.key,
 		// Whole seconds, rounded up: the user never gets less than the TTL.
 		ExpiresAt: t.o.cfg.Now().Add(t.o.cfg.ConfirmTTL).UTC().Truncate(time.Second).Add(time.Second),
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.cfg.StoreTimeout)
-	approved, err := t.o.Confirms.ConsumeOrRequest(sctx, conf)
+	approved, key, err := t.o.Confirms.ConsumeOrRequest(sctx, conf)
 	cancel()
 	switch {
 	case errors.Is(err, ErrFenced):
@@ -181,6 +190,10 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, after string, e
 		return refuse(a, tools.ErrTransient, "the user's approval could not be checked right now; tell the user "+
 			"and try again in a later turn")
 	case approved:
+		if key != "" {
+			// The approved run is the action the user approved: same key.
+			a.act = t.adopt(c.Name, a.digest, key)
+		}
 		t.o.Metrics.Confirmations.WithLabelValues("consumed").Inc()
 		traceAttr(ctx, tracing.AttrToolConfirm.String("approved"))
 		return a

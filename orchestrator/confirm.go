@@ -19,6 +19,9 @@ type Confirmation struct {
 	Args       map[string]any `json:"args"` // redacted, for display only
 	Turn       int            `json:"turn"`
 	ExpiresAt  time.Time      `json:"expiresAt"`
+	// IdempotencyKey is the action's key (idempotency.go), which its
+	// approval carries to the approved run.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Epoch is the requesting connection's (Session.Epoch), which
 	// ConsumeOrRequest is fenced on; it is not stored.
 	Epoch int64 `json:"-"`
@@ -37,10 +40,11 @@ var (
 // nothing and return ErrFenced.
 type ConfirmStore interface {
 	// ConsumeOrRequest consumes an approval matching c's session, user,
-	// tool and argument digest and reports true (an approval is used at
-	// most once); otherwise it stores c as pending and reports false. It
-	// is fenced on c.Epoch.
-	ConsumeOrRequest(ctx context.Context, c Confirmation) (approved bool, err error)
+	// tool and argument digest and reports true with the idempotency key
+	// of the confirmation that was approved ("" for one that had none);
+	// an approval is used at most once. Otherwise it stores c as pending
+	// and reports false. It is fenced on c.Epoch.
+	ConsumeOrRequest(ctx context.Context, c Confirmation) (approved bool, key string, err error)
 	// Resolve answers a pending confirmation of this session and user, as
 	// the connection holding epoch. An approval is stored for the same
 	// tool and arguments, valid until ttl from now. Unknown, reused, or

@@ -51,6 +51,9 @@ type CallRecord struct {
 	ArgsDigest string    `json:"argsDigest,omitempty"`
 	DurationMs int64     `json:"durationMs,omitempty"`
 	Empty      bool      `json:"empty,omitempty"` // an empty result (loop detection)
+	// IdempotencyKey is the key of an action tool's call that ran; a
+	// success is found by it (LedgerStore.Succeeded).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Response is exactly what the model was sent, once answered.
 	Response map[string]any `json:"response,omitempty"`
 }
@@ -66,8 +69,13 @@ type LedgerStore interface {
 	// that call's record instead, keyed by ID.
 	Claim(ctx context.Context, sessionID string, epoch int64, calls []CallRecord) (map[string]CallRecord, error)
 	// Answer records calls as answered, each with the response the model
-	// was sent.
+	// was sent. A successful call with an IdempotencyKey is recorded as
+	// that key's success, unless the key has one already.
 	Answer(ctx context.Context, sessionID string, epoch int64, calls []CallRecord) error
+	// Succeeded returns the record of the session's successful call with
+	// this idempotency key, and false when there is none (kept as long as
+	// the call's record).
+	Succeeded(ctx context.Context, sessionID, key string) (CallRecord, bool, error)
 }
 
 // ErrFenced is returned by a LedgerStore or ConfirmStore write whose epoch

@@ -133,6 +133,10 @@ type Outcome struct {
 	// Replayed is true for a call this session had answered before: its
 	// Response is the stored one and nothing ran.
 	Replayed bool
+	// Repeated is true for a call of an action tool that had already
+	// succeeded with the same idempotency key (idempotency.go): its
+	// Response is that success's and nothing ran.
+	Repeated bool
 	// Shown is what the browser may see of a successful object output: its
 	// fields on the tool's result allow-list (nil when there are none).
 	Shown map[string]any

@@ -45,6 +45,9 @@ type Session struct {
 	// Log is the session's logger, for the line Turn.End writes; nil: the
 	// orchestrator's, with the session's ID.
 	Log *slog.Logger
+	// Claims are the user's token claims forwarded to tools
+	// (tools.Call.Claims); nil when none.
+	Claims tools.Claims
 }
 
 // Events lets the session show calls as they move through the pipeline.
@@ -98,6 +101,7 @@ type Turn struct {
 	untrusted        string // the first tool whose untrusted output reached the model (untrusted.go)
 	end              *End
 	intents          []intents.Intent
+	actions          map[string]*action // by tool and argument digest (idempotency.go)
 }
 
 // NewTurn starts turn n of a session. loops carries the session's loop
@@ -307,7 +311,8 @@ type admission struct {
 	digest   string
 	terminal bool
 	refusal  *tools.Envelope
-	empty    bool // an empty result (set when it ran)
+	empty    bool    // an empty result (set when it ran)
+	act      *action // the action the call is (idempotency.go); nil without a digest
 }
 
 // run executes an admitted call (step 7) and finishes it.
@@ -316,6 +321,15 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	defer cancel()
 	if t.fenced.Load() {
 		t.ledger.cancel(c.ID)
+	}
+	if act := a.act; act != nil && a.tool.Category == tools.CategoryAction {
+		// One call of an action at a time; one that already succeeded is
+		// answered from the ledger and not run again.
+		act.mu.Lock()
+		defer act.mu.Unlock()
+		if rec, ok := t.succeeded(ctx, act); ok {
+			return t.repeat(ctx, c, a, rec, ev)
+		}
 	}
 	if !t.ledger.start(c.ID, cancel) {
 		return t.cancelled(ctx, c, a, 0, ev)
@@ -329,8 +343,11 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	// Durations are read on the orchestrator's clock (Config.Now), which
 	// tests move.
 	start := t.o.cfg.Now()
-	env, timedOut := t.o.execute(cctx, a.tool, tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID,
-		Mode: t.s.Mode, Args: a.raw})
+	call := tools.Call{ID: c.ID, SessionID: t.s.ID, UserID: t.s.UserID, Mode: t.s.Mode, Args: a.raw, Claims: t.s.Claims}
+	if a.act != nil {
+		call.IdempotencyKey = a.act.key
+	}
+	env, timedOut := t.o.execute(cctx, a.tool, call)
 	d := t.o.cfg.Now().Sub(start)
 	if debug && !env.OK {
 		t.o.Log.DebugContext(ctx, "tool execution failed", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name, "call", c.ID,
@@ -364,6 +381,10 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 	}
 	out := t.finish(ctx, c, a, env, d, ev)
 	out.end = end
+	if env.OK && a.act != nil && a.tool.Category == tools.CategoryAction {
+		a.act.done.Store(&CallRecord{ID: c.ID, Tool: a.label, Turn: t.n, State: StateAnswered, Outcome: "ok",
+			Response: out.Response, IdempotencyKey: a.act.key})
+	}
 	return out
 }
 
@@ -447,8 +468,12 @@ func (t *Turn) finish(ctx context.Context, c Call, a admission, env tools.Envelo
 			"call", c.ID, "error_type", env.Error.Type, "refused", out.Refused, "state", t.ledger.state(c.ID))
 	}
 	traceOutcome(ctx, t.reg, c, out, chars)
-	t.ledger.setRecord(c.ID, CallRecord{ID: c.ID, Tool: a.label, Turn: t.n, Outcome: outcome, ArgsDigest: a.digest,
-		DurationMs: d.Milliseconds(), Empty: a.empty, Response: out.Response})
+	rec := CallRecord{ID: c.ID, Tool: a.label, Turn: t.n, Outcome: outcome, ArgsDigest: a.digest,
+		DurationMs: d.Milliseconds(), Empty: a.empty, Response: out.Response}
+	if a.act != nil && a.refusal == nil && a.tool.Category == tools.CategoryAction {
+		rec.IdempotencyKey = a.act.key // a success is found by it (LedgerStore.Succeeded)
+	}
+	t.ledger.setRecord(c.ID, rec)
 	if ev != nil {
 		ev.CallFinished(c, out)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/session"
 )
@@ -71,15 +72,21 @@ type AuthConfig struct {
 	// Metrics counts the key set's failed fetches
 	// (turnstile_jwks_refresh_failures_total); nil: not counted.
 	Metrics *metrics.Metrics
+	// ToolClaims names the token claims forwarded to tools
+	// (TURNSTILE_TOOL_CLAIMS, each checked with tools.ClaimName); a
+	// token's value that a header cannot carry is dropped with a log line
+	// (auth_claims.go).
+	ToolClaims []string
 }
 
 // Authenticator verifies browser tokens before the WebSocket upgrade and when a session
 // refreshes its token: JWTs whose `sub` names the user and whose numeric `exp` is required and
 // not too far away. It is safe for concurrent use; Close stops its key-set refreshes.
 type Authenticator struct {
-	cfg    AuthConfig
-	parser *jwt.Parser // nil in dev mode
-	keys   *jwks       // nil without JWKSURL
+	cfg     AuthConfig
+	parser  *jwt.Parser    // nil in dev mode
+	keys    *jwks          // nil without JWKSURL
+	dropped throttle.Keyed // per claim name: values that could not be forwarded
 }
 
 // NewAuthenticator returns an Authenticator for cfg, and starts fetching its key set when it has
@@ -214,7 +221,7 @@ func (a *Authenticator) Verify(token string) (session.Identity, error) {
 	if err := validUser(sub); err != nil {
 		return session.Identity{}, fmt.Errorf("%w: sub: %w", ErrBadToken, err)
 	}
-	return session.Identity{User: sub, ExpiresAt: exp.Time}, nil
+	return session.Identity{User: sub, ExpiresAt: exp.Time, Claims: a.toolClaims(claims)}, nil
 }
 
 // key picks the key of the token's own kind: the secret for HMAC, the key set for the others.

@@ -342,6 +342,9 @@ type Identity struct {
 	// call): a drain keeps it until it ends, and asks the model to say
 	// goodbye before the drain's deadline.
 	Pinned bool
+	// Claims are the token's claims forwarded to tools
+	// (TURNSTILE_TOOL_CLAIMS); nil when none.
+	Claims tools.Claims
 }
 
 // ChannelBrowser is a browser's Identity.Channel.

@@ -165,7 +165,7 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 		}},
 		{"ConsumeOrRequest (request)", func() error {
 			conf.Epoch = rec.Epoch // the owner's
-			ok, err := s.ConsumeOrRequest(ctx, conf)
+			ok, _, err := s.ConsumeOrRequest(ctx, conf)
 			if err == nil && ok {
 				err = errors.New("approved without an approval")
 			}
@@ -174,7 +174,7 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 		{"ConsumeOrRequest (second request)", func() error {
 			c2 := conf
 			c2.Token, c2.ArgsDigest = "c_tok2", "d2"
-			_, err := s.ConsumeOrRequest(ctx, c2)
+			_, _, err := s.ConsumeOrRequest(ctx, c2)
 			return err
 		}},
 		{"Pending", func() error {
@@ -193,7 +193,7 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			return err
 		}},
 		{"ConsumeOrRequest (consume the approval)", func() error {
-			ok, err := s.ConsumeOrRequest(ctx, conf)
+			ok, _, err := s.ConsumeOrRequest(ctx, conf)
 			if err == nil && !ok {
 				err = errors.New("the approval was not consumed")
 			}

@@ -91,3 +91,49 @@ func TestUserMessageIsNotConfirmedWithoutItsReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An action's idempotency key: the first success answered with it is found
+// by the key (a failure is not), the ledger's call list does not show the
+// key's entry, and an approval carries the confirmation's key to the
+// approved run.
+func testLedgerFindsAnActionsSuccessByItsKey(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.store(RedisStoreOptions{})
+	owner, _ := mustCreateRecord(t, s, sampleRecord("sess"))
+	rec := func(id, outcome string) orchestrator.CallRecord {
+		return orchestrator.CallRecord{ID: id, Tool: "refund", Turn: 1, State: orchestrator.StateAnswered, Outcome: outcome,
+			IdempotencyKey: "k-1", Response: map[string]any{"v": 1.0, "ok": outcome == "ok", "output": id}}
+	}
+	for _, r := range []orchestrator.CallRecord{rec("failed", "transient"), rec("first", "ok"), rec("second", "ok")} {
+		if _, err := s.Claim(ctx, "sess", owner.Epoch, []orchestrator.CallRecord{{ID: r.ID, State: orchestrator.StateClaimed}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Answer(ctx, "sess", owner.Epoch, []orchestrator.CallRecord{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok, err := s.Succeeded(ctx, "sess", "k-1")
+	if err != nil || !ok || got.ID != "first" || got.Response["output"] != "first" {
+		t.Fatalf("Succeeded(k-1) = %+v, %v, %v; want the first success", got, ok, err)
+	}
+	if _, ok, err := s.Succeeded(ctx, "sess", "k-2"); err != nil || ok {
+		t.Fatalf("Succeeded(k-2) = %v, %v; want none", ok, err)
+	}
+	if recs, err := s.Ledger(ctx, "sess"); err != nil || len(recs) != 3 {
+		t.Fatalf("ledger %+v, %v; want the three calls only", recs, err)
+	}
+
+	conf := transferConf(owner, "c_1")
+	conf.IdempotencyKey = "k-9"
+	if ok, _, err := s.ConsumeOrRequest(ctx, conf); err != nil || ok {
+		t.Fatalf("request: %v, %v", ok, err)
+	}
+	if _, err := s.Resolve(ctx, "sess", owner.Epoch, owner.UserID, "c_1", true, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	again := transferConf(owner, "c_2")
+	ok, key, err := s.ConsumeOrRequest(ctx, again)
+	if err != nil || !ok || key != "k-9" {
+		t.Fatalf("consume = %v, %q, %v; want approved with key k-9", ok, key, err)
+	}
+}

@@ -454,14 +454,14 @@ func testFencedConsumeOrRequest(t *testing.T, b *backend) {
 
 	// A request by the old owner stores nothing.
 	refusedUnchanged(t, b, "confirmation request", func() error {
-		_, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_old"))
+		_, _, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_old"))
 		return err
 	})
 	if p, err := s.Pending(ctx, a.ID); err != nil || len(p) != 0 {
 		t.Fatalf("pending after a refused request: %v, %v", p, err)
 	}
 	// The owner asks, and the user approves.
-	if ok, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_new")); err != nil || ok {
+	if ok, _, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_new")); err != nil || ok {
 		t.Fatalf("request by the owner: %v, %v; want pending", ok, err)
 	}
 	if _, err := s.Resolve(ctx, owner.ID, owner.Epoch, owner.UserID, "c_new", true, time.Minute); err != nil {
@@ -469,13 +469,13 @@ func testFencedConsumeOrRequest(t *testing.T, b *backend) {
 	}
 	// The old owner cannot use that approval up.
 	refusedUnchanged(t, b, "consuming the approval", func() error {
-		ok, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_old2"))
+		ok, _, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_old2"))
 		if ok {
 			t.Error("the old owner consumed the approval")
 		}
 		return err
 	})
-	if ok, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_new2")); err != nil || !ok {
+	if ok, _, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_new2")); err != nil || !ok {
 		t.Fatalf("the owner's call after the approval: %v, %v; want it consumed", ok, err)
 	}
 }
@@ -487,7 +487,7 @@ func testFencedResolve(t *testing.T, b *backend) {
 	// A asked for a confirmation before B took the session over; B shows
 	// it again (Pending), and only B's answer counts.
 	a, owner := takeOver(t, s, "s-resolve", func(a Record) {
-		if ok, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_tok")); err != nil || ok {
+		if ok, _, err := s.ConsumeOrRequest(ctx, transferConf(a, "c_tok")); err != nil || ok {
 			t.Fatalf("request by the first owner: %v, %v", ok, err)
 		}
 	})
@@ -504,7 +504,7 @@ func testFencedResolve(t *testing.T, b *backend) {
 	if err != nil || conf.Tool != "refund" {
 		t.Fatalf("answer by the owner: %+v, %v", conf, err)
 	}
-	if ok, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_tok2")); err != nil || !ok {
+	if ok, _, err := s.ConsumeOrRequest(ctx, transferConf(owner, "c_tok2")); err != nil || !ok {
 		t.Fatalf("the owner's call after its approval: %v, %v; want it consumed", ok, err)
 	}
 }

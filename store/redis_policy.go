@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,11 +45,16 @@ var claimLua string
 //go:embed ledger_answer.lua
 var answerLua string
 
+//go:embed ledger_succeeded.lua
+var succeededLua string
+
 var (
 	confirmScript = ownedScript(confirmLua)
 	resolveScript = ownedScript(resolveLua)
 	claimScript   = ownedScript(claimLua)
 	answerScript  = ownedScript(answerLua)
+	// Read-only: no owner check.
+	succeededScript = redis.NewScript(succeededLua)
 )
 
 // pendingConfirmation is a stored confirmation; the expiry in milliseconds
@@ -137,7 +143,11 @@ func (s *RedisStore) Answer(ctx context.Context, sessionID string, epoch int64, 
 			if err != nil {
 				return fmt.Errorf("session %s: ledger answer: %w", sessionID, err)
 			}
-			args = append(args, c.ID, b)
+			key := ""
+			if c.Outcome == "ok" {
+				key = c.IdempotencyKey
+			}
+			args = append(args, c.ID, b, key)
 		}
 		n, err := answerScript.Run(ctx, s.c, []string{metaKey(sessionID), callsKey(sessionID), callIDsKey(sessionID)},
 			args...).Int64()
@@ -151,14 +161,44 @@ func (s *RedisStore) Answer(ctx context.Context, sessionID string, epoch int64, 
 	})
 }
 
+// Succeeded implements orchestrator.LedgerStore in one round trip.
+func (s *RedisStore) Succeeded(ctx context.Context, sessionID, key string) (orchestrator.CallRecord, bool, error) {
+	var rec orchestrator.CallRecord
+	var found bool
+	err := s.call(ctx, "ledger", func(ctx context.Context) error {
+		raw, err := succeededScript.Run(ctx, s.c, []string{callsKey(sessionID)}, key).Text()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: ledger succeeded: %w", sessionID, err)
+		}
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("session %s: ledger succeeded: %w", sessionID, err)
+		}
+		found = true
+		return nil
+	})
+	return rec, found, err
+}
+
 // Ledger returns the session's call records, oldest first (for tests and
 // operators).
 func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrator.CallRecord, error) {
 	var out []orchestrator.CallRecord
 	err := s.call(ctx, "ledger", func(ctx context.Context) error {
-		ids, err := s.c.LRange(ctx, callIDsKey(sessionID), 0, -1).Result()
-		if err != nil || len(ids) == 0 {
+		all, err := s.c.LRange(ctx, callIDsKey(sessionID), 0, -1).Result()
+		if err != nil {
 			return err
+		}
+		ids := all[:0]
+		for _, id := range all {
+			if !strings.HasPrefix(id, "k:") { // an idempotency key's success, not a call
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
 		}
 		vals, err := s.c.HMGet(ctx, callsKey(sessionID), ids...).Result()
 		if err != nil {
@@ -182,28 +222,35 @@ func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrat
 
 // ConsumeOrRequest implements orchestrator.ConfirmStore in one round trip,
 // fenced on c.Epoch.
-func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, error) {
+func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, string, error) {
 	var approved bool
+	var key string
 	err := s.call(ctx, "confirm", func(ctx context.Context) error {
 		b, err := MarshalJSON(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
 		}
 		ttl := c.ExpiresAt.Sub(s.now()) + confirmGrace
-		n, err := confirmScript.Run(ctx, s.c,
+		res, err := confirmScript.Run(ctx, s.c,
 			[]string{metaKey(c.SessionID), approvalKey(c.SessionID, c.Tool, c.ArgsDigest), confirmKey(c.SessionID, c.Token),
 				confirmsKey(c.SessionID)},
-			c.Epoch, c.UserID, b, ttl.Milliseconds(), c.Token).Int64()
+			c.Epoch, c.UserID, b, ttl.Milliseconds(), c.Token).Result()
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
 		}
-		if n < 0 {
+		if n, refused := res.(int64); refused {
 			return refusal(c.SessionID, "confirm", n)
 		}
+		pair, _ := res.([]any)
+		if len(pair) != 2 {
+			return fmt.Errorf("session %s: confirm: unexpected reply %T", c.SessionID, res)
+		}
+		n, _ := pair[0].(int64)
 		approved = n == 1
+		key, _ = pair[1].(string)
 		return nil
 	})
-	return approved, err
+	return approved, key, err
 }
 
 // Resolve implements orchestrator.ConfirmStore in one round trip: a Lua

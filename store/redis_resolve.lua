@@ -23,6 +23,12 @@ if tonumber(c['expiresAtMs']) <= tonumber(ARGV[5]) then
   return {'expired', raw}
 end
 if ARGV[4] == '1' then
-  redis.call('SET', ARGV[7] .. c['tool'] .. ':' .. c['argsDigest'], ARGV[2], 'PX', ARGV[6])
+  -- The approval carries the action's idempotency key to the approved run
+  -- (user ids hold no line break).
+  local key = c['idempotencyKey']
+  if type(key) ~= 'string' then
+    key = ''
+  end
+  redis.call('SET', ARGV[7] .. c['tool'] .. ':' .. c['argsDigest'], ARGV[2] .. '\n' .. key, 'PX', ARGV[6])
 end
 return {'ok', raw}

@@ -90,6 +90,7 @@ var suite = []struct {
 	{"ObserveSeesEveryOp", testObserve},
 	{"ObserveLeavesOutCallsTheirCallerAbandoned", testObserveAbandoned},
 	{"LedgerClaimAnswerAndTrim", testLedgerClaimAnswerAndTrim},
+	{"LedgerFindsAnActionsSuccessByItsKey", testLedgerFindsAnActionsSuccessByItsKey},
 	{"ResumeTakesOwnershipAndFencesTheOldOwner", testFencing},
 	{"LedgerClaimIsFencedOnTheEpoch", testFencedClaim},
 	{"LedgerAnswerIsFencedOnTheEpoch", testFencedAnswer},

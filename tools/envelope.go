@@ -113,6 +113,19 @@ type Call struct {
 	UserID    string
 	Mode      string // "text" or "voice"
 	Args      json.RawMessage
+	// IdempotencyKey names the action: the same for the model's retries of
+	// it within a turn and for its approved run (orchestrator/idempotency.go).
+	IdempotencyKey string
+	// Claims are the token claims the gateway forwards to tools
+	// (TURNSTILE_TOOL_CLAIMS), each a checked value (ClaimValue). The map
+	// is shared by the session's calls: read it, never write it.
+	Claims Claims
+}
+
+// Identity is what the call's service is told about it (Identity.Header,
+// Identity.Meta).
+func (c Call) Identity() Identity {
+	return Identity{User: c.UserID, Session: c.SessionID, Call: c.ID, IdempotencyKey: c.IdempotencyKey, Claims: c.Claims}
 }
 
 // Handler runs one tool. It must honour ctx (the hard timeout and

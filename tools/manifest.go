@@ -104,7 +104,16 @@ type HTTPSpec struct {
 	// variables as ${NAME}; they are kept here unexpanded and expanded
 	// when the handler is built, so that secrets never sit in a manifest.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Identity false sends none of the identity headers (Turnstile-User,
+	// -Session, -Call, -Claim-*, Idempotency-Key, Turnstile-Signature):
+	// for third-party APIs that must not learn who the user is. Nil is
+	// true.
+	Identity *bool `json:"identity,omitempty"`
 }
+
+// SendsIdentity reports whether the tool's requests carry the identity
+// headers.
+func (s *HTTPSpec) SendsIdentity() bool { return s.Identity == nil || *s.Identity }
 
 //go:embed manifest.schema.json
 var manifestSchemaJSON []byte
@@ -205,6 +214,8 @@ func (mc *manifestChecker) parse(folder string, raw []byte) (*parsedManifest, []
 				errs = append(errs, fmt.Errorf("http.headers: %q is not a valid header name", Clip(k, 64)))
 			case slices.Contains(gatewayHeaders, strings.ToLower(k)):
 				errs = append(errs, fmt.Errorf("http.headers: %s is set by the gateway, not by a manifest", k))
+			case ReservedHeader(k):
+				errs = append(errs, fmt.Errorf("http.headers: %s is the gateway's word on who is calling (docs/tools.md), not a manifest's", k))
 			}
 		}
 	}

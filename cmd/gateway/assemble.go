@@ -139,7 +139,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	auth, err := server.NewAuthenticator(server.AuthConfig{
 		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
 		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
-		Log: log.With("component", "auth"), Metrics: m,
+		Log: log.With("component", "auth"), Metrics: m, ToolClaims: cfg.ToolClaims,
 	})
 	if err != nil {
 		return nil, err

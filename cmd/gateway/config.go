@@ -42,6 +42,9 @@ type Config struct {
 	MCPConfigFile   string          // TURNSTILE_MCP_CONFIG; "" = none
 	MCP             *mcp.Config     // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
 	MCPStartTimeout time.Duration   // how long startup waits for each MCP server
+	// What tools learn about a call (config_identity.go).
+	ToolClaims         []string // TURNSTILE_TOOL_CLAIMS: token claims forwarded to tools
+	ToolsSigningSecret Secret   // TURNSTILE_TOOLS_SIGNING_SECRET; "" = tool requests unsigned
 
 	TextProvider    string    // who answers text turns: gemini or openai
 	OpenAIAPIKey    Secret    // "" = no key sent (local servers)
@@ -223,6 +226,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("tools_dir", c.ToolsDir),
 		slog.String("mcp_config", c.MCPConfigFile),
 		slog.Duration("mcp_start_timeout", c.MCPStartTimeout),
+		slog.Any("tool_claims", c.ToolClaims),
+		slog.Any("tools_signing_secret", c.ToolsSigningSecret),
 		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
 		slog.Int("voice_max_calls", c.VoiceMaxCalls),
 		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
@@ -595,7 +600,7 @@ func configSettings() []configSetting {
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
 	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
-		append(blockSettings(), unauthSettings()...)...)...)
+		append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...)...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.

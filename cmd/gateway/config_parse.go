@@ -150,7 +150,8 @@ func lookupFrom(getenv func(string) string) func(string) (string, bool) {
 func loadToolSources(c *Config, getenv func(string) string, failed map[string]bool, shown map[string]string) []error {
 	var errs []error
 	if c.ToolsDir != "" && !failed["TURNSTILE_TOOLS_DIR"] {
-		reg, err := httptool.Load(os.DirFS(c.ToolsDir), "TURNSTILE_TOOLS_DIR "+c.ToolsDir, httptool.Options{LookupEnv: lookupFrom(getenv)})
+		reg, err := httptool.Load(os.DirFS(c.ToolsDir), "TURNSTILE_TOOLS_DIR "+c.ToolsDir, httptool.Options{LookupEnv: lookupFrom(getenv),
+			SigningSecret: []byte(c.ToolsSigningSecret)})
 		if err != nil {
 			for _, e := range flattenErrors(err) {
 				errs = append(errs, fmt.Errorf("%s: %w", shown["TURNSTILE_TOOLS_DIR"], e))

@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,6 +46,8 @@ type State struct {
 	Created atomic.Int64
 	// EchoTraceparent is the _meta traceparent of the last echo call.
 	EchoTraceparent atomic.Value // string
+	metaMu          sync.Mutex
+	metas           []map[string]any // _meta of every echo and create_note call, in order
 	server          *sdk.Server
 	release         chan struct{} // closed by Close: hanging calls end
 	once            sync.Once
@@ -147,6 +150,20 @@ func (st *State) Grow() {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("later"), nil })
 }
 
+// Metas returns the _meta of every echo and create_note call so far, in
+// order (over HTTP: stdio servers are other processes).
+func (st *State) Metas() []map[string]any {
+	st.metaMu.Lock()
+	defer st.metaMu.Unlock()
+	return append([]map[string]any(nil), st.metas...)
+}
+
+func (st *State) noteMeta(m map[string]any) {
+	st.metaMu.Lock()
+	defer st.metaMu.Unlock()
+	st.metas = append(st.metas, maps.Clone(m))
+}
+
 func text(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }
@@ -165,6 +182,7 @@ func newState() *State {
 			if tp, ok := req.Params.GetMeta()["traceparent"].(string); ok {
 				st.EchoTraceparent.Store(tp)
 			}
+			st.noteMeta(req.Params.GetMeta())
 			return text(in.Text), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "search.notes", Description: "Search the notes.", Annotations: readOnly,
@@ -179,6 +197,7 @@ func newState() *State {
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var in struct{ Title string }
 			_ = json.Unmarshal(req.Params.Arguments, &in)
+			st.noteMeta(req.Params.GetMeta())
 			n := st.Created.Add(1)
 			if st.notes != "" {
 				f, err := os.OpenFile(st.notes, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)

@@ -5,6 +5,12 @@
 // status becomes an error of the matching type. Everything else (argument
 // validation, confirmation, the timeout, result shaping, redaction) is the
 // orchestrator's, exactly as for Go tools.
+//
+// Unless its manifest says "identity": false, a request tells the service
+// who it is for (tools.Identity: Turnstile-User, Turnstile-Session,
+// Turnstile-Call, Idempotency-Key, Turnstile-Claim-<name>) and, with a
+// signing secret, proves that the gateway sent it (Turnstile-Signature,
+// package internal/signature).
 package httptool
 
 import (
@@ -21,8 +27,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -42,6 +50,11 @@ type Options struct {
 	// MaxResponseBytes bounds the body read per call; 0 means
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// SigningSecret, when set, signs every request that carries the
+	// identity headers (TURNSTILE_TOOLS_SIGNING_SECRET). It is copied.
+	SigningSecret []byte
+	// Now is the clock of the signatures' timestamps; nil is time.Now.
+	Now func() time.Time
 }
 
 // Load reads every tool folder of fsys (TURNSTILE_TOOLS_DIR) as an HTTP
@@ -99,7 +112,15 @@ func New(t *tools.Tool, opts Options) (tools.Handler, error) {
 	if max <= 0 {
 		max = DefaultMaxResponseBytes
 	}
-	return &handler{tool: t.Name, method: method, url: spec.URL, header: header, client: client, maxBytes: max}, nil
+	h := &handler{tool: t.Name, method: method, url: spec.URL, header: header, client: client, maxBytes: max,
+		identity: spec.SendsIdentity(), now: opts.Now}
+	if h.identity {
+		h.secret = bytes.Clone(opts.SigningSecret)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	return h, nil
 }
 
 // envRef matches ${...}; what is inside is checked separately so that a
@@ -146,10 +167,13 @@ type handler struct {
 	header   http.Header
 	client   *http.Client
 	maxBytes int64
+	identity bool   // send the identity headers
+	secret   []byte // sign with it; nil: unsigned
+	now      func() time.Time
 }
 
 func (h *handler) Handle(ctx context.Context, call tools.Call) tools.Envelope {
-	req, err := h.request(ctx, call.Args)
+	req, err := h.request(ctx, call)
 	if err != nil {
 		return tools.Fail(tools.ErrValidation, "the arguments could not be sent: "+err.Error(), false, false)
 	}
@@ -175,8 +199,10 @@ func (h *handler) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 }
 
 // request builds the HTTP request: the arguments as a JSON body, or as
-// query parameters for GET.
-func (h *handler) request(ctx context.Context, args json.RawMessage) (*http.Request, error) {
+// query parameters for GET; the identity headers and the signature of the
+// body's exact bytes (empty for GET).
+func (h *handler) request(ctx context.Context, call tools.Call) (*http.Request, error) {
+	args := call.Args
 	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = json.RawMessage("{}")
 	}
@@ -203,6 +229,16 @@ func (h *handler) request(ctx context.Context, args json.RawMessage) (*http.Requ
 	req.Header = h.header.Clone()
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if h.identity {
+		call.Identity().SetHeaders(req.Header)
+		if h.secret != nil {
+			var signed []byte
+			if body != nil {
+				signed = args
+			}
+			req.Header.Set(signature.Header, signature.Sign(h.secret, h.now(), signed))
+		}
 	}
 	// The tool's server joins the call's trace (its execute_tool span).
 	tracing.InjectHeader(ctx, req.Header)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -88,6 +89,15 @@ func (c *caller) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	params := &sdk.CallToolParams{Name: c.tool, Arguments: json.RawMessage(args)}
 	if tc := tracing.Carrier(ctx); tc != nil {
 		params.Meta = tc // the call's execute_tool span, over any transport
+	}
+	if !c.server.cfg.NoIdentity {
+		// Who the call is for, as HTTP tools get it in headers
+		// (turnstile/user, turnstile/session, turnstile/call,
+		// turnstile/idempotencyKey, turnstile/claims).
+		if params.Meta == nil {
+			params.Meta = map[string]any{}
+		}
+		maps.Copy(params.Meta, call.Identity().Meta())
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {

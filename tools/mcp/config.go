@@ -44,6 +44,10 @@ type ServerConfig struct {
 	// Streamable HTTP servers: the endpoint and the headers sent to it.
 	URL     string
 	Headers map[string]string
+	// NoIdentity ("identity": false in the file) keeps the caller's
+	// identity (tools.Identity) out of the server's tools/call _meta, for
+	// a third-party server.
+	NoIdentity bool
 }
 
 // String describes the server without the values of its env, headers and
@@ -75,7 +79,7 @@ const maxConfigBytes = 1 << 20
 // within the 64 characters providers allow.
 const maxPrefix = 30
 
-var serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled"}
+var serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled", "identity"}
 
 // LoadConfig reads and checks an MCP configuration file. ${NAME} in the
 // values of args, env, url and headers is replaced by the environment
@@ -188,6 +192,9 @@ func parseServer(name string, raw json.RawMessage, lookupEnv func(string) (strin
 	}
 	var disabled bool
 	get("disabled", &disabled, "true or false")
+	identity := true
+	get("identity", &identity, "true or false")
+	s.NoIdentity = !identity
 	var typ string
 	get("type", &typ, "a string")
 	get("command", &s.Command, "a string")

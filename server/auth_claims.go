@@ -1,0 +1,37 @@
+package server
+
+import (
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/tools"
+)
+
+// toolClaims picks the claims AuthConfig.ToolClaims names out of a verified
+// token, as tools are sent them (Turnstile-Claim-<name>, MCP _meta). A
+// claim the token does not have is left out; one whose value cannot be
+// forwarded (an object, a line break, too long: tools.ClaimValue) is left
+// out too, with a warning at most once a minute per claim name that never
+// shows the value. nil when no claim is forwarded.
+func (a *Authenticator) toolClaims(claims jwt.MapClaims) tools.Claims {
+	var out tools.Claims
+	for _, name := range a.cfg.ToolClaims {
+		raw, ok := claims[name]
+		if !ok {
+			continue
+		}
+		v, err := tools.ClaimValue(raw)
+		if err != nil {
+			if n, ok := a.dropped.Note(name, time.Now(), 1); ok {
+				a.cfg.Log.Warn("token claim not forwarded to tools", "claim", name, "err", err, "count", n)
+			}
+			continue
+		}
+		if out == nil {
+			out = tools.Claims{}
+		}
+		out[name] = v
+	}
+	return out
+}
