@@ -2,8 +2,8 @@ package orchestrator_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
