@@ -62,7 +62,7 @@ func TestConfigRefusesInvalidFilesWithClearMessages(t *testing.T) {
 		{"duplicate server", `{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}`, `server "a" is defined twice`},
 		{"neither", `{"mcpServers": {"a": {"args": []}}}`, `mcpServers.a: needs "command" (a stdio server) or "url"`},
 		{"both", `{"mcpServers": {"a": {"command": "x", "url": "https://h/mcp"}}}`, "mcpServers.a: has both command"},
-		{"unknown key", `{"mcpServers": {"a": {"command": "x", "timeout": 5}}}`, `mcpServers.a: unknown key "timeout" (allowed: command, args, env, cwd, url, headers, type, disabled)`},
+		{"unknown key", `{"mcpServers": {"a": {"command": "x", "timeout": 5}}}`, `mcpServers.a: unknown key "timeout" (allowed: command, args, env, cwd, url, headers, type, disabled, identity)`},
 		{"sse", `{"mcpServers": {"a": {"type": "sse", "url": "https://h/sse"}}}`, "legacy SSE transport is not supported"},
 		{"bad url", `{"mcpServers": {"a": {"url": "ftp://h/mcp"}}}`, "mcpServers.a: url: must be an absolute http or https URL"},
 		{"args not strings", `{"mcpServers": {"a": {"command": "x", "args": [1]}}}`, "mcpServers.a: args: must be a list of strings"},
