@@ -1,38 +1,19 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The claims TURNSTILE_TOOL_CLAIMS names reach the session's identity as
 // tools get them; a value a header cannot carry is dropped with a log line
 // that names the claim and never shows the value.
 func TestVerifyKeepsTheToolClaimsAndDropsUnsafeValuesWithALogLine(t *testing.T) {
-	var logs lockedBuffer
+	var logs logBuffer
 	a := claimsAuth(t, AuthConfig{ToolClaims: []string{"tenant", "plan", "seats", "admin", "region", "missing"},
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	tok := signed(t, jwt.SigningMethodHS256, authTestSecret, jwt.MapClaims{
