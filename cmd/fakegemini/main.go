@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 

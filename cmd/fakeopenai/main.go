@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 )
 
 func main() {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/metrics"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // startPingFlood sends a ping message every 10 ms until the connection

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // Session timelines and operator actions on the admin listener, read and

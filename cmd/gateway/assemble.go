@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -23,8 +25,6 @@ import (
 	"github.com/turnstile-gw/turnstile/tools/kb"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
-	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"

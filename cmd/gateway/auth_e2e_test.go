@@ -11,10 +11,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func rsClaims(user string) jwt.MapClaims {

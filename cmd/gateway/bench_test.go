@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // always answers every request with the same reply.

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // TestIgnoreUserBlocksTheUserOnEveryGateway: the model's ignore_user blocks

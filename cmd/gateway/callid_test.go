@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 )
 
 // uuidV4 is the form of every call ID the gateway mints.

@@ -11,9 +11,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestBadInputGetsAnErrorAndTheSessionGoesOn(t *testing.T) {

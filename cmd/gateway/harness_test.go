@@ -21,11 +21,11 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestMain(m *testing.M) {

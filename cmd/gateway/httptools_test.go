@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/orchestrator"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // End-to-end tests of manifest-only HTTP tools: a folder in

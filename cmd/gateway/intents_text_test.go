@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/tools"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // In text, SET_PENDING_MESSAGE reaches the model in the next turn's system

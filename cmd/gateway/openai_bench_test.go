@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 )
 
 type openAIBrainFunc func(*fakeopenai.Request) fakeopenai.Reply

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
-	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 )
 
 // End-to-end tests of the orchestrator's pipeline as a browser and the

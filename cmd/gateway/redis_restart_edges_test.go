@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // TestRedisThatRestartedEmptyKeepsResumesBlocksAndCaps: Redis restarts

@@ -8,8 +8,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestResumeOnAnotherGatewaySharingRedis(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 )
 
 func TestMetricsCountNonASCIIResultsAndPromptsInCharactersRoundedUp(t *testing.T) {

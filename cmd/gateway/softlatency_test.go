@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // In voice every tool has a soft latency budget of 1 s, not only retrieval

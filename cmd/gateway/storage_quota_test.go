@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // TestUserStorageStopsAtTheQuotaWithAClearError replays the probe's storage

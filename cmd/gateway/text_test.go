@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 )
 
 func TestOfflineDemoAnswersFromKnowledgeBaseThroughKBSearch(t *testing.T) {

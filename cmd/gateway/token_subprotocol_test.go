@@ -14,9 +14,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestSubprotocolTokenIsAcceptedAndNeverLogged(t *testing.T) {

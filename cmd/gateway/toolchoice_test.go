@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 )
 
 // TURNSTILE_TOOL_CHOICE reaches Gemini as functionCallingConfig.mode on

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/otlptest"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/tracing"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // End-to-end tests of the OpenTelemetry traces: a browser speaking protocol

@@ -13,9 +13,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // needFiles raises the open-file limit to at least n descriptors (up to

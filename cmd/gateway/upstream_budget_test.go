@@ -9,11 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/store"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // End-to-end tests of the upstream-connect budget and the resume limits

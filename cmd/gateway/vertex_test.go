@@ -22,8 +22,8 @@ import (
 
 	"cloud.google.com/go/auth"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // End-to-end tests of Gemini through Vertex AI: a browser speaking

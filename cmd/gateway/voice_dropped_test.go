@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/tools"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // The Live model goes on speaking after a SUPPRESS_AUDIO intent or a

@@ -12,8 +12,8 @@ import (
 	"github.com/coder/websocket"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // Helpers of the voice tests: a browser that hears audio, a recorder of

@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/audio"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/speechlike"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/timeline"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // micFrame is 20 ms of 16 kHz PCM16 microphone audio.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 )
 
 // liveFake is the fake Gemini server with a LiveScript brain: the test

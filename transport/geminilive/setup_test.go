@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 

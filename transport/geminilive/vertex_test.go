@@ -11,8 +11,8 @@ import (
 
 	"cloud.google.com/go/auth"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 

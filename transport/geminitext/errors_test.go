@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	fg "github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestBlockedPromptIsAPromptBlockedModelError(t *testing.T) {

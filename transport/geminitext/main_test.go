@@ -8,8 +8,8 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/genai"
 
+	fg "github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestStreamYieldsTextDeltasInOrderThenFinishReason(t *testing.T) {

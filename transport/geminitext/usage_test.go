@@ -6,9 +6,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	fg "github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 func TestStreamReportsTheLastUsageMetadataOnTheFinalChunk(t *testing.T) {

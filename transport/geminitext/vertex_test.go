@@ -7,9 +7,9 @@ import (
 	"cloud.google.com/go/auth"
 	"google.golang.org/genai"
 
+	fg "github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	fg "github.com/turnstile-gw/turnstile/transport/fakegemini"
 	"github.com/turnstile-gw/turnstile/transport/geminitext"
 )
 

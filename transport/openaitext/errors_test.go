@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	fo "github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	fo "github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
 

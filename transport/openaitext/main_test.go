@@ -6,9 +6,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	fo "github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
-	fo "github.com/turnstile-gw/turnstile/transport/fakeopenai"
 )
 
 func TestStreamYieldsTextDeltasInOrderThenFinishReasonAndUsage(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // Server is a fake Gemini API endpoint. Its routes are registered on one mux

@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // Brain decides what the fake model answers. Respond is called once per

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // maxBodyBytes caps a request body; the real API refuses large inline

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // The demo model "speaks" short sine melodies: PCM16LE mono at the rate

@@ -3,7 +3,7 @@ package fakeopenai
 import (
 	"net/http"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // ScriptBrain answers requests with a queue of steps, one step per request,

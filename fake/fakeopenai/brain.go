@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // Brain decides what the fake model answers. Respond is called once per

@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // Orderings the real Live service produces and a client must cope with,

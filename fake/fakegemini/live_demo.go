@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport/fakedemo"
+	"github.com/turnstile-gw/turnstile/fake/fakedemo"
 )
 
 // LiveDemo is the offline default's Live model. It hears speech by energy

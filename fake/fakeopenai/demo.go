@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/turnstile-gw/turnstile/transport/fakedemo"
+	"github.com/turnstile-gw/turnstile/fake/fakedemo"
 )
 
 // DemoBrain is the offline default's model over the OpenAI wire: the shared

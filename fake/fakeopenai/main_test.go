@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeopenai"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 )
 
 func TestMain(m *testing.M) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	fo "github.com/turnstile-gw/turnstile/transport/fakeopenai"
+	fo "github.com/turnstile-gw/turnstile/fake/fakeopenai"
 )
 
 func TestStreamIsServerSentChunksThenUsageThenDone(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/transport/fakedemo"
+	"github.com/turnstile-gw/turnstile/fake/fakedemo"
 )
 
 // DemoBrain is the offline default's model: the shared demo rules of

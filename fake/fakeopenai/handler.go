@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/transport/fakeserve"
+	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
 // maxBodyBytes caps a request body.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	fo "github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport"
-	fo "github.com/turnstile-gw/turnstile/transport/fakeopenai"
 	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
 
