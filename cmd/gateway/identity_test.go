@@ -11,10 +11,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/signature"
-	"github.com/turnstile-gw/turnstile/transport/fakegemini"
 )
 
 // End-to-end tests of what tools learn about a call (docs/tools.md, "What
