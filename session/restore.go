@@ -35,12 +35,17 @@ func (m *Manager) storeLost() {
 // written back any moment: Redis lost its data within restoreGrace of now,
 // as this node saw it, or has lost it just now (this node's marker is gone:
 // its Watch has not looked yet).
+//
+// The marker first, lostAt after: the Watch re-sets the marker before it
+// calls Lost (which sets lostAt), and the store's MarkerGone says gone
+// until Lost has returned, so one of the two sees the loss whenever the
+// Watch is in between.
 func (m *Manager) restoring(ctx context.Context) bool {
-	if at := m.lostAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < restoreGrace {
+	if gone, err := m.Store.MarkerGone(ctx, m.cfg.Node); err == nil && gone {
 		return true
 	}
-	gone, err := m.Store.MarkerGone(ctx, m.cfg.Node)
-	return err == nil && gone
+	at := m.lostAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < restoreGrace
 }
 
 // OnStoreCheck registers f to run each time this node compares what it

@@ -93,6 +93,14 @@ type RedisStore struct {
 	userStorage   int64
 	// marked holds the nodes whose marker Watch has set (see MarkerGone).
 	marked sync.Map
+	// markerMu orders Watch's marker probes with MarkerGone, and
+	// lossPending holds the nodes whose probe found the marker gone and
+	// whose Watcher has not heard Lost yet: between the probe setting the
+	// marker again and Lost returning, MarkerGone still says gone, so a
+	// caller that asks MarkerGone and then what Lost recorded cannot miss
+	// the loss in between.
+	markerMu    sync.Mutex
+	lossPending sync.Map
 }
 
 var _ Store = (*RedisStore)(nil)

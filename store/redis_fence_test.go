@@ -508,3 +508,56 @@ func testFencedResolve(t *testing.T, b *backend) {
 		t.Fatalf("the owner's call after its approval: %v, %v; want it consumed", ok, err)
 	}
 }
+
+// slowLoss is an ownerLog whose Lost waits until released: the moment
+// between Watch setting its marker again and its Watcher having heard Lost.
+type slowLoss struct {
+	ownerLog
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (w *slowLoss) Lost() {
+	close(w.entered)
+	<-w.release
+	w.ownerLog.Lost()
+}
+
+// testMarkerGoneUntilLostReturns: while Watch's Watcher is still hearing
+// Lost (the marker is set again by then), MarkerGone says gone, so a node
+// asking MarkerGone and then what Lost recorded cannot fall between the
+// two; once Lost has returned, it says present.
+func testMarkerGoneUntilLostReturns(t *testing.T, b *backend) {
+	s := b.store(RedisStoreOptions{WatchInterval: 50 * time.Millisecond})
+	w := &slowLoss{entered: make(chan struct{}), release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Watch(ctx, "node-c", w) }()
+	released := false
+	defer func() {
+		if !released {
+			close(w.release)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	}()
+	testwait.For(t, "the first marker probe", func() bool { _, n := w.state(); return n >= 1 })
+
+	b.flush(t)
+	<-w.entered
+	if n, err := b.client.Exists(context.Background(), nodeKey("node-c")).Result(); err != nil || n != 1 {
+		t.Fatalf("marker while Lost runs: exists %d, %v; want set again", n, err)
+	}
+	if gone, err := s.MarkerGone(context.Background(), "node-c"); err != nil || !gone {
+		t.Fatalf("MarkerGone while the Watcher hears Lost: %v, %v; want gone", gone, err)
+	}
+	close(w.release)
+	released = true
+	testwait.For(t, "Lost to return", func() bool { return w.lostCount() == 1 })
+	testwait.For(t, "MarkerGone to say present", func() bool {
+		gone, err := s.MarkerGone(context.Background(), "node-c")
+		return err == nil && !gone
+	})
+}

@@ -102,6 +102,7 @@ var suite = []struct {
 	{"OperatorCloseRefusesResume", testOperatorClose},
 	{"UserStorageQuotaCountsEverySessionOfTheUser", testUserStorageQuota},
 	{"MarkerGoneTellsALossBeforeWatchNotices", testMarkerGone},
+	{"MarkerGoneUntilTheWatcherHeardLost", testMarkerGoneUntilLostReturns},
 }
 
 func TestRedisStore(t *testing.T) {

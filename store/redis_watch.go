@@ -62,14 +62,14 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 		}
 		if now := time.Now(); !now.Before(next) {
 			next = now.Add(s.watchInterval)
-			_, marked := s.marked.Load(node)
-			present, err := s.touchMarker(ctx, node)
+			present, lost, err := s.probeMarker(ctx, node)
 			switch {
 			case err != nil:
 				healthy = false
 			case !present || !healthy:
-				if !present && marked {
+				if lost {
 					w.Lost()
+					s.lossPending.Delete(node)
 				}
 				healthy = true
 				w.Check()
@@ -77,6 +77,21 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 		}
 	}
 	return nil
+}
+
+// probeMarker sets this node's marker and reports whether it was there,
+// and whether its absence is a loss (it had been set before): the node is
+// then in lossPending until its Watcher has heard Lost.
+func (s *RedisStore) probeMarker(ctx context.Context, node string) (present, lost bool, err error) {
+	s.markerMu.Lock()
+	defer s.markerMu.Unlock()
+	_, marked := s.marked.Load(node)
+	present, err = s.touchMarker(ctx, node)
+	if err == nil && !present && marked {
+		lost = true
+		s.lossPending.Store(node, struct{}{})
+	}
+	return present, lost, err
 }
 
 // touchMarker sets this node's marker and reports whether it was there.
@@ -102,11 +117,17 @@ func (s *RedisStore) touchMarker(ctx context.Context, node string) (bool, error)
 
 // MarkerGone reports whether node's marker, which its Watch set, is gone
 // from Redis: Redis lost its data, and Watch may not have noticed yet (it
-// looks every WatchInterval). False before Watch set it the first time.
-// One round trip.
+// looks every WatchInterval) or is telling its Watcher (Lost has not
+// returned). False before Watch set it the first time. One round trip,
+// after any marker probe of Watch's under way.
 func (s *RedisStore) MarkerGone(ctx context.Context, node string) (bool, error) {
+	s.markerMu.Lock()
+	defer s.markerMu.Unlock()
 	if _, marked := s.marked.Load(node); !marked {
 		return false, nil
+	}
+	if _, pending := s.lossPending.Load(node); pending {
+		return true, nil
 	}
 	var gone bool
 	err := s.call(ctx, "watch", func(ctx context.Context) error {

@@ -116,7 +116,9 @@ type Store interface {
 	// losing its data) until ctx ends; it is the node's one subscription.
 	Watch(ctx context.Context, node string, w Watcher) error
 	// MarkerGone reports whether Redis lost node's marker since its Watch
-	// set it (Redis lost its data; Watch may not have noticed yet).
+	// set it (Redis lost its data; Watch may not have noticed yet, or its
+	// Watcher's Lost has not returned: asked after MarkerGone said false,
+	// what Lost recorded is in place).
 	MarkerGone(ctx context.Context, node string) (bool, error)
 	// BlockUser blocks a user everywhere until b.Until; BlockOf reads it.
 	BlockUser(ctx context.Context, user string, b Block) error
