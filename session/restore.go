@@ -40,12 +40,14 @@ func (m *Manager) storeLost() {
 // calls Lost (which sets lostAt), and the store's MarkerGone says gone
 // until Lost has returned, so one of the two sees the loss whenever the
 // Watch is in between.
-func (m *Manager) restoring(ctx context.Context) bool {
-	if gone, err := m.Store.MarkerGone(ctx, m.cfg.Node); err == nil && gone {
-		return true
+// An error is the store's: whether it lost the session cannot be told.
+func (m *Manager) restoring(ctx context.Context) (bool, error) {
+	gone, err := m.Store.MarkerGone(ctx, m.cfg.Node)
+	if err != nil || gone {
+		return gone, err
 	}
 	at := m.lostAt.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) < restoreGrace
+	return at != 0 && time.Since(time.Unix(0, at)) < restoreGrace, nil
 }
 
 // OnStoreCheck registers f to run each time this node compares what it

@@ -204,11 +204,18 @@ func (c *conn) closing() bool {
 // notRestoredYet answers a resume the store refused while Redis may still
 // be getting its sessions back (Manager.restoring): the browser is told to
 // reconnect and resume in a moment (4103) instead of giving the session up
-// (4004). It reports whether it answered.
+// (4004). When the store cannot say (right after a restart a pooled
+// connection may still point at the old process), it is a store failure:
+// 4103 too, never a refusal. It reports whether it answered.
 func (c *conn) notRestoredYet(id string) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	if !c.m.restoring(ctx) {
+	restoring, err := c.m.restoring(ctx)
+	if err != nil {
+		c.storeDown(err)
+		return true
+	}
+	if !restoring {
 		return false
 	}
 	c.m.Metrics.RefuseSession("restoring", c.id.Channel)
