@@ -8,7 +8,9 @@
 //   - create_note{title, body?} (no annotations, so destructive): creates a
 //     note and answers {"id": "n-<k>"} as JSON text; every note created is
 //     counted (Created) and, over stdio, appended to the file NOTES_LOG
-//   - fail{} (read-only): an isError result "quota exceeded for project 7"
+//   - fail{} (read-only): an isError result "quota exceeded for project 7";
+//     fail{message, error} answers the message and, when error is given,
+//     structuredContent {"error": error}
 //   - media{} (read-only): a text, an image, an audio clip, a resource link
 //     and an embedded resource
 //   - crash{} (read-only): writes to stderr and exits the process mid-call
@@ -210,8 +212,8 @@ func newState() *State {
 		})
 	s.AddTool(&sdk.Tool{Name: "fail", Description: "Always fails.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "quota exceeded for project 7"}}}, nil
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return failResult(req.Params.Arguments), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "media", Description: "Returns media.", Annotations: readOnly,
 		InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -252,4 +254,18 @@ func newState() *State {
 			return text("grown"), nil
 		})
 	return st
+}
+
+// failResult is the fail tool's isError result.
+func failResult(args json.RawMessage) *sdk.CallToolResult {
+	in := struct {
+		Message string         `json:"message"`
+		Error   map[string]any `json:"error"`
+	}{Message: "quota exceeded for project 7"}
+	_ = json.Unmarshal(args, &in)
+	res := &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: in.Message}}}
+	if in.Error != nil {
+		res.StructuredContent = map[string]any{"error": in.Error}
+	}
+	return res
 }

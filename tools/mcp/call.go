@@ -104,11 +104,7 @@ func (c *caller) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 		return callError(ctx, name, err)
 	}
 	if res.IsError {
-		msg := tools.Clip(strings.TrimSpace(contentText(res.Content)), maxServerMessage)
-		if msg == "" {
-			msg = "no message"
-		}
-		return tools.Fail(tools.ErrInternal, fmt.Sprintf("the MCP server %s reported an error: %s", name, msg), false, true)
+		return toolError(name, res)
 	}
 	return tools.OK(resultData(res))
 }

@@ -170,7 +170,7 @@ func TestCallsGoThroughThePipelineToTheServer(t *testing.T) {
 	}
 
 	out = execute(t, reg, f.metrics, "notes__fail", `{}`)
-	if typ, msg := errorOf(out); typ != "INTERNAL" || !strings.Contains(msg, "quota exceeded for project 7") || !strings.Contains(msg, "notes") {
+	if typ, msg := errorOf(out); typ != "PERMANENT" || msg != "quota exceeded for project 7" {
 		t.Errorf("isError: %s %q", typ, msg)
 	}
 
