@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
-	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/mcptest"
 )
 
 func TestMCPIsErrorReachesTheModelAsTheServersDomainError(t *testing.T) {
