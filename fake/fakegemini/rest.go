@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
@@ -118,39 +117,27 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req *Requ
 // stream writes reply as server-sent events the genai client parses: one
 // compact "data: {...}" line and a blank line per chunk, flushed each time.
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rb *responseBuilder, reply Reply) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("stream: flush headers: %w", err)
+	sse, err := fakeserve.OpenSSE(w, "text/event-stream")
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
 	}
 	if reply.BlockReason != "" {
 		data, err := rb.buildBlocked(reply.BlockReason)
 		if err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
-		if err := fakeserve.WriteEvent(w, rc, append([]byte("data: "), data...)); err != nil {
+		if err := sse.Data(data); err != nil {
 			return fmt.Errorf("stream: blocked chunk: %w", err)
 		}
 		return nil
 	}
-	for i, c := range reply.Chunks {
-		if err := fakeserve.Wait(ctx, c.Delay); err != nil {
-			return fmt.Errorf("stream: chunk %d: %w", i, err)
-		}
-		data, err := rb.build(c)
-		if err != nil {
-			return fmt.Errorf("stream: chunk %d: %w", i, err)
-		}
-		if err := fakeserve.WriteEvent(w, rc, append([]byte("data: "), data...)); err != nil {
-			return fmt.Errorf("stream: chunk %d: %w", i, err)
-		}
+	if err := fakeserve.SendChunks(ctx, sse, reply.Chunks, Chunk.pace, rb.build); err != nil {
+		return fmt.Errorf("stream: %w", err)
 	}
 	if reply.MidStreamError != nil {
 		// The SDK reads a token without the "data:" prefix as a structured
 		// error; with the prefix it would decode as an empty response.
-		if err := fakeserve.WriteEvent(w, rc, errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
+		if err := sse.Line(errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
 			return fmt.Errorf("stream: error line: %w", err)
 		}
 		return nil
@@ -162,13 +149,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rb *response
 	return nil
 }
 
+// pace is when c may be sent in a stream.
+func (c Chunk) pace() fakeserve.Pace { return fakeserve.Pace{Delay: c.Delay} }
+
 // unary answers generateContent: the whole reply merged into one body.
 func (s *Server) unary(ctx context.Context, w http.ResponseWriter, rb *responseBuilder, reply Reply) error {
-	var delay time.Duration
-	for _, c := range reply.Chunks {
-		delay += c.Delay
-	}
-	if err := fakeserve.Wait(ctx, delay); err != nil {
+	if err := fakeserve.Wait(ctx, fakeserve.TotalDelay(reply.Chunks, Chunk.pace)); err != nil {
 		return fmt.Errorf("unary: %w", err)
 	}
 	if reply.MidStreamError != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
@@ -119,34 +118,15 @@ func writeReplyError(w http.ResponseWriter, reply Reply) {
 // and a blank line per chunk, flushed each time, then the usage chunk and
 // "data: [DONE]".
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b *chunkBuilder, reply Reply) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("stream: flush headers: %w", err)
+	sse, err := fakeserve.OpenSSE(w, "text/event-stream; charset=utf-8")
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
 	}
-	for i, c := range reply.Chunks {
-		if err := fakeserve.Wait(ctx, c.Delay); err != nil {
-			return fmt.Errorf("stream: chunk %d: %w", i, err)
-		}
-		if c.Wait != nil {
-			select {
-			case <-c.Wait:
-			case <-ctx.Done():
-				return fmt.Errorf("stream: chunk %d: %w", i, ctx.Err())
-			}
-		}
-		data, err := b.build(c)
-		if err != nil {
-			return fmt.Errorf("stream: chunk %d: %w", i, err)
-		}
-		if err := writeEvent(w, rc, data); err != nil {
-			return fmt.Errorf("stream: chunk %d: %w", i, err)
-		}
+	if err := fakeserve.SendChunks(ctx, sse, reply.Chunks, Chunk.pace, b.build); err != nil {
+		return fmt.Errorf("stream: %w", err)
 	}
 	if reply.MidStreamError != nil {
-		if err := writeEvent(w, rc, errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
+		if err := sse.Data(errorBody(http.StatusInternalServerError, reply.MidStreamError)); err != nil {
 			return fmt.Errorf("stream: error event: %w", err)
 		}
 		return nil
@@ -163,24 +143,23 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b *chunkBuil
 		if err != nil {
 			return fmt.Errorf("stream: usage: %w", err)
 		}
-		if err := writeEvent(w, rc, data); err != nil {
+		if err := sse.Data(data); err != nil {
 			return fmt.Errorf("stream: usage: %w", err)
 		}
 	}
-	if err := writeEvent(w, rc, []byte("[DONE]")); err != nil {
+	if err := sse.Data([]byte("[DONE]")); err != nil {
 		return fmt.Errorf("stream: done: %w", err)
 	}
 	return nil
 }
 
+// pace is when c may be sent in a stream.
+func (c Chunk) pace() fakeserve.Pace { return fakeserve.Pace{Delay: c.Delay, Gate: c.Wait} }
+
 // unary answers a request without "stream": the whole reply merged into
 // one chat.completion object.
 func (s *Server) unary(ctx context.Context, w http.ResponseWriter, b *chunkBuilder, reply Reply) error {
-	var delay time.Duration
-	for _, c := range reply.Chunks {
-		delay += c.Delay
-	}
-	if err := fakeserve.Wait(ctx, delay); err != nil {
+	if err := fakeserve.Wait(ctx, fakeserve.TotalDelay(reply.Chunks, Chunk.pace)); err != nil {
 		return fmt.Errorf("unary: %w", err)
 	}
 	if reply.MidStreamError != nil {
@@ -260,10 +239,4 @@ func (b *chunkBuilder) completion(reply Reply) wireCompletion {
 	return wireCompletion{ID: b.id, Object: "chat.completion", Created: b.created, Model: b.model,
 		SystemFingerprint: fingerprint, Usage: b.counts(reply.Usage),
 		Choices: []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}}}
-}
-
-// writeEvent writes data as one "data: ..." server-sent event.
-func writeEvent(w io.Writer, rc *http.ResponseController, data []byte) error {
-	line := make([]byte, 0, len(data)+8)
-	return fakeserve.WriteEvent(w, rc, append(append(line, "data: "...), data...))
 }

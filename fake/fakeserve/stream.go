@@ -8,6 +8,83 @@ import (
 	"time"
 )
 
+// SSE is an open server-sent event stream: its headers are sent, and each
+// event is flushed to the client as it is written.
+type SSE struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+// OpenSSE sends a 200 with contentType (text/event-stream and the
+// provider's parameters) and no-cache, and flushes the headers at once, so
+// a client sees the stream open before its first chunk.
+func OpenSSE(w http.ResponseWriter, contentType string) (*SSE, error) {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return nil, fmt.Errorf("flush headers: %w", err)
+	}
+	return &SSE{w: w, rc: rc}, nil
+}
+
+// Data writes data as one "data: ..." event.
+func (s *SSE) Data(data []byte) error {
+	line := make([]byte, 0, len(data)+8)
+	return WriteEvent(s.w, s.rc, append(append(line, "data: "...), data...))
+}
+
+// Line writes line as one event as it is, without the "data: " prefix.
+func (s *SSE) Line(line []byte) error {
+	return WriteEvent(s.w, s.rc, line)
+}
+
+// Pace is when a scripted chunk may go: Delay after the one before it, and
+// not before Gate (when not nil) is closed.
+type Pace struct {
+	Delay time.Duration
+	Gate  <-chan struct{}
+}
+
+// SendChunks is the REST streaming loop both fakes share: each chunk in
+// order waits out its pace (or the end of ctx), is built into its wire
+// form, and goes as one "data:" event. What a provider sends after the
+// chunks (an error line, usage, a terminator) is the caller's.
+func SendChunks[C any](ctx context.Context, sse *SSE, chunks []C, pace func(C) Pace, build func(C) ([]byte, error)) error {
+	for i, c := range chunks {
+		p := pace(c)
+		if err := Wait(ctx, p.Delay); err != nil {
+			return fmt.Errorf("chunk %d: %w", i, err)
+		}
+		if p.Gate != nil {
+			select {
+			case <-p.Gate:
+			case <-ctx.Done():
+				return fmt.Errorf("chunk %d: %w", i, ctx.Err())
+			}
+		}
+		data, err := build(c)
+		if err != nil {
+			return fmt.Errorf("chunk %d: %w", i, err)
+		}
+		if err := sse.Data(data); err != nil {
+			return fmt.Errorf("chunk %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// TotalDelay is the sum of the chunks' delays: what a unary reply, sent
+// whole, waits before it answers.
+func TotalDelay[C any](chunks []C, pace func(C) Pace) time.Duration {
+	var d time.Duration
+	for _, c := range chunks {
+		d += pace(c).Delay
+	}
+	return d
+}
+
 // WriteEvent writes one server-sent event, line and a blank line, and
 // flushes it to the client at once.
 func WriteEvent(w io.Writer, rc *http.ResponseController, line []byte) error {

@@ -1,6 +1,9 @@
 package fakeserve
 
 import (
+	"context"
+	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -29,5 +32,55 @@ func TestSplitTextKeepsEveryCharacter(t *testing.T) {
 				t.Errorf("SplitText(%q, %d) has a bad part %q", tc.text, tc.pieces, p)
 			}
 		}
+	}
+}
+
+func TestSendChunksSendsEachChunkAsADataEventInOrder(t *testing.T) {
+	rec := httptest.NewRecorder()
+	sse, err := OpenSSE(rec, "text/event-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := make(chan struct{})
+	close(open)
+	pace := func(string) Pace { return Pace{Gate: open} }
+	build := func(s string) ([]byte, error) { return []byte(`{"t":"` + s + `"}`), nil }
+	if err := SendChunks(t.Context(), sse, []string{"a", "b"}, pace, build); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.Body.String(), "data: {\"t\":\"a\"}\n\ndata: {\"t\":\"b\"}\n\n"; got != want {
+		t.Errorf("body = %q, want %q", got, want)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+}
+
+func TestSendChunksHoldsAGatedChunkUntilTheClientGoes(t *testing.T) {
+	rec := httptest.NewRecorder()
+	sse, err := OpenSSE(rec, "text/event-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	never := make(chan struct{})
+	pace := func(s string) Pace {
+		if s == "held" {
+			return Pace{Gate: never}
+		}
+		return Pace{}
+	}
+	build := func(s string) ([]byte, error) { return []byte(s), nil }
+	err = SendChunks(ctx, sse, []string{"first", "held"}, func(s string) Pace {
+		if s == "held" {
+			cancel() // the client goes while the second chunk waits for its gate
+		}
+		return pace(s)
+	}, build)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if got := rec.Body.String(); got != "data: first\n\n" {
+		t.Errorf("body = %q, want only the first chunk", got)
 	}
 }
