@@ -210,7 +210,7 @@ func (o *Orchestrator) warnOversize(tool string, chars int) {
 	if p95 <= metrics.ResultSizeWarnChars {
 		return
 	}
-	if n, ok := o.oversize.Note(tool, time.Now(), 1); ok {
+	if n, ok := o.oversize.Note(tool, o.cfg.Now(), 1); ok {
 		o.Log.Warn("tool result size p95 over the size warning", "tool", tool, "p95_chars", p95, "chars", chars,
 			"warning_chars", metrics.ResultSizeWarnChars, "count", n)
 	}

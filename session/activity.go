@@ -77,7 +77,7 @@ func (a *activity) turnsUsedUp(now time.Time) bool {
 // refuseTurn tells the browser that its turn was refused for the turn
 // limit, and for how long.
 func (a *activity) refuseTurn(wait time.Duration) {
-	a.c.refused(limitTurns, time.Now())
+	a.c.refused(limitTurns, a.c.m.now())
 	secs := int(wait.Round(time.Second) / time.Second)
 	a.c.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many messages in the last minute; try again in %d s", max(secs, 1)), true, 0))
@@ -91,14 +91,16 @@ func (a *activity) allowVoiceText() bool {
 	if lim.Max <= 0 {
 		return true
 	}
-	now := time.Now()
+	now := c.m.now()
 	if a.turnsUsedUp(now) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
 	rec := c.st.record()
-	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(now.UnixNano(), 36))
+	// The member only has to be unique: the system clock's nanoseconds,
+	// which a test's clock standing still would not give.
+	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err != nil || allowed {
 		return true
 	}
@@ -134,8 +136,8 @@ func (a *activity) startTextTurn(text, kind string) {
 		return
 	}
 	typed := kind == ""
-	if typed && a.c.m.cfg.TurnsPerMinute > 0 && time.Now().Before(a.turnsUntil) {
-		wait := time.Until(a.turnsUntil)
+	if now := c.m.now(); typed && a.c.m.cfg.TurnsPerMinute > 0 && now.Before(a.turnsUntil) {
+		wait := a.turnsUntil.Sub(now)
 		a.mu.Unlock()
 		a.refuseTurn(wait)
 		return
@@ -149,7 +151,7 @@ func (a *activity) startTextTurn(text, kind string) {
 	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
 	turn, note := c.st.beginTurn(&user, true)
 	ts := c.persistBegin(user, lim)
-	blocked := c.m.cfg.Now().Before(ts.Block.Until)
+	blocked := c.m.now().Before(ts.Block.Until)
 	if blocked || !ts.Allowed || ts.OverQuota || c.closing() {
 		// Refused after all (blocked on another node since this connection
 		// last looked, the user's turns per minute or storage quota used up,
@@ -157,7 +159,7 @@ func (a *activity) startTextTurn(text, kind string) {
 		c.st.undoTurn(note)
 		c.pst.undo(turn)
 		if !ts.Allowed {
-			a.turnsUntil = time.Now().Add(ts.RetryAfter)
+			a.turnsUntil = c.m.now().Add(ts.RetryAfter)
 		}
 		a.mu.Unlock()
 		switch {
@@ -167,7 +169,7 @@ func (a *activity) startTextTurn(text, kind string) {
 		case !ts.Allowed:
 			a.refuseTurn(ts.RetryAfter)
 		case ts.OverQuota:
-			c.refused(limitStorageQuota, time.Now())
+			c.refused(limitStorageQuota, c.m.now())
 			c.send(protocol.NewError(protocol.CodeQuotaExceeded, fmt.Sprintf("your stored conversations (%d KiB) "+
 				"have reached their storage quota: the message was not accepted. Space frees as older conversations expire",
 				ts.StoredBytes>>10), false, 0))

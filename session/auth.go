@@ -51,7 +51,7 @@ func (e *expiry) stop() {
 func (c *conn) armExpiry(at time.Time) {
 	c.exp.arm(at, c.m.cfg.AuthLeeway, c.m.cfg.Clock, func() {
 		if c.out.close(protocol.DisconnectTokenExpired, false) {
-			c.refused(limitTokenExpired, time.Now())
+			c.refused(limitTokenExpired, c.m.now())
 		}
 	})
 }
@@ -71,7 +71,7 @@ func (c *conn) reauth(token string) bool {
 		c.send(protocol.NewError(protocol.CodeUnauthenticated,
 			"the token is not valid for this connection; reconnect with a fresh one", false, 0))
 		if c.out.close(protocol.DisconnectUnauthenticated, false) {
-			c.refused(limitAuth, time.Now())
+			c.refused(limitAuth, c.m.now())
 		}
 		return false
 	}

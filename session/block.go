@@ -49,7 +49,7 @@ func (c *conn) block(d time.Duration, reason string) {
 	limit := blockCap(c.m.cfg.BlockSteps, strike)
 	requested := d
 	d = min(d, limit)
-	b := store.Block{Until: c.m.cfg.Now().Add(d).UTC().Truncate(time.Second), Reason: reason}
+	b := store.Block{Until: c.m.now().Add(d).UTC().Truncate(time.Second), Reason: reason}
 	if err := c.m.Store.BlockUser(ctx, c.user, b); err != nil {
 		// The block still holds on this node's connections of the user.
 		c.log.Error("could not store a user block; it holds on this node only", "err", err)

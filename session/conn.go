@@ -87,7 +87,7 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		m: m, wire: wire, user: id.User, id: id, limitKey: id.User, expires: id.ExpiresAt,
 		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done:    make(chan struct{}),
-		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Now},
+		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
 		loops:   loopdetect.New(m.Orchestrator.Config().LoopTurns),
 		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
 		rates:   newRates(m.cfg),
@@ -105,7 +105,7 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		// as a user of its own for the per-user limits.
 		c.limitKey = id.User + ":" + newSessionID()
 	}
-	c.st.trimmed = func(int) { c.refused(limitHistoryBytes, time.Now()) }
+	c.st.trimmed = func(int) { c.refused(limitHistoryBytes, c.m.now()) }
 	c.out.closing = make(chan struct{})
 	c.act.c = c
 	return c
@@ -138,7 +138,7 @@ func (c *conn) run(parent context.Context) {
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); c.writer() }()
 
-	started := time.Now()
+	started := c.m.now()
 	ok := c.handshake()
 	if ok {
 		c.readLoop()
@@ -170,11 +170,11 @@ func (c *conn) run(parent context.Context) {
 		c.m.Metrics.ChannelSessionsEnded.WithLabelValues(c.id.Channel.String(), d.Label).Inc()
 		c.stats.Close()
 		c.m.Metrics.SessionsActive.WithLabelValues(mode, c.id.Channel.String()).Dec()
-		c.m.Metrics.SessionDuration.Observe(time.Since(started).Seconds())
+		c.m.Metrics.SessionDuration.Observe(c.m.now().Sub(started).Seconds())
 		c.m.Metrics.TurnsPerSession.Observe(float64(turns))
 	}
 	c.log.Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
-		"duration_ms", time.Since(started).Milliseconds())
+		"duration_ms", c.m.now().Sub(started).Milliseconds())
 }
 
 // drop ends the network connection at once.
@@ -228,7 +228,7 @@ func (c *conn) readLoop() {
 // invalidUTF8 closes the connection 1007: a text frame must be UTF-8.
 func (c *conn) invalidUTF8() {
 	c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
-	c.refused(limitInvalidUTF8, time.Now())
+	c.refused(limitInvalidUTF8, c.m.now())
 	c.close(protocol.DisconnectInvalidUTF8)
 }
 

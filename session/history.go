@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
-	"time"
 	"unicode/utf8"
 
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -186,6 +185,6 @@ func (c *conn) historyPage(before, limit int) {
 		return protocol.History{Type: protocol.TypeHistory, Entries: page, More: more}
 	})
 	if short {
-		c.refused(limitHistoryPage, time.Now())
+		c.refused(limitHistoryPage, c.m.now())
 	}
 }

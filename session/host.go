@@ -222,7 +222,7 @@ func (c *conn) contextHistory(m modePrompt) []transport.Entry {
 	h, chars := c.st.historyAndChars()
 	kept, dropped := fitContext(h, chars, max-m.tokens)
 	if dropped {
-		c.refused(limitContext, time.Now())
+		c.refused(limitContext, c.m.now())
 	}
 	return kept
 }

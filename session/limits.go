@@ -214,7 +214,7 @@ func (c *conn) allowVoiceStart() bool {
 	if allowed, _, err := c.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
 		return true
 	}
-	c.refused(limitVoiceStarts, time.Now())
+	c.refused(limitVoiceStarts, c.m.now())
 	c.send(protocol.NewError(protocol.CodeRateLimited,
 		"too many switches to voice in the last minute; the session stays in text, try again shortly", true, 0))
 	return false
@@ -257,7 +257,7 @@ func (c *conn) allowNewSession() bool {
 	if err != nil || allowed {
 		return true
 	}
-	c.refused(limitNewSessions, time.Now())
+	c.refused(limitNewSessions, c.m.now())
 	c.m.Metrics.RefuseSession(limits[limitNewSessions].label, c.id.Channel)
 	secs := int(wait.Round(time.Second) / time.Second)
 	c.send(protocol.NewError(protocol.CodeRateLimited,

@@ -66,8 +66,6 @@ type Config struct {
 	// replaces on this node to end, so that it reads that connection's
 	// last writes; default 2 s.
 	TakeoverWait time.Duration
-	// Now is the clock blocks are judged by; default Clock's Now.
-	Now func() time.Time
 	// BlockSteps cap the blocks the model imposes (ignore_user): a user's
 	// n-th block within BlockMemory lasts at most BlockSteps[n-1], the last
 	// step for every later one (block.go); default DefaultBlockSteps.
@@ -145,7 +143,11 @@ type Config struct {
 	// last IdleTimeout, to write them back should Redis lose them (see
 	// recent.go); 0: none kept.
 	RecentSessionsBytes int
-	// Clock runs the token expiry timers; default the system clock.
+	// Clock is the session's one clock: token expiry timers, blocks, the
+	// turn and connect limits' waits, timelines, refusal log throttles;
+	// default the system clock. Liveness (pings, idle), message rates and
+	// the relay's latency samples go by the system clock: they measure the
+	// network, and a test's clock standing still must not stop them.
 	Clock Clock
 	// GoodbyeLead is how long before a drain's deadline a pinned
 	// connection (a phone call) is asked to say goodbye; default 8 s.
@@ -170,6 +172,9 @@ type Clock interface {
 
 // Timer is a running AfterFunc.
 type Timer interface{ Stop() bool }
+
+// now is the time on the session's clock (Config.Clock).
+func (m *Manager) now() time.Time { return m.cfg.Clock.Now() }
 
 // systemClock is Clock on the time package.
 type systemClock struct{}
@@ -203,9 +208,6 @@ func (c *Config) defaults() {
 	}
 	if c.Clock == nil {
 		c.Clock = systemClock{}
-	}
-	if c.Now == nil {
-		c.Now = c.Clock.Now
 	}
 	if c.Node == "" {
 		c.Node = "n_" + newSessionID()[2:]
@@ -290,7 +292,7 @@ func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
 		toolsets: map[string]*toolset{}, starting: map[string]*resuming{}, liveKick: make(chan struct{}, 1),
-		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Now)}
+		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Clock.Now)}
 	m.refusals = make(map[metrics.Channel]*limitCounters, len(metrics.Channels))
 	for _, ch := range metrics.Channels {
 		m.refusals[ch] = newLimitCounters(d.Metrics, ch)

@@ -146,7 +146,7 @@ func (m *Manager) restoreRecent() {
 			case restored:
 				m.Metrics.StoreRestorations.Inc()
 				m.Log.Info("session written back to a store that had lost it", "session", rc.rec.ID,
-					"between_connections", true, "ended_ago", m.cfg.Now().Sub(rc.at).Round(time.Second).String())
+					"between_connections", true, "ended_ago", m.now().Sub(rc.at).Round(time.Second).String())
 				m.restoreBlock(ctx, rc.rec.UserID, rc.block)
 			}
 			cancel()

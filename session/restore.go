@@ -26,7 +26,7 @@ const restoreGrace = 10 * time.Second
 // storeLost notes that Redis lost its data (Watch saw this node's marker
 // vanish).
 func (m *Manager) storeLost() {
-	m.lostAt.Store(time.Now().UnixNano())
+	m.lostAt.Store(m.now().UnixNano())
 	m.Log.Warn("session store lost its data (Redis restarted empty or was flushed): writing back this node's " +
 		"sessions, their users' blocks and its connection leases")
 }
@@ -47,7 +47,7 @@ func (m *Manager) restoring(ctx context.Context) (bool, error) {
 		return gone, err
 	}
 	at := m.lostAt.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) < restoreGrace, nil
+	return at != 0 && m.now().Sub(time.Unix(0, at)) < restoreGrace, nil
 }
 
 // OnStoreCheck registers f to run each time this node compares what it
@@ -73,7 +73,7 @@ func (m *Manager) storeChecked() {
 // restoreBlock writes back user's block b, if still in force, after the
 // store lost it with the session that was just written back.
 func (m *Manager) restoreBlock(ctx context.Context, user string, b store.Block) {
-	if !m.cfg.Now().Before(b.Until) {
+	if !m.now().Before(b.Until) {
 		return
 	}
 	if err := m.Store.BlockUser(ctx, user, b); err != nil {

@@ -106,7 +106,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		var err error
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 		rec, token, err = c.m.Store.Create(ctx, store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
-			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.cfg.Now()})
+			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.now()})
 		cancel()
 		if c.ctx.Err() != nil {
 			return false
@@ -161,7 +161,7 @@ func (c *conn) sendReady(ready protocol.SessionReady) {
 	ready.History, ready.HistoryTruncated = newestTurns(items, max(c.m.cfg.ResumeHistoryMax, 0), max(budget, 0))
 	if ready.HistoryTruncated ||
 		slices.ContainsFunc(ready.History, func(it protocol.HistoryItem) bool { return it.Truncated }) {
-		c.refused(limitResumeHistory, time.Now())
+		c.refused(limitResumeHistory, c.m.now())
 	}
 	c.send(ready)
 }
@@ -218,21 +218,28 @@ func (c *conn) notRestoredYet(id string) bool {
 	if !restoring {
 		return false
 	}
-	c.m.Metrics.RefuseSession("restoring", c.id.Channel)
 	c.log.Info("resume of a session the store lost and has not got back yet; told to retry", "session", id)
-	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
-		"the session store restarted and this session is being restored; reconnect and resume in a moment", true, 0))
-	c.close(protocol.DisconnectRestoring)
+	c.refuseForStore("restoring", protocol.DisconnectRestoring,
+		"the session store restarted and this session is being restored; reconnect and resume in a moment")
 	return true
 }
 
+// storeDown refuses the session because the store could not be reached;
+// it reports false, the handshake's result.
 func (c *conn) storeDown(err error) bool {
-	c.m.Metrics.RefuseSession("store_unavailable", c.id.Channel)
 	c.log.Error("session store unavailable; refusing the session", "err", err)
-	c.send(protocol.NewError(protocol.CodeStoreUnavailable,
-		"session state is unavailable right now; try again shortly", true, 0))
-	c.close(protocol.DisconnectStoreUnavailable)
+	c.refuseForStore("store_unavailable", protocol.DisconnectStoreUnavailable,
+		"session state is unavailable right now; try again shortly")
 	return false
+}
+
+// refuseForStore refuses a session the store cannot serve now: counted
+// under reason, the browser told to retry (store_unavailable, retryable,
+// with msg) and closed with d, a reconnect-and-resume code.
+func (c *conn) refuseForStore(reason string, d protocol.Disconnect, msg string) {
+	c.m.Metrics.RefuseSession(reason, c.id.Channel)
+	c.send(protocol.NewError(protocol.CodeStoreUnavailable, msg, true, 0))
+	c.close(d)
 }
 
 // checkBlock refuses a blocked user's new connection with 4003. It reports
@@ -248,7 +255,7 @@ func (c *conn) checkBlock() (bool, bool) {
 		return c.storeDown(err), false
 	}
 	c.st.setBlock(b)
-	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.cfg.Now()) {
+	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.now()) {
 		c.m.Metrics.RefuseSession("blocked", c.id.Channel)
 		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
 		c.close(protocol.DisconnectBlocked)

@@ -38,7 +38,7 @@ func (c *conn) storeTurnEnd(entries []transport.Entry, t timeline.Turn, ok bool)
 			end.Turn = marshalEntry(c, t)
 		}
 		b, err := c.m.Store.EndTurn(ctx, rec, end)
-		if err == nil && c.m.cfg.Now().Before(b.Until) {
+		if err == nil && c.m.now().Before(b.Until) {
 			c.setBlocked(b)
 		}
 		return err
@@ -155,7 +155,7 @@ func (m *Manager) blockChanged(user string) {
 	}
 	for _, c := range m.connsOf(user) {
 		c.st.liftBlock() // an operator may shorten a block
-		if m.cfg.Now().Before(b.Until) {
+		if m.now().Before(b.Until) {
 			c.setBlocked(b)
 		}
 	}

@@ -33,7 +33,7 @@ func (b connectBudget) AllowConnect(reason metrics.ConnectReason) bool {
 	if perSession <= 0 && perUser <= 0 {
 		return true
 	}
-	now := time.Now()
+	now := c.m.now()
 	if until := time.Unix(0, c.connectsUntil.Load()); now.Before(until) {
 		b.refuse(reason, until.Sub(now))
 		return false
@@ -55,7 +55,7 @@ func (b connectBudget) AllowConnect(reason metrics.ConnectReason) bool {
 // browser that the session stays in text, and for how long.
 func (b connectBudget) refuse(reason metrics.ConnectReason, wait time.Duration) {
 	c := b.c
-	c.refused(limitLiveConnects, time.Now())
+	c.refused(limitLiveConnects, c.m.now())
 	c.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
 		"too many voice connections for this session or user in the last minute (%s); the conversation stays in text, try voice again in %d s",
 		reason, waitSeconds(wait)), true, 0))
@@ -94,7 +94,7 @@ func (c *conn) allowResume(sessionID string) (string, bool) {
 	if err != nil || allowed {
 		return member, true
 	}
-	c.refused(limitResumes, time.Now())
+	c.refused(limitResumes, c.m.now())
 	c.m.Metrics.RefuseSession(limits[limitResumes].label, c.id.Channel)
 	// A resume loop is rate abuse: the 4008 starts the user's cooldown
 	// like a flood's, on every node.
