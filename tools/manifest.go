@@ -203,6 +203,7 @@ func (mc *manifestChecker) parse(folder string, raw []byte) (*parsedManifest, []
 		if err := checkHTTPURL(m.HTTP.URL); err != nil {
 			errs = append(errs, fmt.Errorf("http.url: %w", err))
 		}
+		errs = append(errs, checkURLTemplate(m.HTTP.URL, props)...)
 		names := make([]string, 0, len(m.HTTP.Headers))
 		for k := range m.HTTP.Headers {
 			names = append(names, k)

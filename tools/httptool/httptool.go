@@ -112,7 +112,11 @@ func New(t *tools.Tool, opts Options) (tools.Handler, error) {
 	if max <= 0 {
 		max = DefaultMaxResponseBytes
 	}
-	h := &handler{tool: t.Name, method: method, url: spec.URL, header: header, client: client, maxBytes: max,
+	tmpl, err := newURLTemplate(spec.URL)
+	if err != nil {
+		return nil, err
+	}
+	h := &handler{tool: t.Name, method: method, url: tmpl, header: header, client: client, maxBytes: max,
 		identity: spec.SendsIdentity(), now: opts.Now}
 	if h.identity {
 		h.secret = bytes.Clone(opts.SigningSecret)
@@ -163,7 +167,7 @@ func expand(v string, lookup func(string) (string, bool)) (string, error) {
 type handler struct {
 	tool     string
 	method   string
-	url      string
+	url      urlTemplate
 	header   http.Header
 	client   *http.Client
 	maxBytes int64
@@ -206,10 +210,13 @@ func (h *handler) request(ctx context.Context, call tools.Call) (*http.Request, 
 	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = json.RawMessage("{}")
 	}
+	target, args, err := h.url.fill(args)
+	if err != nil {
+		return nil, err
+	}
 	var body io.Reader
-	target := h.url
 	if h.method == http.MethodGet {
-		u, err := url.Parse(h.url)
+		u, err := url.Parse(target)
 		if err != nil {
 			return nil, err
 		}
