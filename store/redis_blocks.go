@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,19 +28,31 @@ type Block struct {
 	Reason string    `json:"reason,omitempty"`
 }
 
+//go:embed block_set.lua
+var blockSetLua string
+
+var blockSetScript = redis.NewScript(blockSetLua)
+
+// storedBlock is a block as Redis holds it: its end in milliseconds too,
+// so that the block script compares ends without parsing dates.
+type storedBlock struct {
+	Block
+	UntilMs int64 `json:"untilMs"`
+}
+
+func encodeBlock(b Block) []byte {
+	raw, _ := json.Marshal(storedBlock{Block: b, UntilMs: b.Until.UnixMilli()})
+	return raw
+}
+
 // BlockUser blocks a user on every session and node until b.Until. A block
-// never shortens an existing longer one.
+// never shortens an existing longer one, even when two are set at once
+// (one round trip, a Lua script that compares and sets).
 func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error {
 	return s.call(ctx, "block", func(ctx context.Context) error {
-		cur, err := s.blockOf(ctx, user)
+		err := blockSetScript.Run(ctx, s.c, []string{blockKey(user)},
+			b.Until.UnixMilli(), encodeBlock(b), s.now().UnixMilli()).Err()
 		if err != nil {
-			return err
-		}
-		if cur.Until.After(b.Until) {
-			return nil
-		}
-		raw, _ := json.Marshal(b)
-		if err := s.c.Set(ctx, blockKey(user), raw, b.Until.Sub(s.now())).Err(); err != nil {
 			return fmt.Errorf("user block: %w", err)
 		}
 		return nil

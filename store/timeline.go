@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -317,9 +316,8 @@ func (s *RedisStore) CloseSession(ctx context.Context, id, by string, event []by
 // Blocked), in one round trip.
 func (s *RedisStore) SetBlock(ctx context.Context, user string, b Block) error {
 	return s.call(ctx, "operator", func(ctx context.Context) error {
-		raw, _ := json.Marshal(b)
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, blockKey(user), raw, b.Until.Sub(s.now()))
+			p.Set(ctx, blockKey(user), encodeBlock(b), b.Until.Sub(s.now()))
 			p.Publish(ctx, ownersChannel, "block "+user)
 			return nil
 		})
