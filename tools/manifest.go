@@ -109,6 +109,10 @@ type HTTPSpec struct {
 	// for third-party APIs that must not learn who the user is. Nil is
 	// true.
 	Identity *bool `json:"identity,omitempty"`
+	// Result, when set, names the fields of a 2xx answer the model gets,
+	// as JSON pointers (RFC 6901): the result is an object of just those,
+	// keyed by the pointers (package tools/httptool).
+	Result []string `json:"result,omitempty"`
 }
 
 // SendsIdentity reports whether the tool's requests carry the identity

@@ -116,7 +116,7 @@ func New(t *tools.Tool, opts Options) (tools.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{tool: t.Name, method: method, url: tmpl, header: header, client: client, maxBytes: max,
+	h := &handler{tool: t.Name, method: method, url: tmpl, result: spec.Result, header: header, client: client, maxBytes: max,
 		identity: spec.SendsIdentity(), now: opts.Now}
 	if h.identity {
 		h.secret = bytes.Clone(opts.SigningSecret)
@@ -168,6 +168,7 @@ type handler struct {
 	tool     string
 	method   string
 	url      urlTemplate
+	result   []string // http.result's JSON pointers; nil: the whole answer
 	header   http.Header
 	client   *http.Client
 	maxBytes int64
@@ -199,7 +200,11 @@ func (h *handler) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	if int64(len(body)) > h.maxBytes {
 		return tools.Fail(tools.ErrPermanent, fmt.Sprintf("the service answered with more than %d bytes, which were not read", h.maxBytes), false, true)
 	}
-	return tools.OK(decodeBody(body))
+	data := decodeBody(body)
+	if h.result != nil {
+		data = pick(data, h.result)
+	}
+	return tools.OK(data)
 }
 
 // request builds the HTTP request: the arguments as a JSON body, or as
