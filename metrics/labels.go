@@ -88,8 +88,10 @@ var (
 	// tool's answer, a barge-in).
 	VoiceDropReasons = []string{"suppress_audio", "terminal", "interrupted"}
 
-	// ConfirmationOutcomes label turnstile_confirmations_total.
-	ConfirmationOutcomes = []string{"requested", "approved", "denied", "expired", "consumed", "invalid"}
+	// ConfirmationOutcomes label turnstile_confirmations_total (see
+	// ConfirmationOutcome).
+	ConfirmationOutcomes = []string{string(ConfirmRequested), string(ConfirmApproved), string(ConfirmDenied),
+		string(ConfirmExpired), string(ConfirmConsumed), string(ConfirmInvalid)}
 
 	// ToolErrorTypes are tools.ErrorType's values; a tool call's outcome
 	// label is "ok" or one of them in lower case.
@@ -109,6 +111,25 @@ var (
 		{"live", "close", "none"}, {"live", "error", "none"}, {"live", "error", "lost"},
 	}
 )
+
+// ConfirmationOutcome is what became of a confirmation, the label of
+// turnstile_confirmations_total and the outcome the browser and the
+// timeline are told. A closed set: one of the constants.
+type ConfirmationOutcome string
+
+const (
+	ConfirmRequested ConfirmationOutcome = "requested" // the user was asked (confirm.request)
+	ConfirmApproved  ConfirmationOutcome = "approved"  // the user approved
+	ConfirmDenied    ConfirmationOutcome = "denied"    // the user declined
+	ConfirmExpired   ConfirmationOutcome = "expired"   // the answer came after the confirmation's expiry
+	ConfirmConsumed  ConfirmationOutcome = "consumed"  // an approval let the model's repeated call run
+	ConfirmInvalid   ConfirmationOutcome = "invalid"   // an answer to no confirmation of the session
+)
+
+// Confirmation counts one confirmation outcome.
+func (m *Metrics) Confirmation(o ConfirmationOutcome) {
+	m.Confirmations.WithLabelValues(string(o)).Inc()
+}
 
 // Channel is what a session came by: a browser, or a phone carrier's media
 // stream. It labels the per-session metrics (channel="browser" |

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -194,7 +195,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, after string, e
 			// The approved run is the action the user approved: same key.
 			a.act = t.adopt(c.Name, a.digest, key)
 		}
-		t.o.Metrics.Confirmations.WithLabelValues("consumed").Inc()
+		t.o.Metrics.Confirmation(metrics.ConfirmConsumed)
 		traceAttr(ctx, tracing.AttrToolConfirm.String("approved"))
 		return a
 	}
@@ -206,7 +207,7 @@ func (t *Turn) confirm(ctx context.Context, c Call, a admission, after string, e
 		cancel()
 		return refuse(a, tools.ErrTransient, "the call was cancelled")
 	}
-	t.o.Metrics.Confirmations.WithLabelValues("requested").Inc()
+	t.o.Metrics.Confirmation(metrics.ConfirmRequested)
 	traceAttr(ctx, tracing.AttrToolConfirm.String("asked"))
 	if ev != nil {
 		ev.ConfirmRequested(conf)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
@@ -33,17 +34,17 @@ func (c *conn) answerConfirm(token string, approve bool) {
 	}
 	switch {
 	case errors.Is(err, orchestrator.ErrConfirmUnknown):
-		c.m.Metrics.Confirmations.WithLabelValues("invalid").Inc()
+		c.m.Metrics.Confirmation(metrics.ConfirmInvalid)
 		c.send(protocol.NewError(protocol.CodeConfirmUnknown,
 			"no such confirmation: it was already answered, or belongs to another session", false, 0))
 		return
 	case errors.Is(err, orchestrator.ErrConfirmExpired):
-		c.m.Metrics.Confirmations.WithLabelValues("expired").Inc()
-		c.traceConfirmation(conf, "expired")
+		c.m.Metrics.Confirmation(metrics.ConfirmExpired)
+		c.traceConfirmation(conf, string(metrics.ConfirmExpired))
 		c.send(protocol.NewError(protocol.CodeConfirmExpired,
 			"this confirmation expired; the call was not made", false, 0))
-		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: "expired"})
-		c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: "expired"})
+		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: string(metrics.ConfirmExpired)})
+		c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: string(metrics.ConfirmExpired)})
 		return
 	case err != nil:
 		if errors.Is(err, store.ErrSessionGone) {
@@ -54,17 +55,17 @@ func (c *conn) answerConfirm(token string, approve bool) {
 			"your answer could not be recorded; try again shortly", true, 0))
 		return
 	}
-	outcome, note := "denied", fmt.Sprintf("[The user declined your pending call to %s. Do not call it again "+
+	outcome, note := metrics.ConfirmDenied, fmt.Sprintf("[The user declined your pending call to %s. Do not call it again "+
 		"with those arguments; tell the user it was not done.]", conf.Tool)
 	if approve {
-		outcome, note = "approved", fmt.Sprintf("[The user approved your pending call to %s. Call %s again now "+
+		outcome, note = metrics.ConfirmApproved, fmt.Sprintf("[The user approved your pending call to %s. Call %s again now "+
 			"with exactly the same arguments.]", conf.Tool, conf.Tool)
 	}
-	c.m.Metrics.Confirmations.WithLabelValues(outcome).Inc()
-	c.traceConfirmation(conf, outcome)
+	c.m.Metrics.Confirmation(outcome)
+	c.traceConfirmation(conf, string(outcome))
 	c.log.Info("confirmation answered", "tool", conf.Tool, "outcome", outcome)
-	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: outcome})
-	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: outcome})
+	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: string(outcome)})
+	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: string(outcome)})
 	// The model that asked learns it: the Live model in voice (never the
 	// text model), else a text turn of its own, once any running turn ends.
 	c.act.confirmed(note)
