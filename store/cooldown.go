@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,12 +15,7 @@ import (
 // Repeats escalate: each abuse within CooldownPolicy.Memory of the end of
 // the last cooldown doubles it, up to CooldownPolicy.Max. The record is a
 // hash under the user's hash tag (beside the user's leases and block), kept
-// for the cooldown plus the memory.
-
-//go:embed cooldown_start.lua
-var cooldownStartLua string
-
-var cooldownStartScript = redis.NewScript(cooldownStartLua)
+// for the cooldown plus the memory: an escalating record (escalate.go).
 
 func cooldownKey(user string) string { return "turnstile:user:{" + user + "}:cooldown" }
 
@@ -52,16 +46,11 @@ func (s *RedisStore) StartCooldown(ctx context.Context, user string, p CooldownP
 	var cd Cooldown
 	err := s.call(ctx, "cooldown", func(ctx context.Context) error {
 		now := s.now()
-		res, err := cooldownStartScript.Run(ctx, s.c, []string{cooldownKey(user)}, now.UnixMilli(),
-			p.First.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds()).Int64Slice()
+		until, strikes, err := s.escalate(ctx, cooldownKey(user), now, escalation{first: p.First, longest: p.Max, memory: p.Memory})
 		if err != nil {
 			return fmt.Errorf("start cooldown: %w", err)
 		}
-		if len(res) != 2 {
-			return fmt.Errorf("start cooldown: script answered %v", res)
-		}
-		until := time.UnixMilli(res[0])
-		cd = Cooldown{Until: until, Left: until.Sub(now), Strikes: int(res[1])}
+		cd = Cooldown{Until: until, Left: until.Sub(now), Strikes: strikes}
 		return nil
 	})
 	return cd, err

@@ -59,24 +59,19 @@ func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error 
 	})
 }
 
-// Strike implements Store.Strike in one round trip: the count's key
-// lives for memory after the latest strike.
+// Strike implements Store.Strike in one round trip: the strikes are an
+// escalating record (escalate.go) that only counts, each strike remembered
+// for memory after the latest.
 func (s *RedisStore) Strike(ctx context.Context, user string, memory time.Duration) (int, error) {
-	var n int64
+	var n int
 	err := s.call(ctx, "block", func(ctx context.Context) error {
-		var incr *redis.IntCmd
-		_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			incr = p.Incr(ctx, strikesKey(user))
-			p.Expire(ctx, strikesKey(user), memory)
-			return nil
-		})
-		if err != nil {
+		var err error
+		if _, n, err = s.escalate(ctx, strikesKey(user), s.now(), escalation{memory: memory}); err != nil {
 			return fmt.Errorf("user strikes: %w", err)
 		}
-		n = incr.Val()
 		return nil
 	})
-	return int(n), err
+	return n, err
 }
 
 // BlockOf returns the user's block; a zero Until means not blocked.
