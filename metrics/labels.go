@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strings"
+	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
 )
@@ -60,10 +61,11 @@ var (
 	}
 
 	// ModelRequestKinds and ModelOutcomes label
-	// turnstile_model_requests_total (session/textturn.Outcome's values).
+	// turnstile_model_requests_total (see ModelOutcome).
 	ModelRequestKinds = []string{"text"}
-	ModelOutcomes     = []string{"ok", "rate_limited", "server_error", "client_error", "truncated", "refused", "timeout",
-		"unavailable", "cancelled", "error"}
+	ModelOutcomes     = []string{string(ModelOK), string(ModelRateLimited), string(ModelServerError),
+		string(ModelClientError), string(ModelTruncated), string(ModelRefused), string(ModelTimeout),
+		string(ModelUnavailable), string(ModelCancelled), string(ModelError)}
 
 	// RedisOps label the session-store metrics (the ops store.RedisStore
 	// reports to its Observe hook).
@@ -111,6 +113,35 @@ var (
 		{"live", "close", "none"}, {"live", "error", "none"}, {"live", "error", "lost"},
 	}
 )
+
+// ModelOutcome is how one model request ended, the outcome label of
+// turnstile_model_requests_total (session/textturn.Outcome maps an error to
+// it). A closed set: one of the constants.
+type ModelOutcome string
+
+const (
+	ModelOK          ModelOutcome = "ok"
+	ModelRateLimited ModelOutcome = "rate_limited" // HTTP 429
+	ModelServerError ModelOutcome = "server_error" // HTTP 5xx
+	ModelClientError ModelOutcome = "client_error" // another HTTP error
+	ModelTruncated   ModelOutcome = "truncated"    // the stream ended without a finish reason
+	ModelRefused     ModelOutcome = "refused"      // the model refused, or the prompt was blocked
+	ModelTimeout     ModelOutcome = "timeout"
+	ModelUnavailable ModelOutcome = "unavailable" // no HTTP answer at all
+	ModelCancelled   ModelOutcome = "cancelled"
+	ModelError       ModelOutcome = "error" // anything else
+)
+
+// TextModelRequest counts one text model request and how it ended.
+func (m *Metrics) TextModelRequest(o ModelOutcome) {
+	m.ModelRequests.WithLabelValues("text", string(o)).Inc()
+}
+
+// TextModelFirstChunk observes how long a text model request took to its
+// first streamed chunk.
+func (m *Metrics) TextModelFirstChunk(d time.Duration) {
+	m.ModelFirstToken.WithLabelValues("text").Observe(d.Seconds())
+}
 
 // ConfirmationOutcome is what became of a confirmation, the label of
 // turnstile_confirmations_total and the outcome the browser and the

@@ -209,14 +209,14 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	var calls []transport.FunctionCall
 	for chunk, err := range l.d.Model.Stream(ctx, req) {
 		if err != nil {
-			l.d.Metrics.ModelRequests.WithLabelValues("text", Outcome(err)).Inc()
-			endChat(span, usage, Outcome(err))
+			l.d.Metrics.TextModelRequest(Outcome(err))
+			endChat(span, usage, string(Outcome(err)))
 			return text.String(), nil, err
 		}
 		if first {
 			first = false
 			ttfc := time.Since(start)
-			l.d.Metrics.ModelFirstToken.WithLabelValues("text").Observe(ttfc.Seconds())
+			l.d.Metrics.TextModelFirstChunk(ttfc)
 			traceFirstChunk(span, ttfc)
 		}
 		// Control characters are stripped before the text is shown or
@@ -240,7 +240,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 		}
 		calls = append(calls, chunk.Calls...)
 	}
-	l.d.Metrics.ModelRequests.WithLabelValues("text", "ok").Inc()
+	l.d.Metrics.TextModelRequest(metrics.ModelOK)
 	endChat(span, usage, "")
 	return text.String(), calls, nil
 }
@@ -305,25 +305,25 @@ func (l *loop) failed(ctx context.Context, err error) string {
 var ErrCancelled = errors.New("turn cancelled by the user")
 
 // Outcome is the model_requests_total outcome label of a model call's error.
-func Outcome(err error) string {
+func Outcome(err error) metrics.ModelOutcome {
 	var me *transport.ModelError
 	switch {
 	case errors.Is(err, transport.ErrRefused), errors.Is(err, transport.ErrPromptBlocked):
-		return "refused"
+		return metrics.ModelRefused
 	case errors.Is(err, transport.ErrTruncated):
-		return "truncated"
+		return metrics.ModelTruncated
 	case errors.Is(err, context.Canceled):
-		return "cancelled"
+		return metrics.ModelCancelled
 	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
+		return metrics.ModelTimeout
 	case errors.As(err, &me) && me.Status == 0:
-		return "unavailable"
+		return metrics.ModelUnavailable
 	case errors.As(err, &me) && me.Status >= 500:
-		return "server_error"
+		return metrics.ModelServerError
 	case errors.As(err, &me) && me.Status == 429:
-		return "rate_limited"
+		return metrics.ModelRateLimited
 	case errors.As(err, &me):
-		return "client_error"
+		return metrics.ModelClientError
 	}
-	return "error"
+	return metrics.ModelError
 }
