@@ -543,10 +543,22 @@ func testMarkerGoneUntilLostReturns(t *testing.T, b *backend) {
 			t.Errorf("watch: %v", err)
 		}
 	}()
-	testwait.For(t, "the first marker probe", func() bool { _, n := w.state(); return n >= 1 })
+	// The marker itself, not a first Check: the subscription's confirmation
+	// may come first, and a flush before the first probe is no loss.
+	testwait.For(t, "the first marker probe", func() bool {
+		_, marked := s.marked.Load("node-c")
+		return marked
+	})
 
 	b.flush(t)
-	<-w.entered
+	testwait.For(t, "the Watcher to hear Lost", func() bool {
+		select {
+		case <-w.entered:
+			return true
+		default:
+			return false
+		}
+	})
 	if n, err := b.client.Exists(context.Background(), nodeKey("node-c")).Result(); err != nil || n != 1 {
 		t.Fatalf("marker while Lost runs: exists %d, %v; want set again", n, err)
 	}
