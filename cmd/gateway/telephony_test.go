@@ -633,7 +633,12 @@ func TestCallerAudioBeforeTheModelIsUpDoesNotEndTheCall(t *testing.T) {
 	if err := c.SendMedia(callCtx(t), frame); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, "the caller's audio upstream", func() bool { return len(u.audio()) == before+audio.InboundLen(len(frame)) })
+	// At least one more frame's worth: the early frames are dropped or
+	// forwarded depending on whether the model was up when each arrived,
+	// and one still on its way may land after before was read (then the
+	// count jumps past before plus one frame: waiting for equality failed
+	// under load).
+	testwait.For(t, "the caller's audio upstream", func() bool { return len(u.audio()) >= before+audio.InboundLen(len(frame)) })
 	if n := telEvents(g, "hangup"); n != 0 {
 		t.Fatal("the call was hung up")
 	}
