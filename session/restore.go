@@ -36,18 +36,27 @@ func (m *Manager) storeLost() {
 // as this node saw it, or has lost it just now (this node's marker is gone:
 // its Watch has not looked yet).
 //
-// The marker first, lostAt after: the Watch re-sets the marker before it
-// calls Lost (which sets lostAt), and the store's MarkerGone says gone
-// until Lost has returned, so one of the two sees the loss whenever the
-// Watch is in between.
-// An error is the store's: whether it lost the session cannot be told.
+// A loss noted within the grace answers at once, without a round trip.
+// Otherwise the marker, then lostAt again: the Watch re-sets the marker
+// before it calls Lost (which sets lostAt), and the store's MarkerGone says
+// gone until Lost has returned, so one of the two sees the loss whenever
+// the Watch is in between. An error is the store's: whether it lost the
+// session cannot be told.
 func (m *Manager) restoring(ctx context.Context) (bool, error) {
+	if m.lostRecently() {
+		return true, nil
+	}
 	gone, err := m.Store.MarkerGone(ctx, m.cfg.Node)
 	if err != nil || gone {
 		return gone, err
 	}
+	return m.lostRecently(), nil
+}
+
+// lostRecently reports whether this node noted a loss within restoreGrace.
+func (m *Manager) lostRecently() bool {
 	at := m.lostAt.Load()
-	return at != 0 && m.now().Sub(time.Unix(0, at)) < restoreGrace, nil
+	return at != 0 && m.now().Sub(time.Unix(0, at)) < restoreGrace
 }
 
 // OnStoreCheck registers f to run each time this node compares what it
