@@ -44,6 +44,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if len(args) > 0 && args[0] == "call" {
 		return callCommand(args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "script" {
+		return scriptCommand(args[1:], getenv, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "events" {
 		return eventsCommand(args[1:], getenv, stdout, stderr)
 	}
