@@ -132,6 +132,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		"dev_mode", cfg.DevMode(), "offline_demo_model", cfg.Offline(), "max_connections", cfg.MaxConnections,
 		"max_sessions", cfg.MaxSessions, "max_sessions_per_user", cfg.MaxSessionsPerUser)
 
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // reload TURNSTILE_TOOLS_DIR (tools_reload.go)
+	defer signal.Stop(hup)
+	rctx, stopReloads := context.WithCancel(ctx)
+	reloads := make(chan struct{})
+	go func() { defer close(reloads); watchReloads(rctx, gw.toolsReload, hup, log) }()
+	defer func() { stopReloads(); <-reloads }()
+
 	var stopErr error
 	select {
 	case err := <-l.errs:
