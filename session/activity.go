@@ -34,7 +34,10 @@ type activity struct {
 	// turnsUntil: the user's turns per minute are used up until then (as
 	// the store said); typed input is refused here without asking again.
 	turnsUntil time.Time
-	wg         sync.WaitGroup
+	// verdictFirst: the last typed turn was refused, so the next one asks
+	// the store before it asks the model (admit.go).
+	verdictFirst bool
+	wg           sync.WaitGroup
 }
 
 // idlePoll is how often a drain looks whether a voice turn has ended.
@@ -150,12 +153,26 @@ func (a *activity) startTextTurn(text, kind string) {
 	}
 	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
 	turn, note := c.st.beginTurn(&user, true)
+	var early *admission
+	if !a.verdictFirst {
+		// The model request starts now; the store's answer comes alongside.
+		early = newAdmission()
+		a.launch(turn, text, note, early)
+	}
 	ts := c.persistBegin(user, lim)
 	blocked := c.m.now().Before(ts.Block.Until)
-	if blocked || !ts.Allowed || ts.OverQuota || c.closing() {
+	refused := blocked || !ts.Allowed || ts.OverQuota || c.closing()
+	a.verdictFirst = refused
+	if refused {
 		// Refused after all (blocked on another node since this connection
 		// last looked, the user's turns per minute or storage quota used up,
 		// or the session taken over): the input must not stay in the history.
+		if early != nil {
+			early.decide(false)
+			a.turnCancel(errNotAdmitted) // the request ends now, not at its first chunk
+			<-a.turnDone
+			a.turnCancel, a.turnDone = nil, nil
+		}
 		c.st.undoTurn(note)
 		c.pst.undo(turn)
 		if !ts.Allowed {
@@ -179,7 +196,17 @@ func (a *activity) startTextTurn(text, kind string) {
 	defer a.mu.Unlock()
 	c.tl.Begin(turn, protocol.ModeText, text, kind)
 	c.send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: turn, Text: text, Kind: kind})
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	if early != nil {
+		early.decide(true)
+		return
+	}
+	a.launch(turn, text, note, nil)
+}
+
+// launch starts text turn turn; with an admission, the turn waits for its
+// verdict before it acts on anything the model sent. a.mu is held.
+func (a *activity) launch(turn int, text, note string, adm *admission) {
+	ctx, cancel := context.WithCancelCause(a.c.ctx)
 	done := make(chan struct{})
 	a.turnCancel, a.turnDone = cancel, done
 	a.wg.Add(1)
@@ -187,13 +214,14 @@ func (a *activity) startTextTurn(text, kind string) {
 		defer a.wg.Done()
 		defer close(done)
 		defer cancel(nil)
-		a.runTextTurn(ctx, turn, text, note)
+		a.runTextTurn(ctx, turn, text, note, adm)
 	}()
 }
 
 // runTextTurn runs one text turn, ends it, and starts what waited for it:
 // a switch to voice, or the turn telling the model a confirmation outcome.
-func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string) {
+// A turn its admission refuses ends at once, leaving no trace.
+func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string, adm *admission) {
 	c := a.c
 	rec := c.st.record()
 	ctx, span := c.m.Tracing.StartTurn(ctx, tracing.Turn{Session: rec.ID, User: c.user, N: turn,
@@ -204,8 +232,17 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Channel: c.id.Channel, Tools: c.ts.reg,
 		Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims}, turn, c.loops)
 	var ignored []protocol.IgnoredIntent
-	reason := textturn.Run(ctx, c.textConfig(), textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log,
-		Observe: c.observeRequest}, textHost{c: c, ignored: &ignored}, ot, note)
+	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log, Observe: c.observeRequest}
+	if adm != nil {
+		deps.Admitted = adm.wait
+	}
+	reason := textturn.Run(ctx, c.textConfig(), deps, textHost{c: c, ignored: &ignored}, ot, note)
+	if reason == textturn.ReasonNotAdmitted {
+		// The reader refuses the turn and clears it; a trace shows a turn
+		// (and its cancelled model request) that was not admitted.
+		tracing.EndTurn(span, reason)
+		return
+	}
 	ot.End(ctx, reason) // nothing of this turn runs on; counted and logged
 	// Ended before turn.done goes out: a client that saw turn.done finds
 	// the whole trace in the exporter's queue.

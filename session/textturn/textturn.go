@@ -77,7 +77,18 @@ type Deps struct {
 	// Observe, when set, is shown every request before it goes to the
 	// model (for the session's context metrics).
 	Observe func(req transport.TextRequest)
+	// Admitted, when set, lets the turn's first model request start before
+	// the session knows whether the turn may run (its store round trip runs
+	// alongside): it is called once, before anything the first request
+	// brought is acted on, and blocks until the answer is known. false
+	// ends the turn at once with ReasonNotAdmitted: nothing was shown,
+	// committed or run, and the request is cancelled.
+	Admitted func() bool
 }
+
+// ReasonNotAdmitted is what Run returns for a turn Deps.Admitted refused.
+// It is never sent to the browser: the session refuses the turn its own way.
+const ReasonNotAdmitted = "not_admitted"
 
 // Run runs the turn ot to its end and returns its turn.done reason. note is
 // a SET_PENDING_MESSAGE (or a confirmation outcome) to add to this turn's
@@ -131,6 +142,9 @@ func (l *loop) run(ctx context.Context, note string) string {
 			l.d.Observe(req)
 		}
 		text, calls, err := l.streamOnce(ctx, req, !restrict, announced)
+		if errors.Is(err, errNotAdmitted) {
+			return ReasonNotAdmitted
+		}
 		if err != nil {
 			return l.failed(ctx, err)
 		}
@@ -208,6 +222,11 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	var text strings.Builder
 	var calls []transport.FunctionCall
 	for chunk, err := range l.d.Model.Stream(ctx, req) {
+		if !l.admitted() {
+			l.d.Metrics.TextModelRequest(metrics.ModelCancelled)
+			endChat(span, usage, string(metrics.ModelCancelled))
+			return "", nil, errNotAdmitted
+		}
 		if err != nil {
 			l.d.Metrics.TextModelRequest(Outcome(err))
 			endChat(span, usage, string(Outcome(err)))
@@ -240,9 +259,21 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 		}
 		calls = append(calls, chunk.Calls...)
 	}
+	if !l.admitted() { // a stream that ended without a chunk
+		l.d.Metrics.TextModelRequest(metrics.ModelCancelled)
+		endChat(span, usage, string(metrics.ModelCancelled))
+		return "", nil, errNotAdmitted
+	}
 	l.d.Metrics.TextModelRequest(metrics.ModelOK)
 	endChat(span, usage, "")
 	return text.String(), calls, nil
+}
+
+// admitted asks Deps.Admitted, once per turn, whether the turn may run.
+func (l *loop) admitted() bool {
+	admit := l.d.Admitted
+	l.d.Admitted = nil
+	return admit == nil || admit()
 }
 
 // earlyEvents shows a call the browser already saw announced (tool.call
@@ -299,6 +330,9 @@ func (l *loop) failed(ctx context.Context, err error) string {
 	}
 	return protocol.ReasonError
 }
+
+// errNotAdmitted ends a stream whose turn Deps.Admitted refused.
+var errNotAdmitted = errors.New("turn not admitted")
 
 // ErrCancelled is the cause a session gives a turn's context when the user
 // cancelled the turn (turn.cancel), as opposed to the connection ending.

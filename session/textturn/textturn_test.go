@@ -499,3 +499,30 @@ func TestToolLoopDebugEventsCarrySessionAndTurn(t *testing.T) {
 		}
 	}
 }
+
+func TestATurnNotAdmittedShowsCommitsAndRunsNothing(t *testing.T) {
+	f := newFixture(t, calls(fc("l", "lookup", map[string]any{"id": "1"})), says("shipped"))
+	asked := 0
+	f.deps.Admitted = func() bool { asked++; return false }
+	if reason := f.run(t); reason != textturn.ReasonNotAdmitted {
+		t.Fatalf("reason %q, want %q", reason, textturn.ReasonNotAdmitted)
+	}
+	if asked != 1 || len(f.host.events) != 0 || len(f.host.committed) != 0 || f.ran["lookup"].Load() != 0 {
+		t.Fatalf("asked %d times; events %v, committed %v, lookup ran %d times: want asked once and nothing else",
+			asked, f.host.events, f.host.committed, f.ran["lookup"].Load())
+	}
+	f.wantModelCalls(t, 1)
+}
+
+func TestAnAdmittedTurnIsAskedOnceAndRunsToItsAnswer(t *testing.T) {
+	f := newFixture(t, calls(fc("l", "lookup", map[string]any{"id": "1"})), says("shipped"))
+	asked := 0
+	f.deps.Admitted = func() bool { asked++; return true }
+	if reason := f.run(t); reason != protocol.ReasonEndTurn {
+		t.Fatalf("reason %q, want end_turn", reason)
+	}
+	if asked != 1 || f.ran["lookup"].Load() != 1 {
+		t.Fatalf("asked %d times, lookup ran %d times: want once each", asked, f.ran["lookup"].Load())
+	}
+	f.wantAnswer(t, "shipped")
+}
