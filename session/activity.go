@@ -40,9 +40,6 @@ type activity struct {
 	wg           sync.WaitGroup
 }
 
-// idlePoll is how often a drain looks whether a voice turn has ended.
-const idlePoll = 50 * time.Millisecond
-
 // text takes a message the user typed.
 func (a *activity) text(text string) {
 	if until, blocked := a.c.st.blocked(); blocked {
@@ -362,7 +359,7 @@ func (a *activity) startVoice(reason, handle string) {
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
 			TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims}, Loops: c.loops,
 		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
-		Budget: connectBudget{c}},
+		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
 		voiceHost{c}, handle, why)
 
 	a.mu.Lock()
@@ -438,7 +435,13 @@ func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
 			}
 		case v != nil && v.Busy():
 			select {
-			case <-time.After(idlePoll):
+			case <-v.Idle():
+				continue
+			case <-v.Done():
+				// Over with turns still open: none of them will end now.
+				if a.voiceSide() == v {
+					return
+				}
 				continue
 			case <-ctx.Done():
 				return

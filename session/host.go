@@ -119,7 +119,7 @@ func (h voiceHost) SendAudio(pcm []byte, received time.Time) bool {
 	return h.c.sendAudio(pcm, received)
 }
 func (h voiceHost) DropAudio()                               { h.c.q.dropAudio() }
-func (h voiceHost) AudioQueued() int                         { return h.c.q.audioBytes() }
+func (h voiceHost) AudioDrained() <-chan struct{}            { return h.c.q.audioDrained() }
 func (h voiceHost) ToolEvents(turn int) orchestrator.Events  { return turnEvents{c: h.c, turn: turn} }
 func (h voiceHost) History() []transport.Entry               { return h.c.contextHistory(h.c.ts.voice) }
 func (h voiceHost) TakePending() string                      { return h.c.st.takePending() }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -164,23 +165,14 @@ type Config struct {
 	Pseudonyms pseudonym.Key
 }
 
-// Clock is the time that token expiries go by; tests inject one.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// Clock is the gateway's one clock (internal/clock); tests inject one.
+type Clock = clock.Clock
 
 // Timer is a running AfterFunc.
-type Timer interface{ Stop() bool }
+type Timer = clock.Timer
 
 // now is the time on the session's clock (Config.Clock).
 func (m *Manager) now() time.Time { return m.cfg.Clock.Now() }
-
-// systemClock is Clock on the time package.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                            { return time.Now() }
-func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 func (c *Config) defaults() {
 	def := func(v *int, d int) {
@@ -206,9 +198,7 @@ func (c *Config) defaults() {
 	if c.TextProvider == "" {
 		c.TextProvider = "gemini"
 	}
-	if c.Clock == nil {
-		c.Clock = systemClock{}
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Node == "" {
 		c.Node = "n_" + newSessionID()[2:]
 	}

@@ -18,7 +18,13 @@ type queue struct {
 	taken  int // bytes of audio taken by the writer and not written yet
 	max    int
 	notify chan struct{} // capacity 1: "there is something to take"
+	// drained is closed once no audio is queued or taken and unwritten;
+	// nil while nobody waits for that (see audioDrained).
+	drained chan struct{}
 }
+
+// closed is a channel that is always closed.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // frame is one WebSocket message: JSON text, or binary audio in a pooled
 // buffer.
@@ -96,6 +102,7 @@ func (q *queue) written(f frame) {
 	if f.binary {
 		q.mu.Lock()
 		q.taken -= len(f.data)
+		q.signalDrainedLocked()
 		q.mu.Unlock()
 	}
 	f.done()
@@ -117,6 +124,7 @@ func (q *queue) drop() {
 	}
 	clear(q.frames)
 	q.frames, q.bytes, q.audio = q.frames[:0], 0, 0
+	q.signalDrainedLocked()
 }
 
 // dropAudio discards the queued audio frames and keeps the others, for a
@@ -136,6 +144,7 @@ func (q *queue) dropAudio() {
 	}
 	clear(q.frames[len(kept):])
 	q.frames = kept
+	q.signalDrainedLocked()
 }
 
 // free is how many bytes may still be queued.
@@ -150,4 +159,28 @@ func (q *queue) audioBytes() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.audio + q.taken
+}
+
+// audioDrained is a channel closed once no audio is left unwritten: at
+// once when none is, else when the writer has written (or a drop has
+// discarded) the last of it. It is how a drain waits for the goodbye's
+// audio without polling.
+func (q *queue) audioDrained() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.audio+q.taken == 0 {
+		return closed
+	}
+	if q.drained == nil {
+		q.drained = make(chan struct{})
+	}
+	return q.drained
+}
+
+// signalDrainedLocked closes drained if the audio is out; q.mu is held.
+func (q *queue) signalDrainedLocked() {
+	if q.drained != nil && q.audio+q.taken == 0 {
+		close(q.drained)
+		q.drained = nil
+	}
 }

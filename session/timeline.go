@@ -18,7 +18,7 @@ import (
 
 // startTimeline begins recording once the session is known.
 func (c *conn) startTimeline(rec store.Record) {
-	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.user), c.m.cfg.Node, nil)
+	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.user), c.m.cfg.Node, c.m.cfg.Clock.Now)
 }
 
 // endTextTurn writes a text turn's end: its timeline entry and the events

@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -71,6 +72,9 @@ type brains struct {
 func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *slog.Logger,
 	b brains) (gw *gateway, err error) {
 	gw = &gateway{}
+	// The gateway's one clock, handed to every package that reads the time.
+	cfg.Clock = clock.Or(cfg.Clock)
+	clk := cfg.Clock
 	started := gw // "return nil, err" clears gw before the deferred close runs
 	defer func() {
 		if err != nil {
@@ -102,7 +106,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
 		TimelineMax: cfg.TimelineMax, EventsStream: cfg.EventsStream, EventsMaxLen: int64(cfg.EventsMaxLen),
 		UserStorageMaxBytes: userStorageQuota(cfg, log),
-		Now:                 clockNow(cfg.Clock),
+		Now:                 clk.Now,
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -139,7 +143,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	auth, err := server.NewAuthenticator(server.AuthConfig{
 		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
 		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
-		Log: log.With("component", "auth"), Metrics: m, ToolClaims: cfg.ToolClaims,
+		Log: log.With("component", "auth"), Metrics: m, ToolClaims: cfg.ToolClaims, Now: clk.Now,
 	})
 	if err != nil {
 		return nil, err
@@ -185,7 +189,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		BlockSteps:           cfg.BlockSteps,
 		BlockMemory:          cfg.BlockMemory,
 		RecentSessionsBytes:  cfg.RecentSessionsBytes,
-		Clock:                cfg.Clock,
+		Clock:                clk,
 		Pseudonyms:           gw.users,
 
 		// The upstream-connect budget and the resume limits (issue 24).
@@ -202,7 +206,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
 			StoreTimeout: 2 * cfg.RedisTimeout,
 			ConfirmTTL:   cfg.ConfirmTTL,
-			Now:          clockNow(cfg.Clock),
+			Now:          clk.Now,
 		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
 		Tools:   catalog,
 		Auth:    verifier,
@@ -399,15 +403,6 @@ func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Bu
 		return b
 	}
 	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
-}
-
-// clockNow is the orchestrator's clock: the injected one's, or nil for the
-// system clock.
-func clockNow(c session.Clock) func() time.Time {
-	if c == nil {
-		return nil
-	}
-	return c.Now
 }
 
 // userStorageQuota is the per-user storage quota the store keeps: none in

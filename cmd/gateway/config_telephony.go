@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/telephony"
 	"github.com/turnstile-gw/turnstile/telephony/twilio"
@@ -70,10 +70,6 @@ func telephonyEdge(cfg Config, log *slog.Logger) *server.Telephony {
 		log.Warn("TURNSTILE_PUBLIC_URL is unset: Twilio's signatures are checked against the request's own host, " +
 			"which fails behind a proxy that rewrites it")
 	}
-	var now func() time.Time // nil: the system clock
-	if cfg.Clock != nil {
-		now = cfg.Clock.Now
-	}
 	return &server.Telephony{Carrier: &twilio.Carrier{AuthToken: string(cfg.TwilioAuthToken)},
-		Signer: telephony.NewSigner(key, now), PublicURL: cfg.PublicURL}
+		Signer: telephony.NewSigner(key, clock.NowFunc(cfg.Clock)), PublicURL: cfg.PublicURL}
 }

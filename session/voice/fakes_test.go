@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -129,17 +130,19 @@ func (l *fakeLive) Connect(ctx context.Context, cfg transport.LiveConfig) (trans
 // fakeHost is the session as the voice side sees it, recording what the
 // browser would get.
 type fakeHost struct {
-	mu       sync.Mutex
-	events   []any
-	audio    []byte
-	turn     int
-	ended    chan string
-	lost     chan error
-	entries  []transport.Entry
-	handles  []string
-	pending  string
-	blocks   []time.Duration
-	queued   int
+	mu      sync.Mutex
+	events  []any
+	audio   []byte
+	turn    int
+	ended   chan string
+	lost    chan error
+	entries []transport.Entry
+	handles []string
+	pending string
+	blocks  []time.Duration
+	// drained is what AudioDrained returns; nil: a closed channel (no
+	// audio waiting).
+	drained  chan struct{}
 	history  []transport.Entry
 	applied  []string
 	onEndTrn func(turn int)
@@ -163,10 +166,13 @@ func (h *fakeHost) SendAudio(pcm []byte, _ time.Time) bool {
 	return true
 }
 func (h *fakeHost) DropAudio() {}
-func (h *fakeHost) AudioQueued() int {
+func (h *fakeHost) AudioDrained() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.queued
+	if h.drained == nil {
+		return closedChan
+	}
+	return h.drained
 }
 func (h *fakeHost) ToolEvents(turn int) orchestrator.Events { return nopEvents{} }
 func (h *fakeHost) BeginTurn() int {
@@ -331,16 +337,20 @@ type rig struct {
 	m     *metrics.Metrics
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { t.Helper(); return newRigOn(t, nil, newFakeHost()) }
+
+// newRigOn is newRig with a clock (nil: the system clock) and a host.
+func newRigOn(t *testing.T, clk clock.Clock, host *fakeHost) *rig {
 	t.Helper()
 	tt := &testTools{release: make(chan struct{})}
 	reg := tt.registry(t)
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	orch := orchestrator.New(reg, m, log)
-	live, host := newFakeLive(), newFakeHost()
+	live := newFakeLive()
 	v, err := Start(t.Context(), Config{DrainMax: time.Second}, Deps{Live: live, Orchestrator: orch,
-		Session: orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}, Loops: loopdetect.New(5), Metrics: m, Log: log}, host, "", metrics.ConnectVoiceStart)
+		Session: orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}, Loops: loopdetect.New(5), Metrics: m, Log: log,
+		Clock: clk}, host, "", metrics.ConnectVoiceStart)
 	if err != nil {
 		t.Fatal(err)
 	}

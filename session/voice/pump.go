@@ -318,6 +318,7 @@ func (v *Session) finalize(t *turn) {
 			break
 		}
 	}
+	v.finishing++ // busy until its turn.done is queued (signalIdle)
 	in, out := strings.TrimSpace(t.in.String()), strings.TrimSpace(t.out.String())
 	reason := protocol.ReasonEndTurn
 	switch {
@@ -355,8 +356,22 @@ func (v *Session) finalize(t *turn) {
 	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
 		VoiceResponse: response})
 	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
+	v.signalIdle()
 	if ending && idle {
 		v.closeUpstreamWhenIdle()
+	}
+}
+
+// signalIdle closes the channel Idle handed out once no turn is open. It
+// runs after the turn's end is queued for the browser, so that whoever
+// waited (a drain) acts after it.
+func (v *Session) signalIdle() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.finishing--
+	if len(v.open) == 0 && v.finishing == 0 && v.idle != nil {
+		close(v.idle)
+		v.idle = nil
 	}
 }
 
@@ -384,10 +399,7 @@ func (v *Session) finishEnding(up transport.LiveSession) {
 		t.ot.CancelAll()
 	}
 	if drain {
-		deadline := time.Now().Add(v.cfg.DrainMax)
-		for v.h.AudioQueued() > 0 && time.Now().Before(deadline) && v.ctx.Err() == nil {
-			time.Sleep(drainPoll)
-		}
+		v.waitDrained()
 	}
 	v.cancel()
 	v.rounds.Wait()
@@ -398,6 +410,19 @@ func (v *Session) finishEnding(up transport.LiveSession) {
 		reason = "closed"
 	}
 	v.h.Ended(reason)
+}
+
+// waitDrained returns once the browser has been sent the audio queued for
+// it, or DrainMax has passed on the clock, or the session is stopped.
+func (v *Session) waitDrained() {
+	expired := make(chan struct{})
+	t := v.d.Clock.AfterFunc(v.cfg.DrainMax, func() { close(expired) })
+	defer t.Stop()
+	select {
+	case <-v.h.AudioDrained():
+	case <-expired:
+	case <-v.ctx.Done():
+	}
 }
 
 // failTurns ends the turns cut by an upstream failure, with an honest error.

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/audio"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -45,9 +46,9 @@ type Host interface {
 	SendAudio(pcm []byte, received time.Time) bool
 	// DropAudio drops the model audio still queued (barge-in).
 	DropAudio()
-	// AudioQueued is how many bytes of model audio the browser has not
-	// been sent yet.
-	AudioQueued() int
+	// AudioDrained is a channel closed once the browser has been sent all
+	// the model audio queued for it (at once when none is queued).
+	AudioDrained() <-chan struct{}
 	// ToolEvents shows a turn's tool calls to the browser.
 	ToolEvents(turn int) orchestrator.Events
 	// BeginTurn starts the session's next turn and returns its number.
@@ -105,8 +106,6 @@ const (
 	// over ~700 ms ride out a blip without keeping a user in silence.
 	DefaultReconnectAttempts = 3
 	DefaultReconnectDelay    = 100 * time.Millisecond
-	// drainPoll is how often the drain looks at the browser's queue.
-	drainPoll = 20 * time.Millisecond
 	// RelaySampleEvery is the sampling of turnstile_relay_added_seconds:
 	// one audio frame in this many per session and direction is timed, so
 	// that the relay pays for a clock read on one frame in eight (about
@@ -159,6 +158,9 @@ type Deps struct {
 	// is valid; nil: tracing is off.
 	Tracing   *tracing.Provider
 	TraceLink trace.SpanContext
+	// Clock times the drain of the goodbye's audio (Config.DrainMax);
+	// nil: the system clock.
+	Clock clock.Clock
 	// Budget is asked before every upstream open; nil: no budget.
 	Budget Budget
 }
@@ -196,21 +198,24 @@ type Session struct {
 	// sampling; the pump's alone.
 	modelAudio uint
 
-	mu       sync.Mutex
-	up       transport.LiveSession
-	handle   string  // newest resumable handle
-	cur      *turn   // the turn the model's output belongs to; nil between turns
-	open     []*turn // turns not finalized yet (cur, and completed ones awaiting their calls)
-	speaking bool    // between cur's first model output and its turnComplete
-	deferred []userTurn
-	ending   string // why voice is ending; "" while it is not
-	drain    bool   // let the answer's audio out before closing
-	stopped  bool   // the connection is going away: nobody is told
-	closed   bool   // the upstream was closed on purpose
-	swapping bool   // the upstream is being replaced: microphone audio is buffered
-	wantSwap bool   // goAway seen: replace at the next resumable moment
-	buffered [][]byte
-	bufBytes int
+	mu     sync.Mutex
+	up     transport.LiveSession
+	handle string        // newest resumable handle
+	cur    *turn         // the turn the model's output belongs to; nil between turns
+	open   []*turn       // turns not finalized yet (cur, and completed ones awaiting their calls)
+	idle   chan struct{} // closed when open empties; nil while nobody waits (Idle)
+	// finishing counts turns out of open whose turn.done is not queued yet.
+	finishing int
+	speaking  bool // between cur's first model output and its turnComplete
+	deferred  []userTurn
+	ending    string // why voice is ending; "" while it is not
+	drain     bool   // let the answer's audio out before closing
+	stopped   bool   // the connection is going away: nobody is told
+	closed    bool   // the upstream was closed on purpose
+	swapping  bool   // the upstream is being replaced: microphone audio is buffered
+	wantSwap  bool   // goAway seen: replace at the next resumable moment
+	buffered  [][]byte
+	bufBytes  int
 	// traceNotes are upstream events (goAway, resume) that came between
 	// turns, for the next turn's span.
 	traceNotes []traceNote
@@ -279,6 +284,7 @@ type userTurn struct {
 // when the connect budget refused the open.
 func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reason metrics.ConnectReason) (*Session, error) {
 	cfg.defaults()
+	d.Clock = clock.Or(d.Clock)
 	d.Session.Mode = protocol.ModeVoice
 	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{})}
 	if d.Metrics != nil {
@@ -320,8 +326,25 @@ func (v *Session) Done() <-chan struct{} { return v.done }
 func (v *Session) Busy() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return len(v.open) > 0
+	return len(v.open) > 0 || v.finishing > 0
 }
+
+// Idle is a channel closed once no turn is under way (at once when none
+// is): a drain waits on it, with Done, instead of polling Busy.
+func (v *Session) Idle() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.open) == 0 && v.finishing == 0 {
+		return closedChan
+	}
+	if v.idle == nil {
+		v.idle = make(chan struct{})
+	}
+	return v.idle
+}
+
+// closedChan is a channel that is always closed.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Mic forwards one chunk of microphone audio (PCM16LE 16 kHz; not kept
 // after Mic returns), read at now. While the upstream is replaced it is
