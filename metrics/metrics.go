@@ -82,6 +82,8 @@ type Metrics struct {
 	TraceSpansDropped *prometheus.CounterVec
 	// JWKSRefreshFailures counts failed key-set fetches (reason: JWKSRefreshFailureReasons).
 	JWKSRefreshFailures *prometheus.CounterVec
+	// ToolsReloads counts reloads of TURNSTILE_TOOLS_DIR (outcome: ToolsReloadOutcomes).
+	ToolsReloads *prometheus.CounterVec
 	// UpstreamConnects counts Live upstream opens (reason: ConnectReasons,
 	// outcome: ConnectOutcomes); count through UpstreamConnect.
 	UpstreamConnects *prometheus.CounterVec
@@ -215,6 +217,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Trace spans never exported, by reason: queue_full (the export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full) or "+
 				"export_failed (the collector refused them or did not answer in time).", "reason"),
 		JWKSRefreshFailures: newJWKSRefreshFailures(f),
+		ToolsReloads:        newToolsReloads(f),
 		UpstreamConnects:    newUpstreamConnects(f),
 
 		ChannelSessions: f.gaugeVec("turnstile_channel_sessions_active",

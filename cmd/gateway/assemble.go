@@ -36,9 +36,11 @@ import (
 type gateway struct {
 	edge     *server.Server
 	sessions *session.Manager
-	catalog  *tools.Catalog     // the current tool registry (built-in, HTTP and MCP tools, policy applied)
-	fake     *fakegemini.Server // the offline model, when it runs in-process
-	tracing  *tracing.Provider  // nil with tracing off
+	catalog  *tools.Catalog // the current tool registry (built-in, HTTP and MCP tools, policy applied)
+	// toolsReload reloads TURNSTILE_TOOLS_DIR into catalog (on SIGHUP).
+	toolsReload *toolsReloader
+	fake        *fakegemini.Server // the offline model, when it runs in-process
+	tracing     *tracing.Provider  // nil with tracing off
 	// users names users by pseudonym, in traces and timelines alike (one
 	// key: a random one is drawn once); usersStable says whether every
 	// node draws the same.

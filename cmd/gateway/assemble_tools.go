@@ -33,9 +33,9 @@ func toolCatalog(ctx context.Context, cfg Config, index *kb.Index, m *metrics.Me
 	if err != nil {
 		return nil, fmt.Errorf("tool registry: %w", err)
 	}
-	var httpTools []*tools.Tool
+	httpTools := &httpToolSet{} // replaced by a reload of the tools folder (tools_reload.go)
 	if cfg.HTTPTools != nil {
-		httpTools = cfg.HTTPTools.Tools()
+		httpTools.tools = cfg.HTTPTools.Tools()
 	}
 
 	var hub *mcp.Hub
@@ -75,7 +75,7 @@ func toolCatalog(ctx context.Context, cfg Config, index *kb.Index, m *metrics.Me
 		if hub != nil {
 			mcpTools = hub.Tools()
 		}
-		reg, err := tools.Combine(builtins.Tools(), httpTools, mcpTools, extra)
+		reg, err := tools.Combine(builtins.Tools(), httpTools.get(), mcpTools, extra)
 		if err != nil {
 			return nil, fmt.Errorf("tool registry: %w", err)
 		}
@@ -92,6 +92,8 @@ func toolCatalog(ctx context.Context, cfg Config, index *kb.Index, m *metrics.Me
 	if err != nil {
 		return nil, err
 	}
+	gw.toolsReload = &toolsReloader{dir: cfg.ToolsDir, opts: cfg.httpToolOptions(), set: httpTools, catalog: catalog,
+		m: m, log: log.With("component", "tools")}
 	if hub == nil {
 		return catalog, nil
 	}

@@ -26,22 +26,23 @@ import (
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
-	Addr            string          // listen address, host:port
-	RedisURL        SecretURL       // "" = embedded miniredis
-	GeminiAPIKey    Secret          // "" = offline demo model
-	GeminiBaseURL   SecretURL       // "" = Google's endpoint
-	TextModel       string          // model for text turns
-	LiveModel       string          // model for voice (Gemini Live) sessions
-	AuthSecret      Secret          // HS256 secret for browser tokens; "" = dev mode
-	AllowedOrigins  []string        // Origin patterns; empty = same host only
-	KBDir           string          // knowledge-base folder; "" = embedded sample
-	PolicyFile      string          // TURNSTILE_POLICY; "" = none
-	Policy          *tools.Policy   // the loaded PolicyFile; nil = none
-	ToolsDir        string          // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
-	HTTPTools       *tools.Registry // the HTTP tools loaded from ToolsDir; nil = none
-	MCPConfigFile   string          // TURNSTILE_MCP_CONFIG; "" = none
-	MCP             *mcp.Config     // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
-	MCPStartTimeout time.Duration   // how long startup waits for each MCP server
+	Addr            string                      // listen address, host:port
+	RedisURL        SecretURL                   // "" = embedded miniredis
+	GeminiAPIKey    Secret                      // "" = offline demo model
+	GeminiBaseURL   SecretURL                   // "" = Google's endpoint
+	TextModel       string                      // model for text turns
+	LiveModel       string                      // model for voice (Gemini Live) sessions
+	AuthSecret      Secret                      // HS256 secret for browser tokens; "" = dev mode
+	AllowedOrigins  []string                    // Origin patterns; empty = same host only
+	KBDir           string                      // knowledge-base folder; "" = embedded sample
+	PolicyFile      string                      // TURNSTILE_POLICY; "" = none
+	Policy          *tools.Policy               // the loaded PolicyFile; nil = none
+	ToolsDir        string                      // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
+	HTTPTools       *tools.Registry             // the HTTP tools loaded from ToolsDir; nil = none
+	toolsLookup     func(string) (string, bool) // the environment ToolsDir's ${NAME} references read, at start and reload
+	MCPConfigFile   string                      // TURNSTILE_MCP_CONFIG; "" = none
+	MCP             *mcp.Config                 // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
+	MCPStartTimeout time.Duration               // how long startup waits for each MCP server
 	// What tools learn about a call (config_identity.go).
 	ToolClaims         []string // TURNSTILE_TOOL_CLAIMS: token claims forwarded to tools
 	ToolsSigningSecret Secret   // TURNSTILE_TOOLS_SIGNING_SECRET; "" = tool requests unsigned

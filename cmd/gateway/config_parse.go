@@ -150,8 +150,8 @@ func lookupFrom(getenv func(string) string) func(string) (string, bool) {
 func loadToolSources(c *Config, getenv func(string) string, failed map[string]bool, shown map[string]string) []error {
 	var errs []error
 	if c.ToolsDir != "" && !failed["TURNSTILE_TOOLS_DIR"] {
-		reg, err := httptool.Load(os.DirFS(c.ToolsDir), "TURNSTILE_TOOLS_DIR "+c.ToolsDir, httptool.Options{LookupEnv: lookupFrom(getenv),
-			SigningSecret: []byte(c.ToolsSigningSecret)})
+		c.toolsLookup = lookupFrom(getenv) // a reload of the folder reads the same environment
+		reg, err := httptool.Load(os.DirFS(c.ToolsDir), "TURNSTILE_TOOLS_DIR "+c.ToolsDir, c.httpToolOptions())
 		if err != nil {
 			for _, e := range flattenErrors(err) {
 				errs = append(errs, fmt.Errorf("%s: %w", shown["TURNSTILE_TOOLS_DIR"], e))
@@ -372,4 +372,10 @@ func toolChoiceAlias(c *Config, failed, explicit map[string]bool, shown map[stri
 	}
 	c.ToolChoice = given
 	return nil
+}
+
+// httpToolOptions are how the HTTP tools of TURNSTILE_TOOLS_DIR are loaded,
+// at start and at each reload.
+func (c Config) httpToolOptions() httptool.Options {
+	return httptool.Options{LookupEnv: c.toolsLookup, SigningSecret: []byte(c.ToolsSigningSecret)}
 }

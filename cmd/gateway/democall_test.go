@@ -41,3 +41,32 @@ func TestOfflineDemoCallsATypedToolThroughThePipeline(t *testing.T) {
 		t.Fatalf("answer %v, want a refusal naming the declared tools", evs)
 	}
 }
+
+// TestOfflineDemoMakesSeveralTypedCallsInOneMessage types six searches in
+// one "/call" (issue 21): they reach the pipeline as one model message, the
+// text budget refuses the sixth, and the demo reports each outcome.
+func TestOfflineDemoMakesSeveralTypedCallsInOneMessage(t *testing.T) {
+	g := startGateway(t, defaultTestConfig(t), nil)
+	c := g.dial("", nil)
+	c.start(nil)
+
+	evs := c.ask(`/call kb_search {"query":"shipping"}; kb_search {"query":"refunds"}; kb_search {"query":"payment"}; ` +
+		`kb_search {"query":"gift cards"}; kb_search {"query":"subscriptions"}; kb_search {"query":"wholesale"}`)
+	results := resultsInCallOrder(evs)
+	if len(results) != 6 {
+		t.Fatalf("%d tool results, want 6: %v", len(results), evs)
+	}
+	for i, r := range results[:5] {
+		if r["ok"] != true {
+			t.Errorf("search %d: %v, want it run", i+1, r)
+		}
+	}
+	if !refusedWith(results[5], "BUDGET_EXCEEDED") {
+		t.Errorf("sixth search: %v, want refused BUDGET_EXCEEDED", results[5])
+	}
+	done := ofType(evs, "text.done")
+	if len(done) != 1 || strings.Count(done[0].str("text"), "The kb_search tool succeeded") != 5 ||
+		!strings.Contains(done[0].str("text"), "The kb_search tool failed: ") {
+		t.Fatalf("answer %v, want five successes and the refusal reported", done)
+	}
+}

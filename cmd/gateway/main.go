@@ -44,6 +44,9 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if len(args) > 0 && args[0] == "call" {
 		return callCommand(args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "script" {
+		return scriptCommand(args[1:], getenv, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "events" {
 		return eventsCommand(args[1:], getenv, stdout, stderr)
 	}
@@ -128,6 +131,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("gateway listening", "url", l.scheme+"://"+l.publicAddr.String()+"/", "admin_url", l.scheme+"://"+l.adminAddr.String()+"/",
 		"dev_mode", cfg.DevMode(), "offline_demo_model", cfg.Offline(), "max_connections", cfg.MaxConnections,
 		"max_sessions", cfg.MaxSessions, "max_sessions_per_user", cfg.MaxSessionsPerUser)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // reload TURNSTILE_TOOLS_DIR (tools_reload.go)
+	defer signal.Stop(hup)
+	rctx, stopReloads := context.WithCancel(ctx)
+	reloads := make(chan struct{})
+	go func() { defer close(reloads); watchReloads(rctx, gw.toolsReload, hup, log) }()
+	defer func() { stopReloads(); <-reloads }()
 
 	var stopErr error
 	select {

@@ -9,8 +9,11 @@ import (
 
 // A message "/call NAME {json args}" calls any declared tool by hand, so
 // that the offline demo can try every tool the gateway offers; the
-// arguments are optional and default to {}. Once the tool has answered, the
-// demo reports what it said, whatever the tool.
+// arguments are optional and default to {}. Several calls separated by ";"
+// ("/call kb_search {"query":"refunds"}; kb_get {"id":"shipping"}") are
+// made in one model message, as a model making parallel calls does, so
+// that per-turn budgets and loop rules can be tried by hand. Once the tools
+// have answered, the demo reports what each said, whatever the tool.
 
 const (
 	// callPrefix starts a message that calls a tool by hand.
@@ -27,20 +30,86 @@ type typedCall struct {
 	problem  string         // why argsJSON cannot be sent as arguments, for the user
 }
 
+// callSeparator separates the calls of a "/call" that makes several.
+const callSeparator = ';'
+
 // IsCall reports whether text is a "/call" command.
 func IsCall(text string) bool {
-	_, ok := parseCall(text)
+	_, ok := commandRest(text)
 	return ok
 }
 
-// parseCall reads text as a "/call" command; ok is false when text is
-// something else. The name is empty when the command names no tool.
-func parseCall(text string) (c typedCall, ok bool) {
+// commandRest is what follows "/call" in text; ok is false when text is
+// not a "/call" command.
+func commandRest(text string) (string, bool) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(text), callPrefix)
 	if !ok || rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\n' {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// parseCalls reads text as a "/call" command making one call or several
+// (NAME {args} separated by ";"); ok is false when text is something
+// else. Text that does not split into well-formed calls is one call, read
+// as parseCall reads it (with its problem, if any).
+func parseCalls(text string) ([]typedCall, bool) {
+	rest, ok := commandRest(text)
+	if !ok {
+		return nil, false
+	}
+	if calls := splitCalls(rest); len(calls) > 1 {
+		return calls, true
+	}
+	c, _ := parseCall(text)
+	return []typedCall{c}, true
+}
+
+// splitCalls splits "NAME {args}; NAME; NAME {args}" into its calls; nil
+// when any part is not a name optionally followed by one JSON object.
+func splitCalls(rest string) []typedCall {
+	var calls []typedCall
+	for {
+		rest = strings.TrimSpace(rest)
+		end := strings.IndexFunc(rest, func(r rune) bool {
+			return r == '{' || r == callSeparator || r == ' ' || r == '\t' || r == '\n'
+		})
+		if end < 0 {
+			end = len(rest)
+		}
+		c := typedCall{name: rest[:end], args: map[string]any{}, argsJSON: "{}"}
+		if c.name == "" {
+			return nil
+		}
+		rest = strings.TrimSpace(rest[end:])
+		if strings.HasPrefix(rest, "{") {
+			dec := json.NewDecoder(strings.NewReader(rest))
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil || json.Unmarshal(raw, &c.args) != nil {
+				return nil
+			}
+			c.argsJSON = string(raw) // as typed
+			rest = strings.TrimSpace(rest[dec.InputOffset():])
+		}
+		calls = append(calls, c)
+		if rest == "" {
+			return calls
+		}
+		if rest[0] != callSeparator {
+			return nil
+		}
+		rest = rest[1:]
+	}
+}
+
+// parseCall reads text as a "/call" command making one call; ok is false
+// when text is something else. The name is empty when the command names no
+// tool.
+func parseCall(text string) (c typedCall, ok bool) {
+	rest, ok := commandRest(text)
+	if !ok {
 		return typedCall{}, false
 	}
-	rest = strings.TrimSpace(rest)
 	name, raw, _ := strings.Cut(rest, " ")
 	if i := strings.IndexAny(name, "{\t\n"); i >= 0 { // "/call name{...}" or a tab
 		name, raw = name[:i], rest[i:]
@@ -56,9 +125,23 @@ func parseCall(text string) (c typedCall, ok bool) {
 	return c, true
 }
 
-// manualCall answers a "/call": the call, or why it cannot be made. Where
-// arguments travel as text (Input.RawArgs), arguments that are not a JSON
-// object are sent as typed.
+// manualCalls answers a "/call": its calls in one message, or why one of
+// them cannot be made.
+func manualCalls(cs []typedCall, in Input) Action {
+	var out Action
+	for _, c := range cs {
+		a := manualCall(c, in)
+		if len(a.Calls) == 0 {
+			return a
+		}
+		out.Calls = append(out.Calls, a.Calls...)
+	}
+	return out
+}
+
+// manualCall answers one call of a "/call": the call, or why it cannot be
+// made. Where arguments travel as text (Input.RawArgs), arguments that are
+// not a JSON object are sent as typed.
 func manualCall(c typedCall, in Input) Action {
 	switch {
 	case c.name == "":

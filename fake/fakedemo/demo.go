@@ -76,8 +76,8 @@ func Decide(in Input) Action {
 		return afterTools(in.Results)
 	}
 	text := strings.TrimSpace(in.Text)
-	if c, ok := parseCall(text); ok {
-		return manualCall(c, in)
+	if cs, ok := parseCalls(text); ok {
+		return manualCalls(cs, in)
 	}
 	if outcome, tool, ok := confirmation(text); ok {
 		return answerConfirmation(outcome, tool, in)

@@ -157,3 +157,25 @@ func TestParseSlashCall(t *testing.T) {
 		}
 	}
 }
+
+func TestSlashCallMakesSeveralCallsInOneMessage(t *testing.T) {
+	a := Decide(Input{Text: `/call kb_search {"query": "a; b"}; kb_get {"id":"shipping"} ;finish`, Tools: kbTools})
+	want := []Call{
+		{Name: "kb_search", Args: map[string]any{"query": "a; b"}, ArgsJSON: `{"query": "a; b"}`},
+		{Name: "kb_get", Args: map[string]any{"id": "shipping"}, ArgsJSON: `{"id":"shipping"}`},
+		{Name: "finish", Args: map[string]any{}, ArgsJSON: "{}"},
+	}
+	if a.Text != "" || !reflect.DeepEqual(a.Calls, want) {
+		t.Fatalf("calls = %+v, want %+v", a, want)
+	}
+	// One undeclared tool: nothing is called, and the user is told which.
+	a = Decide(Input{Text: `/call kb_search {"query":"x"}; launch_rockets {}`, Tools: kbTools})
+	if len(a.Calls) != 0 || !strings.Contains(a.Text, "launch_rockets") {
+		t.Fatalf("%+v, want no call and a word about launch_rockets", a)
+	}
+	// What does not split into calls is one call with a problem, as before.
+	a = Decide(Input{Text: `/call kb_search {"query":"x"} trailing words`, Tools: kbTools})
+	if len(a.Calls) != 0 || !strings.Contains(a.Text, "couldn't read the arguments") {
+		t.Fatalf("%+v, want the arguments problem", a)
+	}
+}
