@@ -120,3 +120,41 @@ func TestSIGHUPReloadsTheToolsFolderForNewSessionsOnly(t *testing.T) {
 		t.Fatalf("resume after the reload: %v, want resumed, registryChanged, version %v", resumed, freshReady["registryVersion"])
 	}
 }
+
+// The binary itself: a real SIGHUP reloads the folder, a broken one is
+// logged naming its file and the process goes on serving.
+func TestGatewayProcessReloadsTheToolsFolderOnSIGHUP(t *testing.T) {
+	svc := newTicketService(t)
+	dir := toolsDir(t, map[string]string{"create_ticket": fmt.Sprintf(createTicketSchema, svc.URL)})
+	p := startProcess(t, "TURNSTILE_TOOLS_DIR="+dir, "TICKETS_API_KEY=tk-123")
+
+	more := toolsDir(t, map[string]string{"lookup_ticket": fmt.Sprintf(lookupTicketSchema, svc.URL)})
+	if err := os.Rename(filepath.Join(more, "lookup_ticket"), filepath.Join(dir, "lookup_ticket")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the reload's log line", func() bool {
+		return p.logHas("tools folder reloaded: new sessions get the new tools")
+	})
+
+	if err := os.Mkdir(filepath.Join(dir, "lookup_broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lookup_broken", "schema.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the failed reload's ERROR line naming the file", func() bool {
+		return p.logHas("tools folder reload failed; new sessions keep the current tools", "lookup_broken")
+	})
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		t.Fatalf("the gateway exited after a bad reload: %v", err)
+	default:
+	}
+}
