@@ -17,11 +17,18 @@ type ClientMessage struct {
 	// Traceparent is the W3C traceparent of the browser's span
 	// (session.start): the session's turn traces link to it.
 	Traceparent string
-	Text        string // text
-	Token       string // confirm, auth
-	Approve     bool   // confirm
-	Before      int    // history: a turn number (exclusive)
-	Limit       int    // history: 1 to HistoryLimitMax
+	// Context is session.start's page context, checked and re-encoded by
+	// CleanContext; nil when none was sent.
+	Context json.RawMessage
+	// Profile, Voice and LanguageCode are session.start's asks for an
+	// assistant profile, a Live voice and a language ("" when not sent);
+	// whether they are allowed is the gateway's decision.
+	Profile, Voice, LanguageCode string
+	Text                         string // text
+	Token                        string // confirm, auth
+	Approve                      bool   // confirm
+	Before                       int    // history: a turn number (exclusive)
+	Limit                        int    // history: 1 to HistoryLimitMax
 }
 
 // Resume asks for an existing session back.
@@ -44,15 +51,19 @@ type Limits struct {
 }
 
 type wireClient struct {
-	Type    *string `json:"type"`
-	Mode    string  `json:"mode"`
-	Resume  *Resume `json:"resume"`
-	Trace   string  `json:"traceparent"`
-	Text    *string `json:"text"`
-	Token   string  `json:"token"`
-	Approve *bool   `json:"approve"`
-	Before  *int    `json:"before"`
-	Limit   *int    `json:"limit"`
+	Type         *string         `json:"type"`
+	Mode         string          `json:"mode"`
+	Resume       *Resume         `json:"resume"`
+	Trace        string          `json:"traceparent"`
+	Context      json.RawMessage `json:"context"`
+	Profile      string          `json:"profile"`
+	Voice        string          `json:"voice"`
+	LanguageCode string          `json:"languageCode"`
+	Text         *string         `json:"text"`
+	Token        string          `json:"token"`
+	Approve      *bool           `json:"approve"`
+	Before       *int            `json:"before"`
+	Limit        *int            `json:"limit"`
 }
 
 // Decode parses one text frame. It never panics; a refused frame yields a
@@ -93,6 +104,9 @@ func Decode(data []byte, lim Limits) (ClientMessage, error) {
 				return m, &DecodeError{CodeBadMessage, "traceparent must be a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lower case, IDs not all zero"}
 			}
 			m.Traceparent = w.Trace
+		}
+		if err := decodeStartExtras(&m, w); err != nil {
+			return m, err
 		}
 	case TypeText:
 		if w.Text == nil {

@@ -86,6 +86,7 @@ const (
 	CodeRateLimited         = "rate_limited"
 	CodeUnauthenticated     = "unauthenticated"
 	CodeQuotaExceeded       = "quota_exceeded"
+	CodeProfileRefused      = "profile_refused"
 )
 
 // Close codes: 4000–4099 terminal, 4100–4199 reconnect and resume; 1007

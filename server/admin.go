@@ -106,8 +106,12 @@ func (s *Server) adminTimeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := timeline.View{Session: timeline.Session{ID: st.ID, UserID: st.UserID, User: s.d.Sessions.Pseudonym(st.UserID),
-		Created: st.CreatedAt.UTC(), Mode: st.Mode, Turns: st.Turn, Node: st.Node, Closed: st.Closed},
+		Created: st.CreatedAt.UTC(), Mode: st.Mode, Turns: st.Turn, Node: st.Node, Closed: st.Closed,
+		Profile: st.Profile, Voice: st.Voice, LanguageCode: st.LanguageCode},
 		Turns: []timeline.Turn{}, Events: []timeline.Event{}, Dropped: st.Full}
+	if st.Context != "" && json.Valid([]byte(st.Context)) {
+		view.Session.Context = json.RawMessage(st.Context)
+	}
 	for _, raw := range st.Entries {
 		var kind struct{ Kind string }
 		if json.Unmarshal([]byte(raw), &kind) != nil {

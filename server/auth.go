@@ -77,6 +77,9 @@ type AuthConfig struct {
 	// token's value that a header cannot carry is dropped with a log line
 	// (auth_claims.go).
 	ToolClaims []string
+	// ContextClaims names the token claims the model is told as facts
+	// about the user (TURNSTILE_CONTEXT_CLAIMS), by the same rules.
+	ContextClaims []string
 }
 
 // Authenticator verifies browser tokens before the WebSocket upgrade and when a session
@@ -221,7 +224,8 @@ func (a *Authenticator) Verify(token string) (session.Identity, error) {
 	if err := validUser(sub); err != nil {
 		return session.Identity{}, fmt.Errorf("%w: sub: %w", ErrBadToken, err)
 	}
-	return session.Identity{User: sub, ExpiresAt: exp.Time, Claims: a.toolClaims(claims)}, nil
+	return session.Identity{User: sub, ExpiresAt: exp.Time, Claims: a.toolClaims(claims),
+		Facts: a.contextClaims(claims)}, nil
 }
 
 // key picks the key of the token's own kind: the secret for HMAC, the key set for the others.

@@ -15,16 +15,28 @@ import (
 // out too, with a warning at most once a minute per claim name that never
 // shows the value. nil when no claim is forwarded.
 func (a *Authenticator) toolClaims(claims jwt.MapClaims) tools.Claims {
+	return a.pickClaims(a.cfg.ToolClaims, claims, "tools")
+}
+
+// contextClaims picks the claims AuthConfig.ContextClaims names, the facts
+// the model is told about the user, by the same rules.
+func (a *Authenticator) contextClaims(claims jwt.MapClaims) tools.Claims {
+	return a.pickClaims(a.cfg.ContextClaims, claims, "the model")
+}
+
+// pickClaims picks the named claims that can be passed on (to whom, for
+// the log line) out of a verified token.
+func (a *Authenticator) pickClaims(names []string, claims jwt.MapClaims, to string) tools.Claims {
 	var out tools.Claims
-	for _, name := range a.cfg.ToolClaims {
+	for _, name := range names {
 		raw, ok := claims[name]
 		if !ok {
 			continue
 		}
 		v, err := tools.ClaimValue(raw)
 		if err != nil {
-			if n, ok := a.dropped.Note(name, time.Now(), 1); ok {
-				a.cfg.Log.Warn("token claim not forwarded to tools", "claim", name, "err", err, "count", n)
+			if n, ok := a.dropped.Note(to+" "+name, time.Now(), 1); ok {
+				a.cfg.Log.Warn("token claim not forwarded to "+to, "claim", name, "err", err, "count", n)
 			}
 			continue
 		}

@@ -45,7 +45,8 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 
-	ts    *toolset // the tools pinned at the session's start
+	ts    *toolset    // the tools pinned at the session's start
+	asks  sessionAsks // what session.start asked for (context.go)
 	st    *state
 	pst   *persister
 	loops *loopdetect.Detector // the session's loop history (last turns)

@@ -19,7 +19,7 @@ import (
 // textConfig is what this session's text turns run with.
 func (c *conn) textConfig() textturn.Config {
 	cfg := c.m.cfg
-	return textturn.Config{System: c.ts.text.system, Tools: c.ts.text.decls, Provider: cfg.TextProvider,
+	return textturn.Config{System: c.ts.text.system + c.instruction(), Tools: c.ts.text.decls, Provider: cfg.TextProvider,
 		GenAIProvider: cfg.GenAIProvider, Model: cfg.ModelName,
 		MaxToolIterations: cfg.MaxToolIterations, ModelTimeout: cfg.ModelTimeout,
 		RestrictOutput: cfg.RestrictOutput, RestrictionMessage: cfg.RestrictionMessage,
@@ -32,7 +32,9 @@ func (c *conn) voiceConfig() voice.Config {
 	if c.id.Prompt != "" {
 		system += "\n\n" + c.id.Prompt
 	}
-	return voice.Config{System: system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout}
+	system += c.instruction()
+	return voice.Config{System: system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout,
+		Voice: c.liveVoice(), LanguageCode: c.asks.language}
 }
 
 // textHost is the connection as one text turn sees it. ignored collects

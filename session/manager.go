@@ -45,8 +45,13 @@ type Config struct {
 	// LiveConnectTimeout bounds opening a voice upstream; default 10 s.
 	LiveConnectTimeout time.Duration
 	HandshakeTimeout   time.Duration // time to send session.start; default 10 s
-	HistoryMax         int           // entries kept; default 200
-	ModelName          string
+	// LiveVoice is the Live voice of a session that asks for none ("" the
+	// model's own); LiveVoices the voices a session.start or a profile may
+	// ask for (empty: none).
+	LiveVoice  string
+	LiveVoices []string
+	HistoryMax int // entries kept; default 200
+	ModelName  string
 	// TextProvider names the text model's provider in metrics; default
 	// "gemini".
 	TextProvider string
@@ -337,6 +342,9 @@ type Identity struct {
 	// Claims are the token's claims forwarded to tools
 	// (TURNSTILE_TOOL_CLAIMS); nil when none.
 	Claims tools.Claims
+	// Facts are the token's claims the model is told as facts about the
+	// user (TURNSTILE_CONTEXT_CLAIMS); nil when none.
+	Facts tools.Claims
 }
 
 // ChannelBrowser is a browser's Identity.Channel.

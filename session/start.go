@@ -29,7 +29,12 @@ func (c *conn) handshake() bool {
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
 	if binary || derr != nil || msg.Type != protocol.TypeSessionStart {
 		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
-		c.send(protocol.NewError(protocol.CodeBadMessage, "the first message must be session.start", false, 0))
+		why := "the first message must be session.start"
+		var de *protocol.DecodeError
+		if !binary && msg.Type == protocol.TypeSessionStart && errors.As(derr, &de) {
+			why = de.Message // a session.start with a bad field: say which
+		}
+		c.send(protocol.NewError(protocol.CodeBadMessage, why, false, 0))
 		c.close(protocol.DisconnectProtocolViolation)
 		return false
 	}
@@ -85,6 +90,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 			return c.storeDown(err)
 		}
 		wantVoice, handle = rec.Mode == protocol.ModeVoice, rec.ResumeHandle
+		c.asks = asksOf(rec)
 		rec.Mode = protocol.ModeText // until the upstream is up again
 		if rec.RegistryVersion != ready.RegistryVersion {
 			c.log.Warn("resumed session moves to another tool registry version",
@@ -99,14 +105,20 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.PendingConfirmations = c.pendingConfirmations()
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed", c.id.Channel.String()).Inc()
 	} else {
+		if r := c.m.checkAsks(msg); r != nil {
+			c.refuseStart(r)
+			return false
+		}
 		if !c.allowNewSession() {
 			return false
 		}
+		c.asks = sessionAsks{context: string(msg.Context), voice: msg.Voice, language: msg.LanguageCode}
 		var token string
 		var err error
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 		rec, token, err = c.m.Store.Create(ctx, store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
-			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.now()})
+			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.now(),
+			Context: c.asks.context, Voice: c.asks.voice, LanguageCode: c.asks.language})
 		cancel()
 		if c.ctx.Err() != nil {
 			return false

@@ -118,6 +118,10 @@ const (
 	fieldResumeHandle    = "resumeHandle"
 	fieldEpoch           = "epoch"
 	fieldHistoryBytes    = "historyBytes"
+	fieldContext         = "context"
+	fieldProfile         = "profile"
+	fieldVoice           = "voice"
+	fieldLanguageCode    = "languageCode"
 )
 
 // maxIDLen bounds session ids; longer ones are never created by us.
@@ -512,7 +516,7 @@ func recordFields(rec Record, now time.Time) []any {
 	if createdAt.IsZero() {
 		createdAt = now
 	}
-	return []any{
+	fields := []any{
 		fieldUser, rec.UserID,
 		fieldMode, rec.Mode,
 		fieldTurn, strconv.Itoa(rec.Turn),
@@ -522,6 +526,15 @@ func recordFields(rec Record, now time.Time) []any {
 		fieldPendingMessage, rec.PendingMessage,
 		fieldResumeHandle, rec.ResumeHandle,
 	}
+	// What session.start said of the session, only when it said it: most
+	// sessions pay nothing for these.
+	for _, f := range [...]struct{ name, v string }{{fieldContext, rec.Context}, {fieldProfile, rec.Profile},
+		{fieldVoice, rec.Voice}, {fieldLanguageCode, rec.LanguageCode}} {
+		if f.v != "" {
+			fields = append(fields, f.name, f.v)
+		}
+	}
+	return fields
 }
 
 // turnFields are the meta fields a turn changes.
@@ -552,6 +565,10 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 		CreatedAt:       created,
 		PendingMessage:  m[fieldPendingMessage],
 		ResumeHandle:    m[fieldResumeHandle],
+		Context:         m[fieldContext],
+		Profile:         m[fieldProfile],
+		Voice:           m[fieldVoice],
+		LanguageCode:    m[fieldLanguageCode],
 	}, nil
 }
 

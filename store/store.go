@@ -38,6 +38,14 @@ type Record struct {
 	// token: a node keeps it so that it can write the session back whole
 	// (Restore) after Redis lost it.
 	TokenHash string
+	// Context is the page context session.start carried (compact JSON,
+	// protocol.CleanContext), "" when none: untrusted, kept so that a
+	// resumed session tells the model the same.
+	Context string
+	// Profile is the assistant profile the session runs ("" the default);
+	// Voice and LanguageCode are the session's own asks ("" none). A
+	// resumed session keeps them.
+	Profile, Voice, LanguageCode string
 }
 
 // ErrResumeRefused is returned by Store.Resume for an unknown or expired

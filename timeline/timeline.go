@@ -8,6 +8,7 @@
 package timeline
 
 import (
+	"encoding/json"
 	"time"
 	"unicode/utf8"
 )
@@ -133,6 +134,13 @@ type Session struct {
 	// Node holds the session now; "" when no connection of it is live.
 	Node   string `json:"node,omitempty"`
 	Closed string `json:"closed,omitempty"` // who closed it, when an operator did
+	// Context is the page context session.start carried (untrusted, as the
+	// browser sent it); Profile, Voice and LanguageCode what the session
+	// runs with when it asked (docs/profiles.md).
+	Context      json.RawMessage `json:"context,omitempty"`
+	Profile      string          `json:"profile,omitempty"`
+	Voice        string          `json:"voice,omitempty"`
+	LanguageCode string          `json:"languageCode,omitempty"`
 }
 
 // View is a whole timeline: the session and its entries, oldest first.

@@ -16,6 +16,9 @@ type LiveConfig struct {
 	History []Entry
 	// ResumeHandle resumes an earlier upstream session; "" starts anew.
 	ResumeHandle string
+	// Voice is a prebuilt voice name ("" the adapter's default) and
+	// LanguageCode a BCP-47 tag for speech ("" the model's own).
+	Voice, LanguageCode string
 }
 
 // LiveEventKind says what a LiveEvent carries.

@@ -200,7 +200,9 @@ export type ErrorCode =
   | "upstream_closed"
   | "upstream_lost"
   /** The user's stored conversations reached their storage quota: the message was not accepted. */
-  | "quota_exceeded";
+  | "quota_exceeded"
+  /** session.start asked for an assistant profile that does not exist or the token does not allow. */
+  | "profile_refused";
 
 export interface ErrorMessage {
   type: "error";

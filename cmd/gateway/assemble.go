@@ -146,6 +146,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
 		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
 		Log: log.With("component", "auth"), Metrics: m, ToolClaims: cfg.ToolClaims, Now: clk.Now,
+		ContextClaims: cfg.ContextClaims,
 	})
 	if err != nil {
 		return nil, err
@@ -193,6 +194,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		RecentSessionsBytes:  cfg.RecentSessionsBytes,
 		Clock:                clk,
 		Pseudonyms:           gw.users,
+
+		// Per-session context (issue 21).
+		LiveVoice:  cfg.LiveVoice,
+		LiveVoices: cfg.LiveVoices,
 
 		// The upstream-connect budget and the resume limits (issue 24).
 		LiveConnectsPerMinute:     cfg.LiveConnectsPerMinute,

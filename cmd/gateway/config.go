@@ -46,6 +46,11 @@ type Config struct {
 	// What tools learn about a call (config_identity.go).
 	ToolClaims         []string // TURNSTILE_TOOL_CLAIMS: token claims forwarded to tools
 	ToolsSigningSecret Secret   // TURNSTILE_TOOLS_SIGNING_SECRET; "" = tool requests unsigned
+	// What a session tells its model beyond the system prompt
+	// (config_context.go).
+	ContextClaims []string // TURNSTILE_CONTEXT_CLAIMS: token claims told to the model as facts
+	LiveVoice     string   // TURNSTILE_LIVE_VOICE; "" = the model's own
+	LiveVoices    []string // TURNSTILE_LIVE_VOICES: the voices a session or profile may ask for
 
 	TextProvider    string    // who answers text turns: gemini or openai
 	OpenAIAPIKey    Secret    // "" = no key sent (local servers)
@@ -229,6 +234,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("mcp_start_timeout", c.MCPStartTimeout),
 		slog.Any("tool_claims", c.ToolClaims),
 		slog.Any("tools_signing_secret", c.ToolsSigningSecret),
+		slog.Any("context_claims", c.ContextClaims),
+		slog.String("live_voice", c.LiveVoice),
 		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
 		slog.Int("voice_max_calls", c.VoiceMaxCalls),
 		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
@@ -601,7 +608,7 @@ func configSettings() []configSetting {
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
 	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
-		append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...)...)...)
+		append(append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...), sessionContextSettings()...)...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.

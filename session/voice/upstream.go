@@ -40,7 +40,7 @@ func (v *Session) dial(handle string, reason metrics.ConnectReason) (transport.L
 		hist = v.h.History()
 	}
 	up, err := v.d.Live.Connect(ctx, transport.LiveConfig{System: v.cfg.System, Tools: v.cfg.Tools,
-		History: hist, ResumeHandle: handle})
+		History: hist, ResumeHandle: handle, Voice: v.cfg.Voice, LanguageCode: v.cfg.LanguageCode})
 	event := "connect"
 	if handle != "" {
 		event = "resume"

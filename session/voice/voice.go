@@ -123,6 +123,9 @@ type Config struct {
 	DrainMax          time.Duration // default DefaultDrainMax
 	ReconnectAttempts int           // default DefaultReconnectAttempts
 	ReconnectDelay    time.Duration // default DefaultReconnectDelay
+	// Voice and LanguageCode go into the Live setup's speech config ("":
+	// the model's own).
+	Voice, LanguageCode string
 }
 
 func (c *Config) defaults() {

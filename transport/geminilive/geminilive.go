@@ -197,3 +197,11 @@ func BaseURL(restBase string) string {
 	}
 	return restBase
 }
+
+// Voices are the prebuilt voices of Gemini's Live models (the native-audio
+// models speak all thirty, the half-cascade ones the first eight): the
+// default of TURNSTILE_LIVE_VOICES.
+var Voices = []string{"Puck", "Charon", "Kore", "Fenrir", "Aoede", "Leda", "Orus", "Zephyr",
+	"Achernar", "Achird", "Algenib", "Algieba", "Alnilam", "Autonoe", "Callirrhoe", "Despina", "Enceladus",
+	"Erinome", "Gacrux", "Iapetus", "Laomedeia", "Pulcherrima", "Rasalgethi", "Sadachbia", "Sadaltager",
+	"Schedar", "Sulafat", "Umbriel", "Vindemiatrix", "Zubenelgenubi"}

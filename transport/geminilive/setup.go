@@ -1,6 +1,7 @@
 package geminilive
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -44,10 +45,7 @@ func (m *Model) setupMessage(cfg transport.LiveConfig) ([]byte, error) {
 		}
 		setup.ContextWindowCompression = cw
 	}
-	if m.opts.Voice != "" {
-		setup.GenerationConfig.SpeechConfig = &genai.SpeechConfig{VoiceConfig: &genai.VoiceConfig{
-			PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: m.opts.Voice}}}
-	}
+	setup.GenerationConfig.SpeechConfig = speechConfig(cmp.Or(cfg.Voice, m.opts.Voice), cfg.LanguageCode)
 	return json.Marshal(genai.LiveClientMessage{Setup: setup})
 }
 
@@ -110,4 +108,17 @@ func liveHistory(history []transport.Entry) []*genai.Content {
 		text = append(text, transport.Entry{Role: e.Role, Text: e.Text})
 	}
 	return geminitext.Contents(text)
+}
+
+// speechConfig is the setup's speech config for a prebuilt voice and a
+// language, nil when neither is set (the model's own).
+func speechConfig(voice, language string) *genai.SpeechConfig {
+	if voice == "" && language == "" {
+		return nil
+	}
+	sc := &genai.SpeechConfig{LanguageCode: language}
+	if voice != "" {
+		sc.VoiceConfig = &genai.VoiceConfig{PrebuiltVoiceConfig: &genai.PrebuiltVoiceConfig{VoiceName: voice}}
+	}
+	return sc
 }
