@@ -28,7 +28,10 @@ type Config struct {
 	// chunks continuously, a round trip measured for each. It needs an
 	// upstream that echoes (EchoUpstream, or relaybench's fakelive).
 	Relay bool
-	Late  time.Duration // relay: an answer later than this counts as late
+	// Idle runs idle sessions instead: text mode, then nothing but the
+	// answers to the gateway's pings (see idle.go).
+	Idle bool
+	Late time.Duration // relay: an answer later than this counts as late
 	// EchoUpstream serves an echoing fake Gemini Live on this loopback
 	// host:port for the whole run; "" serves none.
 	EchoUpstream string
@@ -75,6 +78,9 @@ func parseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.BoolVar(&c.Relay, "relay", false,
 		"relaybench's load: 640-byte chunks every 20 ms, continuously, with a round trip per chunk "+
 			"(the gateway's upstream must echo: see -echo-upstream)")
+	fs.BoolVar(&c.Idle, "idle", false,
+		"idle sessions instead of voice: session.start in text mode, then nothing but ping answers; "+
+			"reports the gateway's RSS, heap, stacks and goroutines per session (needs -metrics; up to 60000 sessions)")
 	fs.DurationVar(&c.Late, "late", 200*time.Millisecond, "with -relay: a round trip longer than this counts as late")
 	fs.StringVar(&c.EchoUpstream, "echo-upstream", "",
 		"serve an echoing fake Gemini Live on this loopback host:port during the run "+
@@ -115,8 +121,15 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("-metrics: %w", err))
 		}
 	}
-	if c.Sessions < 1 || c.Sessions > maxSessions {
-		errs = append(errs, fmt.Errorf("-sessions: %d is not between 1 and %d", c.Sessions, maxSessions))
+	limit := maxSessions
+	if c.Idle {
+		limit = maxIdleSessions
+		if c.MetricsURL == "" || c.Relay || c.Client != clientBrowser {
+			errs = append(errs, errors.New("-idle: needs -metrics and the browser client, and not -relay"))
+		}
+	}
+	if c.Sessions < 1 || c.Sessions > limit {
+		errs = append(errs, fmt.Errorf("-sessions: %d is not between 1 and %d", c.Sessions, limit))
 	}
 	if c.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("-duration: %v is not positive", c.Duration))

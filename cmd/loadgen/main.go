@@ -22,6 +22,12 @@
 //	go run ./cmd/loadgen -client twilio -relay -echo-upstream 127.0.0.1:19100 -sessions 50 \
 //	  -url http://127.0.0.1:8080/v1/telephony/twilio -twilio-auth-token "$TWILIO_AUTH_TOKEN"
 //
+// With -idle it opens idle sessions instead — session.start in text mode,
+// then nothing but the answers to the gateway's pings — and reports the
+// gateway's RSS, heap, stacks and goroutines per session (docs/benchmarks.md):
+//
+//	go run ./cmd/loadgen -idle -sessions 9800 -ramp 60s -duration 150s
+//
 // The exit status is 0 when every session ran to the end without an error,
 // 1 when a session failed or an error was counted, 2 for bad flags.
 package main
@@ -62,6 +68,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		defer echo.close()
 		fmt.Fprintf(stderr, "loadgen: echo upstream on %s (GEMINI_BASE_URL=http://%s)\n", echo.addr, echo.addr)
 	}
+	if cfg.Idle {
+		return idleMain(ctx, cfg, stdout, stderr)
+	}
 	rep, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
@@ -77,6 +86,28 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if rep.SessionsFailed > 0 || rep.ErrorCount() > 0 {
+		return 1
+	}
+	return 0
+}
+
+// idleMain runs and reports the idle load (-idle).
+func idleMain(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
+	rep, err := runIdle(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		return 1
+	}
+	if cfg.JSON {
+		err = rep.writeJSON(stdout)
+	} else {
+		err = rep.writeText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: write report: %v\n", err)
+		return 1
+	}
+	if rep.Failed > 0 || rep.Lost > 0 {
 		return 1
 	}
 	return 0
