@@ -7,13 +7,10 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -24,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/turnstile-gw/turnstile/internal/throttle"
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session"
@@ -270,7 +268,14 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 			"reason": metrics.RefusedMaxSessions})
 		return
 	}
-	defer leaveNode()
+	// release gives the admission back: when this handler returns early,
+	// or, once the session runs, when it ends.
+	release := leaveNode
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	if wait := s.cooldown(r.Context(), id.User); wait > 0 {
 		s.refused(metrics.RefusedAbuseCooldown, metrics.ChannelBrowser, client, nil)
 		secs := protocol.RetryAfterSeconds(wait)
@@ -288,8 +293,10 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 			"reason": metrics.RefusedMaxSessionsPerUser})
 		return
 	}
-	defer leaveUser()
-	hw := &hijackWatch{ResponseWriter: w}
+	release = func() { leaveUser(); leaveNode() }
+	// The connection the library takes over holds its buffers only while
+	// a frame is in flight (wsbuf); hw.Conn is the TCP connection under it.
+	hw := &wsbuf.ResponseWriter{ResponseWriter: w}
 	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		Subprotocols: []string{protocol.Subprotocol},
 		// checkOrigin has decided; the library's own check trusts Host.
@@ -303,7 +310,11 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id.ClientIP = client
-	s.d.Sessions.Serve(context.WithoutCancel(r.Context()), conn, hw.conn, id)
+	// The session runs on a goroutine of its own, and this one (the HTTP
+	// server's, with the request and its buffers) returns.
+	ended := release
+	release = nil
+	s.d.Sessions.Start(context.WithoutCancel(r.Context()), conn, hw.Conn, id, ended)
 }
 
 // refused counts a refusal and logs it, at most once per reason per
@@ -328,30 +339,6 @@ func (s *Server) refused(reason string, ch metrics.Channel, client string, err e
 		level = slog.LevelInfo
 	}
 	s.d.Log.Log(context.Background(), level, "connection refused", attrs...)
-}
-
-// hijackWatch keeps the raw connection the WebSocket library takes over,
-// so that the session can drop it at once: the library cannot abandon a
-// close handshake stuck behind a full socket buffer by itself.
-type hijackWatch struct {
-	http.ResponseWriter
-	conn net.Conn
-}
-
-func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	hj, ok := h.ResponseWriter.(http.Hijacker)
-	if !ok {
-		return nil, nil, errors.New("http.ResponseWriter does not implement http.Hijacker")
-	}
-	c, brw, err := hj.Hijack()
-	h.conn = c
-	if tc, ok := c.(*tls.Conn); ok {
-		// Closing a TLS connection first writes a close_notify, which a
-		// full socket buffer holds up for seconds; the session drops the
-		// TCP connection under it instead.
-		h.conn = tc.NetConn()
-	}
-	return c, brw, err
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

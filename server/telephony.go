@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/telephony"
@@ -191,7 +192,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		return
 	}
 	defer leaveNode()
-	hw := &hijackWatch{ResponseWriter: w}
+	hw := &wsbuf.ResponseWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		s.d.Log.Info("telephony stream: websocket refused", "err", err, "remote", r.RemoteAddr)
@@ -239,7 +240,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	}
 	defer leaveUser()
 	log.Info("call stream started", "call", call.ID, "user", user)
-	s.d.Sessions.ServeWire(ctx, b, hw.conn, session.Identity{User: user, Channel: t.Carrier.Channel(),
+	s.d.Sessions.ServeWire(ctx, b, hw.Conn, session.Identity{User: user, Channel: t.Carrier.Channel(),
 		Prompt: telephony.Prompt, Pinned: true, ClientIP: s.cfg.TrustedProxies.ClientIP(r)})
 }
 

@@ -99,6 +99,10 @@ func (c *tracked) Close() error {
 	return err
 }
 
+// Unwrap is the connection under the tracking (wsbuf.Unwrapper): bytes
+// pass through unchanged, so a WebSocket may read and write it directly.
+func (c *tracked) Unwrap() net.Conn { return c.Conn }
+
 // clientKey is what the per-client cap counts by: an IPv4 address, or an
 // IPv6 /64 (what one subscriber is given).
 func clientKey(a netip.Addr) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -23,8 +24,9 @@ import (
 )
 
 // conn is one browser connection and the session it carries. Its
-// goroutines: the reader (the caller of run), the writer, and — while they
-// last — a running text turn or the voice side, and the store writer. They
+// goroutines: the reader (the caller of run), and — while they last — the
+// writer (while there is something to write), a running text turn or the
+// voice side, and the store writer. They
 // share ctx; when one fails, all stop.
 type conn struct {
 	m    *Manager
@@ -55,6 +57,12 @@ type conn struct {
 	traceLink trace.SpanContext
 	act       activity
 	out       closer
+	// The writer's own (see write): one runs at a time, started by the
+	// queue. wend is closed when a writer has ended for good.
+	watchdog *time.Timer
+	spare    []frame
+	wend     chan struct{}
+	wendOnce sync.Once
 
 	audioIn prometheus.Counter    // browser audio frames, resolved once
 	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready
@@ -108,12 +116,16 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 	}
 	c.st.trimmed = func(int) { c.refused(limitHistoryBytes, c.m.now()) }
 	c.out.closing = make(chan struct{})
+	c.out.onClose = c.q.requestClose
+	c.wend = make(chan struct{})
+	c.q.write = c.write
 	c.act.c = c
 	return c
 }
 
-// readBufferSize is the reader's first buffer; it grows to the largest
-// frame seen (at most MaxMessageBytes) and is reused for every frame.
+// readBufferSize is a browser reader's pooled buffer (see readBuf); a
+// larger frame grows a buffer the connection keeps (at most
+// MaxMessageBytes).
 const readBufferSize = 4 << 10
 
 // run serves the connection until it ends and leaves nothing running.
@@ -136,9 +148,6 @@ func (c *conn) run(parent context.Context) {
 	stopRead := context.AfterFunc(c.ctx, c.drop)
 	defer stopRead()
 
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); c.writer() }()
-
 	started := c.m.now()
 	ok := c.handshake()
 	if ok {
@@ -149,14 +158,14 @@ func (c *conn) run(parent context.Context) {
 		// Let the writer flush what explains the close, and send the close
 		// frame, before everything stops.
 		select {
-		case <-writerDone:
+		case <-c.wend:
 		case <-time.After(2 * c.m.cfg.WriteTimeout):
 		}
 	default:
 	}
 	c.cancel()
 	c.act.stop()
-	<-writerDone
+	c.q.stopWriters()
 	c.finalWrite()
 	c.pst.finish()
 	_ = c.wire.CloseNow()
@@ -198,7 +207,7 @@ func (c *conn) finalWrite() {
 
 // readLoop handles browser messages until the connection ends.
 func (c *conn) readLoop() {
-	buf := make([]byte, 0, readBufferSize)
+	var buf []byte // a browser's wire reads into buffers of its own
 	for {
 		binary, data, err := c.wire.Read(buf)
 		if err != nil {

@@ -366,9 +366,37 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 	m.serve(ctx, wire, raw, id, nil)
 }
 
+// Start is Serve on a goroutine of its own: it returns once the
+// connection is registered (or refused, the node draining), and calls
+// ended when the connection has ended. The caller — the HTTP handler that
+// upgraded it — can then return, and the HTTP server's goroutine and what
+// it holds (its stack, the request, its buffers) are freed while the
+// session stays open: an idle session keeps one goroutine, not two.
+func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity, ended func()) {
+	ws.SetReadLimit(m.cfg.MaxMessageBytes)
+	wire, pings := browserWire(ws)
+	c := m.admit(wire, raw, id, pings)
+	if c == nil {
+		ended()
+		return
+	}
+	go func() {
+		defer ended()
+		m.runConn(ctx, c)
+	}()
+}
+
 // serve is ServeWire; pings, when not nil, is the wire's ping gate, bound
 // to the connection's message rate before its reader starts.
 func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) {
+	if c := m.admit(wire, raw, id, pings); c != nil {
+		m.runConn(ctx, c)
+	}
+}
+
+// admit registers a new connection; nil when the node is draining (the
+// wire is then closed 4100).
+func (m *Manager) admit(wire Wire, raw net.Conn, id Identity, pings *pingGate) *conn {
 	if id.Channel == "" {
 		id.Channel = ChannelBrowser
 	}
@@ -378,7 +406,7 @@ func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identit
 		m.Metrics.BrowserDisconnect.WithLabelValues(protocol.DisconnectDraining.Label).Inc()
 		m.Metrics.RefuseSession("draining", id.Channel)
 		_ = wire.Close(protocol.DisconnectDraining.Code, protocol.DisconnectDraining.Reason)
-		return
+		return nil
 	}
 	c := newConn(m, wire, id)
 	c.raw = raw
@@ -389,6 +417,11 @@ func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identit
 	m.startKeepaliveLocked()
 	m.wg.Add(1)
 	m.mu.Unlock()
+	return c
+}
+
+// runConn runs an admitted connection until it ends, and forgets it.
+func (m *Manager) runConn(ctx context.Context, c *conn) {
 	defer m.wg.Done()
 	defer func() {
 		m.mu.Lock()

@@ -69,6 +69,7 @@ func (c *conn) close(d protocol.Disconnect) { c.out.close(d, false) }
 type closer struct {
 	once    sync.Once
 	closing chan struct{} // closed when a close is decided
+	onClose func()        // called once a close is decided: asks the writer to close
 
 	mu     sync.Mutex
 	d      protocol.Disconnect
@@ -90,6 +91,9 @@ func (o *closer) close(d protocol.Disconnect, now bool) bool {
 		close(o.closing)
 		won = true
 	})
+	if won && o.onClose != nil {
+		o.onClose()
+	}
 	return won
 }
 
@@ -130,61 +134,87 @@ func (o *closer) dropQueue() bool {
 	return o.now
 }
 
-// writer is the only goroutine writing to the browser. Each write is
-// bounded by WriteTimeout through one reused timer that ends the
-// connection when it fires, rather than a context per write.
-func (c *conn) writer() {
-	watchdog := time.AfterFunc(time.Hour, func() {
-		c.out.setReason(protocol.DisconnectWriteFailed)
-		c.cancel()
-	})
-	watchdog.Stop()
-	defer watchdog.Stop()
-	var spare []frame
+// write is one run of the writer, started by the queue when a frame is
+// pushed and no writer runs: it writes what is queued until the queue is
+// empty, and ends — except after audio, when it waits for more (audio
+// comes every few tens of milliseconds until the answer ends). It is the only goroutine writing to the browser while
+// it runs. Asked to close, it flushes (or drops) what is queued, sends the
+// close frame and ends the connection; no writer starts after that, nor
+// after a failed write. Each write is bounded by WriteTimeout through one
+// timer per connection, reused, that ends the connection when it fires,
+// rather than a context per write.
+func (c *conn) write() {
+	if c.watchdog == nil {
+		c.watchdog = time.AfterFunc(time.Hour, func() {
+			c.out.setReason(protocol.DisconnectWriteFailed)
+			c.cancel()
+		})
+		c.watchdog.Stop()
+	}
+	linger := false
 	for {
-		select {
-		case <-c.q.notify:
-			var ok bool
-			if spare, ok = c.flush(watchdog, spare); !ok {
-				c.cancel()
-				return
+		if c.ctx.Err() != nil {
+			c.writerEnded()
+			return
+		}
+		frames, closing, ok := c.q.next(c.spare, linger)
+		if !ok {
+			return
+		}
+		if len(frames) == 0 && !closing {
+			select {
+			case <-c.q.notify:
+			case <-c.ctx.Done():
 			}
-		case <-c.out.closing:
-			if c.out.dropQueue() {
-				c.q.drop()
-			} else if _, ok := c.flush(watchdog, spare); !ok {
-				c.cancel()
-				return
+			continue
+		}
+		linger = false
+		if closing && c.out.dropQueue() {
+			for i, f := range frames {
+				c.q.written(f)
+				frames[i] = frame{}
 			}
+		} else if c.spare, linger, ok = c.flush(frames); !ok {
+			c.cancel()
+			c.writerEnded()
+			return
+		}
+		if closing {
 			c.closeBounded()
 			c.cancel()
-			return
-		case <-c.ctx.Done():
+			c.writerEnded()
 			return
 		}
 	}
 }
 
-// flush writes everything queued; it returns the emptied slice for the
-// next take, and false when a write failed.
-func (c *conn) flush(watchdog *time.Timer, spare []frame) ([]frame, bool) {
-	frames := c.q.take(spare)
-	ok := true
+// writerEnded stops the writer for good (a close was sent, a write
+// failed, or the connection ended) and tells run.
+func (c *conn) writerEnded() {
+	c.q.endWriter()
+	c.wendOnce.Do(func() { close(c.wend) })
+}
+
+// flush writes frames; it returns the emptied slice for the next take,
+// whether there was audio among them, and false when a write failed.
+func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
+	ok = true
 	for i, f := range frames {
+		audio = audio || f.binary
 		if ok {
-			watchdog.Reset(c.m.cfg.WriteTimeout)
+			c.watchdog.Reset(c.m.cfg.WriteTimeout)
 			if err := c.wire.Write(f.binary, f.data); err != nil {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
 			} else if !f.received.IsZero() {
 				c.relayOut.Observe(time.Since(f.received).Seconds())
 			}
-			watchdog.Stop()
+			c.watchdog.Stop()
 		}
 		c.q.written(f)
 		frames[i] = frame{}
 	}
-	return frames[:0], ok
+	return frames[:0], audio, ok
 }
 
 // closeBounded sends the close frame and waits for the browser's answer

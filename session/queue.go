@@ -10,6 +10,12 @@ import (
 // closed as too slow, so memory per connection stays bounded. Audio frames
 // are copied into pooled buffers that the writer returns after writing, so
 // relaying audio allocates nothing per frame.
+//
+// The writer runs only while there is something to write: a push to a
+// queue with no writer running starts one (write), which takes until the
+// queue is empty and ends — or, while audio streams, waits for the next
+// frame (notify), as a goroutine started per audio frame would cost more
+// than one woken. An idle connection has no writer goroutine.
 type queue struct {
 	mu     sync.Mutex
 	frames []frame
@@ -17,10 +23,20 @@ type queue struct {
 	audio  int // bytes of audio queued
 	taken  int // bytes of audio taken by the writer and not written yet
 	max    int
-	notify chan struct{} // capacity 1: "there is something to take"
 	// drained is closed once no audio is queued or taken and unwritten;
 	// nil while nobody waits for that (see audioDrained).
 	drained chan struct{}
+
+	// The writer's state. write (nil: none, for tests that take by hand)
+	// runs on a goroutine of its own while writing is true; closeReq asks
+	// it to close the connection even with nothing queued; stopped starts
+	// no writer any more.
+	write    func()
+	notify   chan struct{} // capacity 1: a lingering writer has something to take
+	writing  bool
+	closeReq bool
+	stopped  bool
+	writers  sync.WaitGroup
 }
 
 // closed is a channel that is always closed.
@@ -71,16 +87,78 @@ func (q *queue) add(f frame) bool {
 	if f.binary {
 		q.audio += len(f.data)
 	}
-	q.mu.Unlock()
-	q.wake()
+	q.startOrWake()
 	return true
 }
 
-func (q *queue) wake() {
+// startOrWake starts a writer, or wakes the one running; q.mu is held and
+// released.
+func (q *queue) startOrWake() {
+	start := q.startLocked()
+	q.mu.Unlock()
+	if start {
+		go q.write()
+		return
+	}
 	select {
 	case q.notify <- struct{}{}:
 	default:
 	}
+}
+
+// startLocked reports whether a writer is to be started (and counts it as
+// running); q.mu is held.
+func (q *queue) startLocked() bool {
+	if q.writing || q.stopped || q.write == nil {
+		return false
+	}
+	q.writing = true
+	q.writers.Add(1)
+	return true
+}
+
+// requestClose asks the writer to close the connection, starting one if
+// none runs.
+func (q *queue) requestClose() {
+	q.mu.Lock()
+	q.closeReq = true
+	q.startOrWake()
+}
+
+// next is the writer's take: everything queued, and whether a close is
+// asked for. When there is neither, a lingering writer gets nothing (and
+// waits on notify); any other is done: it is counted as ended (it must
+// return) and ok is false.
+func (q *queue) next(spare []frame, linger bool) (frames []frame, closeReq, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.frames) == 0 && !q.closeReq {
+		if linger {
+			return spare, false, true
+		}
+		q.writing = false
+		q.writers.Done()
+		return spare, false, false
+	}
+	return q.takeLocked(spare), q.closeReq, true
+}
+
+// endWriter is the running writer's end for good: no writer starts after
+// it.
+func (q *queue) endWriter() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.stopped = true
+	q.writing = false
+	q.writers.Done()
+}
+
+// stopWriters starts no writer any more and waits for the one running.
+func (q *queue) stopWriters() {
+	q.mu.Lock()
+	q.stopped = true
+	q.mu.Unlock()
+	q.writers.Wait()
 }
 
 // take removes and returns everything queued, handing the queue spare (an
@@ -90,6 +168,10 @@ func (q *queue) wake() {
 func (q *queue) take(spare []frame) []frame {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.takeLocked(spare)
+}
+
+func (q *queue) takeLocked(spare []frame) []frame {
 	out := q.frames
 	q.taken += q.audio
 	q.frames, q.bytes, q.audio = spare[:0], 0, 0

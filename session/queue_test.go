@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 func frames(q []frame) []string {
@@ -71,24 +74,41 @@ func TestQueueDropDiscardsAndFreesTheBound(t *testing.T) {
 	}
 }
 
-func TestQueuePushNotifiesOnceForManyFrames(t *testing.T) {
+// A push starts a writer only when none runs: two pushes before the
+// writer takes start one, and a push after it found the queue empty (and
+// ended) starts the next.
+func TestQueueStartsOneWriterForManyFramesAndAnotherOnceItEnded(t *testing.T) {
 	q := newQueue(100)
-	select {
-	case <-q.notify:
-		t.Fatal("an empty queue notified")
-	default:
+	var launches atomic.Int32
+	var mu sync.Mutex
+	var got [][]string
+	gate := make(chan struct{})
+	q.write = func() {
+		launches.Add(1)
+		<-gate
+		for {
+			f, _, ok := q.next(nil, false)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			got = append(got, frames(f))
+			mu.Unlock()
+		}
 	}
+	writing := func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.writing }
 	q.push([]byte("a"))
 	q.push([]byte("b"))
-	select {
-	case <-q.notify:
-	default:
-		t.Fatal("push did not notify")
+	close(gate)
+	testwait.For(t, "the writer to end", func() bool { return !writing() })
+	q.push([]byte("c"))
+	testwait.For(t, "the second writer to end", func() bool { return !writing() })
+	q.stopWriters()
+	if n := launches.Load(); n != 2 {
+		t.Errorf("%d writers started, want 2 (one for a and b, one for c)", n)
 	}
-	select {
-	case <-q.notify:
-		t.Fatal("two pushes before a take notified twice, want one coalesced wake-up")
-	default:
+	if want := [][]string{{"a", "b"}, {"c"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("writers took %q, want %q", got, want)
 	}
 }
 
@@ -98,21 +118,19 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 	const producers, perProducer = 6, 500
 	q := newQueue(1 << 20)
 
-	got := make(chan []string, 1)
-	go func() {
-		var all []string
-		deadline := time.After(10 * time.Second)
-		for len(all) < producers*perProducer {
-			select {
-			case <-q.notify:
-				all = append(all, frames(q.take(nil))...)
-			case <-deadline:
-				got <- all
+	var mu sync.Mutex
+	var all []string
+	q.write = func() {
+		for {
+			f, _, ok := q.next(nil, false)
+			if !ok {
 				return
 			}
+			mu.Lock()
+			all = append(all, frames(f)...)
+			mu.Unlock()
 		}
-		got <- all
-	}()
+	}
 
 	var wg sync.WaitGroup
 	refused := make(chan string, producers*perProducer)
@@ -132,7 +150,7 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 		t.Errorf("push %s refused under the bound", f)
 	}
 
-	all := <-got
+	q.stopWriters()
 	if len(all) != producers*perProducer {
 		t.Fatalf("taker got %d frames, want %d", len(all), producers*perProducer)
 	}

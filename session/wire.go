@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -44,13 +45,51 @@ func WebSocketWire(ws *websocket.Conn) Wire { return wsWire{ws: ws, ctx: context
 type wsWire struct {
 	ws  *websocket.Conn
 	ctx context.Context
+	rb  *readBuf // a browser's: Read uses it, not the caller's buffer
+}
+
+// readBuf is a browser wire's read buffer, held from a frame's arrival to
+// the next Read: between frames (an idle browser) nothing is held. A
+// frame larger than a pooled buffer grows one that the connection keeps
+// (a browser that sends large audio frames sends more of them).
+type readBuf struct {
+	held *[]byte // from readBufs, for the frame last read
+	big  []byte
+}
+
+// readBufs are the browser readers' buffers.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, readBufferSize); return &b }}
+
+// take is the buffer for the frame that has arrived.
+func (b *readBuf) take() []byte {
+	if b.big != nil {
+		return b.big[:0]
+	}
+	b.held = readBufs.Get().(*[]byte)
+	return (*b.held)[:0]
+}
+
+// read is done with buf: one grown past the pooled size is kept.
+func (b *readBuf) read(buf []byte) {
+	if cap(buf) > readBufferSize && b.big == nil {
+		b.big = buf
+		b.release()
+	}
+}
+
+// release gives the pooled buffer back.
+func (b *readBuf) release() {
+	if b.held != nil {
+		readBufs.Put(b.held)
+		b.held = nil
+	}
 }
 
 // browserWire is the WebSocket of a browser accepted with OnPing: the ping
 // frames it reads count toward the message rate (see pingGate).
 func browserWire(ws *websocket.Conn) (wsWire, *pingGate) {
 	g := &pingGate{}
-	return wsWire{ws: ws, ctx: context.WithValue(context.Background(), pingGateKey{}, g)}, g
+	return wsWire{ws: ws, ctx: context.WithValue(context.Background(), pingGateKey{}, g), rb: &readBuf{}}, g
 }
 
 // pingGate lets OnPing reach the connection's message rate. Its allow is
@@ -74,10 +113,19 @@ func OnPing(ctx context.Context, _ []byte) bool {
 	return g.allow(time.Now())
 }
 
+// Read reads into buf, or for a browser into its own buffer (see readBuf),
+// valid until the next Read.
 func (w wsWire) Read(buf []byte) (bool, []byte, error) {
+	if w.rb != nil {
+		w.rb.release()
+	}
 	typ, r, err := w.ws.Reader(w.ctx)
 	if err != nil {
 		return false, nil, err
+	}
+	if w.rb != nil {
+		buf = w.rb.take()
+		defer func() { w.rb.read(buf) }()
 	}
 	buf = buf[:0]
 	for {

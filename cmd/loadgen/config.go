@@ -31,7 +31,11 @@ type Config struct {
 	// Idle runs idle sessions instead: text mode, then nothing but the
 	// answers to the gateway's pings (see idle.go).
 	Idle bool
-	Late time.Duration // relay: an answer later than this counts as late
+	// PprofURL is the gateway's profiling listener (…/debug/pprof/); the
+	// idle run has it collect garbage before each reading, and writes the
+	// heap profile with all sessions idle to HeapOut. "": neither.
+	PprofURL, HeapOut string
+	Late              time.Duration // relay: an answer later than this counts as late
 	// EchoUpstream serves an echoing fake Gemini Live on this loopback
 	// host:port for the whole run; "" serves none.
 	EchoUpstream string
@@ -81,6 +85,9 @@ func parseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.BoolVar(&c.Idle, "idle", false,
 		"idle sessions instead of voice: session.start in text mode, then nothing but ping answers; "+
 			"reports the gateway's RSS, heap, stacks and goroutines per session (needs -metrics; up to 60000 sessions)")
+	fs.StringVar(&c.PprofURL, "pprof", "", "with -idle: the gateway's profiling listener (http://127.0.0.1:6060/debug/pprof/, "+
+		"TURNSTILE_PPROF_ADDR); garbage is collected before each reading, so the figures count live memory")
+	fs.StringVar(&c.HeapOut, "heap-out", "", "with -idle and -pprof: write the gateway's heap profile, all sessions idle, to this file")
 	fs.DurationVar(&c.Late, "late", 200*time.Millisecond, "with -relay: a round trip longer than this counts as late")
 	fs.StringVar(&c.EchoUpstream, "echo-upstream", "",
 		"serve an echoing fake Gemini Live on this loopback host:port during the run "+
@@ -126,6 +133,11 @@ func (c Config) validate() error {
 		limit = maxIdleSessions
 		if c.MetricsURL == "" || c.Relay || c.Client != clientBrowser {
 			errs = append(errs, errors.New("-idle: needs -metrics and the browser client, and not -relay"))
+		}
+		if c.PprofURL != "" {
+			if err := checkLoopbackURL(c.PprofURL, "http"); err != nil {
+				errs = append(errs, fmt.Errorf("-pprof: %w", err))
+			}
 		}
 	}
 	if c.Sessions < 1 || c.Sessions > limit {

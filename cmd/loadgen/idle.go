@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,10 @@ import (
 // maxIdleSessions bounds an idle run: an idle session costs the load
 // generator one socket and one goroutine.
 const maxIdleSessions = 60000
+
+// idleScrapeTimeout bounds a reading of the gateway's figures (and its
+// garbage collection) at thousands of sessions.
+const idleScrapeTimeout = 30 * time.Second
 
 // idleDialers is how many sessions connect at once.
 const idleDialers = 64
@@ -87,7 +93,11 @@ func runIdle(ctx context.Context, cfg Config) (*idleReport, error) {
 	if cfg.Token != "" {
 		header = http.Header{"Authorization": {"Bearer " + cfg.Token}}
 	}
-	sc := &scraper{url: cfg.MetricsURL, client: client}
+	// A node at thousands of sessions answers /metrics slowly.
+	sc := &scraper{url: cfg.MetricsURL, client: client, timeout: idleScrapeTimeout}
+	if err := collectGarbage(ctx, client, cfg.PprofURL, ""); err != nil {
+		return nil, err
+	}
 	before, err := sc.scrape(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
@@ -152,6 +162,9 @@ func runIdle(ctx context.Context, cfg Config) (*idleReport, error) {
 	<-runCtx.Done()
 	rep.Hold = time.Since(start) - cfg.Ramp
 	if ctx.Err() == nil {
+		if err := collectGarbage(ctx, client, cfg.PprofURL, cfg.HeapOut); err != nil {
+			rep.Errors[err.Error()]++
+		}
 		after, err := sc.scrape(ctx)
 		if err != nil {
 			rep.Errors["scrape: "+err.Error()]++
@@ -235,4 +248,37 @@ func (r *idleReport) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// collectGarbage has the gateway collect garbage (its heap profile with
+// gc=1), and writes that profile to out when out is not "". A pprof URL
+// of "" does nothing.
+func collectGarbage(ctx context.Context, client *http.Client, pprofURL, out string) error {
+	if pprofURL == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, idleScrapeTimeout)
+	defer cancel()
+	url := strings.TrimSuffix(pprofURL, "/") + "/heap?gc=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile %s: http %d", url, resp.StatusCode)
+	}
+	if out == "" {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return os.WriteFile(out, body, 0o644)
 }

@@ -25,12 +25,17 @@ type sample struct {
 
 // scraper reads the gateway's /metrics.
 type scraper struct {
-	url    string
-	client *http.Client
+	url     string
+	client  *http.Client
+	timeout time.Duration // 0: scrapeTimeout
 }
 
 func (s *scraper) scrape(ctx context.Context) (series, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	timeout := s.timeout
+	if timeout == 0 {
+		timeout = scrapeTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {

@@ -1,0 +1,186 @@
+//go:build unix
+
+package wsbuf
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// chunkSize is a pooled read buffer: what one read takes from the socket.
+const chunkSize = 4 << 10
+
+// directMin: a read at least this large, with nothing pooled, goes
+// straight into the caller's buffer (a frame's payload).
+const directMin = 512
+
+// heldSize is the library's write buffer, and the most a write holds back
+// (see Write).
+const heldSize = 128
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// leanConn is a TCP connection that holds no read buffer while it waits,
+// and no write buffer between messages. Read is called by one goroutine at
+// a time (the library's reader), Write by one at a time (under the
+// library's write lock); the two share nothing.
+type leanConn struct {
+	net.Conn          // as hijacked: Close, addresses, deadlines
+	sock     net.Conn // the socket under it, for reads and writes
+	raw      syscall.RawConn
+
+	// Reading. in holds bytes read and not yet taken, in a pooled chunk
+	// (nil: none); to is the caller's buffer for a direct read.
+	in     *[]byte
+	r      int
+	to     []byte
+	n      int
+	rerr   error
+	readFn func(fd uintptr) bool
+
+	// Writing: held is the one buffer-full the library flushed before the
+	// rest of its frame (see Write); bufs sends both with one writev.
+	held  [heldSize]byte
+	nheld int
+	parts [2][]byte
+	bufs  net.Buffers
+}
+
+// newLeanConn makes c lean; pending is the HTTP server's reader, whose
+// buffered bytes (a frame the client sent right after its handshake) are
+// read first. ok is false for a connection without a socket under it
+// (through Unwrapper).
+func newLeanConn(c net.Conn, pending *bufio.Reader) (*leanConn, bool) {
+	sock := c
+	for {
+		if _, ok := sock.(syscall.Conn); ok {
+			break
+		}
+		u, ok := sock.(Unwrapper)
+		if !ok {
+			return nil, false
+		}
+		sock = u.Unwrap()
+	}
+	raw, err := sock.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	lc := &leanConn{Conn: c, sock: sock, raw: raw}
+	lc.readFn = lc.readSocket
+	if n := pending.Buffered(); n > 0 {
+		b, _ := pending.Peek(n)
+		bp := chunks.Get().(*[]byte)
+		if n > cap(*bp) {
+			nb := make([]byte, n)
+			bp = &nb
+		}
+		*bp = append((*bp)[:0], b...)
+		lc.in = bp
+	}
+	return lc, true
+}
+
+// Read takes bytes already read first; with none, it waits for the
+// socket to be readable holding no buffer, then reads what has arrived
+// into a pooled chunk (or, for a large read, into p), in one system call
+// as net.Conn's Read does.
+func (c *leanConn) Read(p []byte) (int, error) {
+	if c.in == nil {
+		if len(p) >= directMin {
+			c.to = p
+			return c.fill()
+		}
+		if n, err := c.fill(); n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, (*c.in)[c.r:])
+	c.r += n
+	if c.r == len(*c.in) {
+		if cap(*c.in) == chunkSize {
+			chunks.Put(c.in)
+		}
+		c.in, c.r = nil, 0
+	}
+	return n, nil
+}
+
+// fill reads once, into c.to when set, else into a pooled chunk that
+// becomes c.in.
+func (c *leanConn) fill() (int, error) {
+	err := c.raw.Read(c.readFn)
+	c.to = nil
+	if err != nil {
+		return 0, err
+	}
+	return c.n, c.rerr
+}
+
+// readSocket is the raw read: false (nothing to read yet) has the runtime
+// wait until the socket is readable and call it again.
+func (c *leanConn) readSocket(fd uintptr) bool {
+	buf, bp := c.to, (*[]byte)(nil)
+	if buf == nil {
+		bp = chunks.Get().(*[]byte)
+		buf = (*bp)[:chunkSize]
+	}
+	n, err := syscall.Read(int(fd), buf)
+	for err == syscall.EINTR {
+		n, err = syscall.Read(int(fd), buf)
+	}
+	if err == syscall.EAGAIN {
+		if bp != nil {
+			chunks.Put(bp)
+		}
+		return false
+	}
+	switch {
+	case err != nil:
+		c.n, c.rerr = 0, os.NewSyscallError("read", err)
+	case n == 0:
+		c.n, c.rerr = 0, io.EOF
+	default:
+		c.n, c.rerr = n, nil
+	}
+	if bp != nil {
+		if c.n > 0 {
+			*bp = (*bp)[:n]
+			c.in, c.r = bp, 0
+		} else {
+			chunks.Put(bp)
+		}
+	}
+	return true
+}
+
+// Write is called by the library's bufio.Writer (heldSize bytes): with
+// its buffer full mid-frame — the frame's header and the first bytes of
+// a payload that goes on — or at the end of a frame. A full buffer is
+// held back and sent with the write that follows in one writev, so a
+// frame still costs one system call. A frame that ends with the buffer
+// exactly full cannot happen without compression: a payload under 126
+// bytes has a 2-byte header (at most 127 in all), a longer one at least
+// 130 bytes with its header, and after a held flush the rest comes in
+// the same frame.
+func (c *leanConn) Write(p []byte) (int, error) {
+	if c.nheld == 0 {
+		if len(p) == heldSize {
+			c.nheld = copy(c.held[:], p)
+			return len(p), nil
+		}
+		return c.sock.Write(p)
+	}
+	held := c.nheld
+	c.nheld = 0
+	c.parts = [2][]byte{c.held[:held], p}
+	c.bufs = c.parts[:]
+	n, err := c.bufs.WriteTo(c.sock)
+	c.parts = [2][]byte{}
+	c.bufs = nil
+	return max(int(n)-held, 0), err
+}
