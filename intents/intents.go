@@ -19,13 +19,17 @@ const (
 	SetPendingMessage  Type = "SET_PENDING_MESSAGE"
 	StartVoiceSession  Type = "START_VOICE_SESSION"
 	BlockUser          Type = "BLOCK_USER"
+	// HandOff hands the conversation to a person (request_human): the
+	// model's part ends; Reason and Message (the model's summary) go to the
+	// browser, the event stream and the help desk.
+	HandOff Type = "HAND_OFF"
 )
 
 // Intent is one request from a tool to change the session. Only the fields
 // that its Type uses are set.
 type Intent struct {
 	Type     Type          `json:"type"`
-	Message  string        `json:"message,omitempty"`  // SET_PENDING_MESSAGE
+	Message  string        `json:"message,omitempty"`  // SET_PENDING_MESSAGE; HAND_OFF's summary
 	Duration time.Duration `json:"duration,omitempty"` // BLOCK_USER
 	Reason   string        `json:"reason,omitempty"`
 }
@@ -38,6 +42,11 @@ func (i Intent) Validate() error {
 	case SetPendingMessage:
 		if i.Message == "" {
 			return fmt.Errorf("intent %s: empty message", i.Type)
+		}
+		return nil
+	case HandOff:
+		if i.Reason == "" {
+			return fmt.Errorf("intent %s: empty reason", i.Type)
 		}
 		return nil
 	case BlockUser:
@@ -60,6 +69,9 @@ type Target interface {
 	EndVoiceSession() bool
 	SuppressAudio() bool
 	SuppressTranscript() bool
+	// HandOff ends the model's part of the conversation (in voice, after
+	// the current answer has been spoken).
+	HandOff(reason, summary string) bool
 }
 
 // Apply applies intents to t in order and reports each, with whether it
@@ -80,6 +92,8 @@ func Apply(ins []Intent, t Target, report func(in Intent, applied bool)) {
 			ok = t.SuppressAudio()
 		case SuppressTranscript:
 			ok = t.SuppressTranscript()
+		case HandOff:
+			ok = t.HandOff(in.Reason, in.Message)
 		}
 		if report != nil {
 			report(in, ok)

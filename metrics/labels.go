@@ -73,6 +73,7 @@ var (
 		"confirm", "block", "lease_acquire", "lease_renew", "lease_release", "lease_count",
 		"leave", "live", "timeline", "operator",
 		"cooldown", // abuse cooldowns (a 4008 for rate abuse; checked before each upgrade)
+		"handoff",  // a session handed to a person (request_human)
 	}
 
 	// Gates label turnstile_gate_refusals_total (orchestrator budgets).
@@ -83,7 +84,7 @@ var (
 
 	// IntentTypes label turnstile_intents_applied_total (intents.Type).
 	IntentTypes = []string{"END_VOICE_SESSION", "SUPPRESS_AUDIO", "SUPPRESS_TRANSCRIPT", "SET_PENDING_MESSAGE",
-		"START_VOICE_SESSION", "BLOCK_USER"}
+		"START_VOICE_SESSION", "BLOCK_USER", "HAND_OFF"}
 
 	// VoiceDropReasons label turnstile_voice_audio_dropped_seconds_total:
 	// why model audio was not played (a SUPPRESS_AUDIO intent, a terminal

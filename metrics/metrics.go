@@ -100,6 +100,8 @@ type Metrics struct {
 	// frame read → written upstream (direction in), model audio read →
 	// written to the connection (out) (channel, direction: RelayDirections).
 	RelayAdded *prometheus.HistogramVec
+	// Handoffs counts hand-offs to a person (outcome: HandoffOutcomes).
+	Handoffs *prometheus.CounterVec
 
 	// Summary is the JSON human view served at /metrics/summary; it is not
 	// registered with Prometheus.
@@ -244,6 +246,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		Help: "The largest current context estimate (ceil(chars/4)) among this node's live sessions; compare with turnstile_session_context_budget_tokens."},
 		func() float64 { return float64(m.sessions.max()) }))
 	m.initZero()
+	m.Handoffs = newHandoffs(f)
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
 		"version", "commit", "goversion")
 	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)

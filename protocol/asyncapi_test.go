@@ -54,6 +54,7 @@ var serverGoTypes = map[string]any{
 	TypeTurnDone: TurnDone{}, TypeError: Error{}, TypePong: Pong{}, TypeConfirmReq: ConfirmRequest{},
 	TypeConfirmDone: ConfirmDone{}, TypeMode: Mode{}, TypeBlocked: Blocked{}, TypeAudioInterrupted: Interrupted{},
 	TypeToolArgs: ToolArgs{}, TypeAuthOK: AuthOK{}, TypeHistoryPage: History{},
+	TypeHandoff: Handoff{}, TypeHandoffPending: HandoffPending{}, TypeHandoffEnded: HandoffEnded{},
 }
 
 // apiDoc is the parsed document with $ref resolution.

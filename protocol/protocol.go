@@ -41,7 +41,10 @@ const (
 	TypeTranscriptOut    = "transcript.output"
 	TypeAudioInterrupted = "audio.interrupted"
 	TypeAuthOK           = "auth.ok"
-	TypeHistoryPage      = "history" // the answer to the client's history, named as it
+	TypeHistoryPage      = "history"         // the answer to the client's history, named as it
+	TypeHandoff          = "handoff"         // a person takes over (request_human)
+	TypeHandoffPending   = "handoff.pending" // a message kept for the person, not sent to the model
+	TypeHandoffEnded     = "handoff.ended"   // an operator handed the conversation back to the model
 )
 
 // Modes.

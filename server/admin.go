@@ -25,6 +25,7 @@ type AdminStore interface {
 	CloseSession(ctx context.Context, id, by string, event []byte) (bool, error)
 	SetBlock(ctx context.Context, user string, b store.Block) error
 	LiftBlock(ctx context.Context, user string) (bool, error)
+	EndHandoff(ctx context.Context, id string, event, record []byte) (bool, error)
 }
 
 // Bounds of the admin routes.
@@ -48,6 +49,7 @@ func (s *Server) adminRoutes() {
 	s.admin.HandleFunc("GET /admin/{$}", s.adminList)
 	s.admin.HandleFunc("GET /admin/sessions/{id}", s.adminTimeline)
 	s.admin.HandleFunc("POST /admin/sessions/{id}/close", s.adminClose)
+	s.admin.HandleFunc("POST /admin/sessions/{id}/handback", s.adminHandback)
 	s.admin.HandleFunc("POST /admin/users/{id}/block", s.adminBlock)
 	s.admin.HandleFunc("DELETE /admin/users/{id}/block", s.adminUnblock)
 }
@@ -107,7 +109,8 @@ func (s *Server) adminTimeline(w http.ResponseWriter, r *http.Request) {
 	}
 	view := timeline.View{Session: timeline.Session{ID: st.ID, UserID: st.UserID, User: s.d.Sessions.Pseudonym(st.UserID),
 		Created: st.CreatedAt.UTC(), Mode: st.Mode, Turns: st.Turn, Node: st.Node, Closed: st.Closed,
-		Profile: st.Profile, Voice: st.Voice, LanguageCode: st.LanguageCode},
+		Profile: st.Profile, Voice: st.Voice, LanguageCode: st.LanguageCode,
+		HandedOff: st.Handoff.Reason},
 		Turns: []timeline.Turn{}, Events: []timeline.Event{}, Dropped: st.Full}
 	if st.Context != "" && json.Valid([]byte(st.Context)) {
 		view.Session.Context = json.RawMessage(st.Context)

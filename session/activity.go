@@ -46,6 +46,10 @@ func (a *activity) text(text string) {
 		a.c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+until.Format(time.RFC3339), false, 0))
 		return
 	}
+	if a.c.handedOff() {
+		a.c.holdForPerson(text)
+		return
+	}
 	if v := a.voiceSide(); v != nil {
 		if a.allowVoiceText() {
 			v.Text(text)
@@ -335,6 +339,14 @@ func (a *activity) startVoice(reason, handle string) {
 	}
 	if _, blocked := c.st.blocked(); blocked {
 		c.send(protocol.NewError(protocol.CodeBlocked, "voice is not available while input is refused", false, 0))
+		return
+	}
+	if c.handedOff() {
+		c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+		if c.st.mode() == protocol.ModeVoice {
+			c.st.update(func(rec *store.Record) { rec.Mode = protocol.ModeText }) // a resume of a voice session
+			c.persistMode()
+		}
 		return
 	}
 	a.mu.Lock()

@@ -106,6 +106,13 @@ func (t textTarget) StartVoiceSession() bool {
 	return t.c.act.requestVoice("start_voice_session")
 }
 
+// HandOff hands the conversation to a person; the model's closing text
+// still ends this turn.
+func (t textTarget) HandOff(reason, summary string) bool {
+	t.c.handOff(t.c.st.record().Turn, reason, summary)
+	return true
+}
+
 // The voice-only intents: a text turn has no audio or transcript.
 func (textTarget) EndVoiceSession() bool    { return false }
 func (textTarget) SuppressAudio() bool      { return false }
@@ -127,6 +134,7 @@ func (h voiceHost) History() []transport.Entry               { return h.c.contex
 func (h voiceHost) TakePending() string                      { return h.c.st.takePending() }
 func (h voiceHost) Ended(reason string)                      { h.c.act.voiceEnded(reason) }
 func (h voiceHost) BlockUser(d time.Duration, reason string) { h.c.block(d, reason) }
+func (h voiceHost) HandOff(turn int, reason, summary string) { h.c.handOff(turn, reason, summary) }
 
 func (h voiceHost) BeginTurn() int {
 	n, _ := h.c.st.beginTurn(nil, false)

@@ -239,6 +239,9 @@ type Deps struct {
 	Log     *slog.Logger
 	// Tracing makes each turn's trace; nil: tracing is off.
 	Tracing *tracing.Provider
+	// Desk hears of every hand-off to a person (handoff.go); nil: only
+	// the browser, the timeline and the event stream do.
+	Desk HandoffDesk
 }
 
 // TokenVerifier checks an access token and says whom it names and until

@@ -146,6 +146,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Inc()
 	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"init_tokens_estimate", c.ts.text.tokens)
+	if h := c.st.record().Handoff; h.Active() {
+		c.sendHandoff(0, h) // a person still has the conversation
+	}
 	switch {
 	case wantVoice:
 		c.act.startVoice("resume", handle)

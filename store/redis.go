@@ -525,6 +525,7 @@ func recordFields(rec Record, now time.Time) []any {
 		fieldUpdatedAt, formatTime(now),
 		fieldPendingMessage, rec.PendingMessage,
 		fieldResumeHandle, rec.ResumeHandle,
+		fieldHandoff, encodeHandoff(rec.Handoff),
 	}
 	// What session.start said of the session, only when it said it: most
 	// sessions pay nothing for these.
@@ -569,6 +570,7 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 		Profile:         m[fieldProfile],
 		Voice:           m[fieldVoice],
 		LanguageCode:    m[fieldLanguageCode],
+		Handoff:         parseHandoff(m[fieldHandoff]),
 	}, nil
 }
 

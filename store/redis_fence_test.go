@@ -212,6 +212,12 @@ func (o *ownerLog) Closed(id string) {
 	o.owners = append(o.owners, "closed:"+id)
 }
 
+func (o *ownerLog) HandedBack(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owners = append(o.owners, "handback:"+id)
+}
+
 func (o *ownerLog) BlockChanged(user string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

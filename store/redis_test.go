@@ -100,6 +100,7 @@ var suite = []struct {
 	{"WatchAnnouncesOwnersAndNoticesLostData", testWatch},
 	{"TimelineKeepsTheNewestAndTheStreamGetsEachTurn", testTimeline},
 	{"OperatorCloseRefusesResume", testOperatorClose},
+	{"HandoffLastsUntilAnOperatorHandsBack", testHandoff},
 	{"UserStorageQuotaCountsEverySessionOfTheUser", testUserStorageQuota},
 	{"MarkerGoneTellsALossBeforeWatchNotices", testMarkerGone},
 	{"MarkerGoneUntilTheWatcherHeardLost", testMarkerGoneUntilLostReturns},

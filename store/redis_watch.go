@@ -181,6 +181,10 @@ func announce(w Watcher, payload string) {
 		if validID(rest) {
 			w.Closed(rest)
 		}
+	case "handback":
+		if validID(rest) {
+			w.HandedBack(rest)
+		}
 	case "block", "unblock":
 		if rest != "" {
 			w.BlockChanged(rest)

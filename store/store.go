@@ -46,6 +46,10 @@ type Record struct {
 	// Voice and LanguageCode are the session's own asks ("" none). A
 	// resumed session keeps them.
 	Profile, Voice, LanguageCode string
+	// Handoff is set while the session is handed to a person
+	// (request_human): the user's messages are stored, not sent to the
+	// model, until an operator hands it back (handoff.go).
+	Handoff Handoff
 }
 
 // ErrResumeRefused is returned by Store.Resume for an unknown or expired
@@ -142,6 +146,8 @@ type Store interface {
 	// The orchestrator's confirmations and call ledger.
 	orchestrator.ConfirmStore
 	orchestrator.LedgerStore
+	// HandOff records a session's hand-off to a person (handoff.go).
+	HandOff(ctx context.Context, rec Record, h Handoff, event, record []byte) error
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 }
@@ -206,6 +212,9 @@ type Watcher interface {
 	Closed(sessionID string)
 	// BlockChanged says that an operator set or lifted the user's block.
 	BlockChanged(user string)
+	// HandedBack says that an operator handed the session back to the
+	// model (EndHandoff).
+	HandedBack(sessionID string)
 	// Check asks to compare the live sessions with the store: Redis
 	// answers again after failing, or has lost its data, or the
 	// subscription was re-established (announcements may have been

@@ -25,6 +25,9 @@ const (
 	EventConfirmation = "confirmation" // the user answered a confirm.request
 	EventClose        = "close"        // a connection of the session ended
 	EventOperator     = "operator"     // an operator acted on the session
+	EventHandoff      = "handoff"      // the model handed the conversation to a person
+	EventHandoffText  = "handoff.text" // the user wrote while it was handed off (Text)
+	EventHandback     = "handback"     // an operator handed it back to the model (By)
 )
 
 // Bounds of one entry, so that a session's timeline stays within
@@ -120,6 +123,10 @@ type Event struct {
 	Tool    string `json:"tool,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
 	By      string `json:"by,omitempty"`
+	// Summary is the model's summary for the person (EventHandoff); Text
+	// what the user wrote (EventHandoffText, at most MaxText bytes).
+	Summary string `json:"summary,omitempty"`
+	Text    string `json:"text,omitempty"`
 }
 
 // Session is the head of a session's timeline, as the admin listener
@@ -141,6 +148,9 @@ type Session struct {
 	Profile      string          `json:"profile,omitempty"`
 	Voice        string          `json:"voice,omitempty"`
 	LanguageCode string          `json:"languageCode,omitempty"`
+	// HandedOff is the reason of the hand-off to a person while the model
+	// does not have the conversation (request_human).
+	HandedOff string `json:"handedOff,omitempty"`
 }
 
 // View is a whole timeline: the session and its entries, oldest first.

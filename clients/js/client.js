@@ -426,6 +426,9 @@ export class Client {
       case "confirm.request":
       case "confirm.done":
       case "turn.done":
+      case "handoff":
+      case "handoff.pending":
+      case "handoff.ended":
       case "pong":
         break; // the listeners' business
       default:

@@ -163,6 +163,28 @@ export interface BlockedMessage {
   reason?: string;
 }
 
+/** The model handed the conversation to a person (request_human); sent again after a resume (turn 0). */
+export interface HandoffMessage {
+  type: "handoff";
+  turn: number;
+  reason: string;
+  /** The model's summary for the person taking over. */
+  summary?: string;
+  /** RFC 3339. */
+  at: string;
+}
+
+/** Answers a text (or voice.start) while a person has the conversation: kept for the person, not sent to the model. */
+export interface HandoffPendingMessage {
+  type: "handoff.pending";
+  message: string;
+}
+
+/** An operator handed the conversation back to the model. */
+export interface HandoffEndedMessage {
+  type: "handoff.ended";
+}
+
 export type TurnDoneReason = "end_turn" | "terminal_tool" | "finish" | "max_iterations" | "interrupted" | "error";
 
 export interface TurnDoneMessage {
@@ -236,6 +258,9 @@ export type ServerMessage =
   | ConfirmDoneMessage
   | ModeMessage
   | BlockedMessage
+  | HandoffMessage
+  | HandoffPendingMessage
+  | HandoffEndedMessage
   | TurnDoneMessage
   | ErrorMessage
   | PongMessage;

@@ -156,6 +156,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if !cfg.DevMode() {
 		verifier = auth
 	}
+	desk := handoffDesk(cfg, m, gw, log)
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -220,6 +221,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Metrics: m,
 		Log:     log,
 		Tracing: tracer,
+		Desk:    desk,
 	})
 	watchSessions(gw, log)
 

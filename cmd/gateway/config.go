@@ -51,6 +51,9 @@ type Config struct {
 	ContextClaims []string // TURNSTILE_CONTEXT_CLAIMS: token claims told to the model as facts
 	LiveVoice     string   // TURNSTILE_LIVE_VOICE; "" = the model's own
 	LiveVoices    []string // TURNSTILE_LIVE_VOICES: the voices a session or profile may ask for
+	// The hand-off to a person (config_handoff.go).
+	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
+	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
 
 	TextProvider    string    // who answers text turns: gemini or openai
 	OpenAIAPIKey    Secret    // "" = no key sent (local servers)
@@ -236,6 +239,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("tools_signing_secret", c.ToolsSigningSecret),
 		slog.Any("context_claims", c.ContextClaims),
 		slog.String("live_voice", c.LiveVoice),
+		slog.String("handoff_url", c.HandoffURL),
+		slog.Any("handoff_signing_secret", c.HandoffSigningSecret),
 		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
 		slog.Int("voice_max_calls", c.VoiceMaxCalls),
 		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
@@ -608,7 +613,8 @@ func configSettings() []configSetting {
 		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
 	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
-		append(append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...), sessionContextSettings()...)...)...)
+		append(append(append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...), sessionContextSettings()...),
+			handoffSettings()...)...)...)
 }
 
 // sessionLimitSettings are what one connection, session or user may do.

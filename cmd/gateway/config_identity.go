@@ -5,7 +5,6 @@ package main
 // (docs/tools.md, "What a tool learns about a call").
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -30,13 +29,8 @@ func toolIdentitySettings() []configSetting {
 			usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on HTTP tool requests (t=<unix>,v1=<hex HMAC of \"t.body\">), "+
 				"at least %d bytes (prefer the environment: flags show in ps)", minToolsSigningSecret),
 			apply: func(c *Config, v string) error {
-				switch {
-				case v == "":
-					return nil
-				case len(v) < minToolsSigningSecret:
-					return fmt.Errorf("must be at least %d bytes", minToolsSigningSecret)
-				case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
-					return errors.New("contains control characters")
+				if err := checkSigningSecret(v); err != nil {
+					return err
 				}
 				c.ToolsSigningSecret = Secret(v)
 				return nil

@@ -84,6 +84,14 @@ func (g target) EndVoiceSession() bool {
 	return true
 }
 
+// HandOff hands the conversation to a person, then ends voice as
+// end_voice_session does: the model's closing words are spoken first.
+func (g target) HandOff(reason, summary string) bool {
+	g.v.h.HandOff(g.t.n, reason, summary)
+	g.v.End("handoff")
+	return true
+}
+
 func (g target) SuppressAudio() bool {
 	g.v.mu.Lock()
 	g.t.suppressAudio = true

@@ -130,16 +130,17 @@ func (l *fakeLive) Connect(ctx context.Context, cfg transport.LiveConfig) (trans
 // fakeHost is the session as the voice side sees it, recording what the
 // browser would get.
 type fakeHost struct {
-	mu      sync.Mutex
-	events  []any
-	audio   []byte
-	turn    int
-	ended   chan string
-	lost    chan error
-	entries []transport.Entry
-	handles []string
-	pending string
-	blocks  []time.Duration
+	mu       sync.Mutex
+	events   []any
+	audio    []byte
+	turn     int
+	ended    chan string
+	lost     chan error
+	entries  []transport.Entry
+	handles  []string
+	pending  string
+	blocks   []time.Duration
+	handoffs []string
 	// drained is what AudioDrained returns; nil: a closed channel (no
 	// audio waiting).
 	drained  chan struct{}
@@ -213,6 +214,16 @@ func (h *fakeHost) BlockUser(d time.Duration, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.blocks = append(h.blocks, d)
+}
+func (h *fakeHost) HandOff(turn int, reason, summary string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.handoffs = append(h.handoffs, reason+": "+summary)
+}
+func (h *fakeHost) handedOff() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.handoffs...)
 }
 func (h *fakeHost) SetPendingMessage(msg string) {
 	h.mu.Lock()
@@ -314,6 +325,9 @@ func (tt *testTools) registry(t *testing.T) *tools.Registry {
 	})
 	add("remind", nil, func(context.Context, tools.Call) tools.Envelope {
 		return tools.OK("ok", intents.Intent{Type: intents.SetPendingMessage, Message: "the user prefers short answers"})
+	})
+	add("to_person", nil, func(context.Context, tools.Call) tools.Envelope {
+		return tools.OK("ok", intents.Intent{Type: intents.HandOff, Reason: "refund", Message: "wants 300 EUR back"})
 	})
 	add("bye", nil, func(context.Context, tools.Call) tools.Envelope {
 		return tools.OK("ok", intents.Intent{Type: intents.EndVoiceSession})

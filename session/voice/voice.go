@@ -69,6 +69,9 @@ type Host interface {
 	// BlockUser and SetPendingMessage are the session-level intents.
 	BlockUser(d time.Duration, reason string)
 	SetPendingMessage(msg string)
+	// HandOff hands the conversation to a person (request_human), in
+	// turn; the voice side then ends after the current answer.
+	HandOff(turn int, reason, summary string)
 	// IntentApplied reports an intent for logs and metrics.
 	IntentApplied(turn int, typ string, applied bool)
 	// Ended says that voice is over and the session is back in text

@@ -224,6 +224,29 @@ func TestEndVoiceSessionDrainsTheGoodbyeThenEnds(t *testing.T) {
 	}
 }
 
+// HAND_OFF: the host hears of the hand-off at once; the model's closing
+// words play out, then voice ends as for END_VOICE_SESSION.
+func TestHandOffLetsTheClosingWordsPlayThenEndsVoice(t *testing.T) {
+	r := newRig(t)
+	r.up.say(call("h", "to_person"))
+	testwait.For(t, "the call's answer", func() bool { return len(r.up.sends()) == 1 })
+	if got := r.host.handedOff(); len(got) != 1 || got[0] != "refund: wants 300 EUR back" {
+		t.Fatalf("the host heard hand-offs %v", got)
+	}
+	r.up.say(audioEv(960))
+	testwait.For(t, "the closing words", func() bool { return r.host.audioLen() == 960 })
+	if r.up.isClosed() {
+		t.Fatal("the upstream closed before the closing words were spoken")
+	}
+	r.up.say(turnComplete)
+	if got := <-r.host.ended; got != "handoff" {
+		t.Fatalf("ended %q, want handoff", got)
+	}
+	if !r.up.isClosed() {
+		t.Error("the upstream is still open after the hand-off's turn")
+	}
+}
+
 // goAway: at the next resumable moment between turns the upstream is
 // replaced by one resuming the handle; microphone audio meanwhile is kept
 // and arrives in order.

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ func TestActionToolsReturnIntentsNotSideEffects(t *testing.T) {
 			intents.Intent{Type: intents.BlockUser, Duration: 10 * time.Minute, Reason: "abuse"}},
 		{"start_voice_session", `{}`, intents.Intent{Type: intents.StartVoiceSession}},
 		{"end_voice_session", `{"reason": "goodbye"}`, intents.Intent{Type: intents.EndVoiceSession, Reason: "goodbye"}},
+		{"request_human", `{"reason": " refund above my limit ", "summary": "Wants 300 EUR back for order 1234."}`,
+			intents.Intent{Type: intents.HandOff, Reason: "refund above my limit", Message: "Wants 300 EUR back for order 1234."}},
 	}
 	for _, c := range cases {
 		env, _ := call(t, reg, context.Background(), c.tool, c.args)
@@ -38,6 +41,20 @@ func TestIgnoreUserBoundsItsDuration(t *testing.T) {
 		`{"duration_seconds": 600}`, `{"duration_seconds": 600, "reason": ""}`} {
 		if err := tool.ValidateArgs([]byte(bad)); err == nil {
 			t.Errorf("ignore_user accepted %s", bad)
+		}
+	}
+}
+
+func TestRequestHumanNeedsAReasonAndASummaryAndEndsTheSession(t *testing.T) {
+	reg := registry(t)
+	tool, _ := reg.Lookup("request_human")
+	if !tool.EndsSession || tool.Terminal || tool.Category != "action" || !slices.Equal(tool.Modes, []string{"text", "voice"}) {
+		t.Errorf("request_human: endsSession %v, terminal %v, category %s, modes %v; want a non-terminal action "+
+			"in both modes that ends the session", tool.EndsSession, tool.Terminal, tool.Category, tool.Modes)
+	}
+	for _, bad := range []string{`{"reason": "x"}`, `{"summary": "x"}`, `{"reason": "", "summary": "x"}`, `{}`} {
+		if err := tool.ValidateArgs([]byte(bad)); err == nil {
+			t.Errorf("request_human accepted %s", bad)
 		}
 	}
 }

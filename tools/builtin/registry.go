@@ -16,6 +16,7 @@ var constructors = map[string]func(Deps) (tools.Handler, error){
 	"start_voice_session": func(Deps) (tools.Handler, error) { return startVoice{}, nil },
 	"end_voice_session":   func(Deps) (tools.Handler, error) { return endVoice{}, nil },
 	"finish":              func(Deps) (tools.Handler, error) { return finish{}, nil },
+	"request_human":       func(Deps) (tools.Handler, error) { return requestHuman{}, nil },
 	// gateway tools new: new tools go above this line.
 }
 

@@ -20,6 +20,7 @@ func TestBuiltinSensitiveAndTrustedDefaults(t *testing.T) {
 	}{
 		{"ignore_user", true, true, true},        // blocks the user
 		{"end_voice_session", true, true, false}, // ends something (endsSession)
+		{"request_human", true, true, false},     // ends the model's part (endsSession)
 		{"start_voice_session", false, true, false},
 		{"finish", false, true, false},
 		{"kb_search", false, false, false}, // articles anyone may have written

@@ -118,6 +118,15 @@ function handleServerMessage(msg) {
     case "blocked":
       onBlocked(msg);
       break;
+    case "handoff":
+      transcript.note("A person from the team takes over this chat; they will answer here.", "warn", "handoff");
+      break;
+    case "handoff.pending":
+      transcript.note(typeof msg.message === "string" ? msg.message : "Your message was passed on.", "info", "handoff");
+      break;
+    case "handoff.ended":
+      transcript.note("The assistant is back in this chat.", "info", "handoff");
+      break;
     case "turn.done":
       onTurnDone(msg);
       break;

@@ -54,6 +54,9 @@ export async function app(): Promise<void> {
   client.on("audio.interrupted", (m) => console.log(m.turn));
   client.on("mode", (m) => console.log(m.mode, m.reason));
   client.on("blocked", (m) => console.log(m.until, m.reason));
+  client.on("handoff", (m) => console.log(m.reason, m.summary, m.at, m.turn));
+  client.on("handoff.pending", (m) => console.log(m.message));
+  client.on("handoff.ended", (m) => console.log(m.type));
   client.on("turn.done", (m) => console.log(m.reason === "interrupted"));
   client.on("error", (m) => console.log(m.code === "rate_limited", m.retryable, m.turn));
   client.on("pong", () => {});

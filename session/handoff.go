@@ -1,0 +1,109 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/handoff"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// A hand-off to a person (the model's request_human, the HAND_OFF intent)
+// ends the model's part of the conversation: the browser hears `handoff`,
+// the record keeps it (so that a resume on any node finds it), the
+// timeline and the event stream get it, and the help desk is told (Desk).
+// From then on what the user types is stored — history and timeline — and
+// answered handoff.pending, never sent to the model, and voice is refused;
+// in voice, the model's closing words play out and voice ends. An operator
+// hands the session back (store.EndHandoff); the node holding it hears
+// that on the owners channel (watcher.HandedBack) and tells the browser
+// handoff.ended.
+
+// HandoffDesk hears of hand-offs (*handoff.Desk is one).
+type HandoffDesk interface {
+	Notify(n handoff.Notice)
+}
+
+// handoffPendingText answers what the user types while a person has the
+// conversation.
+const handoffPendingText = "A person from the team will answer; your message was passed on to them."
+
+// handedOff reports whether a person has the conversation.
+func (c *conn) handedOff() bool { return c.st.record().Handoff.Active() }
+
+// handOff applies HAND_OFF in turn: once per hand-off (a second call while
+// handed off changes nothing).
+func (c *conn) handOff(turn int, reason, summary string) {
+	h := store.Handoff{Reason: reason, Summary: summary, At: c.m.now().UTC()}
+	already := false
+	c.st.update(func(rec *store.Record) {
+		if already = rec.Handoff.Active(); !already {
+			rec.Handoff = h
+		}
+	})
+	if already {
+		return
+	}
+	rec := c.st.record()
+	c.sendHandoff(turn, h)
+	ev := timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventHandoff, Session: rec.ID, At: h.At, Turn: turn,
+		Node: c.m.cfg.Node, Reason: reason, Summary: summary}
+	entry := marshalEntry(c, ev)
+	// The stream's record names the user too, by pseudonym as turns do.
+	record := marshalEntry(c, struct {
+		timeline.Event
+		User string `json:"user"`
+	}{ev, c.m.Pseudonym(c.user)})
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		return c.m.Store.HandOff(ctx, rec, h, entry, record)
+	})
+	c.log.Warn("conversation handed to a person", "turn", turn, "reason", reason)
+	if c.m.Desk != nil {
+		c.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: c.user, Turn: turn, Reason: reason, Summary: summary,
+			At: h.At, Node: c.m.cfg.Node})
+	}
+}
+
+// sendHandoff tells the browser that a person has the conversation.
+func (c *conn) sendHandoff(turn int, h store.Handoff) {
+	c.send(protocol.Handoff{Type: protocol.TypeHandoff, Turn: turn, Reason: h.Reason, Summary: h.Summary,
+		At: h.At.Format(time.RFC3339)})
+}
+
+// holdForPerson takes what the user typed while handed off: stored in the
+// history and on the timeline, not sent to the model, answered
+// handoff.pending.
+func (c *conn) holdForPerson(text string) {
+	rec := c.st.record()
+	entry := transport.Entry{Role: transport.RoleUser, Text: text, Turn: rec.Turn, Kind: "handoff"}
+	c.st.append([]transport.Entry{entry})
+	clipped, _ := timeline.Clip(text, timeline.MaxText)
+	c.event(timeline.Event{Event: timeline.EventHandoffText, Text: clipped})
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		_, err := c.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: []transport.Entry{entry}, Events: c.takeEvents()})
+		return err
+	})
+	c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+}
+
+// handedBack: an operator gave the conversation back to the model (on any
+// node); the browser hears it.
+func (c *conn) handedBack() {
+	was := false
+	c.st.update(func(rec *store.Record) { was, rec.Handoff = rec.Handoff.Active(), store.Handoff{} })
+	if !was || !c.started.Load() {
+		return // a connection not started yet reads the record as it is now
+	}
+	c.send(protocol.HandoffEnded{Type: protocol.TypeHandoffEnded})
+	c.log.Info("conversation handed back to the model by an operator")
+}
+
+// HandedBack: an operator handed the session back (store.EndHandoff).
+func (w watcher) HandedBack(id string) {
+	for _, c := range w.m.holders(id) {
+		c.handedBack()
+	}
+}
