@@ -320,6 +320,12 @@ func (a *activity) requestVoice(reason string) bool {
 	if already {
 		return true
 	}
+	if a.c.handedOff() {
+		// Before the voice starts are counted: a person has the
+		// conversation, and voice would reach the model.
+		a.c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+		return false
+	}
 	if a.c.m.Live != nil && !a.c.allowVoiceStart() {
 		return false
 	}

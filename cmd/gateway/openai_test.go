@@ -77,7 +77,7 @@ func TestOpenAIProviderRunsATextTurnWithAKBSearchCall(t *testing.T) {
 	for _, tool := range reqs[0].Tools {
 		declared = append(declared, tool.Function.Name)
 	}
-	if got := strings.Join(declared, ","); got != "finish,ignore_user,kb_get,kb_search,start_voice_session" {
+	if got := strings.Join(declared, ","); got != "finish,ignore_user,kb_get,kb_search,request_human,start_voice_session" {
 		t.Errorf("tools declared in text mode: %s", got)
 	}
 	if reqs[0].Model != "llama-test" || reqs[0].ToolChoiceString() != "auto" || !reqs[0].IncludeUsage {

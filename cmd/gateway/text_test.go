@@ -138,7 +138,7 @@ func TestToolCallsAreValidatedAndAnsweredToTheModel(t *testing.T) {
 		}
 		declared = append(declared, d.Name)
 	}
-	if got := strings.Join(declared, ","); got != "finish,ignore_user,kb_get,kb_search,start_voice_session" {
+	if got := strings.Join(declared, ","); got != "finish,ignore_user,kb_get,kb_search,request_human,start_voice_session" {
 		t.Fatalf("tools declared in text mode: %s", got)
 	}
 	if !strings.Contains(reqs[0].SystemInstruction.Parts[0].Text, "kb_search") {
