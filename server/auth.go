@@ -224,8 +224,9 @@ func (a *Authenticator) Verify(token string) (session.Identity, error) {
 	if err := validUser(sub); err != nil {
 		return session.Identity{}, fmt.Errorf("%w: sub: %w", ErrBadToken, err)
 	}
+	profile, allowed := profileClaims(claims)
 	return session.Identity{User: sub, ExpiresAt: exp.Time, Claims: a.toolClaims(claims),
-		Facts: a.contextClaims(claims)}, nil
+		Facts: a.contextClaims(claims), Profile: profile, Profiles: allowed}, nil
 }
 
 // key picks the key of the token's own kind: the secret for HMAC, the key set for the others.

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -46,4 +49,30 @@ func (a *Authenticator) pickClaims(names []string, claims jwt.MapClaims, to stri
 		out[name] = v
 	}
 	return out
+}
+
+// profileClaims reads the token's assistant profile (its profile claim, a
+// string) and the profiles a session.start may pick (its profiles claim: an
+// array of strings, or one string of comma-separated names). Names that
+// cannot be a profile's are left out; whether they exist is the session's
+// business (docs/profiles.md).
+func profileClaims(claims jwt.MapClaims) (string, []string) {
+	profile, _ := claims["profile"].(string)
+	if !protocol.ValidProfileName(profile) {
+		profile = ""
+	}
+	var names []string
+	switch v := claims["profiles"].(type) {
+	case string:
+		for n := range strings.SplitSeq(v, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	case []any:
+		for _, e := range v {
+			if n, ok := e.(string); ok {
+				names = append(names, n)
+			}
+		}
+	}
+	return profile, slices.DeleteFunc(names, func(n string) bool { return !protocol.ValidProfileName(n) })
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -20,13 +21,30 @@ import (
 // sessionAsks is what session.start asked for beyond its mode, as the
 // session record keeps it (a resumed session keeps its own).
 type sessionAsks struct {
-	context  string // compact JSON (protocol.CleanContext), "" none
-	voice    string // "" the default voice
-	language string // BCP-47, "" none
+	context  string            // compact JSON (protocol.CleanContext), "" none
+	voice    string            // "" the profile's or default voice
+	language string            // BCP-47, "" the profile's or none
+	profile  *profiles.Profile // nil: the default
 }
 
 func asksOf(rec store.Record) sessionAsks {
 	return sessionAsks{context: rec.Context, voice: rec.Voice, language: rec.LanguageCode}
+}
+
+// language is the session's language: its own, else its profile's.
+func (a sessionAsks) lang() string {
+	if a.language == "" && a.profile != nil {
+		return a.profile.LanguageCode
+	}
+	return a.language
+}
+
+// profileName is the session's profile's name, "" the default.
+func (a sessionAsks) profileName() string {
+	if a.profile == nil {
+		return ""
+	}
+	return a.profile.Name
 }
 
 // startRefusal is a session.start asking for what it may not have: the
@@ -35,17 +53,46 @@ type startRefusal struct{ code, msg string }
 
 func (r *startRefusal) Error() string { return r.msg }
 
-// checkAsks refuses what a new session may not ask for: a voice outside
-// the allowed list.
-func (m *Manager) checkAsks(msg protocol.ClientMessage) *startRefusal {
+// checkAsks picks a new session's profile and refuses what it may not ask
+// for: a voice outside the allowed list, a profile that does not exist or
+// that the token does not allow. The profile is the token's profile claim,
+// or session.start's profile when that is the token's own or one its
+// profiles claim lists; nil is the default.
+func (m *Manager) checkAsks(msg protocol.ClientMessage, id Identity) (*profiles.Profile, *startRefusal) {
 	if msg.Voice != "" && !slices.Contains(m.cfg.LiveVoices, msg.Voice) {
-		return &startRefusal{protocol.CodeBadMessage,
+		return nil, &startRefusal{protocol.CodeBadMessage,
 			fmt.Sprintf("voice %q is not one this gateway allows (TURNSTILE_LIVE_VOICES)", msg.Voice)}
 	}
-	if msg.Profile != "" {
-		return &startRefusal{protocol.CodeProfileRefused, fmt.Sprintf("there is no profile %q here", msg.Profile)}
+	name := id.Profile
+	if msg.Profile != "" && msg.Profile != id.Profile {
+		// Dev mode (no tokens) may pick any: it is a developer trying them.
+		if !id.Anonymous && !slices.Contains(id.Profiles, msg.Profile) {
+			return nil, &startRefusal{protocol.CodeProfileRefused,
+				fmt.Sprintf("the token does not allow the profile %q (its profiles claim)", msg.Profile)}
+		}
+		name = msg.Profile
 	}
-	return nil
+	if name == "" {
+		return nil, nil
+	}
+	p := m.cfg.Profiles[name]
+	if p == nil {
+		return nil, &startRefusal{protocol.CodeProfileRefused, fmt.Sprintf("there is no profile %q here", name)}
+	}
+	return p, nil
+}
+
+// resumedProfile is the profile a resumed session runs: its own, or the
+// default when its profile is gone from the gateway (logged).
+func (c *conn) resumedProfile(name string) *profiles.Profile {
+	if name == "" {
+		return nil
+	}
+	p := c.m.cfg.Profiles[name]
+	if p == nil {
+		c.log.Warn("resumed session's profile is not on this gateway; it runs the default", "profile", name)
+	}
+	return p
 }
 
 // The headings of the blocks; tests and docs/profiles.md quote them.
@@ -82,13 +129,16 @@ func sessionInstruction(facts map[string]string, language, context string) strin
 
 // instruction is what this session adds to the system instruction.
 func (c *conn) instruction() string {
-	return sessionInstruction(c.id.Facts, c.asks.language, c.asks.context)
+	return sessionInstruction(c.id.Facts, c.asks.lang(), c.asks.context)
 }
 
 // liveVoice is the voice this session's Live upstream speaks with.
 func (c *conn) liveVoice() string {
 	if c.asks.voice != "" {
 		return c.asks.voice
+	}
+	if p := c.asks.profile; p != nil && p.Voice != "" {
+		return p.Voice
 	}
 	return c.m.cfg.LiveVoice
 }

@@ -34,7 +34,7 @@ func (c *conn) voiceConfig() voice.Config {
 	}
 	system += c.instruction()
 	return voice.Config{System: system, Tools: c.ts.voice.decls, ConnectTimeout: c.m.cfg.LiveConnectTimeout,
-		Voice: c.liveVoice(), LanguageCode: c.asks.language}
+		Voice: c.liveVoice(), LanguageCode: c.asks.lang()}
 }
 
 // textHost is the connection as one text turn sees it. ignored collects

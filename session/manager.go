@@ -25,6 +25,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -50,6 +51,9 @@ type Config struct {
 	// ask for (empty: none).
 	LiveVoice  string
 	LiveVoices []string
+	// Profiles are the assistant profiles a session may run (nil: none,
+	// every session runs the default).
+	Profiles   profiles.Set
 	HistoryMax int // entries kept; default 200
 	ModelName  string
 	// TextProvider names the text model's provider in metrics; default
@@ -348,6 +352,11 @@ type Identity struct {
 	// Facts are the token's claims the model is told as facts about the
 	// user (TURNSTILE_CONTEXT_CLAIMS); nil when none.
 	Facts tools.Claims
+	// Profile is the token's profile claim ("" none): the profile its
+	// sessions run. Profiles is its profiles claim: the ones session.start
+	// may pick.
+	Profile  string
+	Profiles []string
 }
 
 // ChannelBrowser is a browser's Identity.Channel.

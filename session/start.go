@@ -91,6 +91,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		}
 		wantVoice, handle = rec.Mode == protocol.ModeVoice, rec.ResumeHandle
 		c.asks = asksOf(rec)
+		c.asks.profile = c.resumedProfile(rec.Profile)
 		rec.Mode = protocol.ModeText // until the upstream is up again
 		if rec.RegistryVersion != ready.RegistryVersion {
 			c.log.Warn("resumed session moves to another tool registry version",
@@ -105,20 +106,21 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.PendingConfirmations = c.pendingConfirmations()
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed", c.id.Channel.String()).Inc()
 	} else {
-		if r := c.m.checkAsks(msg); r != nil {
+		profile, r := c.m.checkAsks(msg, c.id)
+		if r != nil {
 			c.refuseStart(r)
 			return false
 		}
 		if !c.allowNewSession() {
 			return false
 		}
-		c.asks = sessionAsks{context: string(msg.Context), voice: msg.Voice, language: msg.LanguageCode}
+		c.asks = sessionAsks{context: string(msg.Context), voice: msg.Voice, language: msg.LanguageCode, profile: profile}
 		var token string
 		var err error
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 		rec, token, err = c.m.Store.Create(ctx, store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
 			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.now(),
-			Context: c.asks.context, Voice: c.asks.voice, LanguageCode: c.asks.language})
+			Context: c.asks.context, Voice: c.asks.voice, LanguageCode: c.asks.language, Profile: c.asks.profileName()})
 		cancel()
 		if c.ctx.Err() != nil {
 			return false
@@ -134,6 +136,10 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	if !c.owned(rec.Epoch) {
 		return false // a newer resume was announced meanwhile
 	}
+	if c.asks.profile != nil {
+		c.ts = c.m.toolsetFor(c.asks.profile)
+		ready.Tools = c.ts.text.listed
+	}
 	c.log = c.log.With("session", ready.SessionID)
 	c.pst.log = c.log
 	c.startTimeline(rec)
@@ -145,6 +151,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText, c.id.Channel.String()).Inc()
 	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Inc()
 	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
+		"profile", c.asks.profileName(),
 		"init_tokens_estimate", c.ts.text.tokens)
 	if h := c.st.record().Handoff; h.Active() {
 		c.sendHandoff(0, h) // a person still has the conversation

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -32,28 +33,44 @@ type modePrompt struct {
 // their own.
 const maxToolsets = 4
 
-// currentToolset is the toolset of the registry current now, built once
-// per registry version.
-func (m *Manager) currentToolset() *toolset {
+// currentToolset is the toolset of the registry current now for the
+// default profile, built once per registry version.
+func (m *Manager) currentToolset() *toolset { return m.toolsetFor(nil) }
+
+// toolsetFor is the toolset of the registry current now for a profile
+// (nil: the default), built once per registry version and profile.
+func (m *Manager) toolsetFor(p *profiles.Profile) *toolset {
 	reg := m.Tools.Current()
+	key, system := reg.Version(), m.cfg.SystemPrompt
+	if p != nil {
+		key += "/" + p.Name
+		if p.SystemPrompt != "" {
+			system = p.SystemPrompt
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if ts := m.toolsets[reg.Version()]; ts != nil {
+	if ts := m.toolsets[key]; ts != nil {
 		return ts
 	}
-	ts := &toolset{reg: reg,
-		text:  newModePrompt(m.cfg.SystemPrompt, reg.ForMode(protocol.ModeText)),
-		voice: newModePrompt(m.cfg.SystemPrompt+"\n\n"+voicePrompt, reg.ForMode(protocol.ModeVoice)),
+	if p != nil && len(p.Tools) > 0 {
+		reg = reg.Subset(p.Tools) // what the model is not offered, it cannot run
 	}
-	if len(m.toolsets) >= maxToolsets {
+	ts := &toolset{reg: reg,
+		text:  newModePrompt(system, reg.ForMode(protocol.ModeText)),
+		voice: newModePrompt(system+"\n\n"+voicePrompt, reg.ForMode(protocol.ModeVoice)),
+	}
+	if len(m.toolsets) >= maxToolsets+len(m.cfg.Profiles) {
 		clear(m.toolsets)
 	}
-	m.toolsets[reg.Version()] = ts
+	m.toolsets[key] = ts
 	for _, mode := range protocol.Modes {
-		p := ts.mode(mode)
-		m.Metrics.SetInitContext(mode, p.systemTokens, p.toolTokens)
-		m.Log.Info("session init size", "registry_version", reg.Version(), "mode", mode, "tokens_estimate", p.tokens,
-			"system_prompt_tokens", p.systemTokens, "tool_declaration_tokens", p.toolTokens)
+		mp := ts.mode(mode)
+		if p == nil { // the gauge is the default profile's
+			m.Metrics.SetInitContext(mode, mp.systemTokens, mp.toolTokens)
+		}
+		m.Log.Info("session init size", "registry_version", reg.Version(), "profile", profileLabel(p), "mode", mode,
+			"tokens_estimate", mp.tokens, "system_prompt_tokens", mp.systemTokens, "tool_declaration_tokens", mp.toolTokens)
 	}
 	return ts
 }
@@ -75,4 +92,12 @@ func (ts *toolset) mode(mode string) modePrompt {
 		return ts.voice
 	}
 	return ts.text
+}
+
+// profileLabel names a profile in logs: "default" for none.
+func profileLabel(p *profiles.Profile) string {
+	if p == nil {
+		return "default"
+	}
+	return p.Name
 }

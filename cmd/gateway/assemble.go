@@ -132,6 +132,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	registry := catalog.Current()
 	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
 	m.InitTools(metricToolNames(registry))
+	profileSet, err := loadProfiles(cfg, registry, log)
+	if err != nil {
+		return nil, err
+	}
 
 	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)
 	if err != nil {
@@ -199,6 +203,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		// Per-session context (issue 21).
 		LiveVoice:  cfg.LiveVoice,
 		LiveVoices: cfg.LiveVoices,
+		Profiles:   profileSet,
 
 		// The upstream-connect budget and the resume limits (issue 24).
 		LiveConnectsPerMinute:     cfg.LiveConnectsPerMinute,

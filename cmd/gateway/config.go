@@ -51,6 +51,7 @@ type Config struct {
 	ContextClaims []string // TURNSTILE_CONTEXT_CLAIMS: token claims told to the model as facts
 	LiveVoice     string   // TURNSTILE_LIVE_VOICE; "" = the model's own
 	LiveVoices    []string // TURNSTILE_LIVE_VOICES: the voices a session or profile may ask for
+	ProfilesDir   string   // TURNSTILE_PROFILES_DIR; "" = no profiles
 	// The hand-off to a person (config_handoff.go).
 	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
 	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
@@ -239,6 +240,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("tools_signing_secret", c.ToolsSigningSecret),
 		slog.Any("context_claims", c.ContextClaims),
 		slog.String("live_voice", c.LiveVoice),
+		slog.String("profiles_dir", c.ProfilesDir),
 		slog.String("handoff_url", c.HandoffURL),
 		slog.Any("handoff_signing_secret", c.HandoffSigningSecret),
 		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),

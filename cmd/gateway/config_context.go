@@ -5,11 +5,16 @@ package main
 // (docs/profiles.md).
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
+	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
@@ -44,6 +49,7 @@ func sessionContextSettings() []configSetting {
 				c.LiveVoice = v
 				return nil
 			}},
+		profilesSetting(),
 	}
 }
 
@@ -68,4 +74,39 @@ func parseVoices(v string) ([]string, error) {
 		out = append(out, name)
 	}
 	return out, nil
+}
+
+// profilesSetting is TURNSTILE_PROFILES_DIR; the profiles are loaded by
+// loadProfiles once the tools are known.
+func profilesSetting() configSetting {
+	return configSetting{env: "TURNSTILE_PROFILES_DIR", defDoc: "unset: every session runs the default",
+		usage: "folder of assistant profiles, one <name>.json each (systemPrompt, tools, voice, languageCode); the token's profile claim picks one (docs/profiles.md)",
+		apply: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
+				return errors.New("not a readable folder")
+			}
+			c.ProfilesDir = v
+			return nil
+		}}
+}
+
+// loadProfiles loads TURNSTILE_PROFILES_DIR, checking each profile's tools
+// against the registry (an MCP tool, server__tool, may come up later) and
+// its voice against TURNSTILE_LIVE_VOICES. nil when unset.
+func loadProfiles(cfg Config, reg *tools.Registry, log *slog.Logger) (profiles.Set, error) {
+	if cfg.ProfilesDir == "" {
+		return nil, nil
+	}
+	set, err := profiles.Load(cfg.ProfilesDir, profiles.Check{Voices: cfg.LiveVoices, Tool: func(name string) bool {
+		_, ok := reg.Lookup(name)
+		return ok || strings.Contains(name, "__")
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("TURNSTILE_PROFILES_DIR: %w", err)
+	}
+	log.Info("assistant profiles loaded", "dir", cfg.ProfilesDir, "profiles", set.Names())
+	return set, nil
 }

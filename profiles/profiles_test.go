@@ -1,0 +1,51 @@
+package profiles
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var check = Check{Tool: func(n string) bool { return n == "kb_search" || n == "finish" }, Voices: []string{"Kore"}}
+
+func TestLoadReadsProfilesAndNamesTheFileOfAnError(t *testing.T) {
+	set, err := Load(write(t, map[string]string{
+		"sales-de.json": `{"systemPrompt":"Du verkaufst Kaffee.","tools":["kb_search"],"voice":"Kore","languageCode":"de-DE"}`,
+		"README.md":     "not a profile",
+	}), check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := set["sales-de"]
+	if p == nil || p.SystemPrompt != "Du verkaufst Kaffee." || p.Voice != "Kore" || p.LanguageCode != "de-DE" ||
+		len(p.Tools) != 1 || len(set) != 1 {
+		t.Fatalf("loaded %v", set)
+	}
+	for _, tc := range []struct{ file, body, want string }{
+		{"a.json", `{"prompt":"x"}`, "unknown field"},
+		{"a.json", `{"tools":["rm_rf"]}`, `no tool "rm_rf"`},
+		{"a.json", `{"voice":"Brian"}`, "TURNSTILE_LIVE_VOICES"},
+		{"a.json", `{"languageCode":"german"}`, "BCP-47"},
+		{"Sales.json", `{}`, "file name must be a profile name"},
+	} {
+		_, err := Load(write(t, map[string]string{tc.file: tc.body}), check)
+		if err == nil || !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v, want an error naming the file and %q", tc.file, tc.body, err, tc.want)
+		}
+	}
+	if _, err := Load(write(t, nil), check); err == nil {
+		t.Error("an empty folder loaded")
+	}
+}
