@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -288,7 +289,7 @@ func (s *Summary) Snapshot() SummaryView {
 	cv.PeakTokens = percentiles(peaks, 1)
 	cv.ToolCallsPerSession = percentiles(calls, 1)
 	v := SummaryView{
-		GeneratedAt:         time.Now().UTC(),
+		GeneratedAt:         clock.Wall.Now().UTC(),
 		Window:              s.window,
 		Tools:               make(map[string]ToolView, len(raw)),
 		ContextTokens:       context,

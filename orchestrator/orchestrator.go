@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -46,7 +47,7 @@ type Config struct {
 	// an approval waits for the model's repeated call; default 2 min.
 	ConfirmTTL time.Duration
 	// Now is the clock confirmations expire by and tool calls are timed
-	// by (latency, soft budgets); default time.Now.
+	// by (latency, soft budgets); default the system clock.
 	Now func() time.Time
 }
 
@@ -70,7 +71,7 @@ func (c *Config) defaults() {
 		c.ConfirmTTL = 2 * time.Minute
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = clock.Wall.Now
 	}
 }
 

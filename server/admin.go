@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
@@ -76,7 +77,7 @@ func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	now := time.Now()
+	now := clock.Wall.Now()
 	rows := make([]LiveRow, 0, len(live))
 	for _, l := range live {
 		row := LiveRow{ID: l.ID, UserID: l.UserID, User: s.d.Sessions.Pseudonym(l.UserID), Node: l.Node, Mode: l.Mode,
@@ -157,7 +158,7 @@ func (s *Server) adminClose(w http.ResponseWriter, r *http.Request) {
 		by += ": " + body.Reason
 	}
 	ev, _ := json.Marshal(timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventOperator, Session: id,
-		At: time.Now().UTC(), Reason: "close: " + body.Reason, By: who})
+		At: clock.Wall.Now().UTC(), Reason: "close: " + body.Reason, By: who})
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
 	found, err := s.d.Admin.CloseSession(ctx, id, by, ev)
@@ -185,7 +186,7 @@ func (s *Server) adminBlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	until, err := time.Parse(time.RFC3339, body.Until)
-	now := time.Now()
+	now := clock.Wall.Now()
 	switch {
 	case err != nil:
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "until must be an RFC 3339 time, e.g. 2030-01-02T15:04:05Z"})

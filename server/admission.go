@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -159,7 +160,7 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 	admitted, err := a.store.AcquireLease(ctx, group, id, limit, a.ttl)
 	if err != nil {
 		// redis_errors_total{op="lease_acquire"} counts it (the store's hook).
-		if count, ok := a.throttle.Note("lease_acquire_failed", time.Now(), 1); ok {
+		if count, ok := a.throttle.Note("lease_acquire_failed", clock.Wall.Now(), 1); ok {
 			a.log.Warn(failOpen, "err", err, "count", count)
 		}
 	} else if !admitted {
@@ -182,7 +183,7 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 		defer a.renewing.Unlock()
 		// The session has ended; its context is gone.
 		if err := a.store.ReleaseLease(context.Background(), group, id); err != nil {
-			if count, ok := a.throttle.Note("lease_release_failed", time.Now(), 1); ok {
+			if count, ok := a.throttle.Note("lease_release_failed", clock.Wall.Now(), 1); ok {
 				a.log.Warn("connection lease not released: Redis did not answer; it expires by itself",
 					"err", err, "expires_in", a.ttl, "count", count)
 			}
@@ -194,7 +195,7 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 // kicked (renewNow), in one pipeline, until ctx ends.
 func (a *admission) renew(ctx context.Context) {
 	defer close(a.done)
-	t := time.NewTicker(a.ttl / 3)
+	t := clock.Wall.NewTicker(a.ttl / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -220,7 +221,7 @@ func (a *admission) renewOnce(ctx context.Context) {
 	}
 	a.mu.Unlock()
 	if err := a.store.RenewLeases(ctx, leases, a.ttl); err != nil && ctx.Err() == nil {
-		if count, ok := a.throttle.Note("lease_renew_failed", time.Now(), 1); ok {
+		if count, ok := a.throttle.Note("lease_renew_failed", clock.Wall.Now(), 1); ok {
 			a.log.Warn("connection leases not renewed: Redis did not answer", "err", err, "groups", len(leases),
 				"count", count)
 		}

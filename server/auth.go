@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/session"
@@ -65,7 +66,7 @@ type AuthConfig struct {
 	MaxTTL time.Duration
 	// Leeway tolerates clock differences for exp, nbf and MaxTTL; default DefaultAuthLeeway.
 	Leeway time.Duration
-	// Now is the clock tokens are judged by; default time.Now.
+	// Now is the clock tokens are judged by; default the system clock.
 	Now func() time.Time
 	// Log receives the key set's fetch failures (throttled); default: discarded.
 	Log *slog.Logger
@@ -105,7 +106,7 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 		cfg.Leeway = DefaultAuthLeeway
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Wall.Now
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -329,7 +330,7 @@ func MintTokenFor(secret []byte, user string, ttl time.Duration, audience, issue
 	if ttl <= 0 {
 		return "", fmt.Errorf("mint token: ttl %s: must be positive", ttl)
 	}
-	now := time.Now()
+	now := clock.Wall.Now()
 	claims := jwt.RegisteredClaims{
 		Subject:   user,
 		Issuer:    issuer,

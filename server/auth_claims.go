@@ -3,10 +3,10 @@ package server
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
@@ -38,7 +38,7 @@ func (a *Authenticator) pickClaims(names []string, claims jwt.MapClaims, to stri
 		}
 		v, err := tools.ClaimValue(raw)
 		if err != nil {
-			if n, ok := a.dropped.Note(to+" "+name, time.Now(), 1); ok {
+			if n, ok := a.dropped.Note(to+" "+name, clock.Wall.Now(), 1); ok {
 				a.cfg.Log.Warn("token claim not forwarded to "+to, "claim", name, "err", err, "count", n)
 			}
 			continue

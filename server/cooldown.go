@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // Cooldowns tells how long a user's abuse cooldown still runs (0: none):
@@ -24,7 +26,7 @@ func (s *Server) cooldown(ctx context.Context, user string) time.Duration {
 	}
 	left, err := s.d.Cooldowns.CooldownLeft(ctx, user)
 	if err != nil {
-		if count, ok := s.throttle.Note("cooldown_check_failed", time.Now(), 1); ok {
+		if count, ok := s.throttle.Note("cooldown_check_failed", clock.Wall.Now(), 1); ok {
 			s.d.Log.Warn("abuse cooldown not checked: Redis did not answer; connection admitted", "err", err, "count", count)
 		}
 		return 0

@@ -17,9 +17,11 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
-	"golang.org/x/time/rate"
 )
 
 // Timings of the key set. A fetch that has never succeeded is retried
@@ -150,7 +152,7 @@ func (j *jwks) run(ctx context.Context) {
 			// within this of the provider's fix, as an unknown kid would.
 			wait = min(j.refresh, jwksUnknownKIDEvery)
 		}
-		t := time.NewTimer(wait)
+		t := clock.Wall.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -203,7 +205,7 @@ func (j *jwks) fetch(ctx context.Context) {
 func (j *jwks) fail(reason string, err error) {
 	j.failed(reason)
 	j.degraded.Store(&reason)
-	count, ok := j.throttle.Note(reason, time.Now(), 1)
+	count, ok := j.throttle.Note(reason, clock.Wall.Now(), 1)
 	if !ok {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -220,7 +221,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.d.Store.Ping(ctx); err != nil {
 		s.setReady(false)
 		// Throttled: /readyz is unauthenticated, and each request during an outage would log.
-		if count, ok := s.throttle.Note("readyz_store", time.Now(), 1); ok {
+		if count, ok := s.throttle.Note("readyz_store", clock.Wall.Now(), 1); ok {
 			s.d.Log.Warn("not ready: session store unreachable", "err", err, "failures", count)
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": "redis unreachable"})
@@ -326,7 +327,7 @@ func (s *Server) refused(reason string, ch metrics.Channel, client string, err e
 	if !metrics.IsConnectionRefusal(reason) {
 		s.d.Metrics.RefuseSession(reason, ch)
 	}
-	count, ok := s.throttle.Note(reason, time.Now(), 1)
+	count, ok := s.throttle.Note(reason, clock.Wall.Now(), 1)
 	if !ok {
 		return
 	}

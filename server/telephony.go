@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/session"
@@ -128,7 +129,7 @@ func (s *Server) telephonyEvent(t *Telephony, name string) {
 func (s *Server) telephonyWebhook(t *Telephony, w http.ResponseWriter, r *http.Request) {
 	// The server has no ReadTimeout (it would cut WebSockets): the body's
 	// deadline is set here, for this request only.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(t.BodyTimeout))
+	_ = http.NewResponseController(w).SetReadDeadline(clock.Wall.Now().Add(t.BodyTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, maxWebhookBytes)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
@@ -247,7 +248,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 // telephonyRefused logs a refused carrier request, at most once per
 // logEvery.
 func (s *Server) telephonyRefused(t *Telephony, msg string, r *http.Request) {
-	if count, ok := s.throttle.Note("telephony_"+msg, time.Now(), 1); ok {
+	if count, ok := s.throttle.Note("telephony_"+msg, clock.Wall.Now(), 1); ok {
 		s.d.Log.Warn(msg, "carrier", t.Carrier.Name(), "remote", r.RemoteAddr, "path", r.URL.Path, "count", count)
 	}
 }

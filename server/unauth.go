@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -56,7 +57,7 @@ type connTable struct {
 
 func newConnTable(cfg Config, devMode bool, refused func(reason, client string)) *connTable {
 	t := &connTable{max: cfg.MaxConnections, perIP: cfg.UnauthPerIP, idle: cfg.UnauthIdleTimeout,
-		proxies: cfg.TrustedProxies, now: time.Now, refused: refused, byIP: map[string]*list.List{}}
+		proxies: cfg.TrustedProxies, now: clock.Wall.Now, refused: refused, byIP: map[string]*list.List{}}
 	if t.max > 0 && cfg.UnauthShare > 0 && cfg.UnauthShare < 1 {
 		t.share = max(1, int(float64(t.max)*cfg.UnauthShare))
 	}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // connState follows the HTTP server's view of each connection
@@ -43,7 +45,7 @@ func (t *connTable) connState(c net.Conn, st http.ConnState) {
 		// outlast the proxy's own (the proxy then closes first).
 		if t.idle > 0 && !tc.proxied {
 			gen := tc.gen
-			tc.timer = time.AfterFunc(t.idle, func() { t.idleOut(tc, gen) })
+			tc.timer = clock.Wall.FuncTimer(t.idle, func() { t.idleOut(tc, gen) })
 		}
 	case http.StateHijacked:
 		// Upgraded: the handler verified its token (or a carrier's

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -104,7 +105,7 @@ func (a *activity) allowVoiceText() bool {
 	rec := c.st.record()
 	// The member only has to be unique: the system clock's nanoseconds,
 	// which a test's clock standing still would not give.
-	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(clock.Wall.Now().UnixNano(), 36))
 	if err != nil || allowed {
 		return true
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -159,7 +160,7 @@ func (c *conn) run(parent context.Context) {
 		// frame, before everything stops.
 		select {
 		case <-c.wend:
-		case <-time.After(2 * c.m.cfg.WriteTimeout):
+		case <-clock.Wall.After(2 * c.m.cfg.WriteTimeout):
 		}
 	default:
 	}
@@ -215,7 +216,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		buf = data[:0]
-		now := time.Now()
+		now := clock.Wall.Now()
 		c.alive(now)
 		if binary {
 			c.audioIn.Inc()
@@ -317,7 +318,7 @@ func (c *conn) micAudio(now time.Time, pcm []byte) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
 			if c.micFrames++; c.micFrames%voice.RelaySampleEvery == 0 {
-				c.relayIn.Observe(time.Since(now).Seconds())
+				c.relayIn.Observe(clock.Wall.Since(now).Seconds())
 			}
 		}
 	}
@@ -333,7 +334,7 @@ func (c *conn) takeOver(ctx context.Context) {
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-	case <-time.After(c.m.cfg.TakeoverWait):
+	case <-clock.Wall.After(c.m.cfg.TakeoverWait):
 	}
 }
 
@@ -345,11 +346,11 @@ func (c *conn) takeOver(ctx context.Context) {
 func (c *conn) drain(ctx context.Context) {
 	if c.id.Pinned {
 		deadline, ok := ctx.Deadline()
-		wait := time.Until(deadline) - c.m.cfg.GoodbyeLead
+		wait := clock.Wall.Until(deadline) - c.m.cfg.GoodbyeLead
 		if !ok {
 			wait = time.Duration(1<<63 - 1)
 		}
-		t := time.NewTimer(max(wait, 0))
+		t := clock.Wall.NewTimer(max(wait, 0))
 		defer t.Stop()
 		select {
 		case <-c.done:

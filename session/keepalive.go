@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -34,7 +35,7 @@ func (m *Manager) startKeepaliveLocked() {
 // keepalive runs until stop is closed (the node has no connection left).
 func (m *Manager) keepalive(stop <-chan struct{}, every time.Duration) {
 	defer m.wg.Done()
-	t := time.NewTicker(every)
+	t := clock.Wall.NewTicker(every)
 	defer t.Stop()
 	var conns []*conn
 	for {
@@ -74,7 +75,7 @@ func (c *conn) keepalive(now time.Time) {
 	c.pings.start(func() {
 		// Ends with the pong, or with the connection (its context).
 		if c.wire.Ping(c.ctx) == nil {
-			c.alive(time.Now())
+			c.alive(clock.Wall.Now())
 		}
 	})
 }

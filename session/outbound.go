@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -145,7 +146,7 @@ func (o *closer) dropQueue() bool {
 // rather than a context per write.
 func (c *conn) write() {
 	if c.watchdog == nil {
-		c.watchdog = time.AfterFunc(time.Hour, func() {
+		c.watchdog = clock.Wall.FuncTimer(time.Hour, func() {
 			c.out.setReason(protocol.DisconnectWriteFailed)
 			c.cancel()
 		})
@@ -207,7 +208,7 @@ func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
 			} else if !f.received.IsZero() {
-				c.relayOut.Observe(time.Since(f.received).Seconds())
+				c.relayOut.Observe(clock.Wall.Since(f.received).Seconds())
 			}
 			c.watchdog.Stop()
 		}
@@ -233,7 +234,7 @@ func (c *conn) closeBounded() {
 	}()
 	select {
 	case <-done:
-	case <-time.After(c.m.cfg.WriteTimeout):
+	case <-clock.Wall.After(c.m.cfg.WriteTimeout):
 		// Cancelling the connection's context closes the socket, which ends
 		// the stuck close handshake.
 		c.cancel()

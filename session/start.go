@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -15,7 +16,7 @@ import (
 
 // handshake reads session.start and answers session.ready, or closes.
 func (c *conn) handshake() bool {
-	timer := time.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
+	timer := clock.Wall.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
 	defer timer.Stop()
 	binary, data, err := c.wire.Read(nil)
 	if err != nil {
@@ -144,7 +145,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.pst.log = c.log
 	c.startTimeline(rec)
 	c.sendReady(ready)
-	c.alive(time.Now())
+	c.alive(clock.Wall.Now())
 	c.started.Store(true)
 	c.m.kickPresence()
 	c.stats = c.m.Metrics.OpenSession()

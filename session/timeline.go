@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
@@ -97,7 +98,7 @@ const DefaultLiveTTL = 30 * time.Second
 // LiveTTL.
 func (m *Manager) presence(ctx context.Context) {
 	ttl := m.cfg.LiveTTL
-	t := time.NewTicker(ttl / 3)
+	t := clock.Wall.NewTicker(ttl / 3)
 	defer t.Stop()
 	for {
 		select {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // Wire is the client end of a connection as a session sees it: browser
@@ -110,7 +112,7 @@ func OnPing(ctx context.Context, _ []byte) bool {
 	if !ok || g.allow == nil {
 		return true
 	}
-	return g.allow(time.Now())
+	return g.allow(clock.Wall.Now())
 }
 
 // Read reads into buf, or for a browser into its own buffer (see readBuf),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -45,7 +46,7 @@ type RedisStoreOptions struct {
 	// are outcomes, not failures: they are reported as a nil error.
 	Observe func(op string, d time.Duration, err error)
 	// Now is the clock confirmations, blocks and turn windows go by;
-	// default time.Now.
+	// default the system clock.
 	Now func() time.Time
 	// WaitReplicas is how many replicas must have a user message before
 	// the browser is told it was accepted (WAIT after the write, on the
@@ -166,7 +167,7 @@ func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
 		s.eventsMaxLen = DefaultEventsMaxLen
 	}
 	if s.now == nil {
-		s.now = time.Now
+		s.now = clock.Wall.Now
 	}
 	if s.ttl <= 0 {
 		s.ttl = 24 * time.Hour
@@ -199,7 +200,7 @@ func validID(id string) bool {
 // over by a resume or shut down) says nothing about Redis and is not
 // reported; one that ran out of time is a failure.
 func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	start := time.Now()
+	start := clock.Wall.Now()
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -212,7 +213,7 @@ func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Co
 		if errors.Is(err, ErrResumeRefused) || errors.Is(err, ErrFenced) || errors.Is(err, ErrSessionGone) {
 			failure = nil
 		}
-		s.observe(op, time.Since(start), failure)
+		s.observe(op, clock.Wall.Since(start), failure)
 	}
 	return err
 }
@@ -233,7 +234,7 @@ func (s *RedisStore) Create(ctx context.Context, rec Record) (Record, string, er
 			return fmt.Errorf("session %s: create: token: %w", rec.ID, err)
 		}
 		tok := base64.RawURLEncoding.EncodeToString(raw)
-		now := time.Now()
+		now := s.now()
 		if rec.CreatedAt.IsZero() {
 			rec.CreatedAt = now
 		}
@@ -376,7 +377,7 @@ func (s *RedisStore) appendCall(rec Record, undo int, entries []transport.Entry)
 	if err != nil {
 		return scriptCall{}, 0, fmt.Errorf("session %s: append: %w", rec.ID, err)
 	}
-	fields := turnFields(rec)
+	fields := turnFields(rec, s.now())
 	args := make([]any, 0, 6+len(fields)+len(encoded))
 	args = append(args, rec.Epoch, s.ttl.Milliseconds(), s.historyMax, s.historyBytes, undo, len(fields)/2)
 	args = append(args, fields...)
@@ -444,7 +445,7 @@ func (s *RedisStore) Restore(ctx context.Context, rec Record, history []transpor
 			return fmt.Errorf("session %s: restore: %w", rec.ID, err)
 		}
 		encoded, bytes := s.bound(encoded)
-		fields := recordFields(rec, time.Now())
+		fields := recordFields(rec, s.now())
 		fields = append(fields, fieldTokenHash, rec.TokenHash, fieldEpoch, rec.Epoch, fieldHistoryBytes, bytes)
 		keys := []string{metaKey(rec.ID), historyKey(rec.ID), confirmsKey(rec.ID)}
 		args := []any{rec.Epoch, s.ttl.Milliseconds(), len(fields) / 2}
@@ -539,10 +540,10 @@ func recordFields(rec Record, now time.Time) []any {
 }
 
 // turnFields are the meta fields a turn changes.
-func turnFields(rec Record) []any {
+func turnFields(rec Record, now time.Time) []any {
 	return []any{fieldTurn, strconv.Itoa(rec.Turn), fieldMode, rec.Mode,
 		fieldPendingMessage, rec.PendingMessage, fieldResumeHandle, rec.ResumeHandle,
-		fieldUpdatedAt, formatTime(time.Now())}
+		fieldUpdatedAt, formatTime(now)}
 }
 
 func parseRecord(id string, m map[string]string) (Record, error) {

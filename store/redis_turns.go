@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -195,7 +196,7 @@ var ErrNotReplicated = errors.New("write not acknowledged by enough replicas")
 func (s *RedisStore) waitFor(ctx context.Context, conn *redis.Conn) error {
 	timeout := s.timeout
 	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d) / 2 // leave the other half for the reply
+		timeout = clock.Wall.Until(d) / 2 // leave the other half for the reply
 	}
 	n, err := conn.Wait(ctx, s.waitReplicas, max(timeout, time.Millisecond)).Result()
 	switch {

@@ -7,9 +7,10 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // ownersChannel is the pub/sub channel on which every resume announces the
@@ -38,7 +39,7 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 	ps := s.c.Subscribe(ctx, ownersChannel)
 	defer func() { _ = ps.Close() }()
 	healthy := true // Redis is assumed up until a probe fails
-	next := time.Now()
+	next := clock.Wall.Now()
 	for ctx.Err() == nil {
 		msg, err := ps.ReceiveTimeout(ctx, s.watchInterval)
 		switch m := msg.(type) {
@@ -57,10 +58,10 @@ func (s *RedisStore) Watch(ctx context.Context, node string, w Watcher) error {
 			// Redis is away: do not spin on a connection that fails at once.
 			select {
 			case <-ctx.Done():
-			case <-time.After(s.watchInterval):
+			case <-clock.Wall.After(s.watchInterval):
 			}
 		}
-		if now := time.Now(); !now.Before(next) {
+		if now := clock.Wall.Now(); !now.Before(next) {
 			next = now.Add(s.watchInterval)
 			present, lost, err := s.probeMarker(ctx, node)
 			switch {

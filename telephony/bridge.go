@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/audio"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
@@ -329,7 +330,7 @@ func (b *Bridge) hangUp(why string) error {
 		return nil
 	}
 	b.hanging = true
-	b.timer = time.AfterFunc(b.cfg.HangupWait, func() {
+	b.timer = clock.Wall.FuncTimer(b.cfg.HangupWait, func() {
 		b.log.Warn("the carrier did not echo the goodbye's mark; hanging up", "wait", b.cfg.HangupWait)
 		_ = b.CloseNow()
 	})

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // The custom parameters the webhook's answer hands to the stream.
@@ -36,10 +38,10 @@ type Signer struct {
 	now            func() time.Time
 }
 
-// NewSigner derives its keys from key; now is the clock (nil: time.Now).
+// NewSigner derives its keys from key; now is the clock (nil: the system clock).
 func NewSigner(key []byte, now func() time.Time) *Signer {
 	if now == nil {
-		now = time.Now
+		now = clock.Wall.Now
 	}
 	return &Signer{params: derive(key, "stream parameters"), caller: derive(key, "caller pseudonym"), now: now}
 }

@@ -3,6 +3,8 @@ package timeline
 import (
 	"sync"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // Recorder builds one session's timeline entries as its turns run. Turns
@@ -29,7 +31,7 @@ const maxPendingEvents = 64
 // user, on node.
 func NewRecorder(session, user, node string, now func() time.Time) *Recorder {
 	if now == nil {
-		now = time.Now
+		now = clock.Wall.Now
 	}
 	return &Recorder{session: session, user: user, node: node, now: now, open: map[int]*Turn{}}
 }

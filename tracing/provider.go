@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -26,6 +25,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 )
@@ -168,7 +168,7 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	e.b.inflight.Add(-int64(len(spans)))
 	if err != nil {
 		e.b.drop(DropExportFailed, len(spans))
-		if n, ok := e.b.failures.Note(time.Now(), len(spans)); ok {
+		if n, ok := e.b.failures.Note(clock.Wall.Now(), len(spans)); ok {
 			e.b.log.Warn("tracing: span export failed; the spans are dropped", "err", err, "dropped_spans", n)
 		}
 	}

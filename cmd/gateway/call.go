@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/audio"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/speechlike"
 	"github.com/turnstile-gw/turnstile/telephony/twilio/caller"
 )
@@ -141,7 +142,7 @@ func placeCall(ctx context.Context, opts callOptions, w io.Writer) error {
 	fmt.Fprintf(w, "call %s from %s to %s: webhook %s answered; stream %s open\n",
 		c.CallSID, opts.caller.From, opts.caller.To, opts.caller.WebhookURL, c.StreamSID)
 	fmt.Fprintf(w, "saying %s, then silence\n", opts.what)
-	p := &phone{c: c, w: w, opts: opts, started: time.Now()}
+	p := &phone{c: c, w: w, opts: opts, started: clock.Wall.Now()}
 	err = p.run(ctx)
 	if opts.out != "" {
 		if werr := p.writeAnswer(opts.out); werr != nil && err == nil {
@@ -210,7 +211,7 @@ func (p *phone) run(ctx context.Context) error {
 		want = 2 // the first answer, then the one to the keys
 	}
 	silence := bytes.Repeat([]byte{mulawSilence}, audio.MulawFrame)
-	ticker := time.NewTicker(callFrame)
+	ticker := clock.Wall.NewTicker(callFrame)
 	defer ticker.Stop()
 	for i := 0; ; i++ {
 		select {
@@ -220,7 +221,7 @@ func (p *phone) run(ctx context.Context) error {
 			return fmt.Errorf("the call did not finish: %w", ctx.Err())
 		case err := <-ended:
 			for len(msgs) > 0 {
-				p.onMessage(<-msgs, time.Now())
+				p.onMessage(<-msgs, clock.Wall.Now())
 			}
 			if caller.CloseStatus(err) == websocket.StatusNormalClosure {
 				p.logf("the gateway hung up after %d answers", p.answers)
@@ -228,7 +229,7 @@ func (p *phone) run(ctx context.Context) error {
 			}
 			return fmt.Errorf("the stream ended: %w", err)
 		case m := <-msgs:
-			p.onMessage(m, time.Now())
+			p.onMessage(m, clock.Wall.Now())
 		case now := <-ticker.C:
 			if err := p.tick(ctx, now, i, silence); err != nil {
 				return err
@@ -323,7 +324,7 @@ func (p *phone) hangUp() {
 }
 
 func (p *phone) logf(format string, args ...any) {
-	fmt.Fprintf(p.w, "[%6.2fs] %s\n", time.Since(p.started).Seconds(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(p.w, "[%6.2fs] %s\n", clock.Wall.Since(p.started).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // writeAnswer writes what the caller heard as 8 kHz PCM16.

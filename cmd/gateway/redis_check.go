@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // At startup the gateway asks the Redis of REDIS_URL to run the check
@@ -55,10 +57,10 @@ func checkRedis(ctx context.Context, cfg Config, rdb redis.UniversalClient, log 
 	}
 	cctx, cancel := context.WithTimeout(ctx, redisCheckTimeoutFactor*cfg.RedisTimeout)
 	defer cancel()
-	begin := time.Now()
+	begin := clock.Wall.Now()
 	err := runRedisCheck(cctx, rdb)
 	if err == nil {
-		log.Info("redis ready", "redis", redactURL(string(cfg.RedisURL)), "check_ms", time.Since(begin).Milliseconds())
+		log.Info("redis ready", "redis", redactURL(string(cfg.RedisURL)), "check_ms", clock.Wall.Since(begin).Milliseconds())
 		return nil
 	}
 	hint, fatal := redisRefusal(err)

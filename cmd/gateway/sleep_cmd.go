@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // maxPreStopSleep bounds `gateway sleep`: a preStop hook longer than this
@@ -24,6 +26,6 @@ func sleepCommand(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gateway sleep: %q: want a Go duration from 0s to %s, e.g. 5s\n", args[0], maxPreStopSleep)
 		return 2
 	}
-	time.Sleep(d)
+	clock.Wall.Sleep(d)
 	return 0
 }

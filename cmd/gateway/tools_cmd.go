@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
@@ -356,7 +357,7 @@ func toolNames(reg *tools.Registry) string {
 // buildTime is $SOURCE_DATE_EPOCH (seconds since 1970) when set, else now.
 func buildTime(epoch string) (time.Time, error) {
 	if epoch == "" {
-		return time.Now(), nil
+		return clock.Wall.Now(), nil
 	}
 	s, err := strconv.ParseInt(epoch, 10, 64)
 	if err != nil || s < 0 {

@@ -25,11 +25,18 @@ type Timer interface{ Stop() bool }
 // real elapsed time, and a test's clock standing still must not stop them.
 type System struct{}
 
+// Wall is the system clock, named at the reads that measure real time on
+// purpose (see System).
+var Wall System
+
 // Now is time.Now.
 func (System) Now() time.Time { return time.Now() }
 
 // AfterFunc is time.AfterFunc.
 func (System) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// FuncTimer is time.AfterFunc with the *time.Timer (Reset) of it.
+func (System) FuncTimer(d time.Duration, f func()) *time.Timer { return time.AfterFunc(d, f) }
 
 // Since is time.Since.
 func (System) Since(t time.Time) time.Duration { return time.Since(t) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -217,7 +218,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	defer cancel()
 	ctx, span := tracing.StartChat(ctx, l.cfg.GenAIProvider, l.cfg.Model)
 	var usage transport.Usage
-	start := time.Now()
+	start := clock.Wall.Now()
 	first := true
 	var text strings.Builder
 	var calls []transport.FunctionCall
@@ -234,7 +235,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 		}
 		if first {
 			first = false
-			ttfc := time.Since(start)
+			ttfc := clock.Wall.Since(start)
 			l.d.Metrics.TextModelFirstChunk(ttfc)
 			traceFirstChunk(span, ttfc)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -87,7 +88,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 	case transport.LiveAudio:
 		var received time.Time
 		if v.modelAudio++; v.modelAudio%RelaySampleEvery == 0 {
-			received = time.Now()
+			received = clock.Wall.Now()
 		}
 		v.mu.Lock()
 		t := v.modelOutputLocked()
@@ -97,7 +98,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		answered := false
 		if first {
 			t.voiced = true
-			if response, answered = v.speech.answered(time.Now()); answered {
+			if response, answered = v.speech.answered(clock.Wall.Now()); answered {
 				t.response = response
 			}
 		}
@@ -204,7 +205,7 @@ func (v *Session) modelOutputLocked() *turn {
 	t := v.ensureTurnLocked()
 	v.speaking = true
 	if t.began.IsZero() {
-		t.began = time.Now()
+		t.began = clock.Wall.Now()
 	}
 	return t
 }

@@ -3,10 +3,10 @@ package voice
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -110,7 +110,7 @@ func (v *Session) replace(old transport.LiveSession, reason metrics.ConnectReaso
 		last = err
 		v.d.Log.Warn("voice: upstream reconnect failed", "attempt", attempt, "err", err)
 		select {
-		case <-time.After(delay):
+		case <-clock.Wall.After(delay):
 		case <-v.ctx.Done():
 			return v.ctx.Err()
 		}

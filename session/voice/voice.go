@@ -383,7 +383,7 @@ func (v *Session) Mic(now time.Time, pcm []byte) bool {
 			return false
 		}
 		v.mu.Unlock()
-		if n, ok := v.drops.Note(time.Now(), len(pcm)); ok {
+		if n, ok := v.drops.Note(clock.Wall.Now(), len(pcm)); ok {
 			v.d.Log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes", n)
 		}
 		return false
@@ -406,7 +406,7 @@ func (v *Session) bufferLocked(pcm []byte) {
 // the user's speech ends here (a client's own voice detection decided so).
 func (v *Session) AudioEnd() {
 	v.mu.Lock()
-	v.speech.clientEnd(time.Now())
+	v.speech.clientEnd(clock.Wall.Now())
 	v.mu.Unlock()
 	if up := v.upstream(); up != nil {
 		_ = up.SendAudioEnd()

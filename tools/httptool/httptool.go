@@ -30,6 +30,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -53,7 +54,7 @@ type Options struct {
 	// SigningSecret, when set, signs every request that carries the
 	// identity headers (TURNSTILE_TOOLS_SIGNING_SECRET). It is copied.
 	SigningSecret []byte
-	// Now is the clock of the signatures' timestamps; nil is time.Now.
+	// Now is the clock of the signatures' timestamps; nil is the system clock.
 	Now func() time.Time
 }
 
@@ -122,7 +123,7 @@ func New(t *tools.Tool, opts Options) (tools.Handler, error) {
 		h.secret = bytes.Clone(opts.SigningSecret)
 	}
 	if h.now == nil {
-		h.now = time.Now
+		h.now = clock.Wall.Now
 	}
 	return h, nil
 }

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tools"
 )
@@ -154,7 +155,7 @@ func Start(ctx context.Context, cfg *Config, opts Options) (*Hub, error) {
 			s.run(ctx)
 		}()
 	}
-	deadline := time.NewTimer(opts.StartTimeout)
+	deadline := clock.Wall.NewTimer(opts.StartTimeout)
 	defer deadline.Stop()
 	for _, s := range h.servers {
 		select {

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -81,12 +82,12 @@ func (s *server) run(ctx context.Context) {
 			return
 		}
 		s.setDown(err)
-		if !upSince.IsZero() && time.Since(upSince) >= opts.MaxBackoff {
+		if !upSince.IsZero() && clock.Wall.Since(upSince) >= opts.MaxBackoff {
 			backoff = opts.MinBackoff // it had been healthy for a while
 		}
 		log.Warn("MCP server is down; its tools answer TRANSIENT until it is back", "err", err,
 			"retry_in", backoff.String())
-		timer := time.NewTimer(backoff)
+		timer := clock.Wall.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -120,7 +121,7 @@ func (s *server) serve(ctx context.Context, log *slog.Logger, listedOnce func())
 	if err := s.list(ctx, cs); err != nil {
 		return time.Time{}, s.withStderr(fmt.Errorf("list tools: %w", err))
 	}
-	upSince = time.Now()
+	upSince = clock.Wall.Now()
 	s.setUp(cs)
 	listedOnce()
 	log.Info("MCP server is up", "tools", len(s.toolsNow()))

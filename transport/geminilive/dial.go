@@ -13,6 +13,8 @@ import (
 
 	"cloud.google.com/go/auth"
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // endpoint is where and how a Live connection is dialled: the URL, the
@@ -181,7 +183,7 @@ type deadlineConn struct {
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+	if err := c.Conn.SetWriteDeadline(clock.Wall.Now().Add(c.timeout)); err != nil {
 		return 0, err
 	}
 	return c.Conn.Write(p)

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -90,7 +91,7 @@ func modelError(status int, code, typ, msg string, h http.Header) *transport.Mod
 		msg = http.StatusText(status)
 	}
 	return &transport.ModelError{Status: status, Code: code, Message: msg,
-		Retryable: transport.RetryableStatus(status), RetryAfter: retryAfter(h, time.Now())}
+		Retryable: transport.RetryableStatus(status), RetryAfter: retryAfter(h, clock.Wall.Now())}
 }
 
 // parseErrorBody reads an error body in the shapes compatible servers use:
