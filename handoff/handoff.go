@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -126,7 +127,7 @@ func (d *Desk) deliver(n Notice) {
 			case <-d.ctx.Done():
 				d.failed(n, attempt-1, fmt.Errorf("gateway shutting down; last error: %w", last))
 				return
-			case <-time.After(wait):
+			case <-clock.Wall.After(wait):
 			}
 			wait *= 2
 		}
@@ -159,7 +160,7 @@ func (d *Desk) post(n Notice, body []byte) (retry bool, err error) {
 	// answer was lost opens one ticket, not two.
 	req.Header.Set("Idempotency-Key", "handoff:"+n.Session+":"+n.At.UTC().Format(time.RFC3339Nano))
 	if len(d.cfg.Secret) > 0 {
-		req.Header.Set(signature.Header, signature.Sign(d.cfg.Secret, time.Now(), body))
+		req.Header.Set(signature.Header, signature.Sign(d.cfg.Secret, clock.Wall.Now(), body))
 	}
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {

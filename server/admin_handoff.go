@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
@@ -29,7 +29,7 @@ func (s *Server) adminHandback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventHandback, Session: id,
-		At: time.Now().UTC(), Reason: body.Reason, By: who}
+		At: clock.Wall.Now().UTC(), Reason: body.Reason, By: who}
 	entry, _ := json.Marshal(ev)
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()

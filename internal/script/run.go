@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // DefaultWait bounds the wait for each event from the gateway: a scripted
@@ -37,8 +38,8 @@ type Target struct {
 // reported skipped.
 func Run(ctx context.Context, t Target, s *Script) *Report {
 	rep := &Report{Script: s}
-	started := time.Now()
-	defer func() { rep.Elapsed = time.Since(started) }()
+	started := clock.Wall.Now()
+	defer func() { rep.Elapsed = clock.Wall.Since(started) }()
 	c, err := dial(ctx, t)
 	if err != nil {
 		rep.Err = err
@@ -57,9 +58,9 @@ func Run(ctx context.Context, t Target, s *Script) *Report {
 			rep.Turns = append(rep.Turns, tr)
 			continue
 		}
-		begin := time.Now()
+		begin := clock.Wall.Now()
 		pending, err = c.playTurn(ctx, t.Model, turn, pending, &tr)
-		tr.Elapsed = time.Since(begin)
+		tr.Elapsed = clock.Wall.Since(begin)
 		if err != nil {
 			tr.Err = err
 			rep.Err = fmt.Errorf("%s: %w", tr.Title, err)
