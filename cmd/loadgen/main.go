@@ -72,11 +72,23 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return idleMain(ctx, cfg, stdout, stderr)
 	}
 	rep, err := run(ctx, cfg)
+	return exitStatus(rep, err, rep != nil && (rep.SessionsFailed > 0 || rep.ErrorCount() > 0), cfg.JSON, stdout, stderr)
+}
+
+// report is what a run prints, as text or JSON.
+type report interface {
+	writeText(io.Writer) error
+	writeJSON(io.Writer) error
+}
+
+// exitStatus prints rep (or the run's error) and is the exit status: 1 when
+// the run failed, could not be printed, or failed is true.
+func exitStatus(rep report, err error, failed, asJSON bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
 		return 1
 	}
-	if cfg.JSON {
+	if asJSON {
 		err = rep.writeJSON(stdout)
 	} else {
 		err = rep.writeText(stdout)
@@ -85,7 +97,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loadgen: write report: %v\n", err)
 		return 1
 	}
-	if rep.SessionsFailed > 0 || rep.ErrorCount() > 0 {
+	if failed {
 		return 1
 	}
 	return 0
@@ -94,21 +106,5 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 // idleMain runs and reports the idle load (-idle).
 func idleMain(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	rep, err := runIdle(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "loadgen: %v\n", err)
-		return 1
-	}
-	if cfg.JSON {
-		err = rep.writeJSON(stdout)
-	} else {
-		err = rep.writeText(stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "loadgen: write report: %v\n", err)
-		return 1
-	}
-	if rep.Failed > 0 || rep.Lost > 0 {
-		return 1
-	}
-	return 0
+	return exitStatus(rep, err, rep != nil && (rep.Failed > 0 || rep.Lost > 0), cfg.JSON, stdout, stderr)
 }
