@@ -130,9 +130,8 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 const readBufferSize = 4 << 10
 
 // run serves the connection until it ends and leaves nothing running.
-func (c *conn) run(parent context.Context) {
+func (c *conn) run() {
 	defer close(c.done)
-	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
 	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx,
 		fenced: c.fence, restored: func(ctx context.Context) {

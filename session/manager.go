@@ -387,28 +387,29 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity, ended func()) {
 	ws.SetReadLimit(m.cfg.MaxMessageBytes)
 	wire, pings := browserWire(ws)
-	c := m.admit(wire, raw, id, pings)
+	c := m.admit(ctx, wire, raw, id, pings)
 	if c == nil {
 		ended()
 		return
 	}
 	go func() {
 		defer ended()
-		m.runConn(ctx, c)
+		m.runConn(c)
 	}()
 }
 
 // serve is ServeWire; pings, when not nil, is the wire's ping gate, bound
 // to the connection's message rate before its reader starts.
 func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) {
-	if c := m.admit(wire, raw, id, pings); c != nil {
-		m.runConn(ctx, c)
+	if c := m.admit(ctx, wire, raw, id, pings); c != nil {
+		m.runConn(c)
 	}
 }
 
 // admit registers a new connection; nil when the node is draining (the
-// wire is then closed 4100).
-func (m *Manager) admit(wire Wire, raw net.Conn, id Identity, pings *pingGate) *conn {
+// wire is then closed 4100). The connection's context exists before it is
+// registered: a drain may close it (and start its writer) before it runs.
+func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) *conn {
 	if id.Channel == "" {
 		id.Channel = ChannelBrowser
 	}
@@ -421,6 +422,7 @@ func (m *Manager) admit(wire Wire, raw net.Conn, id Identity, pings *pingGate) *
 		return nil
 	}
 	c := newConn(m, wire, id)
+	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.raw = raw
 	if pings != nil {
 		pings.allow = c.allowMessage
@@ -433,7 +435,7 @@ func (m *Manager) admit(wire Wire, raw net.Conn, id Identity, pings *pingGate) *
 }
 
 // runConn runs an admitted connection until it ends, and forgets it.
-func (m *Manager) runConn(ctx context.Context, c *conn) {
+func (m *Manager) runConn(c *conn) {
 	defer m.wg.Done()
 	defer func() {
 		m.mu.Lock()
@@ -452,7 +454,7 @@ func (m *Manager) runConn(ctx context.Context, c *conn) {
 		}
 		m.mu.Unlock()
 	}()
-	c.run(ctx)
+	c.run()
 }
 
 // Draining reports whether the node is draining: new connections are

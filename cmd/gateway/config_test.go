@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
 // env builds a getenv from pairs.
@@ -46,6 +48,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	withDefaultSessionLimits(&want)
 	withTracingDefaults(&want)
 	withBlockDefaults(&want)
+	want.LiveVoices = geminilive.Voices // every prebuilt voice may be picked
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", c, want)
 	}
@@ -125,6 +128,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 	withDefaultSessionLimits(&want)
 	withTracingDefaults(&want)
 	withBlockDefaults(&want)
+	want.LiveVoices = geminilive.Voices // every prebuilt voice may be picked
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) || string(c.AuthSecret) != testAuthSecret ||
 		string(c.GeminiAPIKey) != "key-123" || string(c.RedisURL) != "redis://:pw@127.0.0.1:6379/2" ||
 		string(c.OpenAIAPIKey) != "sk-proj-123" || string(c.OpenAIBaseURL) != "http://localhost:11434/v1" {
