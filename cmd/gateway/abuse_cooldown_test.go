@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -65,7 +66,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 	cfg.MessageRate, cfg.MessageBurst, cfg.RateAbuseAfter = 2, 3, time.Second
 	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
 	// The cooldowns go by the store's clock: it moves only when told.
-	clock := &fakeClock{now: time.Now()}
+	clock := clock.NewFake(time.Now())
 	cfg.Clock = clock
 	a := startGateway(t, cfg, fakegemini.NewScript())
 	b := startGateway(t, cfg, fakegemini.NewScript())
@@ -92,7 +93,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 		}
 	}
 	refusedFor("60")
-	clock.advance(59 * time.Second)
+	clock.Advance(59 * time.Second)
 	refusedFor("1")
 	// Another user is not affected, on either node.
 	a.dial("", bob).start(nil)
@@ -105,7 +106,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 	}
 
 	// Once the cooldown is over, the user resumes the session on the other node.
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	again := b.dial("", mallory)
 	if r := again.start(resume); r["resumed"] != true {
 		t.Fatalf("resume after the cooldown: %v", r)
@@ -116,7 +117,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 		t.Fatalf("the second flood was closed %d %q, want 4008 ending \"; retry after 120 s\"", ce.Code, ce.Reason)
 	}
 	refusedFor("120")
-	clock.advance(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	a.dial("", mallory).start(resume)
 }
 
@@ -127,7 +128,7 @@ func TestAResumeLoopRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
 	cfg.ResumesPerMinute, cfg.UserResumesPerMinute = 1, 100
 	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
 	// The cooldown goes by the store's clock: it moves only when told.
-	cfg.Clock = &fakeClock{now: time.Now()}
+	cfg.Clock = clock.NewFake(time.Now())
 	a, b := startGateway(t, cfg, fakegemini.NewScript()), startGateway(t, cfg, fakegemini.NewScript())
 	mallory, bob := bearer(t, cfg, "mallory"), bearer(t, cfg, "bob")
 	ready := a.dial("", mallory).start(nil)

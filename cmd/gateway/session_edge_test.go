@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,9 +12,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
-	"github.com/turnstile-gw/turnstile/session"
 )
 
 // End-to-end tests of how a session's connection lasts: resume that fits
@@ -126,71 +125,11 @@ func historyLabels(items []map[string]any) []string {
 	return out
 }
 
-// fakeClock is a session.Clock that moves only when told.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) session.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-// set puts the clock at now (backwards too) without running timers.
-func (c *fakeClock) set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-}
-
-// advance moves the clock and runs the timers that fell due.
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(c.now) {
-			t.stopped = true
-			due = append(due, t.f)
-		}
-	}
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
-}
-
 func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
 	cfg.AuthLeeway = 30 * time.Second
-	clock := &fakeClock{now: time.Now()}
+	clock := clock.NewFake(time.Now())
 	cfg.Clock = clock
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	token := func(user string, ttl time.Duration) string {
@@ -207,17 +146,17 @@ func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 	// Not refreshed: closed 4001 once exp and the leeway have passed.
 	stale := dialAs(token("alice", time.Hour))
 	ready := stale.start(nil)
-	clock.advance(time.Hour + 29*time.Second)
+	clock.Advance(time.Hour + 29*time.Second)
 	stale.send(map[string]any{"type": "ping"})
 	if ev := stale.next(); ev.typ() != "pong" {
 		t.Fatalf("within the leeway: %v", ev)
 	}
-	clock.advance(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	if code := stale.expectClose(); code != 4001 {
 		t.Fatalf("past exp and leeway: close %d, want 4001", code)
 	}
 	// The session resumes with a fresh token.
-	clock.set(time.Now())
+	clock.Set(time.Now())
 	again := dialAs(token("alice", 2*time.Hour))
 	if r := again.start(map[string]any{"resume": map[string]any{
 		"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}}); r["resumed"] != true {
@@ -227,7 +166,7 @@ func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 	testwait.For(t, "the resumed connection to end", func() bool { return g.gw.sessions.Active() == 0 })
 
 	// Refreshed with auth: the connection lasts until the new token's exp.
-	clock.set(time.Now())
+	clock.Set(time.Now())
 	fresh := dialAs(token("bob", time.Hour))
 	fresh.start(nil)
 	newer := token("bob", 3*time.Hour)
@@ -237,19 +176,19 @@ func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 	if ok.typ() != "auth.ok" || err != nil || exp.Before(time.Now().Add(3*time.Hour-time.Minute)) {
 		t.Fatalf("auth: %v, want auth.ok with the new token's expiry", ok)
 	}
-	clock.advance(2 * time.Hour)
+	clock.Advance(2 * time.Hour)
 	fresh.send(map[string]any{"type": "ping"})
 	if ev := fresh.next(); ev.typ() != "pong" {
 		t.Fatalf("past the first token's exp after a refresh: %v", ev)
 	}
-	clock.advance(time.Hour + time.Minute)
+	clock.Advance(time.Hour + time.Minute)
 	if code := fresh.expectClose(); code != 4001 {
 		t.Fatalf("past the refreshed token's exp: close %d, want 4001", code)
 	}
 
 	// A token of another user, or one that is not valid, ends the
 	// connection.
-	clock.set(time.Now())
+	clock.Set(time.Now())
 	forged, err := server.MintToken([]byte(strings.Repeat("x", 32)), "carol", time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
@@ -39,7 +40,7 @@ func TestVoiceHTTPToolOverASecondIsCountedAsSlow(t *testing.T) {
   "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
 }`, svc.URL)
 	cfg := configWith(t, map[string]string{"TURNSTILE_TOOLS_DIR": toolsDir(t, map[string]string{"lookup_ticket": schema})})
-	clock := &fakeClock{now: time.Now()}
+	clock := clock.NewFake(time.Now())
 	cfg.Clock = clock
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, _, u := startInVoice(t, g, script)
@@ -47,7 +48,7 @@ func TestVoiceHTTPToolOverASecondIsCountedAsSlow(t *testing.T) {
 	ids, err := u.SendToolCall(fakegemini.Call{Name: "lookup_ticket", Args: map[string]any{"id": "T-1"}})
 	must(t, err)
 	testwait.For(t, "the ticket service to get the call", func() bool { return svc.calls.Load() == 1 })
-	clock.advance(1500 * time.Millisecond)
+	clock.Advance(1500 * time.Millisecond)
 	free()
 	if r := last(untilResult(c, ids[0])); r["ok"] != true || r["durationMs"] != float64(1500) {
 		t.Fatalf("tool.result %v, want ok after 1500 ms", r)
