@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -212,6 +214,19 @@ func (g *testGateway) refusals(reason string) float64 {
 		sum += testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(reason, ch.String()))
 	}
 	return sum
+}
+
+// waitRefusals waits until refusals(reason) is want: a refusal that closes
+// the connection is counted once the close has gone out, so a test that saw
+// the close may read the counter an instant early.
+func (g *testGateway) waitRefusals(t testing.TB, reason string, want float64) {
+	t.Helper()
+	testwait.ForNil(t, "refusals{"+reason+"} to reach the expected count", func() error {
+		if n := g.refusals(reason); n != want {
+			return fmt.Errorf("refusals{%s} = %v, want %v", reason, n, want)
+		}
+		return nil
+	})
 }
 
 // sessionsRefused is turnstile_sessions_refused_total for one reason, over
