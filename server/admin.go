@@ -142,38 +142,65 @@ func (s *Server) adminTimeline(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) adminClose(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	act, ok := readSessionAction(w, r)
+	if !ok {
+		return
+	}
+	by := act.who
+	if act.reason != "" {
+		by += ": " + act.reason
+	}
+	ev, _ := json.Marshal(timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventOperator, Session: act.id,
+		At: clock.Wall.Now().UTC(), Reason: "close: " + act.reason, By: act.who})
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	found, err := s.d.Admin.CloseSession(ctx, act.id, by, ev)
+	if !s.sessionFound(w, "close", act.id, found, err) {
+		return
+	}
+	s.d.Log.Warn("admin: session closed by an operator", act.logArgs(r)...)
+	writeJSON(w, http.StatusOK, map[string]any{"closed": true, "session": act.id})
+}
+
+// sessionAction is an operator's action on one session
+// (POST /admin/sessions/{id}/..., optional body {"reason": "..."}).
+type sessionAction struct{ id, reason, who string }
+
+// readSessionAction reads a session action's path, body and operator; on
+// false the request has been answered.
+func readSessionAction(w http.ResponseWriter, r *http.Request) (sessionAction, bool) {
+	act := sessionAction{id: r.PathValue("id")}
 	var body struct {
 		Reason string `json:"reason"`
 	}
 	if !readAdminBody(w, r, &body) || !checkText(w, "reason", body.Reason, maxReason) {
-		return
+		return act, false
 	}
-	who, ok := operator(w, r)
-	if !ok {
-		return
-	}
-	by := who
-	if body.Reason != "" {
-		by += ": " + body.Reason
-	}
-	ev, _ := json.Marshal(timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventOperator, Session: id,
-		At: clock.Wall.Now().UTC(), Reason: "close: " + body.Reason, By: who})
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
-	found, err := s.d.Admin.CloseSession(ctx, id, by, ev)
+	act.reason = body.Reason
+	var ok bool
+	act.who, ok = operator(w, r)
+	return act, ok
+}
+
+// logArgs are the fields of the log line an action writes once done.
+func (a sessionAction) logArgs(r *http.Request) []any {
+	return []any{"session", a.id, "operator", a.who, "reason", a.reason, "remote", r.RemoteAddr}
+}
+
+// sessionFound answers a session action the store could not do (503) or
+// whose session it does not hold (404); it reports whether the action was
+// done.
+func (s *Server) sessionFound(w http.ResponseWriter, what, id string, found bool, err error) bool {
 	switch {
 	case err != nil:
-		s.d.Log.Warn("admin: cannot close a session", "session", id, "err", err)
+		s.d.Log.Warn("admin: cannot "+what+" a session", "session", id, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the session store is unavailable"})
-		return
+		return false
 	case !found:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such session (unknown, or expired from the store)"})
-		return
+		return false
 	}
-	s.d.Log.Warn("admin: session closed by an operator", "session", id, "operator", who, "reason", body.Reason,
-		"remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, map[string]any{"closed": true, "session": id})
+	return true
 }
 
 func (s *Server) adminBlock(w http.ResponseWriter, r *http.Request) {

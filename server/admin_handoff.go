@@ -17,36 +17,22 @@ import (
 // browser handoff.ended; later messages go to the model again. 404: no
 // such session; 409: it is not handed off.
 func (s *Server) adminHandback(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	if !readAdminBody(w, r, &body) || !checkText(w, "reason", body.Reason, maxReason) {
-		return
-	}
-	who, ok := operator(w, r)
+	act, ok := readSessionAction(w, r)
 	if !ok {
 		return
 	}
-	ev := timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventHandback, Session: id,
-		At: clock.Wall.Now().UTC(), Reason: body.Reason, By: who}
-	entry, _ := json.Marshal(ev)
+	entry, _ := json.Marshal(timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventHandback, Session: act.id,
+		At: clock.Wall.Now().UTC(), Reason: act.reason, By: act.who})
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
-	found, err := s.d.Admin.EndHandoff(ctx, id, entry, entry)
-	switch {
-	case errors.Is(err, store.ErrNotHandedOff):
+	found, err := s.d.Admin.EndHandoff(ctx, act.id, entry, entry)
+	if errors.Is(err, store.ErrNotHandedOff) {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "the session is not handed off to a person"})
 		return
-	case err != nil:
-		s.d.Log.Warn("admin: cannot hand a session back", "session", id, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the session store is unavailable"})
-		return
-	case !found:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such session (unknown, or expired from the store)"})
+	}
+	if !s.sessionFound(w, "hand back", act.id, found, err) {
 		return
 	}
-	s.d.Log.Warn("admin: session handed back to the model", "session", id, "operator", who, "reason", body.Reason,
-		"remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, map[string]any{"handedBack": true, "session": id})
+	s.d.Log.Warn("admin: session handed back to the model", act.logArgs(r)...)
+	writeJSON(w, http.StatusOK, map[string]any{"handedBack": true, "session": act.id})
 }

@@ -48,48 +48,59 @@ func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.E
 		if err != nil {
 			return err
 		}
-		count := scriptCall{turnsScript, []string{turnsKey(lim)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}
-		charge, counted := s.chargeCall(rec, chargeAdd, n, !lim.QuotaExempt)
+		k := turnChecks{user: rec.UserID, limited: lim.Max > 0,
+			count: scriptCall{turnsScript, []string{turnsKey(lim)}, s.turnArgs(lim, turnMember(rec.ID, rec.Turn))}}
+		k.charge, k.counted = s.chargeCall(rec, chargeAdd, n, !lim.QuotaExempt)
 		if s.waitReplicas > 0 {
-			return s.beginTurnReplicated(ctx, rec, app, count, charge, counted, lim, &ts)
+			return s.beginTurnReplicated(ctx, rec, app, &k, &ts)
 		}
-		var (
-			appCmd, turnsCmd, chargeCmd *redis.Cmd
-			blk                         *redis.StringCmd
-		)
+		var appCmd *redis.Cmd
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			appCmd = app.queue(ctx, p)
-			blk = p.Get(ctx, blockKey(rec.UserID))
-			if lim.Max > 0 {
-				turnsCmd = count.queue(ctx, p)
-			}
-			if counted {
-				chargeCmd = charge.queue(ctx, p)
-			}
+			k.queue(ctx, p)
 			return nil
 		})
 		if err := writeResult(rec.ID, "append", app.settle(ctx, s.c, appCmd)); err != nil {
 			return err
 		}
-		return s.turnStart(ctx, rec, count, turnsCmd, charge, chargeCmd, blk, &ts)
+		return s.turnStart(ctx, rec, &k, &ts)
 	})
 	return ts, err
 }
 
-// turnStart reads what BeginTurn learned besides the write: the block, the
-// turn limit's answer (turnsCmd, nil when not asked) and the quota's
-// (chargeCmd, nil when not kept).
-func (s *RedisStore) turnStart(ctx context.Context, rec Record, count scriptCall, turnsCmd *redis.Cmd,
-	charge scriptCall, chargeCmd *redis.Cmd, blk *redis.StringCmd, ts *TurnStart) error {
+// turnChecks are what BeginTurn asks beside its write: the user's block,
+// the turn limit (when limited) and the storage quota (when counted).
+type turnChecks struct {
+	user             string
+	limited, counted bool
+	count, charge    scriptCall
+
+	turnsCmd, chargeCmd *redis.Cmd
+	blk                 *redis.StringCmd
+}
+
+// queue adds the checks to a pipeline.
+func (k *turnChecks) queue(ctx context.Context, p redis.Pipeliner) {
+	k.blk = p.Get(ctx, blockKey(k.user))
+	if k.limited {
+		k.turnsCmd = k.count.queue(ctx, p)
+	}
+	if k.counted {
+		k.chargeCmd = k.charge.queue(ctx, p)
+	}
+}
+
+// turnStart reads the checks' answers once their pipeline has run.
+func (s *RedisStore) turnStart(ctx context.Context, rec Record, k *turnChecks, ts *TurnStart) error {
 	var err error
-	ts.Block, ts.Allowed = readBlock(blk), true
-	if turnsCmd != nil {
-		if ts.Allowed, ts.RetryAfter, err = turnReply(count.settle(ctx, s.c, turnsCmd)); err != nil {
+	ts.Block, ts.Allowed = readBlock(k.blk), true
+	if k.turnsCmd != nil {
+		if ts.Allowed, ts.RetryAfter, err = turnReply(k.count.settle(ctx, s.c, k.turnsCmd)); err != nil {
 			return fmt.Errorf("session %s: turn limit: %w", rec.ID, err)
 		}
 	}
-	if chargeCmd != nil {
-		counted, total, err := chargeReply(charge.settle(ctx, s.c, chargeCmd))
+	if k.chargeCmd != nil {
+		counted, total, err := chargeReply(k.charge.settle(ctx, s.c, k.chargeCmd))
 		if err != nil {
 			return fmt.Errorf("session %s: storage quota: %w", rec.ID, err)
 		}
@@ -144,8 +155,7 @@ func turnReply(cmd *redis.Cmd) (bool, time.Duration, error) {
 // connection of its own to the session's master, followed there by WAIT
 // (which covers only that connection's writes); the user's keys, which on
 // a Cluster live on another master, are read in a second round trip.
-func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app, count, charge scriptCall, counted bool,
-	lim TurnLimit, ts *TurnStart) error {
+func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app scriptCall, k *turnChecks, ts *TurnStart) error {
 	master, err := s.masterFor(ctx, metaKey(rec.ID))
 	if err != nil {
 		return fmt.Errorf("session %s: append: %w", rec.ID, err)
@@ -158,21 +168,11 @@ func (s *RedisStore) beginTurnReplicated(ctx context.Context, rec Record, app, c
 	if err := s.waitFor(ctx, conn); err != nil {
 		return fmt.Errorf("session %s: append: %w", rec.ID, err)
 	}
-	var (
-		turnsCmd, chargeCmd *redis.Cmd
-		blk                 *redis.StringCmd
-	)
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		blk = p.Get(ctx, blockKey(rec.UserID))
-		if lim.Max > 0 {
-			turnsCmd = count.queue(ctx, p)
-		}
-		if counted {
-			chargeCmd = charge.queue(ctx, p)
-		}
+		k.queue(ctx, p)
 		return nil
 	})
-	return s.turnStart(ctx, rec, count, turnsCmd, charge, chargeCmd, blk, ts)
+	return s.turnStart(ctx, rec, k, ts)
 }
 
 // masterFor is the client of the master that holds key: the one master of

@@ -6,10 +6,8 @@ import (
 	"github.com/turnstile-gw/turnstile/fake/fakeserve"
 )
 
-// ScriptBrain answers requests with a queue of steps, one step per request,
-// and records every request it receives (Push, Requests, Remaining). An
-// exhausted script answers HTTP 500 "script exhausted" so a test notices
-// the unexpected extra call. It is safe for concurrent use.
+// ScriptBrain is fakeserve.Script (a queue of steps, one per request) for
+// this API; an exhausted script answers HTTP 500 "script exhausted".
 type ScriptBrain = fakeserve.Script[Request, Reply]
 
 // NewScript returns a brain that runs steps in order.

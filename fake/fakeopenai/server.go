@@ -20,11 +20,11 @@ type Options struct {
 
 // Server is a fake OpenAI-compatible endpoint.
 type Server struct {
-	brain Brain
-	opts  Options
-	log   *slog.Logger
-	mux   *http.ServeMux
-	srv   *fakeserve.Server // the lifecycle: start, track, close
+	brain             Brain
+	opts              Options
+	log               *slog.Logger
+	mux               *http.ServeMux
+	*fakeserve.Server // the lifecycle: Handler, InFlight, Close (and Start, below)
 }
 
 // New returns a server whose model answers come from brain.
@@ -39,33 +39,20 @@ func New(brain Brain, opts Options) *Server {
 		writeError(w, http.StatusNotFound, APIError{Type: "invalid_request_error",
 			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
 	})
-	s.srv = fakeserve.New("fakeopenai", s.mux, func(w http.ResponseWriter, _ *http.Request) {
+	s.Server = fakeserve.New("fakeopenai", s.mux, func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, APIError{Type: "server_error",
 			Message: "The fake OpenAI server is shutting down."})
 	}, log)
 	return s
 }
 
-// Handler serves the fake API. Every request is tracked so that Close can
-// end it and wait for it; requests arriving after Close get 503.
-func (s *Server) Handler() http.Handler { return s.srv.Handler() }
-
-// InFlight reports how many requests are being served right now, e.g. so a
-// test can check that a cancelled client really released its stream.
-func (s *Server) InFlight() int { return s.srv.InFlight() }
-
 // Start listens on addr (e.g. "127.0.0.1:0") and serves in a goroutine. It
 // returns the base URL to give a client, /v1 included, e.g.
 // "http://127.0.0.1:41234/v1".
 func (s *Server) Start(addr string) (string, error) {
-	root, err := s.srv.Start(addr)
+	root, err := s.Server.Start(addr)
 	if err != nil {
 		return "", err
 	}
 	return root + "/v1", nil
 }
-
-// Close stops serving: in-flight streams (hanging ones included) end, idle
-// connections close, and Close returns once every goroutine it started and
-// every handler has returned. It is safe to call more than once.
-func (s *Server) Close() error { return s.srv.Close() }
