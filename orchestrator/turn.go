@@ -48,6 +48,10 @@ type Session struct {
 	// Claims are the user's token claims forwarded to tools
 	// (tools.Call.Claims); nil when none.
 	Claims tools.Claims
+	// Budgets replace the orchestrator's per-turn budgets (Config.Text,
+	// Config.Voice) for the session's turns, by mode; a mode left out, or
+	// nil, keeps the orchestrator's. An assistant profile sets them.
+	Budgets map[string]Budget
 }
 
 // Events lets the session show calls as they move through the pipeline.
@@ -113,6 +117,9 @@ func (o *Orchestrator) NewTurn(s Session, n int, loops *loopdetect.Detector) *Tu
 	b := o.cfg.Text
 	if s.Mode == protocol.ModeVoice {
 		b = o.cfg.Voice
+	}
+	if own, ok := s.Budgets[s.Mode]; ok {
+		b = own
 	}
 	reg := s.Tools
 	if reg == nil {

@@ -1,7 +1,8 @@
 // Package profiles loads assistant profiles: one JSON file per assistant in
 // a folder (TURNSTILE_PROFILES_DIR), each a system prompt, a subset of the
-// tools, a voice and a language. A session runs one profile, or the
-// gateway's default (no profile: today's behaviour).
+// tools, a voice, a language, per-turn budgets and a greeting. A session
+// runs one profile, or the gateway's default (no profile: today's
+// behaviour).
 package profiles
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tools"
 )
 
 // Profile is one assistant. Every zero value means the gateway's default.
@@ -29,6 +31,11 @@ type Profile struct {
 	// the conversation's language (BCP-47). A session's own ask wins.
 	Voice        string `json:"voice"`
 	LanguageCode string `json:"languageCode"`
+	// Budgets are the per-turn budgets of the profile's sessions by mode
+	// ("text", "voice"); a mode left out keeps the gateway's (its policy
+	// file, TURNSTILE_*_MAX_*, the defaults). Read from the file's
+	// "budgets" (budgets.go).
+	Budgets map[string]tools.Budget `json:"-"`
 }
 
 // Set is the loaded profiles by name.
@@ -94,9 +101,13 @@ func loadFile(path string, check Check) (*Profile, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	p := &Profile{Name: name}
-	if err := dec.Decode(p); err != nil {
-		return nil, fmt.Errorf("not a profile (fields: systemPrompt, tools, voice, languageCode): %w", err)
+	f := file{Profile: &Profile{Name: name}}
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("not a profile (fields: %s): %w", fields, err)
+	}
+	p := f.Profile
+	if p.Budgets, err = f.budgets(); err != nil {
+		return nil, err
 	}
 	for _, t := range p.Tools {
 		if check.Tool != nil && !check.Tool(t) {

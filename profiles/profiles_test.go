@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/turnstile-gw/turnstile/tools"
 )
 
 func write(t *testing.T, files map[string]string) string {
@@ -47,5 +49,34 @@ func TestLoadReadsProfilesAndNamesTheFileOfAnError(t *testing.T) {
 	}
 	if _, err := Load(write(t, nil), check); err == nil {
 		t.Error("an empty folder loaded")
+	}
+}
+
+func TestLoadReadsBudgetsPerModeAndRefusesBadOnesNamingTheField(t *testing.T) {
+	set, err := Load(write(t, map[string]string{
+		"support.json": `{"budgets":{"text":{"maxRetrieval":1,"maxCalls":3}}}`,
+		"plain.json":   `{}`,
+	}), check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set["support"].Budgets; len(got) != 1 || got["text"] != (tools.Budget{MaxRetrieval: 1, MaxCalls: 3}) {
+		t.Errorf("support budgets %+v, want text 1/3 only", got)
+	}
+	if got := set["plain"].Budgets; got != nil {
+		t.Errorf("a profile without budgets has %+v, want none (the gateway's)", got)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"budgets":{"chat":{"maxRetrieval":1,"maxCalls":3}}}`, "budgets.chat: unknown mode"},
+		{`{"budgets":{"voice":{"maxCalls":3}}}`, "budgets.voice: a budget sets both maxRetrieval and maxCalls"},
+		{`{"budgets":{"text":{"maxRetrieval":4,"maxCalls":3}}}`, "budgets.text: maxRetrieval (4) must not exceed maxCalls (3)"},
+		{`{"budgets":{"text":{"maxRetrieval":-1,"maxCalls":3}}}`, "budgets.text: maxRetrieval (-1) must be from 0"},
+		{`{"budgets":{"text":{"maxRetrieval":1,"maxCalls":3,"maxMs":5}}}`, "unknown field"},
+		{`{"budgets":{"text":{"maxRetrieval":"one","maxCalls":3}}}`, "maxRetrieval"},
+	} {
+		_, err := Load(write(t, map[string]string{"a.json": tc.body}), check)
+		if err == nil || !strings.Contains(err.Error(), "a.json") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming a.json and %q", tc.body, err, tc.want)
+		}
 	}
 }

@@ -232,7 +232,8 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 		span.SetAttributes(tracing.Messages("user", input))
 	}
 	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Channel: c.id.Channel, Tools: c.ts.reg,
-		Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims}, turn, c.loops)
+		Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims,
+		Budgets: c.asks.budgets()}, turn, c.loops)
 	var ignored []protocol.IgnoredIntent
 	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log, Observe: c.observeRequest}
 	if adm != nil {
@@ -376,7 +377,8 @@ func (a *activity) startVoice(reason, handle string) {
 	}
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
-			TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims}, Loops: c.loops,
+			TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims, Budgets: c.asks.budgets()},
+		Loops: c.loops,
 		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
 		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
 		voiceHost{c}, handle, why)

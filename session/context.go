@@ -9,6 +9,7 @@ import (
 	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
 )
 
 // What one session adds to its model's instruction beyond the toolset's
@@ -37,6 +38,15 @@ func (a sessionAsks) lang() string {
 		return a.profile.LanguageCode
 	}
 	return a.language
+}
+
+// budgets are the per-turn budgets the session's profile sets (nil: the
+// gateway's). A resumed session runs its profile again, so it keeps them.
+func (a sessionAsks) budgets() map[string]tools.Budget {
+	if a.profile == nil {
+		return nil
+	}
+	return a.profile.Budgets
 }
 
 // profileName is the session's profile's name, "" the default.

@@ -33,6 +33,25 @@ type Budget struct {
 	MaxCalls     int `json:"maxCalls"`     // calls of any kind per turn, retrieval included
 }
 
+// Check says what is wrong with a budget, nil when nothing: a number below
+// 0 or above the largest a budget may set, or more retrieval calls than
+// calls. Policy files and assistant profiles both check theirs with it.
+func (b Budget) Check() error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"maxRetrieval", b.MaxRetrieval}, {"maxCalls", b.MaxCalls}} {
+		if f.n < 0 || f.n > maxBudget {
+			return fmt.Errorf("%s (%d) must be from 0 to %d", f.name, f.n, maxBudget)
+		}
+	}
+	if b.MaxRetrieval > b.MaxCalls {
+		return fmt.Errorf("maxRetrieval (%d) must not exceed maxCalls (%d): retrieval calls count toward the call budget",
+			b.MaxRetrieval, b.MaxCalls)
+	}
+	return nil
+}
+
 // ToolOverride replaces a tool's manifest metadata; a nil field keeps the
 // manifest's value.
 type ToolOverride struct {
@@ -225,14 +244,14 @@ func (pc *policyChecker) budgets(n *pnode) {
 				bad = true
 			}
 		}
-		switch {
-		case bad:
-		case b.MaxRetrieval > b.MaxCalls:
-			pc.fail(v, key, "maxRetrieval (%d) must not exceed maxCalls (%d): retrieval calls count toward the call budget",
-				b.MaxRetrieval, b.MaxCalls)
-		default:
-			pc.p.Budgets[mode] = b
+		if bad {
+			return
 		}
+		if err := b.Check(); err != nil {
+			pc.fail(v, key, "%w", err)
+			return
+		}
+		pc.p.Budgets[mode] = b
 	})
 }
 
