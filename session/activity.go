@@ -378,8 +378,7 @@ func (a *activity) startVoice(reason, handle string) {
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
 		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
 			TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims, Budgets: c.asks.budgets()},
-		Loops: c.loops,
-		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+		Loops: c.loops, Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
 		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
 		voiceHost{c}, handle, why)
 
