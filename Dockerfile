@@ -9,7 +9,7 @@ COPY . .
 ARG VERSION=dev
 ARG COMMIT=unknown
 RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -ldflags "-s -w -X github.com/turnstile-gw/turnstile/gateway.version=${VERSION} -X github.com/turnstile-gw/turnstile/gateway.commit=${COMMIT}" \
       -o /out/gateway ./cmd/gateway
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -3,7 +3,7 @@
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS  := -s -w -X github.com/turnstile-gw/turnstile/gateway.version=$(VERSION) -X github.com/turnstile-gw/turnstile/gateway.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
 .PHONY: run test test-under-load test-js test-js-sdk test-deps lint build release docker clean

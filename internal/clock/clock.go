@@ -1,6 +1,6 @@
 // Package clock is the gateway's one clock: every production read of the
 // time and every timer goes through a Clock, injected once at assembly
-// (cmd/gateway), so a test can stand time still or move it by hand
+// (gateway), so a test can stand time still or move it by hand
 // (Fake). This file is the only one in the production packages that reads
 // the time package's clock directly.
 package clock

@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/metrics"
+)
+
+// startPingFlood sends a ping message every 10 ms until the connection
+// fails or the returned stop is called (which waits for the sender).
+func startPingFlood(c *wsClient) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := c.c.Write(ctx, websocket.MessageText, []byte(`{"type":"ping"}`))
+			cancel()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// floodUntilClosed floods the connection with pings until the gateway
+// closes it, and returns the close frame.
+func floodUntilClosed(t *testing.T, c *wsClient) websocket.CloseError {
+	t.Helper()
+	defer startPingFlood(c)()
+	for {
+		if _, err := c.read(); err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				t.Fatalf("the flood ended with %v, not a close frame", err)
+			}
+			return ce
+		}
+	}
+}
+
+// After a 4008 for rate abuse the user is refused new connections and
+// resumes on both nodes for the cooldown, with Retry-After; others are not;
+// after the cooldown the user resumes; a second abuse doubles it.
+func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
+	addr := redistest.Start(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.MessageRate, cfg.MessageBurst, cfg.RateAbuseAfter = 2, 3, time.Second
+	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
+	// The cooldowns go by the store's clock: it moves only when told.
+	clock := clock.NewFake(time.Now())
+	cfg.Clock = clock
+	a := startGateway(t, cfg, fakegemini.NewScript())
+	b := startGateway(t, cfg, fakegemini.NewScript())
+	mallory, bob := bearer(t, cfg, "mallory"), bearer(t, cfg, "bob")
+
+	c := a.dial("", mallory)
+	ready := c.start(nil)
+	resume := map[string]any{"resume": map[string]any{
+		"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}}
+	if ce := floodUntilClosed(t, c); ce.Code != 4008 || !strings.HasSuffix(ce.Reason, "; retry after 60 s") {
+		t.Fatalf("the flood was closed %d %q, want 4008 ending \"; retry after 60 s\"", ce.Code, ce.Reason)
+	}
+
+	// Refused on either node before the upgrade: a new session and a
+	// resume alike (the upgrade carries the user's token).
+	refusedFor := func(want string) {
+		t.Helper()
+		for name, g := range map[string]*testGateway{"A": a, "B": b} {
+			cl, r := g.tryUpgrade(mallory, "")
+			if cl != nil || r.status != http.StatusTooManyRequests || r.retryAfter != want ||
+				!strings.Contains(r.body, metrics.RefusedAbuseCooldown) {
+				t.Fatalf("mallory on %s during the cooldown: %+v, want 429 with Retry-After %s", name, r, want)
+			}
+		}
+	}
+	refusedFor("60")
+	clock.Advance(59 * time.Second)
+	refusedFor("1")
+	// Another user is not affected, on either node.
+	a.dial("", bob).start(nil)
+	b.dial("", bob).start(nil)
+	if n := a.refusals(metrics.RefusedAbuseCooldown) + b.refusals(metrics.RefusedAbuseCooldown); n != 4 {
+		t.Fatalf("refusals{abuse_cooldown} = %v, want 4", n)
+	}
+	if n := a.sessionsRefused(metrics.RefusedAbuseCooldown) + b.sessionsRefused(metrics.RefusedAbuseCooldown); n != 4 {
+		t.Fatalf("sessions_refused{abuse_cooldown} = %v, want 4", n)
+	}
+
+	// Once the cooldown is over, the user resumes the session on the other node.
+	clock.Advance(time.Second)
+	again := b.dial("", mallory)
+	if r := again.start(resume); r["resumed"] != true {
+		t.Fatalf("resume after the cooldown: %v", r)
+	}
+
+	// A second abuse doubles the cooldown.
+	if ce := floodUntilClosed(t, again); ce.Code != 4008 || !strings.HasSuffix(ce.Reason, "; retry after 120 s") {
+		t.Fatalf("the second flood was closed %d %q, want 4008 ending \"; retry after 120 s\"", ce.Code, ce.Reason)
+	}
+	refusedFor("120")
+	clock.Advance(2 * time.Minute)
+	a.dial("", mallory).start(resume)
+}
+
+// A resume refused 4008 for resuming in a loop is rate abuse too: it starts
+// the user's cooldown, on both nodes, and its reason says how long to wait.
+func TestAResumeLoopRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
+	cfg := budgetConfig(t, redistest.Start(t), 0, 0)
+	cfg.ResumesPerMinute, cfg.UserResumesPerMinute = 1, 100
+	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
+	// The cooldown goes by the store's clock: it moves only when told.
+	cfg.Clock = clock.NewFake(time.Now())
+	a, b := startGateway(t, cfg, fakegemini.NewScript()), startGateway(t, cfg, fakegemini.NewScript())
+	mallory, bob := bearer(t, cfg, "mallory"), bearer(t, cfg, "bob")
+	ready := a.dial("", mallory).start(nil)
+	resume := map[string]any{"resume": map[string]any{
+		"sessionId": ready.str("sessionId"), "resumeToken": ready.str("resumeToken")}}
+	b.dial("", mallory).start(resume)
+	second := a.dial("", mallory)
+	second.send(map[string]any{"type": "session.start", "resume": resume["resume"]})
+	if ev := second.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" ||
+		!strings.Contains(ev.str("message"), "try again in 60 s") {
+		t.Fatalf("the second resume in a minute: %v, want rate_limited, try again in 60 s", ev)
+	}
+	_, err := second.read()
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4008 || !strings.HasSuffix(ce.Reason, "; retry after 60 s") {
+		t.Fatalf("the refused resume ended with %v, want 4008 ending \"; retry after 60 s\"", err)
+	}
+	for name, g := range map[string]*testGateway{"A": a, "B": b} {
+		if cl, r := g.tryUpgrade(mallory, ""); cl != nil || r.status != http.StatusTooManyRequests || r.retryAfter != "60" ||
+			!strings.Contains(r.body, metrics.RefusedAbuseCooldown) {
+			t.Fatalf("mallory on %s after the refused resume: %+v, want 429 abuse_cooldown, Retry-After 60", name, r)
+		}
+		g.dial("", bob).start(nil)
+	}
+}

@@ -1,0 +1,431 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"cloud.google.com/go/auth"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
+	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/pseudonym"
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tools/kb"
+	"github.com/turnstile-gw/turnstile/tracing"
+	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
+	"github.com/turnstile-gw/turnstile/transport/geminitext"
+	"github.com/turnstile-gw/turnstile/transport/openaitext"
+	"github.com/turnstile-gw/turnstile/web"
+)
+
+// gateway is everything serve needs, and what it must close.
+type gateway struct {
+	edge     *server.Server
+	sessions *session.Manager
+	catalog  *tools.Catalog // the current tool registry (built-in, HTTP and MCP tools, policy applied)
+	// toolsReload reloads TURNSTILE_TOOLS_DIR into catalog (on SIGHUP).
+	toolsReload *toolsReloader
+	fake        *fakegemini.Server // the offline model, when it runs in-process
+	tracing     *tracing.Provider  // nil with tracing off
+	// users names users by pseudonym, in traces and timelines alike (one
+	// key: a random one is drawn once); usersStable says whether every
+	// node draws the same.
+	users       pseudonym.Key
+	usersStable bool
+	closers     []func()
+}
+
+func (g *gateway) close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+}
+
+// brains replace the offline demo model's brains; tests pass programmable
+// ones. Zero values mean the demo brains.
+type brains struct {
+	text   fakegemini.Brain
+	live   fakegemini.LiveBrain
+	openai fakeopenai.Brain // the text model's with TURNSTILE_TEXT_PROVIDER=openai
+	// tools are test-only tools added to the registry beside the others.
+	tools []*tools.Tool
+
+	// credentials, when set, replace application default credentials for
+	// Vertex AI (tests inject a static token).
+	credentials *auth.Credentials
+}
+
+// assemble builds the gateway from its configuration. On error, whatever it
+// had started is closed.
+func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *slog.Logger,
+	b brains) (gw *gateway, err error) {
+	gw = &gateway{}
+	// The gateway's one clock, handed to every package that reads the time.
+	cfg.Clock = clock.Or(cfg.Clock)
+	clk := cfg.Clock
+	started := gw // "return nil, err" clears gw before the deferred close runs
+	defer func() {
+		if err != nil {
+			started.close()
+		}
+	}()
+	v, c := buildVersion()
+	m := metrics.New(reg, metrics.Build{Version: v, Commit: c})
+	m.SetContextBudget(cfg.ContextMaxTokens)
+	gw.users, gw.usersStable = cfg.pseudonyms()
+	tracer, err := startTracing(ctx, cfg, v, m, log, gw)
+	if err != nil {
+		return nil, err
+	}
+
+	rdb, err := redisClient(cfg, log, gw)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRedis(ctx, cfg, rdb, log); err != nil {
+		return nil, err
+	}
+	var readyWarnings []string
+	if w := redisDurability(ctx, cfg, rdb, log); w != "" {
+		readyWarnings = append(readyWarnings, w)
+	}
+	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
+		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
+		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
+		TimelineMax: cfg.TimelineMax, EventsStream: cfg.EventsStream, EventsMaxLen: int64(cfg.EventsMaxLen),
+		UserStorageMaxBytes: userStorageQuota(cfg, log),
+		Now:                 clk.Now,
+	})
+
+	var kbFS fs.FS = kb.Sample
+	if cfg.KBDir != "" {
+		kbFS = os.DirFS(cfg.KBDir)
+	}
+	index, err := kb.Load(kbFS)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge base (TURNSTILE_KB_DIR=%q): %w", cfg.KBDir, err)
+	}
+	gw.closers = append(gw.closers, func() { _ = index.Close() })
+	log.Info("knowledge base loaded", "documents", index.Len(), "dir", orSample(cfg.KBDir))
+
+	catalog, err := toolCatalog(ctx, cfg, index, m, log, gw, b.tools)
+	if err != nil {
+		return nil, err
+	}
+	gw.catalog = catalog
+	// Each session pins catalog.Current() at its start: after an MCP
+	// server changes its tools, new sessions get the new registry.
+	registry := catalog.Current()
+	log.Info("tool registry loaded", "version", registry.Version(), "tools", len(registry.Tools()))
+	m.InitTools(metricToolNames(registry))
+	profileSet, err := loadProfiles(cfg, registry, log)
+	if err != nil {
+		return nil, err
+	}
+
+	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)
+	if err != nil {
+		return nil, err
+	}
+	textModel, modelName, err := textModel(cfg, log, gw, b, client)
+	if err != nil {
+		return nil, err
+	}
+	// Before the sessions: the session's in-session token refresh (`auth`) verifies with it too.
+	auth, err := server.NewAuthenticator(server.AuthConfig{
+		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
+		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
+		Log: log.With("component", "auth"), Metrics: m, ToolClaims: cfg.ToolClaims, Now: clk.Now,
+		ContextClaims: cfg.ContextClaims,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gw.closers = append(gw.closers, auth.Close)
+	var verifier session.TokenVerifier // nil in dev mode: nothing expires
+	if !cfg.DevMode() {
+		verifier = auth
+	}
+	desk := handoffDesk(cfg, m, gw, log)
+	gw.sessions = session.NewManager(session.Config{
+		SystemPrompt:      cfg.SystemPrompt,
+		MaxToolIterations: cfg.MaxToolIterations,
+		MaxMessageBytes:   int64(cfg.MaxMessageBytes),
+		MaxTextChars:      cfg.MaxTextChars,
+		SendQueueBytes:    cfg.SendQueueBytes,
+		WriteTimeout:      cfg.WriteTimeout,
+		ModelTimeout:      cfg.ModelTimeout,
+		StoreTimeout:      2 * cfg.RedisTimeout,
+		HistoryMax:        cfg.HistoryMax,
+		ModelName:         modelName,
+		TextProvider:      cfg.TextProvider,
+		GenAIProvider:     cfg.genAIProvider(),
+		Offline:           cfg.Offline(),
+
+		RestrictOutput:           cfg.RestrictOutput,
+		RestrictionMessage:       cfg.RestrictionMessage,
+		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
+
+		MessageRate:          cfg.MessageRate,
+		MessageBurst:         cfg.MessageBurst,
+		RateAbuseAfter:       cfg.RateAbuseAfter,
+		AbuseCooldown:        cfg.abuseCooldown(),
+		MicPace:              cfg.MicPace,
+		TurnsPerMinute:       cfg.TurnsPerMinute,
+		VoiceStartsPerMinute: cfg.VoiceStartsPerMinute,
+		NewSessionsPerMinute: cfg.NewSessionsPerMinute,
+		ContextMaxTokens:     cfg.ContextMaxTokens,
+		HistoryMaxBytes:      cfg.HistoryMaxBytes,
+		ResumeHistoryMax:     cfg.ResumeHistoryMax,
+		AuthLeeway:           cfg.AuthLeeway,
+		PingInterval:         cfg.PingInterval,
+		IdleTimeout:          cfg.IdleTimeout,
+		BlockSteps:           cfg.BlockSteps,
+		BlockMemory:          cfg.BlockMemory,
+		RecentSessionsBytes:  cfg.RecentSessionsBytes,
+		Clock:                clk,
+		Pseudonyms:           gw.users,
+
+		// Per-session context (issue 21).
+		LiveVoice:  cfg.LiveVoice,
+		LiveVoices: cfg.LiveVoices,
+		Profiles:   profileSet,
+
+		// The upstream-connect budget and the resume limits (issue 24).
+		LiveConnectsPerMinute:     cfg.LiveConnectsPerMinute,
+		UserLiveConnectsPerMinute: cfg.UserLiveConnectsPerMinute,
+		ResumesPerMinute:          cfg.ResumesPerMinute,
+		UserResumesPerMinute:      cfg.UserResumesPerMinute,
+	}, session.Deps{
+		Store: st,
+		Model: textModel,
+		Live:  geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{}),
+		Orchestrator: orchestrator.NewWith(orchestrator.Config{
+			Text:         budget(cfg, "text", cfg.TextMaxRetrieval, cfg.TextMaxCalls),
+			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
+			StoreTimeout: 2 * cfg.RedisTimeout,
+			ConfirmTTL:   cfg.ConfirmTTL,
+			Now:          clk.Now,
+		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
+		Tools:   catalog,
+		Auth:    verifier,
+		Metrics: m,
+		Log:     log,
+		Tracing: tracer,
+		Desk:    desk,
+	})
+	watchSessions(gw, log)
+
+	if cfg.DevMode() {
+		log.Warn("DEV MODE: no TURNSTILE_AUTH_SECRET nor TURNSTILE_AUTH_JWKS_URL, every browser is the anonymous user; " +
+			"allowed on loopback only")
+	}
+	gw.edge = server.New(server.Config{
+		AllowedOrigins:     cfg.AllowedOrigins,
+		ReadHeaderTimeout:  cfg.HTTPReadHeaderTimeout,
+		IdleTimeout:        cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:     cfg.HTTPMaxHeaderBytes,
+		MaxConnections:     cfg.MaxConnections,
+		MaxSessions:        cfg.MaxSessions,
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
+		LeaseTTL:           cfg.UserLeaseTTL,
+		TrustedProxies:     cfg.TrustedProxies,
+		UnauthPerIP:        cfg.UnauthPerIP,
+		UnauthShare:        cfg.UnauthShare,
+		UnauthIdleTimeout:  cfg.UnauthIdleTimeout,
+		AdminToken:         string(cfg.AdminToken),
+		AdminMetricsOpen:   cfg.AdminMetricsOpen,
+	}, server.Deps{
+		Sessions:  gw.sessions,
+		Auth:      auth,
+		Store:     st,
+		Leases:    st,
+		Metrics:   m,
+		Gatherer:  reg,
+		Summary:   m.Summary,
+		Web:       web.Handler(),
+		Log:       log,
+		Ready:     m.SetReady,
+		Warnings:  readyWarnings,
+		Telephony: telephonyEdge(cfg, log),
+		Admin:     st,
+		Cooldowns: st,
+	})
+	gw.closers = append(gw.closers, gw.edge.Close)
+	return gw, nil
+}
+
+// watchSessions runs the node's one store subscription until the gateway
+// closes: a resume on another node ends this node's connection of that
+// session, and a Redis that lost its data gets the live sessions back.
+func watchSessions(gw *gateway, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gw.sessions.Watch(ctx); err != nil {
+			log.Error("session store watch stopped", "err", err)
+		}
+	}()
+	gw.closers = append(gw.closers, func() { cancel(); <-done })
+}
+
+// redisClient connects to REDIS_URL, or starts the embedded miniredis.
+func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
+	url, mode := string(cfg.RedisURL), cfg.RedisMode
+	if url == "" {
+		mr, err := store.StartEmbedded()
+		if err != nil {
+			return nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		gw.closers = append(gw.closers, mr.Close)
+		url = "redis://" + mr.Addr()
+		log.Warn("no REDIS_URL: using an embedded in-process miniredis; session state lives only in this process "+
+			"and resume works only on this node", "addr", mr.Addr())
+	}
+	rdb, err := store.NewRedisModeClient(mode, url, cfg.RedisTimeout)
+	if err != nil {
+		return nil, err
+	}
+	gw.closers = append(gw.closers, func() { _ = rdb.Close() })
+	return rdb, nil
+}
+
+// geminiClients builds the real genai clients, one for REST (text) and one
+// for Live (voice, which needs a ws:// or wss:// base URL): against Google
+// (or GEMINI_BASE_URL) with a key, or against the in-process fake Gemini
+// server running the demo brains without one.
+func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, b brains) (*genai.Client, *genai.Client, error) {
+	if cfg.UseVertexAI {
+		return vertexClients(ctx, cfg, log, b)
+	}
+	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
+	if cfg.GeminiOffline() {
+		if b.text == nil {
+			// A short pause between chunks so that answers visibly stream.
+			b.text = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
+		}
+		if b.live == nil {
+			b.live = fakegemini.NewLiveDemo()
+		}
+		fake := fakegemini.New(b.text, log.With("component", "fakegemini"))
+		fake.SetLiveBrain(b.live)
+		gw.fake = fake
+		url, err := fake.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the offline demo model: %w", err)
+		}
+		gw.closers = append(gw.closers, func() { _ = fake.Close() })
+		key, base = "offline-demo", url
+		if cfg.TextProvider == transport.ProviderOpenAI {
+			log.Warn("OFFLINE DEMO VOICE MODEL: no GEMINI_API_KEY, voice sessions (Gemini Live) come from a "+
+				"rule-based fake Gemini server on loopback, not from Google; set GEMINI_API_KEY for the real model",
+				"fake_url", url)
+		} else {
+			log.Warn("OFFLINE DEMO MODEL: no GEMINI_API_KEY, answers come from a rule-based fake Gemini server on "+
+				"loopback, not from Google; set GEMINI_API_KEY for the real model", "fake_url", url)
+		}
+	}
+	rest, err := genai.NewClient(ctx, &genai.ClientConfig{
+		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: base},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemini client: %w", err)
+	}
+	live, err := genai.NewClient(ctx, &genai.ClientConfig{
+		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: geminilive.BaseURL(base)},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("gemini live client: %w", err)
+	}
+	return rest, live, nil
+}
+
+// textModel is the model of text turns and its name: Gemini through the
+// REST client, or an OpenAI-compatible server (the in-process fake OpenAI
+// server running the demo brain when it has neither key nor base URL).
+func textModel(cfg Config, log *slog.Logger, gw *gateway, b brains, gemini *genai.Client) (transport.TextModel, string, error) {
+	if cfg.TextProvider != transport.ProviderOpenAI {
+		if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
+			log.Info("OPENAI_API_KEY / OPENAI_BASE_URL are set but unused: TURNSTILE_TEXT_PROVIDER is gemini")
+		}
+		m, err := geminitext.New(gemini, cfg.TextModel, geminitext.Options{ToolChoice: cfg.ToolChoice})
+		if err != nil {
+			return nil, "", fmt.Errorf("gemini text model: %w", err)
+		}
+		return m, cfg.TextModel, nil
+	}
+	key, base := string(cfg.OpenAIAPIKey), string(cfg.OpenAIBaseURL)
+	if cfg.OpenAIOffline() {
+		brain := b.openai
+		if brain == nil {
+			// A short pause between chunks so that answers visibly stream.
+			brain = &fakeopenai.DemoBrain{Pace: 30 * time.Millisecond}
+		}
+		fake := fakeopenai.New(brain, fakeopenai.Options{Log: log.With("component", "fakeopenai")})
+		url, err := fake.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, "", fmt.Errorf("start the offline demo model (fake OpenAI server): %w", err)
+		}
+		gw.closers = append(gw.closers, func() { _ = fake.Close() })
+		base = url
+		log.Warn("OFFLINE DEMO MODEL: TURNSTILE_TEXT_PROVIDER=openai without OPENAI_API_KEY or OPENAI_BASE_URL, text "+
+			"answers come from a rule-based fake OpenAI-compatible server on loopback, not from a real model; set "+
+			"OPENAI_BASE_URL (any compatible server) or OPENAI_API_KEY (OpenAI) for a real one", "fake_url", url)
+	}
+	m, err := openaitext.New(openaitext.NewClient(openaitext.ClientConfig{BaseURL: base, APIKey: key}),
+		cfg.OpenAIModel, openaitext.Options{ToolChoice: cfg.ToolChoice})
+	if err != nil {
+		return nil, "", fmt.Errorf("openai text model: %w", err)
+	}
+	return m, cfg.OpenAIModel, nil
+}
+
+func orSample(dir string) string {
+	if dir == "" {
+		return "embedded sample"
+	}
+	return dir
+}
+
+// metricToolNames are the registry's tool names, whose metric series start at zero.
+func metricToolNames(r *tools.Registry) []string {
+	var names []string
+	for _, t := range r.Tools() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// budget is a mode's per-turn gate: the policy file's, else the settings'.
+func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Budget {
+	if b, ok := cfg.Policy.Budget(mode); ok {
+		return b
+	}
+	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
+}
+
+// userStorageQuota is the per-user storage quota the store keeps: none in
+// dev mode, where every anonymous connection is the one user "anon" (a
+// quota there would be shared by every tab and load run of a developer).
+func userStorageQuota(cfg Config, log *slog.Logger) int64 {
+	if cfg.DevMode() && cfg.UserStorageBytes > 0 {
+		log.Info("dev mode: no per-user storage quota (TURNSTILE_USER_STORAGE_BYTES applies to authenticated users)")
+		return 0
+	}
+	return int64(cfg.UserStorageBytes)
+}

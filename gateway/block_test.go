@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// TestIgnoreUserBlocksTheUserOnEveryGateway: the model's ignore_user blocks
+// the user (not just the session) on every gateway that shares the Redis,
+// and nobody else.
+func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
+	addr := redistest.Start(t) // a real redis-server
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
+
+	brainA := fakegemini.NewScript(
+		callStep(fakegemini.Call{Name: "ignore_user", Args: map[string]any{"duration_seconds": 600, "reason": "abuse"}}),
+		textStep("I will not continue this conversation."),
+		textStep("Hello Bob."),
+	)
+	brainB := fakegemini.NewScript(textStep("Hi Bob, how can I help?"))
+	a := startGateway(t, cfg, brainA)
+	b := startGateway(t, cfg, brainB)
+
+	// Alice already has a session open on gateway B.
+	onB := b.dial("", alice)
+	onB.start(nil)
+
+	c := a.dial("", alice)
+	c.start(nil)
+	before := time.Now()
+	evs := c.ask("you are useless")
+	if res := ofType(evs, "tool.result"); len(res) != 1 || res[0]["ok"] != true || res[0]["name"] != "ignore_user" {
+		t.Fatalf("ignore_user: %v", res)
+	}
+	blocked := ofType(evs, "blocked")
+	if len(blocked) != 1 {
+		t.Fatalf("no blocked event in the turn: %v", evs)
+	}
+	until, err := time.Parse(time.RFC3339, blocked[0].str("until"))
+	if err != nil || until.Before(before.Add(599*time.Second)) || until.After(time.Now().Add(601*time.Second)) {
+		t.Fatalf("blocked until %q (%v), want about 10 minutes from now", blocked[0].str("until"), err)
+	}
+
+	// Input on the same connection is refused, and never reaches the model.
+	c.send(map[string]any{"type": "text", "text": "sorry?"})
+	if ev := c.next(); ev.typ() != "error" || ev.str("code") != "blocked" || ev["retryable"] != false {
+		t.Fatalf("text while blocked: %v, want error blocked", ev)
+	}
+
+	// Her open session on the other gateway learns of the block at its next input.
+	onB.send(map[string]any{"type": "text", "text": "let me try here"})
+	sawBlocked := false
+	for {
+		ev := onB.next()
+		if ev.typ() == "blocked" {
+			sawBlocked = ev.str("until") == blocked[0].str("until")
+			continue
+		}
+		if ev.typ() != "error" || ev.str("code") != "blocked" || !sawBlocked {
+			t.Fatalf("text on gateway B while blocked: %v (blocked event seen: %v)", ev, sawBlocked)
+		}
+		break
+	}
+
+	// A new connection of hers on gateway B is told, then closed 4003.
+	nc := b.dial("", alice)
+	nc.send(map[string]any{"type": "session.start"})
+	if ev := nc.next(); ev.typ() != "blocked" || ev.str("until") != blocked[0].str("until") {
+		t.Fatalf("new connection of a blocked user: %v, want blocked", ev)
+	}
+	if code := nc.expectClose(); code != 4003 {
+		t.Fatalf("new connection of a blocked user closed %d, want 4003", code)
+	}
+
+	// Bob is not affected, on either gateway.
+	for name, g := range map[string]*testGateway{"A": a, "B": b} {
+		bc := g.dial("", bob)
+		bc.start(nil)
+		if evs := bc.ask("hello"); last(evs).str("reason") != "end_turn" || len(ofType(evs, "blocked")) != 0 {
+			t.Fatalf("bob on gateway %s: %v", name, evs)
+		}
+	}
+	if n := len(brainA.Requests()); n != 3 {
+		t.Fatalf("gateway A's model called %d times, want 3 (two for alice's turn, one for bob)", n)
+	}
+	if n := len(brainB.Requests()); n != 1 {
+		t.Fatalf("gateway B's model called %d times, want 1 (bob's)", n)
+	}
+}
+
+// TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory: a text
+// refused because the user was blocked on another node was never accepted
+// (no turn.start), so, like a text refused with turn_in_progress, it must
+// not be in the history the model and a resume will see, nor use up a turn.
+func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T) {
+	addr := redistest.Start(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	alice := bearer(t, cfg, "alice")
+	a := startGateway(t, cfg, fakegemini.NewScript(
+		callStep(fakegemini.Call{Name: "ignore_user", Args: map[string]any{"duration_seconds": 60, "reason": "abuse"}}),
+		textStep("Goodbye."),
+	))
+	b := startGateway(t, cfg, fakegemini.NewScript())
+
+	onB := b.dial("", alice)
+	ready := onB.start(nil)
+	c := a.dial("", alice)
+	c.start(nil)
+	if evs := c.ask("you are useless"); len(ofType(evs, "blocked")) != 1 {
+		t.Fatalf("no block: %v", evs)
+	}
+	onB.send(map[string]any{"type": "text", "text": "refused while blocked"})
+	for ev := onB.next(); ev.typ() != "error"; ev = onB.next() {
+		if ev.typ() == "turn.start" {
+			t.Fatalf("blocked input started a turn: %v", ev)
+		}
+	}
+
+	// What a resume (after the block ends) would find.
+	rdb := redisClientFor(t, cfg)
+	// The refused entry is taken back without holding up the browser:
+	// poll until the store has caught up.
+	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
+	var (
+		rec  store.Record
+		hist []transport.Entry
+	)
+	testwait.For(t, "the refused message to leave the stored history", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		if rec, hist, err = st.Load(ctx, ready.str("sessionId")); err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(hist, func(e transport.Entry) bool { return e.Text == "refused while blocked" })
+	})
+	if rec.Turn != 0 {
+		t.Errorf("the refused message used up turn %d", rec.Turn)
+	}
+}

@@ -1,0 +1,837 @@
+package gateway
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tools/mcp"
+	"github.com/turnstile-gw/turnstile/tracing"
+	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/openaitext"
+)
+
+// Config is the gateway's whole configuration, resolved from flags, environment and defaults.
+type Config struct {
+	Addr            string                      // listen address, host:port
+	RedisURL        SecretURL                   // "" = embedded miniredis
+	GeminiAPIKey    Secret                      // "" = offline demo model
+	GeminiBaseURL   SecretURL                   // "" = Google's endpoint
+	TextModel       string                      // model for text turns
+	LiveModel       string                      // model for voice (Gemini Live) sessions
+	AuthSecret      Secret                      // HS256 secret for browser tokens; "" = dev mode
+	AllowedOrigins  []string                    // Origin patterns; empty = same host only
+	KBDir           string                      // knowledge-base folder; "" = embedded sample
+	PolicyFile      string                      // TURNSTILE_POLICY; "" = none
+	Policy          *tools.Policy               // the loaded PolicyFile; nil = none
+	ToolsDir        string                      // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
+	HTTPTools       *tools.Registry             // the HTTP tools loaded from ToolsDir; nil = none
+	toolsLookup     func(string) (string, bool) // the environment ToolsDir's ${NAME} references read, at start and reload
+	MCPConfigFile   string                      // TURNSTILE_MCP_CONFIG; "" = none
+	MCP             *mcp.Config                 // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
+	MCPStartTimeout time.Duration               // how long startup waits for each MCP server
+	// What tools learn about a call (config_identity.go).
+	ToolClaims         []string // TURNSTILE_TOOL_CLAIMS: token claims forwarded to tools
+	ToolsSigningSecret Secret   // TURNSTILE_TOOLS_SIGNING_SECRET; "" = tool requests unsigned
+	// What a session tells its model beyond the system prompt
+	// (config_context.go).
+	ContextClaims []string // TURNSTILE_CONTEXT_CLAIMS: token claims told to the model as facts
+	LiveVoice     string   // TURNSTILE_LIVE_VOICE; "" = the model's own
+	LiveVoices    []string // TURNSTILE_LIVE_VOICES: the voices a session or profile may ask for
+	ProfilesDir   string   // TURNSTILE_PROFILES_DIR; "" = no profiles
+	// The hand-off to a person (config_handoff.go).
+	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
+	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
+
+	TextProvider    string    // who answers text turns: gemini or openai
+	OpenAIAPIKey    Secret    // "" = no key sent (local servers)
+	OpenAIBaseURL   SecretURL // "" = OpenAI's endpoint
+	OpenAIModel     string    // model for text turns with the openai provider
+	ToolChoice      string    // whether text models may, must or must not call tools: auto, required or none
+	toolChoiceAlias string    // TURNSTILE_OPENAI_TOOL_CHOICE, the older name of ToolChoice; "" = unset
+
+	// Vertex AI, and the offline demo on a public address (config_production.go).
+	UseVertexAI    bool   // GOOGLE_GENAI_USE_VERTEXAI: Gemini through Vertex AI with application default credentials
+	VertexProject  string // GOOGLE_CLOUD_PROJECT
+	VertexLocation string // GOOGLE_CLOUD_LOCATION
+	Demo           bool   // TURNSTILE_DEMO: the offline demo model may serve a non-loopback address
+
+	VoiceMaxRetrieval int // retrieval calls per voice turn
+	VoiceMaxCalls     int // tool calls per voice turn
+	TextMaxRetrieval  int // retrieval calls per text turn
+	TextMaxCalls      int // tool calls per text turn
+	MaxToolIterations int // model↔tool rounds per text turn
+
+	LogLevel        slog.Level
+	ShutdownTimeout time.Duration // drain budget after SIGTERM
+	SessionTTL      time.Duration // lifetime of an idle session's state in Redis
+	HistoryMax      int           // history entries kept per session
+	MaxMessageBytes int           // largest browser WebSocket message accepted
+	MaxTextChars    int           // longest user text message, in characters
+	SendQueueBytes  int           // per-connection outbound queue bound
+	WriteTimeout    time.Duration // per-write deadline towards the browser
+	RedisTimeout    time.Duration // deadline of one Redis call
+	ModelTimeout    time.Duration // deadline of one model call
+	SystemPrompt    string
+
+	ConfirmTTL               time.Duration   // life of a confirmation and of an approval
+	BlockSteps               []time.Duration // caps of a user's 1st, 2nd, … model-imposed block
+	BlockMemory              time.Duration   // how long blocks count toward escalation
+	RestrictOutput           bool            // the model must answer through tools
+	RestrictionMessage       string          // "" = the session's default message
+	RestrictionMaxInjections int             // 0 = bounded by MaxToolIterations only
+
+	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
+
+	// Tracing is what the OpenTelemetry SDK's variables say (config_tracing.go).
+	Tracing      tracing.Settings
+	PseudonymKey Secret // TURNSTILE_PSEUDONYM_KEY; "" = derived from the auth secret, else random per process
+	// Phone calls (config_telephony.go).
+	PublicURL       string // TURNSTILE_PUBLIC_URL without a trailing slash; "" = the request's host
+	TwilioAuthToken Secret // TWILIO_AUTH_TOKEN; "" = unsigned calls, on loopback only
+
+	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
+	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
+
+	// The edge: listeners, HTTP limits, admission and tokens.
+	AdminAddr             string                // host:port of /metrics, /metrics/summary, /healthz, /readyz
+	HTTPReadHeaderTimeout time.Duration         // a request's headers must arrive within this
+	HTTPIdleTimeout       time.Duration         // an idle keep-alive connection is closed after this
+	HTTPMaxHeaderBytes    int                   // request headers larger than this are refused (431)
+	MaxConnections        int                   // open connections on the public listener, enforced at accept
+	MaxSessions           int                   // upgraded connections on this node (503 beyond)
+	MaxSessionsPerUser    int                   // one user's open connections across all nodes (429 beyond); 0 = no limit
+	UserLeaseTTL          time.Duration         // life of a per-user connection lease without renewal
+	AuthMaxTTL            time.Duration         // a token's exp may be at most this far away
+	AuthLeeway            time.Duration         // clock skew tolerated for exp, nbf and AuthMaxTTL
+	AuthAudience          string                // "" = aud not checked
+	AuthIssuer            string                // "" = iss not checked
+	AuthJWKSURL           string                // "" = no RS256/ES256/EdDSA tokens
+	AuthJWKSRefresh       time.Duration         // how often the JWKS is fetched again
+	FileLimit             uint64                // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
+	TLSCertFile           string                // PEM certificate of both listeners; "" = plain HTTP
+	TLSKeyFile            string                // its PEM key
+	TrustedProxies        server.TrustedProxies // whose X-Forwarded-For / Forwarded name the client
+	// Connections that have not authenticated (config_unauth.go).
+	UnauthPerIP       int           // per client IP; 0 = no limit
+	UnauthShare       float64       // of MaxConnections, together
+	UnauthIdleTimeout time.Duration // closed after this long without a request
+
+	// The admin listener's timelines and operator actions, and the event
+	// stream (config_admin.go).
+	AdminToken       Secret // bearer token of the admin routes; required off loopback
+	AdminMetricsOpen bool   // /metrics answers without the token
+	TimelineMax      int    // entries a session's timeline keeps
+	EventsStream     string // Redis Stream of finished turns; "" = none
+	EventsMaxLen     int    // its approximate MAXLEN
+
+	// Warnings are settings the gateway adjusted instead of refusing them (a
+	// default that conflicted with an explicit value, a value below its
+	// minimum taken as the minimum); logged at start.
+	Warnings []string
+	// What one connection, session or user may do (the edge's session
+	// limits; see docs/operations.md, "Limits").
+	MessageRate          float64       // text frames per second per connection
+	MessageBurst         int           // text frames in a burst
+	RateAbuseAfter       time.Duration // over a rate this long without a break: close 4008
+	MicPace              float64       // microphone audio, times real time
+	TurnsPerMinute       int           // typed turns per user across nodes; 0 = no limit
+	VoiceStartsPerMinute int           // moves into voice per session; 0 = no limit
+	NewSessionsPerMinute int           // new sessions per user across nodes; 0 = no limit
+	ContextMaxTokens     int           // estimated tokens of a whole model request
+	HistoryMaxBytes      int           // a session's stored history, JSON bytes
+	ResumeHistoryMax     int           // history entries session.ready carries
+	PingInterval         time.Duration // WebSocket pings to every started connection
+	IdleTimeout          time.Duration // no message nor pong this long: close 4104
+	RecentSessionsBytes  int           // history of sessions served lately kept to write back to an emptied Redis
+	UserStorageBytes     int           // history all of a user's sessions keep in Redis; 0 = no quota
+	// After a 4008 for rate abuse: the user's first cooldown (0: none),
+	// the longest, and how long repeats are remembered.
+	AbuseCooldown, AbuseCooldownMax, AbuseCooldownMemory time.Duration
+	// The upstream-connect budget (Live opens of every reason) and the
+	// resume limits, per session and per user across nodes; 0 = no limit.
+	LiveConnectsPerMinute     int
+	UserLiveConnectsPerMinute int
+	ResumesPerMinute          int
+	UserResumesPerMinute      int
+	// Clock is not a setting: nil is the system clock; tests inject one to
+	// move token expiries.
+	Clock session.Clock
+}
+
+// DevMode reports whether browser authentication is off (no auth secret and no JWKS URL): every user
+// is anonymous. LoadConfig only allows it on a loopback listen address.
+func (c Config) DevMode() bool { return c.AuthSecret == "" && c.AuthJWKSURL == "" }
+
+// Offline reports whether text turns are answered by the in-process offline demo model: the text provider
+// has no credentials (Gemini: no GEMINI_API_KEY; OpenAI: neither OPENAI_API_KEY nor OPENAI_BASE_URL).
+func (c Config) Offline() bool {
+	if c.TextProvider == transport.ProviderOpenAI {
+		return c.OpenAIOffline()
+	}
+	return c.GeminiOffline()
+}
+
+// GeminiOffline reports whether Gemini (voice always, text with the gemini provider) is the in-process fake
+// Gemini server, because no GEMINI_API_KEY is set and Vertex AI is not used.
+func (c Config) GeminiOffline() bool { return c.GeminiAPIKey == "" && !c.UseVertexAI }
+
+// OpenAIOffline reports whether the openai text provider would be the in-process fake OpenAI server: no key
+// and no base URL (a local server at OPENAI_BASE_URL needs no key).
+func (c Config) OpenAIOffline() bool { return c.OpenAIAPIKey == "" && c.OpenAIBaseURL == "" }
+
+// LogValue renders the configuration for slog with secrets shown only as set/unset and passwords
+// in URLs masked, so the startup log can carry it whole.
+func (c Config) LogValue() slog.Value {
+	orEmbedded := func(s string) string {
+		if s == "" {
+			return "embedded"
+		}
+		return s
+	}
+	base := string(c.GeminiBaseURL)
+	if base == "" {
+		base = "google"
+	}
+	openaiBase := string(c.OpenAIBaseURL)
+	if openaiBase == "" {
+		openaiBase = "openai"
+	}
+	return slog.GroupValue(
+		slog.String("addr", c.Addr),
+		slog.String("redis", orEmbedded(redactURL(string(c.RedisURL)))),
+		slog.String("redis_mode", string(c.RedisMode)),
+		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
+		slog.Any("gemini_api_key", c.GeminiAPIKey),
+		slog.String("gemini_base_url", redactURL(base)),
+		slog.Bool("vertex_ai", c.UseVertexAI),
+		slog.String("vertex_project", c.VertexProject),
+		slog.String("vertex_location", c.VertexLocation),
+		slog.Bool("demo", c.Demo),
+		slog.String("text_model", c.TextModel),
+		slog.String("text_provider", c.TextProvider),
+		slog.Any("openai_api_key", c.OpenAIAPIKey),
+		slog.String("openai_base_url", redactURL(openaiBase)),
+		slog.String("openai_model", c.OpenAIModel),
+		slog.String("tool_choice", c.ToolChoice),
+		slog.String("live_model", c.LiveModel),
+		slog.Any("auth_secret", c.AuthSecret),
+		slog.Bool("dev_mode", c.DevMode()),
+		slog.Bool("offline", c.Offline()),
+		slog.Any("allowed_origins", c.AllowedOrigins),
+		slog.String("kb_dir", orEmbedded(c.KBDir)),
+		slog.String("tools_dir", c.ToolsDir),
+		slog.String("mcp_config", c.MCPConfigFile),
+		slog.Duration("mcp_start_timeout", c.MCPStartTimeout),
+		slog.Any("tool_claims", c.ToolClaims),
+		slog.Any("tools_signing_secret", c.ToolsSigningSecret),
+		slog.Any("context_claims", c.ContextClaims),
+		slog.String("live_voice", c.LiveVoice),
+		slog.String("profiles_dir", c.ProfilesDir),
+		slog.String("handoff_url", c.HandoffURL),
+		slog.Any("handoff_signing_secret", c.HandoffSigningSecret),
+		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
+		slog.Int("voice_max_calls", c.VoiceMaxCalls),
+		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
+		slog.Int("text_max_calls", c.TextMaxCalls),
+		slog.Int("max_tool_iterations", c.MaxToolIterations),
+		slog.String("log_level", c.LogLevel.String()),
+		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+		slog.Duration("session_ttl", c.SessionTTL),
+		slog.Int("history_max", c.HistoryMax),
+		slog.Int("max_message_bytes", c.MaxMessageBytes),
+		slog.Int("max_text_chars", c.MaxTextChars),
+		slog.Int("send_queue_bytes", c.SendQueueBytes),
+		slog.Duration("write_timeout", c.WriteTimeout),
+		slog.Duration("redis_timeout", c.RedisTimeout),
+		slog.Duration("model_timeout", c.ModelTimeout),
+		slog.Int("system_prompt_chars", len([]rune(c.SystemPrompt))),
+		slog.String("admin_addr", c.AdminAddr),
+		slog.String("public_url", c.PublicURL),
+		slog.Any("twilio_auth_token", c.TwilioAuthToken),
+		slog.Bool("admin_token_set", c.AdminToken != ""),
+		slog.Bool("admin_metrics_open", c.AdminMetricsOpen),
+		slog.Int("timeline_max", c.TimelineMax),
+		slog.String("events_stream", c.EventsStream),
+		slog.Int("events_maxlen", c.EventsMaxLen),
+		slog.Duration("http_read_header_timeout", c.HTTPReadHeaderTimeout),
+		slog.Duration("http_idle_timeout", c.HTTPIdleTimeout),
+		slog.Int("http_max_header_bytes", c.HTTPMaxHeaderBytes),
+		slog.Int("max_connections", c.MaxConnections),
+		slog.Int("max_sessions", c.MaxSessions),
+		slog.Int("max_sessions_per_user", c.MaxSessionsPerUser),
+		slog.Duration("user_lease_ttl", c.UserLeaseTTL),
+		slog.Uint64("file_limit", c.FileLimit),
+		slog.Duration("auth_max_ttl", c.AuthMaxTTL),
+		slog.Duration("auth_leeway", c.AuthLeeway),
+		slog.String("auth_audience", c.AuthAudience),
+		slog.String("auth_issuer", c.AuthIssuer),
+		slog.String("auth_jwks_url", c.AuthJWKSURL),
+		slog.Duration("auth_jwks_refresh", c.AuthJWKSRefresh),
+		slog.Float64("message_rate", c.MessageRate),
+		slog.Int("message_burst", c.MessageBurst),
+		slog.Duration("rate_abuse_after", c.RateAbuseAfter),
+		slog.Duration("abuse_cooldown", c.AbuseCooldown),
+		slog.Duration("abuse_cooldown_max", c.AbuseCooldownMax),
+		slog.Float64("mic_pace", c.MicPace),
+		slog.Int("turns_per_minute", c.TurnsPerMinute),
+		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
+		slog.Int("new_sessions_per_minute", c.NewSessionsPerMinute),
+		slog.Int("live_connects_per_minute", c.LiveConnectsPerMinute),
+		slog.Int("user_live_connects_per_minute", c.UserLiveConnectsPerMinute),
+		slog.Int("resumes_per_minute", c.ResumesPerMinute),
+		slog.Int("user_resumes_per_minute", c.UserResumesPerMinute),
+		slog.Int("context_max_tokens", c.ContextMaxTokens),
+		slog.Int("history_max_bytes", c.HistoryMaxBytes),
+		slog.Int("resume_history_max", c.ResumeHistoryMax),
+		slog.Duration("ping_interval", c.PingInterval),
+		slog.Duration("idle_timeout", c.IdleTimeout),
+		slog.Any("block_steps", c.BlockSteps),
+		slog.Duration("block_memory", c.BlockMemory),
+		slog.String("tls_cert_file", c.TLSCertFile),
+		slog.String("tls_key_file", c.TLSKeyFile),
+		slog.Any("trusted_proxies", c.TrustedProxies),
+		slog.Int("unauth_per_ip", c.UnauthPerIP),
+		slog.Float64("unauth_share", c.UnauthShare),
+		slog.Duration("unauth_idle_timeout", c.UnauthIdleTimeout),
+		slog.Int("recent_sessions_bytes", c.RecentSessionsBytes),
+		slog.Int("user_storage_bytes", c.UserStorageBytes),
+	)
+}
+
+// Secret is a configuration value that must never be printed: fmt, slog and text marshalling all
+// render it as "set" or "unset". Convert it explicitly (string(s), []byte(s)) where it is used.
+type Secret string
+
+func (s Secret) state() string {
+	if s == "" {
+		return "unset"
+	}
+	return "set"
+}
+
+// Format implements fmt.Formatter for every verb, including %#v.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.state()) }
+
+// LogValue implements slog.LogValuer.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.state()) }
+
+// MarshalText keeps the secret out of JSON and other text encodings.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.state()), nil }
+
+// SecretURL is a URL that may carry a password (redis://user:pw@host): fmt, slog and text
+// marshalling mask the password. Convert it explicitly (string(u)) where it is used.
+type SecretURL string
+
+// Format implements fmt.Formatter for every verb, including %#v.
+func (u SecretURL) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redactURL(string(u))) }
+
+// LogValue implements slog.LogValuer.
+func (u SecretURL) LogValue() slog.Value { return slog.StringValue(redactURL(string(u))) }
+
+// MarshalText keeps the password out of JSON and other text encodings.
+func (u SecretURL) MarshalText() ([]byte, error) { return []byte(redactURL(string(u))), nil }
+
+// DefaultSystemPrompt is the base instruction when TURNSTILE_SYSTEM_PROMPT is not set.
+const DefaultSystemPrompt = "You are a friendly customer-support assistant. " +
+	"Before answering a question about the product, search the knowledge base with kb_search " +
+	"and read the relevant article with kb_get; answer only from what you find, and say plainly " +
+	"when the knowledge base does not cover the question instead of guessing. " +
+	"Keep answers brief: two or three sentences, or a short list. " +
+	"In a voice conversation speak naturally, without markdown, lists or links."
+
+// configSetting is one configuration entry: its environment variable (the flag name derives from it),
+// its default, and how a value is parsed and checked into the Config.
+type configSetting struct {
+	env    string
+	def    string // "" = unset
+	defDoc string // how the default is shown in -h, when def alone says too little
+	usage  string
+	secret bool                            // never echo the value
+	apply  func(c *Config, v string) error // v is the resolved value, possibly ""; errors must not repeat v
+}
+
+// flagName derives a setting's flag from its variable: TURNSTILE_MAX_CALLS → max-calls.
+func flagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "TURNSTILE_")), "_", "-")
+}
+
+func configSettings() []configSetting {
+	return append([]configSetting{
+		{env: "TURNSTILE_ADDR", def: "127.0.0.1:8080", usage: "listen address, host:port", apply: parseAddr},
+		// Before REDIS_URL, which is checked against the mode.
+		{env: "TURNSTILE_REDIS_MODE", def: string(store.RedisSingle),
+			usage: "how REDIS_URL is read: single (one server), cluster (a Redis Cluster: redis://h1:p1?addr=h2:p2&addr=h3:p3) " +
+				"or sentinel (redis://s1:26379?master_name=NAME&addr=s2:26379)",
+			apply: func(c *Config, v string) error {
+				m, err := store.ParseRedisMode(v)
+				if err != nil {
+					return err
+				}
+				c.RedisMode = m
+				return nil
+			}},
+		{env: "REDIS_URL", defDoc: "unset: embedded miniredis, state lives in this process only",
+			usage: "redis:// or rediss:// URL of the Redis that holds session state, in the form TURNSTILE_REDIS_MODE reads",
+			apply: parseRedisURL},
+		{env: "TURNSTILE_REDIS_WAIT_REPLICAS", defDoc: "1 in cluster and sentinel mode, 0 in single mode",
+			usage: "replicas that must have a user message (Redis WAIT) before the browser is told it was accepted, so that a failover cannot lose it; 0: no WAIT (between 0 and 16)",
+			apply: parseRedisWaitReplicas},
+		{env: "GEMINI_API_KEY", defDoc: "unset: offline demo model", secret: true,
+			usage: "key for the Gemini API (prefer the environment: flags show in ps)",
+			apply: parseKey(func(c *Config) *Secret { return &c.GeminiAPIKey })},
+		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
+			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
+		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
+		telephonySettings()[0], telephonySettings()[1],
+		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
+			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
+		{env: "TURNSTILE_TEXT_PROVIDER", def: transport.ProviderGemini,
+			usage: "who answers text turns: gemini, or openai for any OpenAI-compatible Chat Completions server (voice always uses Gemini Live)",
+			apply: func(c *Config, v string) error {
+				switch p := strings.ToLower(strings.TrimSpace(v)); p {
+				case transport.ProviderGemini, transport.ProviderOpenAI:
+					c.TextProvider = p
+					return nil
+				}
+				return errors.New("must be gemini or openai")
+			}},
+		{env: "OPENAI_API_KEY", defDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
+			secret: true, usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
+			apply: parseKey(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
+		{env: "OPENAI_BASE_URL", defDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
+			usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
+			apply: parseOpenAIBaseURL},
+		{env: "TURNSTILE_OPENAI_MODEL", def: "gpt-4o-mini", usage: "model for text turns with TURNSTILE_TEXT_PROVIDER=openai, e.g. llama3.1 on Ollama",
+			apply: parseModelName(func(c *Config) *string { return &c.OpenAIModel })},
+		{env: "TURNSTILE_TOOL_CHOICE", def: transport.ToolChoiceAuto,
+			usage: "whether the text model may call tools (auto), must call one (required) or may not (none); sent with every text request " +
+				"that declares tools, as Gemini's functionCallingConfig.mode (AUTO, ANY, NONE) or OpenAI's tool_choice",
+			apply: func(c *Config, v string) error {
+				tc, err := parseToolChoice(v)
+				c.ToolChoice = tc
+				return err
+			}},
+		{env: "TURNSTILE_OPENAI_TOOL_CHOICE", defDoc: "unset: TURNSTILE_TOOL_CHOICE",
+			usage: "the older name of TURNSTILE_TOOL_CHOICE, still read when that is not set",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				tc, err := parseToolChoice(v)
+				c.toolChoiceAlias = tc
+				return err
+			}},
+		{env: "TURNSTILE_LIVE_MODEL", def: "gemini-2.5-flash-native-audio-preview-12-2025",
+			usage: "model for voice sessions (Gemini Live)", apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
+		{env: "TURNSTILE_AUTH_SECRET", defDoc: "unset: dev mode, anonymous users, loopback address only", secret: true,
+			usage: "HS256 secret for browser tokens, at least 32 bytes (prefer the environment: flags show in ps)",
+			apply: func(c *Config, v string) error {
+				if v != "" && len(v) < minAuthSecret {
+					return fmt.Errorf("must be at least %d bytes", minAuthSecret)
+				}
+				c.AuthSecret = Secret(v)
+				return nil
+			}},
+		{env: "TURNSTILE_ALLOWED_ORIGINS", defDoc: "unset: same host only",
+			usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
+			apply: parseOrigins},
+		{env: "TURNSTILE_KB_DIR", defDoc: "unset: embedded sample", usage: "folder of Markdown knowledge-base documents",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				fi, err := os.Stat(v)
+				switch {
+				case err != nil:
+					return fmt.Errorf("cannot use folder: %w", err)
+				case !fi.IsDir():
+					return errors.New("is not a directory")
+				}
+				c.KBDir = v
+				return nil
+			}},
+		{env: "TURNSTILE_POLICY", defDoc: "unset: budgets from the settings below, tool metadata from the manifests",
+			usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
+			apply: parsePolicy},
+		{env: "TURNSTILE_TOOLS_DIR", defDoc: "unset: no HTTP tools",
+			usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
+			apply: parseToolsDirPath},
+		{env: "TURNSTILE_MCP_CONFIG", defDoc: "unset: no MCP tool servers",
+			usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
+			apply: parseMCPConfigPath},
+		durConfigSetting("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
+		// The per-turn budgets' defaults are tools.DefaultBudget's, defined once in tools.
+		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeVoice).MaxRetrieval,
+			"retrieval tool calls allowed per voice turn", 0, -1,
+			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
+		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", tools.DefaultBudget(protocol.ModeVoice).MaxCalls,
+			"tool calls allowed per voice turn", 0, -1,
+			func(c *Config) *int { return &c.VoiceMaxCalls }),
+		intConfigSetting("TURNSTILE_TEXT_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeText).MaxRetrieval,
+			"retrieval tool calls allowed per text turn", 0, -1,
+			func(c *Config) *int { return &c.TextMaxRetrieval }),
+		intConfigSetting("TURNSTILE_TEXT_MAX_CALLS", tools.DefaultBudget(protocol.ModeText).MaxCalls,
+			"tool calls allowed per text turn", 0, -1,
+			func(c *Config) *int { return &c.TextMaxCalls }),
+		{env: "TURNSTILE_MAX_TOOL_ITERATIONS", def: "20",
+			usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
+			apply: func(c *Config, v string) error {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("not a whole number")
+				}
+				if n < 1 {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("TURNSTILE_MAX_TOOL_ITERATIONS=%d is below 1: using 1", n))
+					n = 1
+				}
+				c.MaxToolIterations = n
+				return nil
+			}},
+		{env: "TURNSTILE_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn or error",
+			apply: func(c *Config, v string) error {
+				switch strings.ToLower(v) {
+				case "debug", "info", "warn", "error":
+					return c.LogLevel.UnmarshalText([]byte(v))
+				}
+				return errors.New("must be debug, info, warn or error")
+			}},
+		durConfigSetting("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+		durConfigSetting("TURNSTILE_SESSION_TTL", "24h", "how long an idle session's state is kept in Redis", time.Second,
+			func(c *Config) *time.Duration { return &c.SessionTTL }),
+		intConfigSetting("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
+			func(c *Config) *int { return &c.HistoryMax }),
+		intConfigSetting("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
+			func(c *Config) *int { return &c.MaxMessageBytes }),
+		intConfigSetting("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
+			func(c *Config) *int { return &c.MaxTextChars }),
+		intConfigSetting("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+			func(c *Config) *int { return &c.SendQueueBytes }),
+		durConfigSetting("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.WriteTimeout }),
+		durConfigSetting("TURNSTILE_REDIS_TIMEOUT", "500ms", "deadline of one Redis call", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.RedisTimeout }),
+		durConfigSetting("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.ModelTimeout }),
+		{env: "TURNSTILE_SYSTEM_PROMPT", def: DefaultSystemPrompt, defDoc: "a brief, knowledge-base-first support assistant",
+			usage: "base system instruction given to the model", apply: func(c *Config, v string) error {
+				c.SystemPrompt = v
+				return nil
+			}},
+		durConfigSetting("TURNSTILE_CONFIRM_TTL", "2m", "how long a confirmation waits for the user, and an approval for the model's repeated call", time.Second,
+			func(c *Config) *time.Duration { return &c.ConfirmTTL }),
+		{env: "TURNSTILE_RESTRICT_OUTPUT", def: "false", usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
+			apply: func(c *Config, v string) error {
+				b, err := strconv.ParseBool(strings.TrimSpace(v))
+				if err != nil {
+					return errors.New("must be true or false")
+				}
+				c.RestrictOutput = b
+				return nil
+			}},
+		{env: "TURNSTILE_RESTRICTION_MESSAGE", defDoc: "ask the model to use its tools and answer through finish",
+			usage: "the instruction injected when restricted output refuses a plain-text answer", apply: func(c *Config, v string) error {
+				c.RestrictionMessage = v
+				return nil
+			}},
+		intConfigSetting("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
+			func(c *Config) *int { return &c.RestrictionMaxInjections }),
+		{env: "TURNSTILE_PPROF_ADDR", defDoc: "unset: off",
+			usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				if err := parseAddr(&Config{}, v); err != nil {
+					return err
+				}
+				if !isLoopbackAddr(v) {
+					return errors.New("must be a loopback address: profiles expose the process's internals")
+				}
+				c.PprofAddr = v
+				return nil
+			}},
+		{env: "TURNSTILE_ADMIN_ADDR", def: "127.0.0.1:9090",
+			usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
+			apply: func(c *Config, v string) error {
+				if err := parseAddr(&Config{}, v); err != nil {
+					return err
+				}
+				c.AdminAddr = v
+				return nil
+			}},
+		durConfigSetting("TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "5s", "a request's headers must arrive within this, or the connection is closed", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout }),
+		durConfigSetting("TURNSTILE_HTTP_IDLE_TIMEOUT", "60s", "an idle keep-alive connection is closed after this", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.HTTPIdleTimeout }),
+		intConfigSetting("TURNSTILE_HTTP_MAX_HEADER_BYTES", 16<<10, "largest request headers accepted, in bytes (431 beyond)", 8<<10, 1<<20,
+			func(c *Config) *int { return &c.HTTPMaxHeaderBytes }),
+		{env: "TURNSTILE_MAX_CONNECTIONS", defDoc: "half of what the open-file limit leaves after 256 for Redis, the model and files",
+			usage: "open connections on the public listener; more are closed at accept (at least 1, and room must remain below the open-file limit)",
+			apply: optionalInt(1, func(c *Config) *int { return &c.MaxConnections })},
+		{env: "TURNSTILE_MAX_SESSIONS", defDoc: "10000, or 90% of TURNSTILE_MAX_CONNECTIONS if lower",
+			usage: "WebSocket sessions on this node; more are refused with HTTP 503 and Retry-After before the upgrade (at least 1)",
+			apply: optionalInt(1, func(c *Config) *int { return &c.MaxSessions })},
+		intConfigSetting("TURNSTILE_MAX_SESSIONS_PER_USER", 10, "open WebSocket connections of one user across all nodes; more are refused with HTTP 429 and Retry-After (0: no limit; not applied in dev mode)", 0, -1,
+			func(c *Config) *int { return &c.MaxSessionsPerUser }),
+		durConfigSetting("TURNSTILE_USER_LEASE_TTL", "30s", "how long a connection still counts for its user after its node stopped renewing it (died); renewed three times per TTL", time.Second,
+			func(c *Config) *time.Duration { return &c.UserLeaseTTL }),
+		durConfigSetting("TURNSTILE_AUTH_MAX_TTL", "24h", "a token whose exp is further away than this is refused", time.Minute,
+			func(c *Config) *time.Duration { return &c.AuthMaxTTL }),
+		durConfigSetting("TURNSTILE_AUTH_LEEWAY", "30s", "clock difference tolerated with the token issuer (exp, nbf, TURNSTILE_AUTH_MAX_TTL)", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.AuthLeeway }),
+		{env: "TURNSTILE_AUTH_AUDIENCE", defDoc: "unset: aud not checked",
+			usage: "the token's aud must be this (or an array containing it); tokens without aud are refused",
+			apply: plainString(func(c *Config) *string { return &c.AuthAudience })},
+		{env: "TURNSTILE_AUTH_ISSUER", defDoc: "unset: iss not checked", usage: "the token's iss must be this",
+			apply: plainString(func(c *Config) *string { return &c.AuthIssuer })},
+		{env: "TURNSTILE_AUTH_JWKS_URL", defDoc: "unset: no RS256/ES256/EdDSA tokens",
+			usage: "JSON Web Key Set of an identity provider: RS256, ES256 and EdDSA tokens signed with its keys are accepted (alone, or beside TURNSTILE_AUTH_SECRET); https, or http on loopback",
+			apply: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				if err := server.CheckJWKSURL(v); err != nil {
+					return err
+				}
+				c.AuthJWKSURL = v
+				return nil
+			}},
+		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
+			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
+	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
+		append(append(append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...), sessionContextSettings()...),
+			handoffSettings()...)...)...)
+}
+
+// sessionLimitSettings are what one connection, session or user may do.
+// Each default comfortably allows the web client and a person using it.
+func sessionLimitSettings() []configSetting {
+	return []configSetting{
+		floatConfigSetting("TURNSTILE_MESSAGE_RATE", "10", "text frames per second one connection may send (ping included, session.start not); excess is dropped and answered rate_limited", 0.01,
+			func(c *Config) *float64 { return &c.MessageRate }),
+		intConfigSetting("TURNSTILE_MESSAGE_BURST", 40, "text frames one connection may send at once above TURNSTILE_MESSAGE_RATE", 1, -1,
+			func(c *Config) *int { return &c.MessageBurst }),
+		durConfigSetting("TURNSTILE_RATE_ABUSE_AFTER", "10s", "a connection over its message or audio rate this long without a one-second break is closed 4008", time.Nanosecond,
+			func(c *Config) *time.Duration { return &c.RateAbuseAfter }),
+		floatConfigSetting("TURNSTILE_MIC_PACE", "1.25", "microphone audio accepted, in times real time (16 kHz PCM16, one-second burst); excess is dropped and answered rate_limited", 1,
+			func(c *Config) *float64 { return &c.MicPace }),
+		intConfigSetting("TURNSTILE_TURNS_PER_MINUTE", 20, "turns one user may type per minute across all nodes (in dev mode, per connection); 0: no limit", 0, -1,
+			func(c *Config) *int { return &c.TurnsPerMinute }),
+		intConfigSetting("TURNSTILE_VOICE_STARTS_PER_MINUTE", 6, "moves into voice per session and minute (voice.start, start_voice_session, session.start in voice; not resumes); 0: no limit", 0, -1,
+			func(c *Config) *int { return &c.VoiceStartsPerMinute }),
+		intConfigSetting("TURNSTILE_NEW_SESSIONS_PER_MINUTE", 30, "new sessions one user may start per minute across all nodes (in dev mode, per connection; resumes do not count); over it: rate_limited and close 4008; 0: no limit", 0, -1,
+			func(c *Config) *int { return &c.NewSessionsPerMinute }),
+		intConfigSetting("TURNSTILE_CONTEXT_MAX_TOKENS", 32000, "estimated tokens (characters/4) of one model request: system instruction, tool declarations and history; the oldest history is left out first", 1000, -1,
+			func(c *Config) *int { return &c.ContextMaxTokens }),
+		intConfigSetting("TURNSTILE_HISTORY_MAX_BYTES", 512<<10, "bytes of history (JSON) kept per session, in memory and in Redis, on top of TURNSTILE_HISTORY_MAX", 16<<10, -1,
+			func(c *Config) *int { return &c.HistoryMaxBytes }),
+		intConfigSetting("TURNSTILE_RESUME_HISTORY_MAX", 50, "history entries session.ready carries on resume (never more than fits the send queue); older ones are paged with history requests", 1, -1,
+			func(c *Config) *int { return &c.ResumeHistoryMax }),
+		durConfigSetting("TURNSTILE_PING_INTERVAL", "30s", "how often every started connection gets a WebSocket ping", time.Millisecond,
+			func(c *Config) *time.Duration { return &c.PingInterval }),
+		durConfigSetting("TURNSTILE_IDLE_TIMEOUT", "90s", "a started connection that sent nothing and answered no ping this long is closed 4104 (more than TURNSTILE_PING_INTERVAL)", time.Millisecond,
+			func(c *Config) *time.Duration { return &c.IdleTimeout }),
+		intConfigSetting("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
+			func(c *Config) *int { return &c.RecentSessionsBytes }),
+		intConfigSetting("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
+			func(c *Config) *int { return &c.UserStorageBytes }),
+	}
+}
+
+const minAuthSecret = 32
+
+// LoadConfig resolves the configuration from command-line flags (args, without the program name),
+// the environment (getenv; nil means an empty environment) and defaults, in that order of precedence.
+// An empty value means "the default". It reports every invalid setting at once; -h prints the usage
+// to stderr and returns flag.ErrHelp.
+func LoadConfig(args []string, getenv func(string) string) (Config, error) {
+	return loadConfig(args, getenv, os.Stderr)
+}
+
+func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	all := configSettings()
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { printConfigUsage(usageOut, all) }
+	flagVals := make(map[string]*string, len(all))
+	for _, s := range all {
+		flagVals[s.env] = fs.String(flagName(s.env), "", s.usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, err
+		}
+		return Config{}, fmt.Errorf("parse flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("parse flags: unexpected argument %q", fs.Arg(0))
+	}
+	fromFlag := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
+
+	var c Config
+	var errs []error
+	failed := map[string]bool{}
+	explicit := map[string]bool{} // set by a flag or the environment, not defaulted
+	shown := map[string]string{}  // how each setting is named in cross-setting errors
+	for _, s := range all {
+		v, label := getenv(s.env), s.env
+		if name := flagName(s.env); fromFlag[name] {
+			v, label = *flagVals[s.env], fmt.Sprintf("-%s (%s)", name, s.env)
+		}
+		explicit[s.env] = v != ""
+		if v == "" {
+			v = s.def
+		}
+		shown[s.env] = s.env
+		if !s.secret {
+			shown[s.env] = s.env + "=" + configDisplayValue(s.env, v)
+			label += "=" + configDisplayValue(s.env, v)
+		}
+		if err := s.apply(&c, v); err != nil {
+			failed[s.env] = true
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+		}
+	}
+	c.FileLimit = openFileLimit()
+	errs = append(errs, crossChecks(&c, failed, explicit, shown)...)
+	errs = append(errs, productionChecks(c, failed, shown)...)
+	errs = append(errs, loadToolSources(&c, getenv, failed, shown)...)
+	errs = append(errs, loadTracing(&c, getenv)...)
+	if len(errs) > 0 {
+		// One problem per line; the caller adds its own heading.
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// crossChecks enforces rules between settings, skipping those whose inputs already failed. When an
+// explicit value conflicts with another setting's default, the default gives way, with a warning.
+func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]string) []error {
+	var errs []error
+	for _, g := range []struct {
+		retrieval, calls string
+		r, n             *int
+	}{
+		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "TURNSTILE_VOICE_MAX_CALLS", &c.VoiceMaxRetrieval, &c.VoiceMaxCalls},
+		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "TURNSTILE_TEXT_MAX_CALLS", &c.TextMaxRetrieval, &c.TextMaxCalls},
+	} {
+		if failed[g.retrieval] || failed[g.calls] || *g.r <= *g.n {
+			continue
+		}
+		switch {
+		case explicit[g.calls] && !explicit[g.retrieval]:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: the default %s lowered to %d to fit it (retrieval calls count toward the call budget)",
+				shown[g.calls], g.retrieval, *g.n))
+			*g.r = *g.n
+		case explicit[g.retrieval] && !explicit[g.calls]:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: the default %s raised to %d to fit it (retrieval calls count toward the call budget)",
+				shown[g.retrieval], g.calls, *g.r))
+			*g.n = *g.r
+		default:
+			errs = append(errs, fmt.Errorf("%s: must not exceed %s (retrieval calls count toward the call budget)",
+				shown[g.retrieval], shown[g.calls]))
+		}
+	}
+	errs = append(errs, toolChoiceAlias(c, failed, explicit, shown)...)
+	errs = append(errs, redisCrossChecks(*c, failed, shown)...)
+	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && !failed["TURNSTILE_AUTH_JWKS_URL"] &&
+		c.DevMode() && !isLoopbackAddr(c.Addr) {
+		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset and so is TURNSTILE_AUTH_JWKS_URL (dev mode, anonymous users), "+
+			"and the address is not loopback; set one of them or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
+	}
+	if !failed["TURNSTILE_PING_INTERVAL"] && !failed["TURNSTILE_IDLE_TIMEOUT"] && c.IdleTimeout <= c.PingInterval {
+		errs = append(errs, fmt.Errorf("%s: must be longer than %s (a connection that answers pings must never look idle)",
+			shown["TURNSTILE_IDLE_TIMEOUT"], shown["TURNSTILE_PING_INTERVAL"]))
+	}
+	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
+	errs = append(errs, tlsChecks(*c, failed, shown)...)
+	errs = append(errs, adminChecks(c, failed, shown)...)
+	errs = append(errs, cooldownChecks(*c, failed, shown)...)
+	return errs
+}
+
+// configDisplayValue is how a non-secret value appears in an error: URLs lose their passwords, and a long
+// value (the system prompt) is cut.
+func configDisplayValue(env, v string) string {
+	if env == "REDIS_URL" || env == "GEMINI_BASE_URL" || env == "OPENAI_BASE_URL" {
+		return redactURL(v)
+	}
+	if r := []rune(v); len(r) > 80 {
+		return strconv.Quote(string(r[:80]) + "…")
+	}
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// redactURL masks the password of a URL and the values of its query
+// parameters (go-redis reads ?password=, an endpoint may take ?key=) but
+// the few that only name servers; a value that does not parse is not shown
+// at all, since it may still hold credentials.
+func redactURL(v string) string {
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return "(unparseable URL, not shown)"
+	}
+	if u.RawQuery != "" {
+		pairs := strings.Split(u.RawQuery, "&")
+		for i, p := range pairs {
+			k, _, _ := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); err != nil || !shownQueryParam(name) {
+				pairs[i] = k + "=xxxxx"
+			}
+		}
+		u.RawQuery = strings.Join(pairs, "&")
+	}
+	if _, has := u.User.Password(); !has && u.RawQuery == "" {
+		return v // nothing to hide: shown as written (url.URL would print "http://" as "http:")
+	}
+	return u.Redacted()
+}
+
+// shownQueryParam: the query parameters of Redis URLs that say where the
+// servers are, and nothing secret.
+func shownQueryParam(name string) bool {
+	switch name {
+	case "addr", "master_name", "db", "protocol":
+		return true
+	}
+	return false
+}
+
+func printConfigUsage(w io.Writer, all []configSetting) {
+	_, _ = fmt.Fprintf(w, "Usage: gateway [flags]\n\n"+
+		"Every setting is a flag or an environment variable; a flag beats the environment, which beats the default.\n"+
+		"Pass secrets through the environment: flags are visible to other users in ps.\n\n")
+	for _, s := range all {
+		def := s.def
+		if s.defDoc != "" {
+			def = s.defDoc
+		}
+		_, _ = fmt.Fprintf(w, "  -%s, %s (default: %s)\n        %s\n", flagName(s.env), s.env, def, s.usage)
+	}
+}

@@ -1,0 +1,55 @@
+package gateway
+
+// Settings of the admin listener's session timelines and operator actions,
+// and of the event stream.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
+)
+
+func adminSettings() []configSetting {
+	return []configSetting{
+		{env: "TURNSTILE_ADMIN_TOKEN", defDoc: "unset: the admin listener must be on loopback", secret: true,
+			usage: fmt.Sprintf("bearer token every admin route but /healthz and /readyz requires (at least %d bytes); required when TURNSTILE_ADMIN_ADDR is not loopback", server.MinAdminTokenBytes),
+			apply: func(c *Config, v string) error {
+				switch {
+				case v == "":
+					return nil
+				case strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+					return errors.New("contains whitespace or control characters")
+				case len(v) < server.MinAdminTokenBytes:
+					return fmt.Errorf("must be at least %d bytes (e.g. openssl rand -hex 32)", server.MinAdminTokenBytes)
+				}
+				c.AdminToken = Secret(v)
+				return nil
+			}},
+		{env: "TURNSTILE_ADMIN_METRICS_OPEN", def: "false",
+			usage: "true: /metrics answers without TURNSTILE_ADMIN_TOKEN (for a scraper that cannot send it); the other admin routes still need it",
+			apply: boolSetting(func(c *Config) *bool { return &c.AdminMetricsOpen })},
+		intConfigSetting("TURNSTILE_TIMELINE_MAX", timeline.DefaultMaxEntries, "entries (turns and events) a session's timeline keeps in Redis, the newest", 1, 10000,
+			func(c *Config) *int { return &c.TimelineMax }),
+		{env: "TURNSTILE_EVENTS_STREAM", defDoc: "unset: no stream",
+			usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
+			apply: plainString(func(c *Config) *string { return &c.EventsStream })},
+		intConfigSetting("TURNSTILE_EVENTS_MAXLEN", store.DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
+			func(c *Config) *int { return &c.EventsMaxLen }),
+	}
+}
+
+// adminChecks refuses an admin listener off loopback without a token:
+// it serves session timelines and operator actions.
+func adminChecks(c *Config, failed map[string]bool, shown map[string]string) []error {
+	if failed["TURNSTILE_ADMIN_ADDR"] || failed["TURNSTILE_ADMIN_TOKEN"] || isLoopbackAddr(c.AdminAddr) || c.AdminToken != "" {
+		return nil
+	}
+	return []error{fmt.Errorf("%s: is not loopback, so TURNSTILE_ADMIN_TOKEN (at least %d bytes) is required: the admin "+
+		"listener serves conversations and operator actions; set it (e.g. openssl rand -hex 32) or listen on 127.0.0.1",
+		shown["TURNSTILE_ADMIN_ADDR"], server.MinAdminTokenBytes)}
+}

@@ -1,0 +1,110 @@
+package gateway
+
+// Settings of the edge that depend on the machine (the open-file limit) or
+// on each other: the connection cap and the session cap.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+const (
+	// reservedFiles are the descriptors kept for everything but browser
+	// connections: Redis's pool, the model's HTTP connections, MCP servers,
+	// the admin listener, files.
+	reservedFiles = 256
+	// defaultMaxSessions bounds a node's sessions when nothing smaller
+	// does: at the 256 KiB send queue a full node holds at most 2.5 GiB.
+	defaultMaxSessions = 10000
+	// unknownFileLimitConnections is the connection cap where the open-file
+	// limit cannot be read.
+	unknownFileLimitConnections = 10000
+)
+
+// connectionRoom is the most public connections a process with this
+// open-file limit can take: half of what remains after reservedFiles, since
+// each voice session also holds a connection to the model. 0: none.
+func connectionRoom(fileLimit uint64) int {
+	if fileLimit <= reservedFiles {
+		return 0
+	}
+	return int(min((fileLimit-reservedFiles)/2, 1<<30))
+}
+
+// edgeChecks resolves the connection and session caps and checks them
+// against the open-file limit and each other.
+func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]string) []error {
+	var errs []error
+	room := unknownFileLimitConnections
+	if c.FileLimit > 0 {
+		room = connectionRoom(c.FileLimit)
+	}
+	switch {
+	case failed["TURNSTILE_MAX_CONNECTIONS"]:
+	case !explicit["TURNSTILE_MAX_CONNECTIONS"] && room < 1:
+		errs = append(errs, fmt.Errorf("the open-file limit (RLIMIT_NOFILE) is %d: no room for connections beside the %d "+
+			"descriptors Redis, the model and files need; raise it (ulimit -n)", c.FileLimit, reservedFiles))
+	case !explicit["TURNSTILE_MAX_CONNECTIONS"]:
+		c.MaxConnections = room
+	case c.FileLimit > 0 && c.MaxConnections > room:
+		errs = append(errs, fmt.Errorf("%s: leaves no room below the open-file limit (RLIMIT_NOFILE %d): at most %d "+
+			"(half of what remains after %d descriptors for Redis, the model and files, since each voice session also "+
+			"holds a connection to the model); lower it or raise the limit (ulimit -n)",
+			shown["TURNSTILE_MAX_CONNECTIONS"], c.FileLimit, room, reservedFiles))
+	}
+	switch {
+	case failed["TURNSTILE_MAX_SESSIONS"] || failed["TURNSTILE_MAX_CONNECTIONS"]:
+	case !explicit["TURNSTILE_MAX_SESSIONS"]:
+		// Room for page loads and health checks beside the sessions.
+		c.MaxSessions = max(1, min(defaultMaxSessions, c.MaxConnections*9/10))
+	case c.MaxConnections > 0 && c.MaxSessions > c.MaxConnections:
+		errs = append(errs, fmt.Errorf("%s: would never be reached: every session is one of the TURNSTILE_MAX_CONNECTIONS=%d "+
+			"connections", shown["TURNSTILE_MAX_SESSIONS"], c.MaxConnections))
+	}
+	if !failed["TURNSTILE_ADMIN_ADDR"] && !failed["TURNSTILE_ADDR"] {
+		if _, port, _ := net.SplitHostPort(c.AdminAddr); port != "0" && c.AdminAddr == c.Addr {
+			errs = append(errs, fmt.Errorf("%s: must differ from TURNSTILE_ADDR: the public listener serves no metrics",
+				shown["TURNSTILE_ADMIN_ADDR"]))
+		}
+		if !isLoopbackAddr(c.AdminAddr) && c.AdminMetricsOpen {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is not loopback and TURNSTILE_ADMIN_METRICS_OPEN is true: /metrics "+
+				"answers whoever reaches it; keep it off the public network", shown["TURNSTILE_ADMIN_ADDR"]))
+		}
+	}
+	return errs
+}
+
+// optionalInt parses a whole number of at least lo; an empty value leaves
+// the field at 0, for a default that edgeChecks derives.
+func optionalInt(lo int, field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		switch {
+		case err != nil:
+			return errors.New("not a whole number")
+		case n < lo:
+			return fmt.Errorf("must be at least %d", lo)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// plainString takes a value without control characters or surrounding
+// blanks (a token claim to compare with).
+func plainString(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, unicode.IsControl) || strings.TrimSpace(v) != v {
+			return errors.New("has control characters or surrounding blanks")
+		}
+		*field(c) = v
+		return nil
+	}
+}

@@ -1,0 +1,381 @@
+package gateway
+
+// The parsers of single settings: each sets a Config field from a value, or
+// returns an error that does not repeat the value.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tools/httptool"
+	"github.com/turnstile-gw/turnstile/tools/mcp"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+func intConfigSetting(env string, def int, usage string, lo, hi int, field func(*Config) *int) configSetting {
+	bound := fmt.Sprintf("at least %d", lo)
+	if hi >= 0 {
+		bound = fmt.Sprintf("between %d and %d", lo, hi)
+	}
+	return configSetting{env: env, def: strconv.Itoa(def), usage: fmt.Sprintf("%s (%s)", usage, bound),
+		apply: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return errors.New("not a whole number")
+			case n < lo || (hi >= 0 && n > hi):
+				return fmt.Errorf("must be %s", bound)
+			}
+			*field(c) = n
+			return nil
+		}}
+}
+
+// floatConfigSetting is a number that may be fractional, at least lo.
+func floatConfigSetting(env, def, usage string, lo float64, field func(*Config) *float64) configSetting {
+	bound := "at least " + strconv.FormatFloat(lo, 'f', -1, 64)
+	return configSetting{env: env, def: def, usage: fmt.Sprintf("%s (%s)", usage, bound),
+		apply: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			switch {
+			case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
+				return errors.New("not a number")
+			case f < lo:
+				return errors.New("must be " + bound)
+			}
+			*field(c) = f
+			return nil
+		}}
+}
+
+func durConfigSetting(env, def, usage string, lo time.Duration, field func(*Config) *time.Duration) configSetting {
+	bound := "must be greater than 0"
+	if lo == 0 {
+		bound = "must not be negative"
+	}
+	if lo > time.Nanosecond {
+		bound = "must be at least " + lo.String()
+	}
+	return configSetting{env: env, def: def, usage: usage + " (Go duration such as 500ms, 5s, 1m30s)",
+		apply: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return errors.New("not a duration (use a unit: 500ms, 5s, 1m30s)")
+			case d < lo:
+				return errors.New(bound)
+			}
+			*field(c) = d
+			return nil
+		}}
+}
+
+// parsePolicy loads and validates the policy file. Its errors name the file,
+// line and key; tool names are checked against the registry when the
+// gateway assembles it.
+func parsePolicy(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use policy file: %w", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	p, err := tools.LoadPolicy(v)
+	if err != nil {
+		return err
+	}
+	c.PolicyFile, c.Policy = v, p
+	return nil
+}
+
+// parseToolsDirPath and parseMCPConfigPath check the paths; the files are
+// loaded by loadToolSources, which can read the environment their
+// ${NAME} references need.
+func parseToolsDirPath(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use folder: %w", err)
+	case !fi.IsDir():
+		return errors.New("is not a directory")
+	}
+	c.ToolsDir = v
+	return nil
+}
+
+func parseMCPConfigPath(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	fi, err := os.Stat(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use MCP config file: %w", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	c.MCPConfigFile = v
+	return nil
+}
+
+// lookupFrom turns getenv into a lookup in which an empty variable is an
+// unset one, as everywhere in the configuration.
+func lookupFrom(getenv func(string) string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	}
+}
+
+// loadToolSources loads the HTTP tools of TURNSTILE_TOOLS_DIR and the MCP
+// config file, expanding their ${NAME} references from the environment.
+// Each problem is one error naming the setting.
+func loadToolSources(c *Config, getenv func(string) string, failed map[string]bool, shown map[string]string) []error {
+	var errs []error
+	if c.ToolsDir != "" && !failed["TURNSTILE_TOOLS_DIR"] {
+		c.toolsLookup = lookupFrom(getenv) // a reload of the folder reads the same environment
+		reg, err := httptool.Load(os.DirFS(c.ToolsDir), "TURNSTILE_TOOLS_DIR "+c.ToolsDir, c.httpToolOptions())
+		if err != nil {
+			for _, e := range flattenErrors(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", shown["TURNSTILE_TOOLS_DIR"], e))
+			}
+		}
+		c.HTTPTools = reg
+	}
+	if c.MCPConfigFile != "" && !failed["TURNSTILE_MCP_CONFIG"] {
+		cfg, err := mcp.LoadConfig(c.MCPConfigFile, lookupFrom(getenv))
+		if err != nil {
+			for _, e := range flattenErrors(err) {
+				errs = append(errs, fmt.Errorf("TURNSTILE_MCP_CONFIG: %w", e))
+			}
+		}
+		c.MCP = cfg
+	}
+	return errs
+}
+
+// parseKey accepts an API key or token: no whitespace or control
+// characters (a pasted newline would otherwise fail far from its cause).
+func parseKey(field func(*Config) *Secret) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return errors.New("contains whitespace or control characters")
+		}
+		*field(c) = Secret(v)
+		return nil
+	}
+}
+
+func parseModelName(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return errors.New("a model name has no spaces or control characters")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func parseAddr(c *Config, v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("must be host:port, e.g. 127.0.0.1:8080 or :8080")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return errors.New("port must be a number from 0 to 65535")
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return errors.New("host has spaces or control characters")
+	}
+	c.Addr = v
+	return nil
+}
+
+// isLoopbackAddr reports whether a valid host:port only listens on this machine. An empty host means
+// every interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func parseRedisURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	// url.Parse errors quote the whole URL, password included, so they are not passed on.
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return errors.New("must be a redis:// or rediss:// URL")
+	}
+	// An empty mode is a TURNSTILE_REDIS_MODE that failed: its own error
+	// says so, and the URL cannot be read without it.
+	if c.RedisMode != "" {
+		if err := store.CheckRedisURL(c.RedisMode, v); err != nil {
+			return err
+		}
+	}
+	c.RedisURL = SecretURL(v)
+	return nil
+}
+
+// maxWaitReplicas bounds TURNSTILE_REDIS_WAIT_REPLICAS: more replicas than
+// that are a typo, and every one of them is waited for on each message.
+const maxWaitReplicas = 16
+
+// parseRedisWaitReplicas reads TURNSTILE_REDIS_WAIT_REPLICAS; unset, it is
+// the default of TURNSTILE_REDIS_MODE (parsed before it).
+func parseRedisWaitReplicas(c *Config, v string) error {
+	if strings.TrimSpace(v) == "" {
+		c.RedisWaitReplicas = store.DefaultWaitReplicas(c.RedisMode)
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return errors.New("not a whole number")
+	case n < 0 || n > maxWaitReplicas:
+		return fmt.Errorf("must be between 0 and %d", maxWaitReplicas)
+	}
+	c.RedisWaitReplicas = n
+	return nil
+}
+
+// redisCrossChecks refuses Redis settings that need a REDIS_URL without
+// one: the embedded miniredis is one server with no replicas.
+func redisCrossChecks(c Config, failed map[string]bool, shown map[string]string) []error {
+	if c.RedisURL != "" || failed["REDIS_URL"] {
+		return nil
+	}
+	var errs []error
+	if !failed["TURNSTILE_REDIS_MODE"] && c.RedisMode != store.RedisSingle {
+		errs = append(errs, fmt.Errorf("%s: needs REDIS_URL (the embedded miniredis is a single server)",
+			shown["TURNSTILE_REDIS_MODE"]))
+	} else if !failed["TURNSTILE_REDIS_WAIT_REPLICAS"] && c.RedisWaitReplicas > 0 {
+		errs = append(errs, fmt.Errorf("%s: needs REDIS_URL (the embedded miniredis has no replicas)",
+			shown["TURNSTILE_REDIS_WAIT_REPLICAS"]))
+	}
+	return errs
+}
+
+func parseBaseURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+	default:
+		return errors.New("must be an absolute http, https, ws or wss URL")
+	}
+	if u.Host == "" {
+		return errors.New("has no host")
+	}
+	c.GeminiBaseURL = SecretURL(v)
+	return nil
+}
+
+// parseOpenAIBaseURL accepts an absolute http or https URL.
+func parseOpenAIBaseURL(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("not a valid URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("must be an absolute http or https URL, e.g. http://localhost:11434/v1")
+	}
+	if u.Host == "" {
+		return errors.New("has no host")
+	}
+	c.OpenAIBaseURL = SecretURL(v)
+	return nil
+}
+
+// parseOrigins accepts scheme://host[:port] entries; the host may start with "*." to match subdomains.
+func parseOrigins(c *Config, v string) error {
+	var out, bad []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
+			strings.Contains(strings.TrimPrefix(u.Hostname(), "*."), "*") {
+			bad = append(bad, strconv.Quote(o))
+			continue
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: an origin is scheme://host[:port] with scheme http or https, "+
+			"optionally *.host for subdomains", strings.Join(bad, ", "))
+	}
+	c.AllowedOrigins = out
+	return nil
+}
+
+// parseToolChoice reads a tool choice in any case.
+func parseToolChoice(v string) (string, error) {
+	tc := strings.ToLower(strings.TrimSpace(v))
+	if !transport.ValidToolChoice(tc) {
+		return "", errors.New("must be auto, required or none")
+	}
+	return tc, nil
+}
+
+// toolChoiceAlias applies TURNSTILE_OPENAI_TOOL_CHOICE, the older name of
+// TURNSTILE_TOOL_CHOICE, when only it is set; both set to different values
+// is an error naming both.
+func toolChoiceAlias(c *Config, failed, explicit map[string]bool, shown map[string]string) []error {
+	const name, alias = "TURNSTILE_TOOL_CHOICE", "TURNSTILE_OPENAI_TOOL_CHOICE"
+	given := c.toolChoiceAlias
+	c.toolChoiceAlias = "" // read once, here
+	if failed[name] || failed[alias] || given == "" {
+		return nil
+	}
+	if explicit[name] && c.ToolChoice != given {
+		return []error{fmt.Errorf("%s: conflicts with %s (its older name); set only %s", shown[alias], shown[name], name)}
+	}
+	c.ToolChoice = given
+	return nil
+}
+
+// httpToolOptions are how the HTTP tools of TURNSTILE_TOOLS_DIR are loaded,
+// at start and at each reload.
+func (c Config) httpToolOptions() httptool.Options {
+	return httptool.Options{LookupEnv: c.toolsLookup, SigningSecret: []byte(c.ToolsSigningSecret)}
+}

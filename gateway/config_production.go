@@ -1,0 +1,111 @@
+package gateway
+
+// The settings that keep a gateway on a public address from serving the
+// offline demo model by accident, and those of the Vertex AI backend.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+func demoSetting() configSetting {
+	return configSetting{env: "TURNSTILE_DEMO", def: "false",
+		usage: "true: serve the offline demo model on a non-loopback address on purpose (a public demo); without it such a gateway needs model credentials",
+		apply: boolSetting(func(c *Config) *bool { return &c.Demo })}
+}
+
+func useVertexSetting() configSetting {
+	return configSetting{env: "GOOGLE_GENAI_USE_VERTEXAI", def: "false",
+		usage: "true: Gemini (text and Live) through Vertex AI, with GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and application default credentials, instead of the Gemini API and GEMINI_API_KEY",
+		apply: boolSetting(func(c *Config) *bool { return &c.UseVertexAI })}
+}
+
+func vertexProjectSetting() configSetting {
+	return configSetting{env: "GOOGLE_CLOUD_PROJECT", defDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
+		usage: "Google Cloud project id for Vertex AI", apply: vertexName(func(c *Config) *string { return &c.VertexProject })}
+}
+
+func vertexLocationSetting() configSetting {
+	return configSetting{env: "GOOGLE_CLOUD_LOCATION", defDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
+		usage: "Vertex AI region, e.g. us-central1 or europe-west4 (one that serves both models, the Live one included)",
+		apply: vertexName(func(c *Config) *string { return &c.VertexLocation })}
+}
+
+// boolSetting parses true/false (also 1/0, as the genai SDK reads
+// GOOGLE_GENAI_USE_VERTEXAI).
+func boolSetting(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return errors.New("must be true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+// vertexName accepts a project id or a location: they go into URL paths
+// and resource names, so they have no slashes, spaces or control
+// characters.
+func vertexName(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool {
+			return r == '/' || r == '?' || r == '#' || unicode.IsSpace(r) || unicode.IsControl(r)
+		}) {
+			return errors.New("has a slash, ?, #, space or control character")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// productionChecks refuses what would surprise an operator in production:
+// Vertex AI without its project or location, Vertex AI and an API key at
+// once, and the offline demo model on a non-loopback address without
+// TURNSTILE_DEMO=true.
+func productionChecks(c Config, failed map[string]bool, shown map[string]string) []error {
+	var errs []error
+	if c.UseVertexAI && !failed["GOOGLE_GENAI_USE_VERTEXAI"] {
+		for _, s := range []struct{ env, v string }{{"GOOGLE_CLOUD_PROJECT", c.VertexProject}, {"GOOGLE_CLOUD_LOCATION", c.VertexLocation}} {
+			if s.v == "" && !failed[s.env] {
+				errs = append(errs, fmt.Errorf("%s: GOOGLE_GENAI_USE_VERTEXAI=true needs it (Vertex AI addresses models by project and region)", s.env))
+			}
+		}
+		if c.GeminiAPIKey != "" && !failed["GEMINI_API_KEY"] {
+			errs = append(errs, errors.New("GEMINI_API_KEY: set together with GOOGLE_GENAI_USE_VERTEXAI=true; Vertex AI uses application "+
+				"default credentials, not a key: unset GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI for the Gemini API"))
+		}
+	}
+	for _, env := range []string{"TURNSTILE_ADDR", "TURNSTILE_DEMO", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+		"TURNSTILE_TEXT_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
+		if failed[env] {
+			return errs
+		}
+	}
+	if c.Demo || isLoopbackAddr(c.Addr) {
+		return errs
+	}
+	var demo []string
+	if c.TextProvider == transport.ProviderOpenAI && c.OpenAIOffline() {
+		demo = append(demo, "text turns (TURNSTILE_TEXT_PROVIDER=openai without OPENAI_API_KEY or OPENAI_BASE_URL)")
+	}
+	if c.GeminiOffline() {
+		what := "text and voice"
+		if c.TextProvider == transport.ProviderOpenAI {
+			what = "voice (Gemini Live)"
+		}
+		demo = append(demo, what+" (no GEMINI_API_KEY, no GOOGLE_GENAI_USE_VERTEXAI=true)")
+	}
+	if len(demo) > 0 {
+		errs = append(errs, fmt.Errorf("%s: the address is not loopback and the offline demo model would answer %s; "+
+			"set the model credentials (GEMINI_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and "+
+			"GOOGLE_CLOUD_LOCATION; with TURNSTILE_TEXT_PROVIDER=openai also OPENAI_API_KEY or OPENAI_BASE_URL), "+
+			"or TURNSTILE_DEMO=true to serve the demo on purpose", shown["TURNSTILE_ADDR"], strings.Join(demo, " and ")))
+	}
+	return errs
+}

@@ -1,0 +1,70 @@
+package gateway
+
+// Settings of the network in front of the gateway: TLS on its listeners and
+// the proxies whose forwarding headers name the client.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/turnstile-gw/turnstile/server"
+)
+
+func networkSettings() []configSetting {
+	return []configSetting{
+		{env: "TURNSTILE_TLS_CERT_FILE", defDoc: "unset: plain HTTP",
+			usage: "PEM certificate (chain) both listeners serve TLS 1.2+ with, read again when the file changes; needs TURNSTILE_TLS_KEY_FILE",
+			apply: tlsFile(func(c *Config) *string { return &c.TLSCertFile })},
+		{env: "TURNSTILE_TLS_KEY_FILE", defDoc: "unset: plain HTTP",
+			usage: "PEM private key of TURNSTILE_TLS_CERT_FILE, read again when the file changes",
+			apply: tlsFile(func(c *Config) *string { return &c.TLSKeyFile })},
+		{env: "TURNSTILE_TRUSTED_PROXIES", defDoc: "unset: the TCP peer is the client",
+			usage: "comma-separated CIDRs or IPs of the proxies in front of the gateway, e.g. 10.0.0.0/8; their X-Forwarded-For (or Forwarded) names the client, anyone else's is ignored",
+			apply: func(c *Config, v string) error {
+				p, err := server.ParseTrustedProxies(v)
+				if err != nil {
+					return err
+				}
+				c.TrustedProxies = p
+				return nil
+			}},
+	}
+}
+
+// tlsFile takes the path of a readable regular file.
+func tlsFile(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		fi, err := os.Stat(v)
+		switch {
+		case err != nil:
+			return fmt.Errorf("cannot use file: %w", err)
+		case !fi.Mode().IsRegular():
+			return errors.New("is not a regular file")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// tlsChecks wants both TLS files or neither, and a pair that loads.
+func tlsChecks(c Config, failed map[string]bool, shown map[string]string) []error {
+	if failed["TURNSTILE_TLS_CERT_FILE"] || failed["TURNSTILE_TLS_KEY_FILE"] {
+		return nil
+	}
+	switch {
+	case c.TLSCertFile == "" && c.TLSKeyFile == "":
+		return nil
+	case c.TLSKeyFile == "":
+		return []error{fmt.Errorf("%s: needs TURNSTILE_TLS_KEY_FILE too (both or neither)", shown["TURNSTILE_TLS_CERT_FILE"])}
+	case c.TLSCertFile == "":
+		return []error{fmt.Errorf("%s: needs TURNSTILE_TLS_CERT_FILE too (both or neither)", shown["TURNSTILE_TLS_KEY_FILE"])}
+	}
+	if err := server.CheckCertFiles(c.TLSCertFile, c.TLSKeyFile); err != nil {
+		return []error{fmt.Errorf("TURNSTILE_TLS_CERT_FILE, TURNSTILE_TLS_KEY_FILE: %w", err)}
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+)
+
+// lastRequest answers like always and keeps the newest request, so that the
+// direct SDK call can send exactly what the gateway sent.
+type lastRequest struct {
+	reply fakegemini.Reply
+	mu    sync.Mutex
+	req   *fakegemini.Request
+}
+
+func (l *lastRequest) Respond(_ context.Context, r *fakegemini.Request) fakegemini.Reply {
+	l.mu.Lock()
+	l.req = r
+	l.mu.Unlock()
+	return l.reply
+}
+
+func (l *lastRequest) last() *fakegemini.Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.req
+}
+
+// BenchmarkTextFirstDelta measures what the gateway adds to the first
+// text.delta a browser sees: each iteration is one turn through the gateway
+// (browser WebSocket, a real redis-server, the genai SDK to the fake
+// Gemini) timed from sending the user's `text` to reading the first
+// `text.delta`, then the same request (the gateway's own, as the fake
+// received it) sent straight to the same fake with the genai SDK, timed
+// from the call to its first chunk. The two alternate, so the noise of a
+// shared machine falls on both. Reported: p50 and p95 of each in ms, and
+// the difference (gateway − direct) at p50 and p95.
+//
+//	go test -run '^$' -bench BenchmarkTextFirstDelta -benchtime 2000x ./cmd/gateway
+func BenchmarkTextFirstDelta(b *testing.B) {
+	brain := &lastRequest{reply: fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}
+	fake := fakegemini.New(brain, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	url, err := fake.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = fake.Close() })
+
+	cfg := defaultTestConfig(b)
+	cfg.RedisURL = SecretURL("redis://" + redistest.Start(b))
+	cfg.GeminiAPIKey, cfg.GeminiBaseURL = "test", SecretURL(url)
+	g := startGateway(b, unlimited(cfg), nil)
+	c := g.dial("", nil)
+	c.start(nil)
+
+	ctx := context.Background()
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+		Backend: genai.BackendGeminiAPI, APIKey: "test", HTTPOptions: genai.HTTPOptions{BaseURL: url},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	viaGateway := make([]time.Duration, 0, b.N)
+	direct := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		c.send(map[string]any{"type": "text", "text": "when do you ship?"})
+		first := time.Duration(0)
+		for {
+			ev := c.next()
+			if first == 0 && ev.typ() == "text.delta" {
+				first = time.Since(t0)
+			}
+			if ev.typ() == "turn.done" {
+				break
+			}
+		}
+		if first == 0 {
+			b.Fatal("a turn without a text.delta")
+		}
+		viaGateway = append(viaGateway, first)
+
+		req := brain.last()
+		conf := &genai.GenerateContentConfig{
+			SystemInstruction: req.SystemInstruction, Tools: req.Tools, ToolConfig: req.ToolConfig,
+		}
+		t0 = time.Now()
+		first = 0
+		for _, err := range client.Models.GenerateContentStream(ctx, req.Model, req.Contents, conf) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if first == 0 {
+				first = time.Since(t0)
+			}
+		}
+		direct = append(direct, first)
+	}
+	b.StopTimer()
+	gp50, gp95 := percentiles(viaGateway)
+	dp50, dp95 := percentiles(direct)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(gp50), "gw-p50-ms")
+	b.ReportMetric(ms(gp95), "gw-p95-ms")
+	b.ReportMetric(ms(dp50), "direct-p50-ms")
+	b.ReportMetric(ms(dp95), "direct-p95-ms")
+	b.ReportMetric(ms(gp50-dp50), "added-p50-ms")
+	b.ReportMetric(ms(gp95-dp95), "added-p95-ms")
+}
+
+// percentiles returns the 50th and 95th percentile of ds (sorting it).
+func percentiles(ds []time.Duration) (p50, p95 time.Duration) {
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[len(ds)*95/100]
+}

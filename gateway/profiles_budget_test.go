@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+)
+
+// A profile's budgets (docs/profiles.md) through the browser protocol: its
+// sessions, resumed ones too, are held to them; a session of the default
+// profile on the same gateway keeps the gateway's.
+func TestProfileBudgetsHoldItsSessionsAcrossResumeAndLeaveOthersAlone(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "support.json"),
+		[]byte(`{"budgets": {"text": {"maxRetrieval": 1, "maxCalls": 4}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := configWith(t, map[string]string{"REDIS_URL": "redis://" + redistest.Start(t), "TURNSTILE_PROFILES_DIR": dir})
+	brain := fakegemini.NewScript(
+		callStep(searchCall("shipping"), searchCall("returns")), textStep("One of two."),
+		callStep(searchCall("shipping"), searchCall("returns")), textStep("Both."),
+		callStep(searchCall("gift cards"), searchCall("brewing")), textStep("One again."),
+	)
+	g := startGateway(t, cfg, brain)
+
+	secondRefused := func(evs []event, req *fakegemini.Request, when string) {
+		t.Helper()
+		results := resultsInCallOrder(evs)
+		if len(results) != 2 || results[0]["ok"] != true || !refusedWith(results[1], "BUDGET_EXCEEDED") {
+			t.Fatalf("%s: results %v, want the first run and the second refused BUDGET_EXCEEDED", when, results)
+		}
+		resp := lastResponses(t, req)
+		if typ, msg := responseError(resp[len(resp)-1]); typ != "BUDGET_EXCEEDED" || !strings.Contains(msg, "1 retrieval calls") {
+			t.Errorf("%s: the model was answered %s %q, want BUDGET_EXCEEDED naming the profile's 1 retrieval call", when, typ, msg)
+		}
+	}
+
+	c := g.dial("", nil) // dev mode: session.start may pick any profile
+	ready := c.start(map[string]any{"profile": "support"})
+	secondRefused(c.ask("shipping and returns?"), brain.Requests()[1], "the profile's session")
+
+	other := g.dial("", nil)
+	other.start(nil)
+	for i, r := range resultsInCallOrder(other.ask("shipping and returns?")) {
+		if r["ok"] != true {
+			t.Errorf("default session, call %d: %v, want it run under the gateway's 5 retrieval calls", i, r)
+		}
+	}
+
+	c.c.Close(websocket.StatusNormalClosure, "bye")
+	c2 := g.dial("", nil)
+	c2.start(resumeMsg(ready))
+	secondRefused(c2.ask("gift cards and brewing?"), brain.Requests()[5], "after the resume")
+}
