@@ -60,7 +60,7 @@ type conn struct {
 	out       closer
 	// The writer's own (see write): one runs at a time, started by the
 	// queue. wend is closed when a writer has ended for good.
-	watchdog *time.Timer
+	watchdog *watchdog
 	spare    []frame
 	wend     chan struct{}
 	wendOnce sync.Once

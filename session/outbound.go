@@ -141,16 +141,15 @@ func (o *closer) dropQueue() bool {
 // comes every few tens of milliseconds until the answer ends). It is the only goroutine writing to the browser while
 // it runs. Asked to close, it flushes (or drops) what is queued, sends the
 // close frame and ends the connection; no writer starts after that, nor
-// after a failed write. Each write is bounded by WriteTimeout through one
-// timer per connection, reused, that ends the connection when it fires,
-// rather than a context per write.
+// after a failed write. Each write is bounded by WriteTimeout through the
+// connection's watchdog (one timer per connection that is not touched per
+// write: watchdog.go), rather than a context per write.
 func (c *conn) write() {
 	if c.watchdog == nil {
-		c.watchdog = clock.Wall.FuncTimer(time.Hour, func() {
+		c.watchdog = newWatchdog(c.m.cfg.WriteTimeout, func() {
 			c.out.setReason(protocol.DisconnectWriteFailed)
 			c.cancel()
 		})
-		c.watchdog.Stop()
 	}
 	linger := false
 	for {
@@ -192,6 +191,9 @@ func (c *conn) write() {
 // writerEnded stops the writer for good (a close was sent, a write
 // failed, or the connection ended) and tells run.
 func (c *conn) writerEnded() {
+	if c.watchdog != nil {
+		c.watchdog.stop()
+	}
 	c.q.endWriter()
 	c.wendOnce.Do(func() { close(c.wend) })
 }
@@ -203,14 +205,14 @@ func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
 	for i, f := range frames {
 		audio = audio || f.binary
 		if ok {
-			c.watchdog.Reset(c.m.cfg.WriteTimeout)
+			c.watchdog.begin()
 			if err := c.wire.Write(f.binary, f.data); err != nil {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
 			} else if !f.received.IsZero() {
 				c.relayOut.Observe(clock.Wall.Since(f.received).Seconds())
 			}
-			c.watchdog.Stop()
+			c.watchdog.end()
 		}
 		c.q.written(f)
 		frames[i] = frame{}

@@ -155,9 +155,9 @@ func vertexModelName(project, location, name string) string {
 const dialTimeout = 10 * time.Second
 
 // newHTTPClient is the client WebSocket handshakes go through. Every
-// connection it dials sets a write deadline of writeTimeout before each
-// write, which bounds every frame written (data, pong, close) without a
-// context per write. Connections are never pooled: each is upgraded and
+// connection it dials keeps a write deadline at least writeTimeout ahead
+// of each write, which bounds every frame written (data, pong, close)
+// without a context per write. Connections are never pooled: each is upgraded and
 // then owned by its session.
 func newHTTPClient(writeTimeout time.Duration) *http.Client {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
@@ -175,16 +175,28 @@ func newHTTPClient(writeTimeout time.Duration) *http.Client {
 	}}
 }
 
-// deadlineConn bounds every write by its own timeout: a write the peer
-// does not take within it fails with os.ErrDeadlineExceeded.
+// deadlineConn bounds every write: a write the peer does not take within
+// timeout (at most twice that) fails with os.ErrDeadlineExceeded.
+//
+// Setting a socket's deadline re-arms a runtime timer, and audio is
+// written 50 times a second; so the deadline is moved only when less than
+// timeout of it is left, to twice timeout ahead. Every write still gets at
+// least timeout, and the timer is touched about once per timeout rather
+// than once per frame. Writes are serialised by the layer above (the
+// WebSocket library's write lock, or TLS's), so until needs no lock.
 type deadlineConn struct {
 	net.Conn
 	timeout time.Duration
+	until   time.Time // the write deadline set on the socket
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(clock.Wall.Now().Add(c.timeout)); err != nil {
-		return 0, err
+	if now := clock.Wall.Now(); c.until.Sub(now) < c.timeout {
+		until := now.Add(2 * c.timeout)
+		if err := c.Conn.SetWriteDeadline(until); err != nil {
+			return 0, err
+		}
+		c.until = until
 	}
 	return c.Conn.Write(p)
 }

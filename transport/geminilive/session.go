@@ -249,7 +249,7 @@ func (s *Session) writeLocked(b []byte) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.fail(fmt.Errorf("gemini live: write timed out after %v: the upstream is not reading", s.writeTimeout))
+		s.fail(fmt.Errorf("gemini live: write timed out (no progress in at least %v): the upstream is not reading", s.writeTimeout))
 	default:
 		s.werr = fmt.Errorf("gemini live: send: %w", err)
 	}
