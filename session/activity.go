@@ -31,7 +31,7 @@ type activity struct {
 	voice      *voice.Session
 	starting   bool     // a voice upstream is being opened
 	toVoice    string   // switch to voice when the text turn ends (the reason)
-	notes      []string // confirmation outcomes waiting for the text turn to end
+	notes      []confirmNote // confirmation outcomes waiting for the text turn to end
 	// turnsUntil: the user's turns per minute are used up until then (as
 	// the store said); typed input is refused here without asking again.
 	turnsUntil time.Time
@@ -259,9 +259,9 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	a.turnCancel, a.turnDone = nil, nil
 	toVoice := a.toVoice
 	a.toVoice = ""
-	var next string
+	var next *confirmNote
 	if len(a.notes) > 0 && toVoice == "" {
-		next, a.notes = a.notes[0], a.notes[1:]
+		next, a.notes = &a.notes[0], a.notes[1:]
 	}
 	a.mu.Unlock()
 	if c.ctx.Err() != nil {
@@ -270,8 +270,8 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	switch {
 	case toVoice != "":
 		a.startVoice(toVoice, "") // counted when it was asked for
-	case next != "":
-		a.startTextTurn(next, "confirmation")
+	case next != nil:
+		a.confirmed(*next) // unless a person has the conversation now
 	}
 }
 
@@ -288,7 +288,11 @@ func (a *activity) cancelTurn() {
 // confirmed delivers a confirmation outcome to the model: through the
 // voice side in voice, else in a text turn of its own — now, or as soon
 // as the running turn ends.
-func (a *activity) confirmed(note string) {
+func (a *activity) confirmed(note confirmNote) {
+	if a.c.handedOff() {
+		a.c.holdConfirmation(note) // a person has the conversation: no model turn
+		return
+	}
 	a.mu.Lock()
 	v := a.voice
 	if v == nil && (a.turnDone != nil || a.starting) {
@@ -298,10 +302,10 @@ func (a *activity) confirmed(note string) {
 	}
 	a.mu.Unlock()
 	if v != nil {
-		v.Confirmed(note)
+		v.Confirmed(note.model)
 		return
 	}
-	a.startTextTurn(note, "confirmation")
+	a.startTextTurn(note.model, "confirmation")
 }
 
 // voiceSide returns the voice side, nil in text mode.
@@ -409,7 +413,7 @@ func (a *activity) startVoice(reason, handle string) {
 	c.setMode(protocol.ModeVoice, reason)
 	c.log.Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
 	for _, n := range notes {
-		v.Confirmed(n)
+		v.Confirmed(n.model)
 	}
 }
 

@@ -55,11 +55,17 @@ func (c *conn) answerConfirm(token string, approve bool) {
 			"your answer could not be recorded; try again shortly", true, 0))
 		return
 	}
-	outcome, note := metrics.ConfirmDenied, fmt.Sprintf("[The user declined your pending call to %s. Do not call it again "+
-		"with those arguments; tell the user it was not done.]", conf.Tool)
+	outcome, note := metrics.ConfirmDenied, confirmNote{
+		model: fmt.Sprintf("[The user declined your pending call to %s. Do not call it again "+
+			"with those arguments; tell the user it was not done.]", conf.Tool),
+		held: fmt.Sprintf("[While a person had the conversation, the user declined your pending call to %s. "+
+			"It was not made; do not call it again with those arguments.]", conf.Tool)}
 	if approve {
-		outcome, note = metrics.ConfirmApproved, fmt.Sprintf("[The user approved your pending call to %s. Call %s again now "+
-			"with exactly the same arguments.]", conf.Tool, conf.Tool)
+		outcome, note = metrics.ConfirmApproved, confirmNote{
+			model: fmt.Sprintf("[The user approved your pending call to %s. Call %s again now "+
+				"with exactly the same arguments.]", conf.Tool, conf.Tool),
+			held: fmt.Sprintf("[While a person had the conversation, the user approved your pending call to %s. "+
+				"It was not made; if it is still wanted, call %s again with the same arguments.]", conf.Tool, conf.Tool)}
 	}
 	c.m.Metrics.Confirmation(outcome)
 	c.traceConfirmation(conf, string(outcome))
@@ -67,7 +73,8 @@ func (c *conn) answerConfirm(token string, approve bool) {
 	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: string(outcome)})
 	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: string(outcome)})
 	// The model that asked learns it: the Live model in voice (never the
-	// text model), else a text turn of its own, once any running turn ends.
+	// text model), else a text turn of its own, once any running turn ends;
+	// unless a person has the conversation by then (holdConfirmation).
 	c.act.confirmed(note)
 }
 

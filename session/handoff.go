@@ -77,16 +77,36 @@ func (c *conn) sendHandoff(turn int, h store.Handoff) {
 // history and on the timeline, not sent to the model, answered
 // handoff.pending.
 func (c *conn) holdForPerson(text string) {
-	rec := c.st.record()
-	entry := transport.Entry{Role: transport.RoleUser, Text: text, Turn: rec.Turn, Kind: "handoff"}
-	c.st.append([]transport.Entry{entry})
 	clipped, _ := timeline.Clip(text, timeline.MaxText)
 	c.event(timeline.Event{Event: timeline.EventHandoffText, Text: clipped})
+	c.hold(transport.Entry{Role: transport.RoleUser, Text: text, Turn: c.st.record().Turn, Kind: "handoff"})
+}
+
+// hold stores an entry of the user's side while handed off (history and
+// store, with the timeline's events) and answers handoff.pending.
+func (c *conn) hold(entry transport.Entry) {
+	c.st.append([]transport.Entry{entry})
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
 		_, err := c.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: []transport.Entry{entry}, Events: c.takeEvents()})
 		return err
 	})
 	c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+}
+
+// confirmNote is the user's answer to a confirmation as the model is told
+// it, and as it is kept instead (held) when a person has the conversation
+// by the time the model would be told.
+type confirmNote struct{ model, held string }
+
+// holdConfirmation takes a confirmation answer while handed off: no model
+// turn starts (the conversation is with a person). The outcome is stored in
+// the history as the confirmation entry the model reads once the
+// conversation is handed back (the timeline has it already), and the
+// browser is answered handoff.pending. The approval itself stands for its
+// usual time (ConfirmTTL), as any approval the model has not used.
+func (c *conn) holdConfirmation(n confirmNote) {
+	c.log.Info("confirmation answered while handed off: kept for the person, no model turn")
+	c.hold(transport.Entry{Role: transport.RoleUser, Text: n.held, Turn: c.st.record().Turn, Kind: "confirmation"})
 }
 
 // handedBack: an operator gave the conversation back to the model (on any
