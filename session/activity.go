@@ -29,8 +29,8 @@ type activity struct {
 	turnCancel context.CancelCauseFunc // the running text turn
 	turnDone   chan struct{}           // closed when it has ended
 	voice      *voice.Session
-	starting   bool     // a voice upstream is being opened
-	toVoice    string   // switch to voice when the text turn ends (the reason)
+	starting   bool          // a voice upstream is being opened
+	toVoice    string        // switch to voice when the text turn ends (the reason)
 	notes      []confirmNote // confirmation outcomes waiting for the text turn to end
 	// turnsUntil: the user's turns per minute are used up until then (as
 	// the store said); typed input is refused here without asking again.
