@@ -58,6 +58,29 @@ export function connect(options) {
 }
 
 /**
+ * The session.start fields a new session asks for (docs/profiles.md): the
+ * page context (a plain JSON object, untrusted), an assistant profile, a
+ * Live voice and a BCP-47 language. Types are checked here; what the
+ * gateway allows (sizes, names, voices) it checks itself and refuses with
+ * bad_message or profile_refused, closing 4002.
+ */
+function startAsks({ context, profile, voice, languageCode }) {
+  const asks = {};
+  if (context != null) {
+    if (typeof context !== "object" || Array.isArray(context) || Object.getPrototypeOf(context) !== Object.prototype) {
+      throw new TypeError("turnstile: context must be a plain object (it is sent as JSON)");
+    }
+    asks.context = context;
+  }
+  for (const [name, v] of Object.entries({ profile, voice, languageCode })) {
+    if (v == null) continue;
+    if (typeof v !== "string" || v === "") throw new TypeError(`turnstile: ${name} must be a non-empty string`);
+    asks[name] = v;
+  }
+  return asks;
+}
+
+/**
  * A connection to the gateway. Listen with on(type, fn): every server
  * message by its type ("session.ready", "text.delta", …, and "message" for
  * all of them), "audio" (the model's speech, ArrayBuffers of PCM16 24 kHz,
@@ -70,6 +93,7 @@ export class Client {
   #tokens;
   #tokenIn;
   #startMode;
+  #asks; // what a new session's session.start asks for beyond its mode
   #resume; // the session to resume
   #WebSocket;
   #random;
@@ -115,6 +139,10 @@ export class Client {
     token = null,
     tokenIn = "subprotocol",
     mode = "text",
+    context = null,
+    profile = null,
+    voice: liveVoice = null,
+    languageCode = null,
     storage = null,
     storageKey = "turnstile.session",
     WebSocket: WS = globalThis.WebSocket,
@@ -134,6 +162,7 @@ export class Client {
     this.#tokenIn = tokenIn;
     this.#tokens = new TokenSource(token, { marginMs: refreshMarginMs, onRefresh: () => this.#refresh() });
     this.#startMode = mode === "voice" ? "voice" : "text";
+    this.#asks = startAsks({ context, profile, voice: liveVoice, languageCode });
     this.#resume = new ResumeStore(storage, storageKey);
     this.#WebSocket = WS;
     this.#random = random;
@@ -345,7 +374,8 @@ export class Client {
       this.#lastFrameAt = Date.now();
       const saved = this.#resume.load();
       this.#resuming = saved !== null;
-      this.send("session.start", saved ? { resume: saved } : this.#startMode === "voice" ? { mode: "voice" } : {});
+      // A resume keeps what the session started with: the gateway ignores these then.
+      this.send("session.start", saved ? { resume: saved } : { ...(this.#startMode === "voice" ? { mode: "voice" } : {}), ...this.#asks });
       this.#pingTimer = setInterval(() => this.#tick(), this.#pingIntervalMs);
     };
     ws.onmessage = (ev) => this.#receive(ws, ev);

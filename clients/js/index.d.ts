@@ -394,6 +394,9 @@ export interface WebSocketLike {
 
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
+/** A JSON value, as `context` holds. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
 export interface ClientOptions {
   /** The gateway's WebSocket URL, e.g. "wss://gateway.example.com/v1/ws". */
   url: string;
@@ -407,6 +410,15 @@ export interface ClientOptions {
   maxFailedAttempts?: number;
   /** The mode a new session starts in (default "text"). */
   mode?: Mode;
+  /** Page context a new session gives the model, labelled as untrusted (e.g. `{page: "/orders/1234"}`): a JSON object of at
+   * most 2048 bytes, nested at most 4 deep; not sent on a resume (the session keeps its own). */
+  context?: { [key: string]: JsonValue } | null;
+  /** The assistant profile of a new session; the token's `profiles` claim must allow it (else error profile_refused, close 4002). */
+  profile?: string | null;
+  /** The Live voice of a new session (one of the gateway's TURNSTILE_LIVE_VOICES), e.g. "Puck". */
+  voice?: string | null;
+  /** The conversation's language (BCP-47, e.g. "de-DE"): the text model is told it, Live speaks it. */
+  languageCode?: string | null;
   /** Where to keep the session for resuming after a reload (e.g. sessionStorage); default: memory only. */
   storage?: StorageLike | null;
   storageKey?: string;

@@ -70,6 +70,33 @@ test("resumes the session after a reconnect close code, with a fresh token each 
   assert.deepEqual(states, ["connecting", "ready", "reconnecting", "reconnecting", "ready"]);
 });
 
+test("a new session asks for its context, profile, voice and language; a resume does not", async () => {
+  const context = { page: "/orders/1234", cart: { items: 2 } };
+  const client = open({ context, profile: "support", voice: "Puck", languageCode: "de-DE", mode: "voice" });
+  const first = await gw.peer();
+  assert.deepEqual(await first.next(), {
+    type: "session.start", mode: "voice", context, profile: "support", voice: "Puck", languageCode: "de-DE",
+  });
+  first.ready();
+  await until("ready", () => client.ready);
+  first.close(4100, "draining");
+  const second = await gw.peer();
+  assert.deepEqual(await second.next(), { type: "session.start", resume: { sessionId: "s1", resumeToken: "t1" } },
+    "the resumed session keeps what it started with");
+});
+
+test("refuses start options of the wrong type before connecting", () => {
+  for (const [opts, want] of [
+    [{ context: "page=/orders" }, /context must be a plain object/],
+    [{ context: ["a"] }, /context must be a plain object/],
+    [{ profile: 7 }, /profile must be a non-empty string/],
+    [{ voice: "" }, /voice must be a non-empty string/],
+    [{ languageCode: {} }, /languageCode must be a non-empty string/],
+  ]) {
+    assert.throws(() => new Client({ url: gw.url, WebSocket: ClientWebSocket, audio: false, ...opts }), want);
+  }
+});
+
 test("starts over without resume when the resume is refused (4004)", async () => {
   const storage = new Map();
   const store = { getItem: (k) => storage.get(k) ?? null, setItem: (k, v) => storage.set(k, v), removeItem: (k) => storage.delete(k) };

@@ -10,7 +10,7 @@ import {
   toPCM16, tokenExpiry,
 } from "@turnstile-gw/client";
 import type {
-  AudioDevices, AudioDevicesFactory, ClientEvents, ClosedStatus, ConfirmItem, HistoryPage, Mode, ServerMessage, Status,
+  AudioDevices, AudioDevicesFactory, ClientEvents, ClosedStatus, ConfirmItem, HistoryPage, JsonValue, Mode, ServerMessage, Status,
   ToolInfo, VoiceState,
 } from "@turnstile-gw/client";
 import { useTurnstile } from "@turnstile-gw/client/react";
@@ -20,6 +20,8 @@ async function fetchToken(): Promise<string> {
   const res = await fetch("/api/turnstile-token", { method: "POST" });
   return ((await res.json()) as { token: string }).token;
 }
+
+const pageContext: { [key: string]: JsonValue } = { page: "/orders/1234", cart: { items: 2, express: true }, tags: ["vip", null] };
 
 export async function app(): Promise<void> {
   const client: Client = connect({
@@ -32,7 +34,15 @@ export async function app(): Promise<void> {
     refreshMarginMs: 30_000,
     tokenIn: "subprotocol",
     maxFailedAttempts: 5,
+    context: pageContext,
+    profile: "support",
+    voice: "Puck",
+    languageCode: "de-DE",
   });
+  // @ts-expect-error: context is a JSON object, not a string
+  connect({ url: "wss://gateway.example.com/v1/ws", context: "page=/orders/1234" });
+  // @ts-expect-error: a function is not JSON
+  connect({ url: "wss://gateway.example.com/v1/ws", context: { page: () => "/orders" } });
   const off = client.on("text.delta", (m) => console.log(m.turn, m.text.toUpperCase()));
   off();
   client.on("session.ready", (m) => {
