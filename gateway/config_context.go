@@ -80,7 +80,7 @@ func parseVoices(v string) ([]string, error) {
 // loadProfiles once the tools are known.
 func profilesSetting() configSetting {
 	return configSetting{env: "TURNSTILE_PROFILES_DIR", defDoc: "unset: every session runs the default",
-		usage: "folder of assistant profiles, one <name>.json each (systemPrompt, tools, voice, languageCode, budgets); the token's profile claim picks one (docs/profiles.md)",
+		usage: "folder of assistant profiles, one <name>.json each (systemPrompt, tools, voice, languageCode, budgets, greeting); the token's profile claim picks one (docs/profiles.md)",
 		apply: func(c *Config, v string) error {
 			if v == "" {
 				return nil

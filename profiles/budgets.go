@@ -10,7 +10,7 @@ import (
 
 // fields are a profile file's fields, for the error of a file that is not
 // one.
-const fields = "systemPrompt, tools, voice, languageCode, budgets"
+const fields = "systemPrompt, tools, voice, languageCode, budgets, greeting"
 
 // file is a profile file as written: the profile, and its budgets in a
 // form that tells a number left out from a 0.

@@ -31,6 +31,10 @@ type Profile struct {
 	// the conversation's language (BCP-47). A session's own ask wins.
 	Voice        string `json:"voice"`
 	LanguageCode string `json:"languageCode"`
+	// Greeting is what the assistant says first in a new session of the
+	// profile (not in a resumed one): shown to the user as its first
+	// message and kept in the history as its entry (docs/profiles.md).
+	Greeting string `json:"greeting"`
 	// Budgets are the per-turn budgets of the profile's sessions by mode
 	// ("text", "voice"); a mode left out keeps the gateway's (its policy
 	// file, TURNSTILE_*_MAX_*, the defaults). Read from the file's
@@ -107,6 +111,9 @@ func loadFile(path string, check Check) (*Profile, error) {
 	}
 	p := f.Profile
 	if p.Budgets, err = f.budgets(); err != nil {
+		return nil, err
+	}
+	if err := checkGreeting(p.Greeting); err != nil {
 		return nil, err
 	}
 	for _, t := range p.Tools {

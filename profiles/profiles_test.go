@@ -80,3 +80,21 @@ func TestLoadReadsBudgetsPerModeAndRefusesBadOnesNamingTheField(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadReadsAGreetingAndRefusesABadOne(t *testing.T) {
+	set, err := Load(write(t, map[string]string{"support.json": `{"greeting":"Hi, I am Bean.\nHow can I help?"}`}), check)
+	if err != nil || set["support"].Greeting != "Hi, I am Bean.\nHow can I help?" {
+		t.Fatalf("loaded %+v, %v", set["support"], err)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"greeting":"   "}`, "greeting: blank"},
+		{`{"greeting":"` + strings.Repeat("é", MaxGreetingChars+1) + `"}`, "greeting: 1001 characters, at most 1000"},
+		{`{"greeting":"Hi\u0007"}`, "greeting: holds control characters"},
+		{`{"greeting":["Hi"]}`, "greeting"},
+	} {
+		_, err := Load(write(t, map[string]string{"a.json": tc.body}), check)
+		if err == nil || !strings.Contains(err.Error(), "a.json") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%.40s: %v, want an error naming a.json and %q", tc.body, err, tc.want)
+		}
+	}
+}

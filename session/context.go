@@ -116,7 +116,7 @@ const (
 
 // sessionInstruction is what follows the toolset's system prompt for one
 // session; "" when the session adds nothing.
-func sessionInstruction(facts map[string]string, language, context string) string {
+func sessionInstruction(facts map[string]string, language, greeting, context string) string {
 	var b strings.Builder
 	if len(facts) > 0 {
 		b.WriteString("\n\n" + factsHeading + "\nThese facts come from the user's verified sign-in; rely on them.\n")
@@ -127,6 +127,10 @@ func sessionInstruction(facts map[string]string, language, context string) strin
 	if language != "" {
 		fmt.Fprintf(&b, "\n\n%s\nThe user's language is %s: answer in it unless the user writes in another.\n",
 			languageHeader, language)
+	}
+	if greeting != "" {
+		b.WriteString("\n\n" + greetingHeading + "\nBefore the user wrote anything, you greeted them with the text " +
+			"below. They have seen it: do not greet them again.\n" + greeting + "\n")
 	}
 	if context != "" {
 		b.WriteString("\n\n" + pageHeading + "\nThe JSON below describes the page the user is on, as their browser " +
@@ -139,7 +143,7 @@ func sessionInstruction(facts map[string]string, language, context string) strin
 
 // instruction is what this session adds to the system instruction.
 func (c *conn) instruction() string {
-	return sessionInstruction(c.id.Facts, c.asks.lang(), c.asks.context)
+	return sessionInstruction(c.id.Facts, c.asks.lang(), c.st.greeting(), c.asks.context)
 }
 
 // liveVoice is the voice this session's Live upstream speaks with.

@@ -6,10 +6,10 @@ import (
 )
 
 func TestSessionInstructionLabelsFactsTrustedAndPageContextUntrusted(t *testing.T) {
-	if got := sessionInstruction(nil, "", ""); got != "" {
+	if got := sessionInstruction(nil, "", "", ""); got != "" {
 		t.Errorf("a session that adds nothing adds %q", got)
 	}
-	got := sessionInstruction(map[string]string{"tenant": "acme", "plan": "pro"}, "de-DE", `{"page":"/orders/1"}`)
+	got := sessionInstruction(map[string]string{"tenant": "acme", "plan": "pro"}, "de-DE", "", `{"page":"/orders/1"}`)
 	facts, lang, page := strings.Index(got, factsHeading), strings.Index(got, languageHeader), strings.Index(got, pageHeading)
 	if facts < 0 || lang < facts || page < lang {
 		t.Fatalf("want facts, language, then the page context last:\n%s", got)

@@ -47,7 +47,9 @@ func historyStart(h []transport.Entry, sizes []int, max, maxSize int) (start int
 			bySize = true
 		}
 	}
-	for start < len(h) && h[start].Role != transport.RoleUser {
+	// A profile's greeting opens the conversation (greeting.go): a start
+	// too, never sent to a model as an entry.
+	for start < len(h) && h[start].Role != transport.RoleUser && !(start == 0 && isGreeting(h[0])) {
 		start++
 	}
 	return start, bySize
@@ -91,7 +93,7 @@ func historyItems(h []transport.Entry) []protocol.HistoryItem {
 		case e.Role == transport.RoleUser:
 			out = append(out, protocol.HistoryItem{Role: "user", Text: e.Text, Turn: e.Turn, Kind: e.Kind})
 		case e.Role == transport.RoleModel && e.Text != "" && len(e.Calls) == 0:
-			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: e.Turn})
+			out = append(out, protocol.HistoryItem{Role: "model", Text: e.Text, Turn: e.Turn, Kind: e.Kind})
 		}
 	}
 	return out

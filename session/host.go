@@ -227,13 +227,15 @@ func (c *conn) persistBegin(user transport.Entry, lim store.TurnLimit) store.Tur
 func (c *conn) contextHistory(m modePrompt) []transport.Entry {
 	max := c.m.cfg.ContextMaxTokens
 	if max <= 0 {
-		return c.st.historyCopy()
+		_, h := splitGreeting(c.st.historyCopy()) // in the instruction instead
+		return h
 	}
 	h, chars := c.st.historyAndChars()
 	kept, dropped := fitContext(h, chars, max-m.tokens)
 	if dropped {
 		c.refused(limitContext, c.m.now())
 	}
+	_, kept = splitGreeting(kept)
 	return kept
 }
 

@@ -145,6 +145,9 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.pst.log = c.log
 	c.startTimeline(rec)
 	c.sendReady(ready)
+	if !ready.Resumed {
+		c.greet() // a resumed session was greeted when it started
+	}
 	c.alive(clock.Wall.Now())
 	c.started.Store(true)
 	c.m.kickPresence()

@@ -58,6 +58,15 @@ func (s *state) historyCopy() []transport.Entry {
 	return append([]transport.Entry(nil), s.history...)
 }
 
+// greeting is the profile's greeting the history opens with, "" none
+// (greeting.go).
+func (s *state) greeting() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, _ := splitGreeting(s.history)
+	return g
+}
+
 // historyAndSizes returns a copy of the history and its entries' JSON
 // sizes in bytes.
 func (s *state) historyAndSizes() ([]transport.Entry, []int) {

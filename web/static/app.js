@@ -79,6 +79,11 @@ function handleServerMessage(msg) {
       if (isTurn(msg.turn)) {
         texts.done(msg.turn, msg.text);
         showAnswer(msg.turn);
+      } else if (msg.turn === 0) {
+        // A profile's greeting: the assistant's first message, outside any turn.
+        const greeting = transcript.turn(0);
+        greeting.setAnswer(String(msg.text ?? ""));
+        greeting.finish();
       }
       break;
     case "transcript.input":

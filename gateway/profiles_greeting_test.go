@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+)
+
+// A profile's greeting (docs/profiles.md) through the browser protocol.
+
+const supportGreeting = "Hi, this is the support desk. What can I do for you?"
+
+func greetingProfilesDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "support.json"),
+		[]byte(`{"greeting": "`+supportGreeting+`", "languageCode": "en-GB"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestProfileGreetingIsTheFirstMessageOfANewSessionOnly: a new session of
+// the profile gets the greeting as text.done of turn 0 right after
+// session.ready; the model is told it greeted (its instruction), and its
+// contents still open with the user; a resume shows the greeting in the
+// history and does not greet again; a session of the default profile is
+// not greeted.
+func TestProfileGreetingIsTheFirstMessageOfANewSessionOnly(t *testing.T) {
+	cfg := configWith(t, map[string]string{"REDIS_URL": "redis://" + redistest.Start(t),
+		"TURNSTILE_PROFILES_DIR": greetingProfilesDir(t)})
+	brain := fakegemini.NewScript(textStep("My order is late."), textStep("Let me look."), textStep("Hello."))
+	g := startGateway(t, cfg, brain)
+
+	c := g.dial("", nil) // dev mode: session.start may pick any profile
+	ready := c.start(map[string]any{"profile": "support"})
+	if ev := c.next(); ev.typ() != "text.done" || ev["turn"] != float64(0) || ev.str("text") != supportGreeting {
+		t.Fatalf("after session.ready: %v, want text.done of turn 0 with the greeting", ev)
+	}
+	if done := ofType(c.ask("hi"), "text.done"); len(done) != 1 || done[0]["turn"] != float64(1) {
+		t.Fatalf("the first turn: %v", done)
+	}
+	told := func(req *fakegemini.Request, when string) {
+		t.Helper()
+		sys := systemText(req)
+		if i := strings.Index(sys, "# Your greeting"); i < 0 || !strings.Contains(sys[i:], supportGreeting) {
+			t.Errorf("%s: the system instruction does not tell the model its greeting:\n%s", when, sys)
+		}
+		if first := req.Contents[0]; first.Role != "user" || first.Parts[0].Text != "hi" {
+			t.Errorf("%s: the contents open with %s %q, want the user's first message", when, first.Role, first.Parts[0].Text)
+		}
+	}
+	told(brain.Requests()[0], "first turn")
+
+	c.c.Close(websocket.StatusNormalClosure, "bye")
+	c2 := g.dial("", nil)
+	resumed := c2.start(resumeMsg(ready))
+	hist, _ := resumed["history"].([]any)
+	if len(hist) < 1 {
+		t.Fatalf("resumed history %v", resumed["history"])
+	}
+	if h, _ := hist[0].(map[string]any); h["role"] != "model" || h["text"] != supportGreeting || h["kind"] != "greeting" ||
+		h["turn"] != float64(0) {
+		t.Errorf("resumed history opens with %v, want the greeting (model, kind greeting, turn 0)", h)
+	}
+	evs := c2.ask("where is it?")
+	if evs[0].typ() != "turn.start" {
+		t.Errorf("after the resume the first event is %v, want turn.start (no second greeting)", evs[0])
+	}
+	told(brain.Requests()[1], "after the resume")
+
+	other := g.dial("", nil)
+	other.start(nil)
+	if evs := other.ask("hello"); evs[0].typ() != "turn.start" || len(ofType(evs, "text.done")) != 1 {
+		t.Errorf("a default session: %v, want no greeting before its first turn", evs)
+	}
+	if sys := systemText(brain.Requests()[2]); strings.Contains(sys, "# Your greeting") {
+		t.Errorf("a default session's model was told of a greeting:\n%s", sys)
+	}
+}
+
+// TestProfileGreetingInVoiceIsShownAndTheLiveModelToldNotSpoken: a session
+// started in voice gets the greeting as text first; the Live model's
+// instruction says it greeted, and nothing seeds it with a model turn.
+func TestProfileGreetingInVoiceIsShownAndTheLiveModelToldNotSpoken(t *testing.T) {
+	cfg := configWith(t, map[string]string{"TURNSTILE_PROFILES_DIR": greetingProfilesDir(t)})
+	g, script := startVoiceGateway(t, cfg, nil)
+	c := g.dial("", nil)
+	c.start(map[string]any{"mode": "voice", "profile": "support"})
+	if ev := c.next(); ev.typ() != "text.done" || ev["turn"] != float64(0) || ev.str("text") != supportGreeting {
+		t.Fatalf("after session.ready: %v, want the greeting as text.done of turn 0", ev)
+	}
+	if ev := c.next(); ev.typ() != "mode" || ev.str("mode") != "voice" {
+		t.Fatalf("then %v, want mode voice", ev)
+	}
+	u := nextUpstream(t, script)
+	sys := ""
+	if si := u.Setup.SystemInstruction; si != nil && len(si.Parts) > 0 {
+		sys = si.Parts[0].Text
+	}
+	if i := strings.Index(sys, "# Your greeting"); i < 0 || !strings.Contains(sys[i:], supportGreeting) {
+		t.Errorf("the Live system instruction does not tell the model its greeting:\n%s", sys)
+	}
+	for _, ev := range u.ofKind(fakegemini.EventClientContent) {
+		if texts := contentTexts(ev); len(texts) > 0 && strings.HasPrefix(texts[0], "model:") {
+			t.Errorf("the Live session was seeded with a model turn first: %q", texts)
+		}
+	}
+}

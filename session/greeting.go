@@ -1,0 +1,52 @@
+package session
+
+import (
+	"context"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// A profile's greeting (docs/profiles.md) is what the assistant says first
+// in a new session: the browser gets it as text.done of turn 0, right
+// after session.ready, and the history keeps it as the model's entry of
+// turn 0 (kind "greeting"), so that a resume shows it and the model knows
+// it greeted. Models do not get it as a history entry, though: Gemini
+// refuses a conversation that opens with the model, which is why a
+// history otherwise always starts at a user entry. The greeting goes into
+// the session's instruction instead, for as long as the history holds it.
+// In voice it is shown, not spoken: the Live model is told it greeted.
+
+// kindGreeting marks the greeting's history entry.
+const kindGreeting = "greeting"
+
+// greetingHeading starts the greeting's block of the instruction; tests
+// and docs/profiles.md quote it.
+const greetingHeading = "# Your greeting"
+
+// isGreeting reports whether e is a greeting entry.
+func isGreeting(e transport.Entry) bool {
+	return e.Kind == kindGreeting && e.Role == transport.RoleModel
+}
+
+// greet says a new session's greeting, if its profile has one.
+func (c *conn) greet() {
+	p := c.asks.profile
+	if p == nil || p.Greeting == "" {
+		return
+	}
+	entry := transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting}
+	c.st.append([]transport.Entry{entry})
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec, entry) })
+	c.send(protocol.TurnText{Type: protocol.TypeTextDone, Turn: 0, Text: p.Greeting})
+}
+
+// splitGreeting takes the greeting off the head of a model request's
+// history: "" and h when there is none.
+func splitGreeting(h []transport.Entry) (string, []transport.Entry) {
+	if len(h) > 0 && isGreeting(h[0]) {
+		return h[0].Text, h[1:]
+	}
+	return "", h
+}
