@@ -10,8 +10,9 @@ export interface HistoryEntry {
   role: "user" | "model";
   text: string;
   turn: number;
-  /** "confirmation": a turn the gateway started after the user answered a confirmation. */
-  kind?: string;
+  /** "confirmation": a turn the gateway started after the user answered a confirmation; "handoff": written while a person
+   * had the conversation; "greeting": the model's entry of turn 0, its profile's greeting. */
+  kind?: "confirmation" | "handoff" | "greeting" | (string & {});
 }
 
 /** A tool of the session's current mode (session.ready and mode `tools`). */
