@@ -554,11 +554,7 @@ func (t *Turn) End(ctx context.Context, reason string) bool {
 	if t.s.Stats != nil {
 		t.s.Stats.AddToolCalls(calls)
 	}
-	log := t.s.Log
-	if log == nil {
-		log = t.o.Log.With("session", t.s.ID)
-	}
-	log.InfoContext(ctx, "turn done", "turn", t.n, "mode", t.s.Mode, "reason", reason, "tool_calls", calls,
+	sessionLog(t.o, t.s).InfoContext(ctx, "turn done", "turn", t.n, "mode", t.s.Mode, "reason", reason, "tool_calls", calls,
 		"duration_ms", d.Milliseconds())
 	return true
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
-	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/textturn"
 	"github.com/turnstile-gw/turnstile/session/voice"
@@ -231,9 +230,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	if tracing.Capturing(ctx) {
 		span.SetAttributes(tracing.Messages("user", input))
 	}
-	ot := c.m.Orchestrator.NewTurn(orchestrator.Session{ID: rec.ID, UserID: c.user, Mode: protocol.ModeText, Channel: c.id.Channel, Tools: c.ts.reg,
-		Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims,
-		Budgets: c.asks.budgets()}, turn, c.loops)
+	ot := c.conv.Turn(turn, protocol.ModeText)
 	var ignored []protocol.IgnoredIntent
 	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log, Observe: c.observeRequest}
 	if adm != nil {
@@ -374,15 +371,12 @@ func (a *activity) startVoice(reason, handle string) {
 	a.starting = true
 	a.mu.Unlock()
 
-	rec := c.st.record()
 	why := metrics.ConnectVoiceStart
 	if reason == "resume" {
 		why = metrics.ConnectResume
 	}
-	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Orchestrator: c.m.Orchestrator,
-		Session: orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel, Tools: c.ts.reg, Epoch: rec.Epoch,
-			TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims, Budgets: c.asks.budgets()},
-		Loops: c.loops, Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Conversation: c.conv,
+		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
 		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
 		voiceHost{c}, handle, why)
 

@@ -1,11 +1,8 @@
 package session
 
 import (
-	"context"
 	"errors"
-	"fmt"
 
-	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
@@ -18,33 +15,24 @@ import (
 // the model learns it in a turn of its own (or at the next turn when one is
 // running) so that it can call the tool again.
 func (c *conn) answerConfirm(token string, approve bool) {
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-	defer cancel()
-	rec := c.st.record()
-	conf, err := c.m.Store.Resolve(ctx, rec.ID, rec.Epoch, c.user, token, approve, c.m.Orchestrator.Config().ConfirmTTL)
-	if errors.Is(err, store.ErrFenced) {
-		// Another connection owns the session now: the answer is not
-		// taken here, and this connection ends (4005) as on any fenced
-		// write.
-		c.takenOver()
-		return
+	a, err := c.conv.Answer(c.ctx, token, approve)
+	if errors.Is(err, orchestrator.ErrFenced) {
+		return // the conversation ended this connection (4005), as on any fenced write
 	}
 	if err == nil || errors.Is(err, orchestrator.ErrConfirmUnknown) || errors.Is(err, orchestrator.ErrConfirmExpired) {
 		c.st.dropConfirmation(token) // answered, or never to be answered
 	}
 	switch {
 	case errors.Is(err, orchestrator.ErrConfirmUnknown):
-		c.m.Metrics.Confirmation(metrics.ConfirmInvalid)
 		c.send(protocol.NewError(protocol.CodeConfirmUnknown,
 			"no such confirmation: it was already answered, or belongs to another session", false, 0))
 		return
 	case errors.Is(err, orchestrator.ErrConfirmExpired):
-		c.m.Metrics.Confirmation(metrics.ConfirmExpired)
-		c.traceConfirmation(conf, string(metrics.ConfirmExpired))
+		c.traceConfirmation(a.Confirmation, string(a.Outcome))
 		c.send(protocol.NewError(protocol.CodeConfirmExpired,
 			"this confirmation expired; the call was not made", false, 0))
-		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: string(metrics.ConfirmExpired)})
-		c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: string(metrics.ConfirmExpired)})
+		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: a.Tool, Outcome: string(a.Outcome)})
+		c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: a.Tool, Outcome: string(a.Outcome)})
 		return
 	case err != nil:
 		if errors.Is(err, store.ErrSessionGone) {
@@ -55,33 +43,19 @@ func (c *conn) answerConfirm(token string, approve bool) {
 			"your answer could not be recorded; try again shortly", true, 0))
 		return
 	}
-	outcome, note := metrics.ConfirmDenied, confirmNote{
-		model: fmt.Sprintf("[The user declined your pending call to %s. Do not call it again "+
-			"with those arguments; tell the user it was not done.]", conf.Tool),
-		held: fmt.Sprintf("[While a person had the conversation, the user declined your pending call to %s. "+
-			"It was not made; do not call it again with those arguments.]", conf.Tool)}
-	if approve {
-		outcome, note = metrics.ConfirmApproved, confirmNote{
-			model: fmt.Sprintf("[The user approved your pending call to %s. Call %s again now "+
-				"with exactly the same arguments.]", conf.Tool, conf.Tool),
-			held: fmt.Sprintf("[While a person had the conversation, the user approved your pending call to %s. "+
-				"It was not made; if it is still wanted, call %s again with the same arguments.]", conf.Tool, conf.Tool)}
-	}
-	c.m.Metrics.Confirmation(outcome)
-	c.traceConfirmation(conf, string(outcome))
-	c.log.Info("confirmation answered", "tool", conf.Tool, "outcome", outcome)
-	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: conf.Tool, Outcome: string(outcome)})
-	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: conf.Tool, Outcome: string(outcome)})
+	c.traceConfirmation(a.Confirmation, string(a.Outcome))
+	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: a.Tool, Outcome: string(a.Outcome)})
+	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: a.Tool, Outcome: string(a.Outcome)})
 	// The model that asked learns it: the Live model in voice (never the
 	// text model), else a text turn of its own, once any running turn ends;
 	// unless a person has the conversation by then (holdConfirmation).
-	c.act.confirmed(note)
+	c.act.confirmed(confirmNote{model: a.Note, held: a.Held})
 }
 
+// pendingConfirmations are the session's confirmations still waiting for
+// the user, which a resume shows again.
 func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-	defer cancel()
-	pending, err := c.m.Store.Pending(ctx, c.st.record().ID)
+	pending, err := c.conv.Pending(c.ctx)
 	if err != nil {
 		c.log.Warn("could not read pending confirmations", "err", err)
 		return nil

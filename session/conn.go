@@ -16,8 +16,8 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
-	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/store"
@@ -52,7 +52,9 @@ type conn struct {
 	asks  sessionAsks // what session.start asked for (context.go)
 	st    *state
 	pst   *persister
-	loops *loopdetect.Detector // the session's loop history (last turns)
+	// conv is the session's policy across its turns (loop history,
+	// confirmations, fencing, the call ledger), once its session is known.
+	conv *orchestrator.Conversation
 	// traceLink is the browser's span (session.start traceparent) that the
 	// turns' traces link to; zero: none.
 	traceLink trace.SpanContext
@@ -98,7 +100,6 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done:    make(chan struct{}),
 		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
-		loops:   loopdetect.New(m.Orchestrator.Config().LoopTurns),
 		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
 		rates:   newRates(m.cfg),
 	}

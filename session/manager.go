@@ -23,6 +23,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
+	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/profiles"
@@ -638,12 +639,16 @@ func (m *Manager) loopState() any {
 	out := make(map[string]any, min(len(conns), loopStateMax))
 	active, turns := 0, 0
 	for _, c := range conns {
-		if n := c.loops.Turns(); n > 0 {
+		state := []loopdetect.TurnState{} // a session not ready yet holds none
+		if c.started.Load() {
+			state = c.conv.LoopState()
+		}
+		if n := len(state); n > 0 {
 			active++
 			turns += n
 		}
 		if len(out) < loopStateMax {
-			out[c.st.record().ID] = c.loops.Snapshot()
+			out[c.st.record().ID] = state
 		}
 	}
 	return map[string]any{"sessions": out, "liveSessions": m.Active(),

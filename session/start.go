@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -104,7 +105,6 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.st.load(rec, hist)
 		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
 		ready.Turn = rec.Turn
-		ready.PendingConfirmations = c.pendingConfirmations()
 		c.m.Metrics.SessionsStarted.WithLabelValues("resumed", c.id.Channel.String()).Inc()
 	} else {
 		profile, r := c.m.checkAsks(msg, c.id)
@@ -143,15 +143,21 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	c.log = c.log.With("session", ready.SessionID)
 	c.pst.log = c.log
+	c.stats = c.m.Metrics.OpenSession()
+	c.conv = c.m.Orchestrator.Open(orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel,
+		Tools: c.ts.reg, Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims,
+		Budgets: c.asks.budgets()})
+	if ready.Resumed {
+		ready.PendingConfirmations = c.pendingConfirmations()
+	}
 	c.startTimeline(rec)
 	c.sendReady(ready)
 	if !ready.Resumed {
 		c.greet() // a resumed session was greeted when it started
 	}
 	c.alive(clock.Wall.Now())
-	c.started.Store(true)
+	c.started.Store(true) // after conv: the loop-state view reads it once started
 	c.m.kickPresence()
-	c.stats = c.m.Metrics.OpenSession()
 	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText, c.id.Channel.String()).Inc()
 	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Inc()
 	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,

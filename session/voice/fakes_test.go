@@ -13,7 +13,6 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/clock"
-	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -362,8 +361,8 @@ func newRigOn(t *testing.T, clk clock.Clock, host *fakeHost) *rig {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	orch := orchestrator.New(reg, m, log)
 	live := newFakeLive()
-	v, err := Start(t.Context(), Config{DrainMax: time.Second}, Deps{Live: live, Orchestrator: orch,
-		Session: orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}, Loops: loopdetect.New(5), Metrics: m, Log: log,
+	v, err := Start(t.Context(), Config{DrainMax: time.Second}, Deps{Live: live,
+		Conversation: orch.Open(orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}), Metrics: m, Log: log,
 		Clock: clk}, host, "", metrics.ConnectVoiceStart)
 	if err != nil {
 		t.Fatal(err)

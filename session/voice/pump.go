@@ -113,7 +113,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		default:
 			// Generated, billed and thrown away: the Live API cannot stop
 			// a turn's speech once asked for it (docs/operations.md).
-			v.d.Metrics.VoiceAudioDropped.WithLabelValues(drop, v.d.Session.Channel.String()).Add(float64(len(ev.Audio)) / modelAudioBytesPerSecond)
+			v.d.Metrics.VoiceAudioDropped.WithLabelValues(drop, v.s.Channel.String()).Add(float64(len(ev.Audio)) / modelAudioBytesPerSecond)
 		}
 	case transport.LiveInputTranscript:
 		v.mu.Lock()
@@ -162,8 +162,8 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		return ready
 	case transport.LiveTokens:
 		if u := ev.Usage; u != nil {
-			v.d.Metrics.AddVoiceTokens(v.d.Session.Channel, "input", u.Input, u.InputByModality)
-			v.d.Metrics.AddVoiceTokens(v.d.Session.Channel, "output", u.Output, u.OutputByModality)
+			v.d.Metrics.AddVoiceTokens(v.s.Channel, "input", u.Input, u.InputByModality)
+			v.d.Metrics.AddVoiceTokens(v.s.Channel, "output", u.Output, u.OutputByModality)
 		}
 	case transport.LiveResumption:
 		if !ev.Resumable || ev.Handle == "" {
@@ -186,8 +186,8 @@ func (v *Session) ensureTurnLocked() *turn {
 		return v.cur
 	}
 	n := v.h.BeginTurn()
-	t := &turn{n: n, ot: v.d.Orchestrator.NewTurn(v.d.Session, n, v.d.Loops)}
-	t.ctx, t.span = v.d.Tracing.StartTurn(v.ctx, tracing.Turn{Session: v.d.Session.ID, User: v.d.Session.UserID,
+	t := &turn{n: n, ot: v.d.Conversation.Turn(n, protocol.ModeVoice)}
+	t.ctx, t.span = v.d.Tracing.StartTurn(v.ctx, tracing.Turn{Session: v.s.ID, User: v.s.UserID,
 		N: n, Mode: protocol.ModeVoice, Link: v.d.TraceLink})
 	for _, ev := range v.traceNotes {
 		t.span.AddEvent(ev.name, trace.WithAttributes(ev.attrs...))

@@ -26,10 +26,8 @@ import (
 	"github.com/turnstile-gw/turnstile/audio"
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
-	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
-	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -151,14 +149,11 @@ func (c *Config) defaults() {
 
 // Deps are what a voice side talks to.
 type Deps struct {
-	Live         transport.LiveModel
-	Orchestrator *orchestrator.Orchestrator
-	// Session is who the turns belong to (its Mode is set to voice); its
-	// turns are recorded by orchestrator.Turn.End, as text turns are.
-	Session orchestrator.Session
-	// Loops is the session's loop-detection history.
-	Loops   *loopdetect.Detector
-	Metrics *metrics.Metrics
+	Live transport.LiveModel
+	// Conversation is the session's policy: each voice turn is one of its
+	// turns, recorded by orchestrator.Turn.End as text turns are.
+	Conversation *orchestrator.Conversation
+	Metrics      *metrics.Metrics
 	Log     *slog.Logger
 	// Tracing makes each voice turn's trace, linked to TraceLink when it
 	// is valid; nil: tracing is off.
@@ -192,6 +187,7 @@ type Session struct {
 	cfg Config
 	d   Deps
 	h   Host
+	s   orchestrator.Session // who the turns belong to (d.Conversation's)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -291,10 +287,9 @@ type userTurn struct {
 func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reason metrics.ConnectReason) (*Session, error) {
 	cfg.defaults()
 	d.Clock = clock.Or(d.Clock)
-	d.Session.Mode = protocol.ModeVoice
-	v := &Session{cfg: cfg, d: d, h: h, done: make(chan struct{})}
+	v := &Session{cfg: cfg, d: d, h: h, s: d.Conversation.Session(), done: make(chan struct{})}
 	if d.Metrics != nil {
-		v.response = d.Metrics.VoiceResponse.WithLabelValues(d.Session.Channel.String())
+		v.response = d.Metrics.VoiceResponse.WithLabelValues(v.s.Channel.String())
 	}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle, reason)
