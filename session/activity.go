@@ -2,14 +2,10 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
-	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/textturn"
 	"github.com/turnstile-gw/turnstile/session/voice"
@@ -57,62 +53,6 @@ func (a *activity) text(text string) {
 		return
 	}
 	a.startTextTurn(text, "")
-}
-
-// turnLimit is what a typed turn counts against: the user's turns per
-// minute (in dev mode, this connection's).
-func (a *activity) turnLimit() store.TurnLimit {
-	return store.TurnLimit{Key: a.c.limitKey, Max: a.c.m.cfg.TurnsPerMinute, Window: time.Minute}
-}
-
-// turnsUsedUp refuses a typed turn while the store said the user's turns
-// per minute are used up; it tells the browser.
-func (a *activity) turnsUsedUp(now time.Time) bool {
-	a.mu.Lock()
-	until := a.turnsUntil
-	a.mu.Unlock()
-	if now.Before(until) {
-		a.refuseTurn(until.Sub(now))
-		return true
-	}
-	return false
-}
-
-// refuseTurn tells the browser that its turn was refused for the turn
-// limit, and for how long.
-func (a *activity) refuseTurn(wait time.Duration) {
-	a.c.refused(limitTurns, a.c.m.now())
-	secs := int(wait.Round(time.Second) / time.Second)
-	a.c.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many messages in the last minute; try again in %d s", max(secs, 1)), true, 0))
-}
-
-// allowVoiceText counts a text typed in voice against the turn limit (one
-// round trip; a store that does not answer lets it through).
-func (a *activity) allowVoiceText() bool {
-	c := a.c
-	lim := a.turnLimit()
-	if lim.Max <= 0 {
-		return true
-	}
-	now := c.m.now()
-	if a.turnsUsedUp(now) {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-	defer cancel()
-	rec := c.st.record()
-	// The member only has to be unique: the system clock's nanoseconds,
-	// which a test's clock standing still would not give.
-	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(clock.Wall.Now().UnixNano(), 36))
-	if err != nil || allowed {
-		return true
-	}
-	a.mu.Lock()
-	a.turnsUntil = now.Add(wait)
-	a.mu.Unlock()
-	a.refuseTurn(wait)
-	return false
 }
 
 // startTextTurn accepts a user input: it is in the history (and, unless
@@ -303,135 +243,6 @@ func (a *activity) confirmed(note confirmNote) {
 		return
 	}
 	a.startTextTurn(note.model, "confirmation")
-}
-
-// voiceSide returns the voice side, nil in text mode.
-func (a *activity) voiceSide() *voice.Session {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.voice
-}
-
-// requestVoice is a move into voice the browser or the model asked for
-// (voice.start, session.start in voice, start_voice_session): counted
-// against the session's voice starts per minute, then startVoice. It
-// reports whether the move goes ahead.
-func (a *activity) requestVoice(reason string) bool {
-	a.mu.Lock()
-	already := a.voice != nil || a.starting || a.toVoice != ""
-	a.mu.Unlock()
-	if already {
-		return true
-	}
-	if a.c.handedOff() {
-		// Before the voice starts are counted: a person has the
-		// conversation, and voice would reach the model.
-		a.c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
-		return false
-	}
-	if a.c.m.Live != nil && !a.c.allowVoiceStart() {
-		return false
-	}
-	a.startVoice(reason, "")
-	return true
-}
-
-// startVoice opens the upstream and moves the session to voice; during a
-// text turn, the switch waits for the turn's end. handle resumes an
-// earlier upstream session; when that fails a new one is seeded with the
-// history.
-func (a *activity) startVoice(reason, handle string) {
-	c := a.c
-	if c.m.Live == nil {
-		c.send(protocol.NewError(protocol.CodeUnsupported, "voice is not configured on this gateway", false, 0))
-		return
-	}
-	if _, blocked := c.st.blocked(); blocked {
-		c.send(protocol.NewError(protocol.CodeBlocked, "voice is not available while input is refused", false, 0))
-		return
-	}
-	if c.handedOff() {
-		c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
-		if c.st.mode() == protocol.ModeVoice {
-			c.st.update(func(rec *store.Record) { rec.Mode = protocol.ModeText }) // a resume of a voice session
-			c.persistMode()
-		}
-		return
-	}
-	a.mu.Lock()
-	switch {
-	case a.voice != nil || a.starting:
-		a.mu.Unlock()
-		return
-	case a.turnDone != nil:
-		a.toVoice = reason
-		a.mu.Unlock()
-		return
-	}
-	a.starting = true
-	a.mu.Unlock()
-
-	why := metrics.ConnectVoiceStart
-	if reason == "resume" {
-		why = metrics.ConnectResume
-	}
-	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Conversation: c.conv,
-		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
-		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
-		voiceHost{c}, handle, why)
-
-	a.mu.Lock()
-	a.starting = false
-	if err != nil {
-		notes := a.notes
-		a.notes = nil
-		a.mu.Unlock()
-		if errors.Is(err, voice.ErrConnectRefused) {
-			// The budget told the browser; a resumed session stays in
-			// text, in the store too (its record said voice).
-			c.persistMode()
-		} else if c.ctx.Err() == nil {
-			c.log.Error("voice: upstream unavailable", "err", err)
-			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
-				"voice is unavailable right now; the conversation stays in text", true, 0))
-		}
-		for _, n := range notes {
-			a.confirmed(n)
-		}
-		return
-	}
-	a.voice = v
-	notes := a.notes
-	a.notes = nil
-	a.mu.Unlock()
-	c.setMode(protocol.ModeVoice, reason)
-	c.log.Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
-	for _, n := range notes {
-		v.Confirmed(n.model)
-	}
-}
-
-// endVoice starts the way back to text (voice.stop).
-func (a *activity) endVoice(reason string) {
-	if v := a.voiceSide(); v != nil {
-		v.End(reason)
-	}
-}
-
-// voiceEnded is the voice side telling that the session is back in text.
-func (a *activity) voiceEnded(reason string) {
-	a.mu.Lock()
-	a.voice = nil
-	a.mu.Unlock()
-	a.c.setMode(protocol.ModeText, reason)
-	a.c.log.Info("voice ended; back to text", "reason", reason)
-}
-
-// blockVoice ends voice at once for a block.
-func (a *activity) blockVoice() {
-	if v := a.voiceSide(); v != nil {
-		v.Block()
-	}
 }
 
 // waitIdle returns when neither a text turn nor a voice turn is under

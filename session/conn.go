@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -19,8 +18,6 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/session/voice"
-	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
 
@@ -48,10 +45,10 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 
-	ts    *toolset    // the tools pinned at the session's start
-	asks  sessionAsks // what session.start asked for (context.go)
-	st    *state
-	pst   *persister
+	ts   *toolset    // the tools pinned at the session's start
+	asks sessionAsks // what session.start asked for (context.go)
+	st   *state
+	pst  *persister
 	// conv is the session's policy across its turns (loop history,
 	// confirmations, fencing, the call ledger), once its session is known.
 	conv *orchestrator.Conversation
@@ -196,16 +193,6 @@ func (c *conn) drop() {
 	_ = c.wire.CloseNow()
 }
 
-// finalWrite stores the newest state when the browser goes away, the
-// voice upstream's resumption handle included, so that a resume anywhere
-// continues from here.
-func (c *conn) finalWrite() {
-	if c.st.record().ID == "" {
-		return
-	}
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
-}
-
 // readLoop handles browser messages until the connection ends.
 func (c *conn) readLoop() {
 	var buf []byte // a browser's wire reads into buffers of its own
@@ -243,48 +230,6 @@ func (c *conn) invalidUTF8() {
 	c.close(protocol.DisconnectInvalidUTF8)
 }
 
-// handle acts on one text frame; false ends the connection.
-func (c *conn) handle(data []byte) bool {
-	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
-	if derr != nil {
-		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
-		var de *protocol.DecodeError
-		errors.As(derr, &de)
-		c.send(protocol.NewError(de.Code, de.Message, false, 0))
-		return true
-	}
-	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
-	switch msg.Type {
-	case protocol.TypeSessionStart:
-		c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))
-		c.close(protocol.DisconnectProtocolViolation)
-		return false
-	case protocol.TypeText:
-		c.act.text(msg.Text)
-	case protocol.TypeVoiceStart:
-		c.act.requestVoice("client")
-	case protocol.TypeVoiceStop:
-		c.act.endVoice("client")
-	case protocol.TypeAudioEnd:
-		if v := c.act.voiceSide(); v != nil {
-			v.AudioEnd()
-		}
-	case protocol.TypeConfirm:
-		c.answerConfirm(msg.Token, msg.Approve)
-	case protocol.TypeTurnCancel:
-		c.act.cancelTurn()
-	case protocol.TypePing:
-		c.send(protocol.Pong{Type: protocol.TypePong})
-	case protocol.TypeAuth:
-		return c.reauth(msg.Token)
-	case protocol.TypeHistory:
-		c.historyPage(msg.Before, msg.Limit)
-	default:
-		c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
-	}
-	return true
-}
-
 func readReason(err error) protocol.Disconnect {
 	switch websocket.CloseStatus(err) {
 	case websocket.StatusMessageTooBig:
@@ -295,80 +240,3 @@ func readReason(err error) protocol.Disconnect {
 		return protocol.DisconnectClientClosed
 	}
 }
-
-// micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm
-// is the reader's buffer and is not kept. Audio is paced (MicPace) before
-// anything else, in text mode too.
-func (c *conn) micAudio(now time.Time, pcm []byte) {
-	if c.rates.mic != nil && len(pcm) > micBytesPerSecond {
-		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must be at most 1 s (32000 bytes)", false, 0))
-		return
-	}
-	if !c.allowMic(now, len(pcm)) {
-		return
-	}
-	v := c.act.voiceSide()
-	switch {
-	case v == nil:
-		c.send(protocol.NewError(protocol.CodeBadMessage, "audio is only accepted in voice mode", false, 0))
-	case len(pcm)%2 != 0:
-		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
-	default:
-		if _, blocked := c.st.blocked(); !blocked && v.Mic(now, pcm) {
-			// now is when the frame was read: the in-relay sample runs
-			// from there to the end of its upstream write.
-			if c.micFrames++; c.micFrames%voice.RelaySampleEvery == 0 {
-				c.relayIn.Observe(clock.Wall.Since(now).Seconds())
-			}
-		}
-	}
-}
-
-// takeOver closes the connection because another one resumed its session,
-// and returns when it has ended (its turn cancelled, its store writes
-// landed) or after TakeoverWait, so that the new connection reads
-// everything the old one wrote.
-func (c *conn) takeOver(ctx context.Context) {
-	c.close(protocol.DisconnectTakenOver)
-	c.act.cancelTurn()
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-	case <-clock.Wall.After(c.m.cfg.TakeoverWait):
-	}
-}
-
-// drain waits for the running turn (a voice turn plays out to its
-// turnComplete) or ctx, then closes with 4100. A pinned connection (a phone
-// call, which cannot reconnect elsewhere) is kept until it ends; GoodbyeLead
-// before ctx's deadline the model is asked to say goodbye, and the
-// connection closes when that answer is over.
-func (c *conn) drain(ctx context.Context) {
-	if c.id.Pinned {
-		deadline, ok := ctx.Deadline()
-		wait := clock.Wall.Until(deadline) - c.m.cfg.GoodbyeLead
-		if !ok {
-			wait = time.Duration(1<<63 - 1)
-		}
-		t := clock.Wall.NewTimer(max(wait, 0))
-		defer t.Stop()
-		select {
-		case <-c.done:
-			return
-		case <-ctx.Done():
-		case <-t.C:
-			if v := c.act.voiceSide(); v != nil {
-				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
-				c.m.Metrics.TelephonyEvents.WithLabelValues(c.id.Channel.String(), "drain_goodbye").Inc()
-				v.Notice(goodbyeNotice)
-			}
-		}
-	}
-	c.act.waitIdle(ctx, c.done)
-	c.close(protocol.DisconnectDraining)
-}
-
-// goodbyeNotice is what the model is told when a drain's deadline nears on
-// a call.
-const goodbyeNotice = "[The line is closing now for maintenance. Say one short sentence of goodbye to the " +
-	"caller, asking them to call back, and nothing else.]"

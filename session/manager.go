@@ -16,216 +16,18 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
-	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
-	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
-	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
-
-// Config bounds what a session may do. Zero values get the defaults noted.
-type Config struct {
-	SystemPrompt      string
-	MaxToolIterations int           // model↔tool rounds per text turn; default 20
-	MaxMessageBytes   int64         // largest browser frame; default 64 KiB
-	MaxTextChars      int           // longest user text; default 8000
-	SendQueueBytes    int           // send queue bound; default 256 KiB
-	WriteTimeout      time.Duration // one browser write; default 5 s
-	ModelTimeout      time.Duration // one model call; default 60 s
-	StoreTimeout      time.Duration // one store call; default 1 s
-	// LiveConnectTimeout bounds opening a voice upstream; default 10 s.
-	LiveConnectTimeout time.Duration
-	HandshakeTimeout   time.Duration // time to send session.start; default 10 s
-	// LiveVoice is the Live voice of a session that asks for none ("" the
-	// model's own); LiveVoices the voices a session.start or a profile may
-	// ask for (empty: none).
-	LiveVoice  string
-	LiveVoices []string
-	// Profiles are the assistant profiles a session may run (nil: none,
-	// every session runs the default).
-	Profiles   profiles.Set
-	HistoryMax int // entries kept; default 200
-	ModelName  string
-	// TextProvider names the text model's provider in metrics; default
-	// "gemini".
-	TextProvider string
-	// GenAIProvider is the text model's gen_ai.provider.name on chat
-	// spans (tracing.ProviderGemini, …); default tracing.ProviderGemini.
-	GenAIProvider string
-	Offline       bool // the model is the offline demo model
-	// RestrictOutput makes the model answer through tools (finish or a
-	// terminal tool): a text answer without a tool call is not the answer;
-	// RestrictionMessage ("": textturn.DefaultRestrictionMessage)
-	// follows it in that turn's history and the model is asked again, at
-	// most RestrictionMaxInjections times per turn (0: no limit but the
-	// iteration limit).
-	RestrictOutput           bool
-	RestrictionMessage       string
-	RestrictionMaxInjections int
-	// TakeoverWait bounds how long a resume waits for the connection it
-	// replaces on this node to end, so that it reads that connection's
-	// last writes; default 2 s.
-	TakeoverWait time.Duration
-	// BlockSteps cap the blocks the model imposes (ignore_user): a user's
-	// n-th block within BlockMemory lasts at most BlockSteps[n-1], the last
-	// step for every later one (block.go); default DefaultBlockSteps.
-	BlockSteps []time.Duration
-	// BlockMemory is how long a user's blocks count toward escalation
-	// after the latest one; default DefaultBlockMemory.
-	BlockMemory time.Duration
-
-	// The edge limits. For each, zero means no limit (the gateway's
-	// configuration supplies the defaults).
-	//
-	// MessageRate and MessageBurst bound the text frames of one connection
-	// (session.start aside): excess is dropped and answered rate_limited.
-	MessageRate  float64 // frames per second
-	MessageBurst int
-	// MicPace bounds microphone audio to this many times real time (16 kHz
-	// PCM16, with a one-second burst); excess is dropped and answered
-	// rate_limited.
-	MicPace float64
-	// RateAbuseAfter: a connection over its message or audio rate this
-	// long without a break closes 4008; default 10 s.
-	RateAbuseAfter time.Duration
-	// AbuseCooldown: after a 4008 for rate abuse the user may not connect
-	// nor resume, on any node, for this long (the edge refuses the
-	// upgrade), escalating on repeats; the close reason says how long.
-	// Zero First: no cooldown. Not applied in dev mode.
-	AbuseCooldown store.CooldownPolicy
-	// TurnsPerMinute bounds the turns a user types, across nodes (in dev
-	// mode, per connection).
-	TurnsPerMinute int
-	// VoiceStartsPerMinute bounds the moves into voice of one session
-	// (voice.start, start_voice_session, session.start in voice; resumes
-	// do not count).
-	VoiceStartsPerMinute int
-	// NewSessionsPerMinute bounds the new sessions a user starts, across
-	// nodes (in dev mode, per connection); resumes do not count. It bounds
-	// what one user can write to Redis: every new session is kept for the
-	// session TTL.
-	NewSessionsPerMinute int
-	// LiveConnectsPerMinute and UserLiveConnectsPerMinute are the
-	// upstream-connect budget: the Live connections opened for one session,
-	// and for one user's sessions (in dev mode, per connection), across
-	// nodes, whatever the reason (voice.start, a resume in voice, goAway,
-	// reconnects). Beyond it the browser is told rate_limited and the
-	// session stays in text.
-	LiveConnectsPerMinute     int
-	UserLiveConnectsPerMinute int
-	// ResumesPerMinute and UserResumesPerMinute bound the resumes of one
-	// session and of one user (in dev mode, per connection), across
-	// nodes; beyond them: rate_limited and close 4008.
-	ResumesPerMinute     int
-	UserResumesPerMinute int
-	// ContextMaxTokens bounds the estimated size (chars/4) of a model
-	// request: system instruction, tool declarations and history. The
-	// oldest history goes first; the current turn always stays.
-	ContextMaxTokens int
-	// HistoryMaxBytes bounds a session's history (its JSON), in memory and
-	// in the store, on top of HistoryMax entries.
-	HistoryMaxBytes int
-	// ResumeHistoryMax bounds the entries session.ready carries (older
-	// ones are paged with history requests). Whatever it is, session.ready
-	// and history answers are cut to fit the send queue.
-	ResumeHistoryMax int
-	// AuthLeeway is how long past its token's expiry a connection lasts
-	// without an auth refresh before it is closed 4001.
-	AuthLeeway time.Duration
-	// PingInterval: WebSocket pings go to every started connection this
-	// often. IdleTimeout: a started connection that sent nothing and
-	// answered no ping for this long is closed 4104 (checked every
-	// PingInterval, or IdleTimeout/4 without pings).
-	PingInterval time.Duration
-	IdleTimeout  time.Duration
-	// RecentSessionsBytes bounds the history (JSON bytes) of the copies
-	// this node keeps of the sessions whose connection ended here in the
-	// last IdleTimeout, to write them back should Redis lose them (see
-	// recent.go); 0: none kept.
-	RecentSessionsBytes int
-	// Clock is the session's one clock: token expiry timers, blocks, the
-	// turn and connect limits' waits, timelines, refusal log throttles;
-	// default the system clock. Liveness (pings, idle), message rates and
-	// the relay's latency samples go by the system clock: they measure the
-	// network, and a test's clock standing still must not stop them.
-	Clock Clock
-	// GoodbyeLead is how long before a drain's deadline a pinned
-	// connection (a phone call) is asked to say goodbye; default 8 s.
-	GoodbyeLead time.Duration
-	// Node names this node in the store (its liveness marker, the live
-	// index); default a random name.
-	Node string
-	// LiveTTL is how long this node's claim on a session counts in the
-	// live index without renewal; default DefaultLiveTTL.
-	LiveTTL time.Duration
-	// Pseudonyms names users in timelines (the same key as traces'; the
-	// same on every node for stable pseudonyms). The gateway sets it;
-	// the zero Key is an empty key.
-	Pseudonyms pseudonym.Key
-}
-
-// Clock is the gateway's one clock (internal/clock); tests inject one.
-type Clock = clock.Clock
-
-// Timer is a running AfterFunc.
-type Timer = clock.Timer
-
-// now is the time on the session's clock (Config.Clock).
-func (m *Manager) now() time.Time { return m.cfg.Clock.Now() }
-
-func (c *Config) defaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.MaxToolIterations, 20)
-	def(&c.MaxTextChars, 8000)
-	def(&c.SendQueueBytes, 256<<10)
-	def(&c.HistoryMax, 200)
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 64 << 10
-	}
-	if c.GenAIProvider == "" {
-		c.GenAIProvider = tracing.ProviderGemini
-	}
-	if c.TextProvider == "" {
-		c.TextProvider = "gemini"
-	}
-	c.Clock = clock.Or(c.Clock)
-	if c.Node == "" {
-		c.Node = "n_" + newSessionID()[2:]
-	}
-	defDur(&c.WriteTimeout, 5*time.Second)
-	defDur(&c.ModelTimeout, 60*time.Second)
-	defDur(&c.StoreTimeout, time.Second)
-	defDur(&c.HandshakeTimeout, 10*time.Second)
-	defDur(&c.LiveConnectTimeout, 10*time.Second)
-	defDur(&c.TakeoverWait, 2*time.Second)
-	defDur(&c.RateAbuseAfter, 10*time.Second)
-	defDur(&c.GoodbyeLead, 8*time.Second)
-	defDur(&c.LiveTTL, DefaultLiveTTL)
-	defDur(&c.BlockMemory, DefaultBlockMemory)
-	if len(c.BlockSteps) == 0 {
-		c.BlockSteps = DefaultBlockSteps
-	}
-}
 
 // Deps are the parts a session talks to.
 type Deps struct {
@@ -247,12 +49,6 @@ type Deps struct {
 	// Desk hears of every hand-off to a person (handoff.go); nil: only
 	// the browser, the timeline and the event stream do.
 	Desk HandoffDesk
-}
-
-// TokenVerifier checks an access token and says whom it names and until
-// when (the edge's authenticator is one).
-type TokenVerifier interface {
-	Verify(token string) (Identity, error)
 }
 
 // Manager runs sessions and knows which are live on this node, so that a
@@ -322,46 +118,6 @@ func (m *Manager) Active() int {
 	defer m.mu.Unlock()
 	return len(m.all)
 }
-
-// Identity is who a connection is, as the edge authenticated it.
-type Identity struct {
-	User string
-	// ExpiresAt is when the token that admitted the connection expires;
-	// zero when it does not (dev mode).
-	ExpiresAt time.Time
-	// Anonymous is true in dev mode: every connection is the same
-	// anonymous user, and counts as a user of its own for the per-user
-	// limits.
-	Anonymous bool
-	// ClientIP is the browser's address (behind trusted proxies, the one
-	// they forwarded); every log line of the connection carries it.
-	ClientIP string
-	// Channel is what the connection is, for metrics and logs: a browser
-	// (ChannelBrowser, the default) or a phone carrier
-	// (metrics.ChannelTwilio).
-	Channel metrics.Channel
-	// Prompt is added to the voice system instruction (how a phone caller
-	// answers confirmations, say).
-	Prompt string
-	// Pinned is a connection that cannot move to another node (a phone
-	// call): a drain keeps it until it ends, and asks the model to say
-	// goodbye before the drain's deadline.
-	Pinned bool
-	// Claims are the token's claims forwarded to tools
-	// (TURNSTILE_TOOL_CLAIMS); nil when none.
-	Claims tools.Claims
-	// Facts are the token's claims the model is told as facts about the
-	// user (TURNSTILE_CONTEXT_CLAIMS); nil when none.
-	Facts tools.Claims
-	// Profile is the token's profile claim ("" none): the profile its
-	// sessions run. Profiles is its profiles claim: the ones session.start
-	// may pick.
-	Profile  string
-	Profiles []string
-}
-
-// ChannelBrowser is a browser's Identity.Channel.
-const ChannelBrowser = metrics.ChannelBrowser
 
 // Serve runs one accepted browser WebSocket until it ends. raw is the
 // network connection under it (nil when unknown), which lets the session
@@ -619,38 +375,4 @@ func (m *Manager) connsOf(user string) []*conn {
 		}
 	}
 	return conns
-}
-
-// loopStateMax bounds how many sessions the loop-detection view lists.
-const loopStateMax = 50
-
-// loopState is the loop-detection view of /metrics/summary: per live
-// session (at most loopStateMax), the counts its last turns hold; and, over
-// every live session, how many hold loop state (activeSessions) and how
-// many turns they hold in all (totalTurnsTracked), the seed's two figures.
-// It shows counts only, never arguments.
-func (m *Manager) loopState() any {
-	m.mu.Lock()
-	conns := make([]*conn, 0, len(m.live))
-	for _, c := range m.live {
-		conns = append(conns, c)
-	}
-	m.mu.Unlock()
-	out := make(map[string]any, min(len(conns), loopStateMax))
-	active, turns := 0, 0
-	for _, c := range conns {
-		state := []loopdetect.TurnState{} // a session not ready yet holds none
-		if c.started.Load() {
-			state = c.conv.LoopState()
-		}
-		if n := len(state); n > 0 {
-			active++
-			turns += n
-		}
-		if len(out) < loopStateMax {
-			out[c.st.record().ID] = state
-		}
-	}
-	return map[string]any{"sessions": out, "liveSessions": m.Active(),
-		"activeSessions": active, "totalTurnsTracked": turns}
 }

@@ -206,3 +206,13 @@ func (p *persister) saveHandle() {
 		return p.store.Append(ctx, rec)
 	})
 }
+
+// finalWrite stores the newest state when the browser goes away, the
+// voice upstream's resumption handle included, so that a resume anywhere
+// continues from here.
+func (c *conn) finalWrite() {
+	if c.st.record().ID == "" {
+		return
+	}
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
+}

@@ -154,7 +154,7 @@ type Deps struct {
 	// turns, recorded by orchestrator.Turn.End as text turns are.
 	Conversation *orchestrator.Conversation
 	Metrics      *metrics.Metrics
-	Log     *slog.Logger
+	Log          *slog.Logger
 	// Tracing makes each voice turn's trace, linked to TraceLink when it
 	// is valid; nil: tracing is off.
 	Tracing   *tracing.Provider

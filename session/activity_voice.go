@@ -1,0 +1,141 @@
+package session
+
+import (
+	"errors"
+
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/voice"
+	"github.com/turnstile-gw/turnstile/store"
+)
+
+// The activity's moves into voice and back to text.
+
+// voiceSide returns the voice side, nil in text mode.
+func (a *activity) voiceSide() *voice.Session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.voice
+}
+
+// requestVoice is a move into voice the browser or the model asked for
+// (voice.start, session.start in voice, start_voice_session): counted
+// against the session's voice starts per minute, then startVoice. It
+// reports whether the move goes ahead.
+func (a *activity) requestVoice(reason string) bool {
+	a.mu.Lock()
+	already := a.voice != nil || a.starting || a.toVoice != ""
+	a.mu.Unlock()
+	if already {
+		return true
+	}
+	if a.c.handedOff() {
+		// Before the voice starts are counted: a person has the
+		// conversation, and voice would reach the model.
+		a.c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+		return false
+	}
+	if a.c.m.Live != nil && !a.c.allowVoiceStart() {
+		return false
+	}
+	a.startVoice(reason, "")
+	return true
+}
+
+// startVoice opens the upstream and moves the session to voice; during a
+// text turn, the switch waits for the turn's end. handle resumes an
+// earlier upstream session; when that fails a new one is seeded with the
+// history.
+func (a *activity) startVoice(reason, handle string) {
+	c := a.c
+	if c.m.Live == nil {
+		c.send(protocol.NewError(protocol.CodeUnsupported, "voice is not configured on this gateway", false, 0))
+		return
+	}
+	if _, blocked := c.st.blocked(); blocked {
+		c.send(protocol.NewError(protocol.CodeBlocked, "voice is not available while input is refused", false, 0))
+		return
+	}
+	if c.handedOff() {
+		c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+		if c.st.mode() == protocol.ModeVoice {
+			c.st.update(func(rec *store.Record) { rec.Mode = protocol.ModeText }) // a resume of a voice session
+			c.persistMode()
+		}
+		return
+	}
+	a.mu.Lock()
+	switch {
+	case a.voice != nil || a.starting:
+		a.mu.Unlock()
+		return
+	case a.turnDone != nil:
+		a.toVoice = reason
+		a.mu.Unlock()
+		return
+	}
+	a.starting = true
+	a.mu.Unlock()
+
+	why := metrics.ConnectVoiceStart
+	if reason == "resume" {
+		why = metrics.ConnectResume
+	}
+	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Conversation: c.conv,
+		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
+		voiceHost{c}, handle, why)
+
+	a.mu.Lock()
+	a.starting = false
+	if err != nil {
+		notes := a.notes
+		a.notes = nil
+		a.mu.Unlock()
+		if errors.Is(err, voice.ErrConnectRefused) {
+			// The budget told the browser; a resumed session stays in
+			// text, in the store too (its record said voice).
+			c.persistMode()
+		} else if c.ctx.Err() == nil {
+			c.log.Error("voice: upstream unavailable", "err", err)
+			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
+				"voice is unavailable right now; the conversation stays in text", true, 0))
+		}
+		for _, n := range notes {
+			a.confirmed(n)
+		}
+		return
+	}
+	a.voice = v
+	notes := a.notes
+	a.notes = nil
+	a.mu.Unlock()
+	c.setMode(protocol.ModeVoice, reason)
+	c.log.Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
+	for _, n := range notes {
+		v.Confirmed(n.model)
+	}
+}
+
+// endVoice starts the way back to text (voice.stop).
+func (a *activity) endVoice(reason string) {
+	if v := a.voiceSide(); v != nil {
+		v.End(reason)
+	}
+}
+
+// voiceEnded is the voice side telling that the session is back in text.
+func (a *activity) voiceEnded(reason string) {
+	a.mu.Lock()
+	a.voice = nil
+	a.mu.Unlock()
+	a.c.setMode(protocol.ModeText, reason)
+	a.c.log.Info("voice ended; back to text", "reason", reason)
+}
+
+// blockVoice ends voice at once for a block.
+func (a *activity) blockVoice() {
+	if v := a.voiceSide(); v != nil {
+		v.Block()
+	}
+}

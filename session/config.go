@@ -1,0 +1,204 @@
+package session
+
+import (
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/pseudonym"
+	"github.com/turnstile-gw/turnstile/profiles"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tracing"
+)
+
+// Config bounds what a session may do. Zero values get the defaults noted.
+type Config struct {
+	SystemPrompt      string
+	MaxToolIterations int           // model↔tool rounds per text turn; default 20
+	MaxMessageBytes   int64         // largest browser frame; default 64 KiB
+	MaxTextChars      int           // longest user text; default 8000
+	SendQueueBytes    int           // send queue bound; default 256 KiB
+	WriteTimeout      time.Duration // one browser write; default 5 s
+	ModelTimeout      time.Duration // one model call; default 60 s
+	StoreTimeout      time.Duration // one store call; default 1 s
+	// LiveConnectTimeout bounds opening a voice upstream; default 10 s.
+	LiveConnectTimeout time.Duration
+	HandshakeTimeout   time.Duration // time to send session.start; default 10 s
+	// LiveVoice is the Live voice of a session that asks for none ("" the
+	// model's own); LiveVoices the voices a session.start or a profile may
+	// ask for (empty: none).
+	LiveVoice  string
+	LiveVoices []string
+	// Profiles are the assistant profiles a session may run (nil: none,
+	// every session runs the default).
+	Profiles   profiles.Set
+	HistoryMax int // entries kept; default 200
+	ModelName  string
+	// TextProvider names the text model's provider in metrics; default
+	// "gemini".
+	TextProvider string
+	// GenAIProvider is the text model's gen_ai.provider.name on chat
+	// spans (tracing.ProviderGemini, …); default tracing.ProviderGemini.
+	GenAIProvider string
+	Offline       bool // the model is the offline demo model
+	// RestrictOutput makes the model answer through tools (finish or a
+	// terminal tool): a text answer without a tool call is not the answer;
+	// RestrictionMessage ("": textturn.DefaultRestrictionMessage)
+	// follows it in that turn's history and the model is asked again, at
+	// most RestrictionMaxInjections times per turn (0: no limit but the
+	// iteration limit).
+	RestrictOutput           bool
+	RestrictionMessage       string
+	RestrictionMaxInjections int
+	// TakeoverWait bounds how long a resume waits for the connection it
+	// replaces on this node to end, so that it reads that connection's
+	// last writes; default 2 s.
+	TakeoverWait time.Duration
+	// BlockSteps cap the blocks the model imposes (ignore_user): a user's
+	// n-th block within BlockMemory lasts at most BlockSteps[n-1], the last
+	// step for every later one (block.go); default DefaultBlockSteps.
+	BlockSteps []time.Duration
+	// BlockMemory is how long a user's blocks count toward escalation
+	// after the latest one; default DefaultBlockMemory.
+	BlockMemory time.Duration
+
+	// The edge limits. For each, zero means no limit (the gateway's
+	// configuration supplies the defaults).
+	//
+	// MessageRate and MessageBurst bound the text frames of one connection
+	// (session.start aside): excess is dropped and answered rate_limited.
+	MessageRate  float64 // frames per second
+	MessageBurst int
+	// MicPace bounds microphone audio to this many times real time (16 kHz
+	// PCM16, with a one-second burst); excess is dropped and answered
+	// rate_limited.
+	MicPace float64
+	// RateAbuseAfter: a connection over its message or audio rate this
+	// long without a break closes 4008; default 10 s.
+	RateAbuseAfter time.Duration
+	// AbuseCooldown: after a 4008 for rate abuse the user may not connect
+	// nor resume, on any node, for this long (the edge refuses the
+	// upgrade), escalating on repeats; the close reason says how long.
+	// Zero First: no cooldown. Not applied in dev mode.
+	AbuseCooldown store.CooldownPolicy
+	// TurnsPerMinute bounds the turns a user types, across nodes (in dev
+	// mode, per connection).
+	TurnsPerMinute int
+	// VoiceStartsPerMinute bounds the moves into voice of one session
+	// (voice.start, start_voice_session, session.start in voice; resumes
+	// do not count).
+	VoiceStartsPerMinute int
+	// NewSessionsPerMinute bounds the new sessions a user starts, across
+	// nodes (in dev mode, per connection); resumes do not count. It bounds
+	// what one user can write to Redis: every new session is kept for the
+	// session TTL.
+	NewSessionsPerMinute int
+	// LiveConnectsPerMinute and UserLiveConnectsPerMinute are the
+	// upstream-connect budget: the Live connections opened for one session,
+	// and for one user's sessions (in dev mode, per connection), across
+	// nodes, whatever the reason (voice.start, a resume in voice, goAway,
+	// reconnects). Beyond it the browser is told rate_limited and the
+	// session stays in text.
+	LiveConnectsPerMinute     int
+	UserLiveConnectsPerMinute int
+	// ResumesPerMinute and UserResumesPerMinute bound the resumes of one
+	// session and of one user (in dev mode, per connection), across
+	// nodes; beyond them: rate_limited and close 4008.
+	ResumesPerMinute     int
+	UserResumesPerMinute int
+	// ContextMaxTokens bounds the estimated size (chars/4) of a model
+	// request: system instruction, tool declarations and history. The
+	// oldest history goes first; the current turn always stays.
+	ContextMaxTokens int
+	// HistoryMaxBytes bounds a session's history (its JSON), in memory and
+	// in the store, on top of HistoryMax entries.
+	HistoryMaxBytes int
+	// ResumeHistoryMax bounds the entries session.ready carries (older
+	// ones are paged with history requests). Whatever it is, session.ready
+	// and history answers are cut to fit the send queue.
+	ResumeHistoryMax int
+	// AuthLeeway is how long past its token's expiry a connection lasts
+	// without an auth refresh before it is closed 4001.
+	AuthLeeway time.Duration
+	// PingInterval: WebSocket pings go to every started connection this
+	// often. IdleTimeout: a started connection that sent nothing and
+	// answered no ping for this long is closed 4104 (checked every
+	// PingInterval, or IdleTimeout/4 without pings).
+	PingInterval time.Duration
+	IdleTimeout  time.Duration
+	// RecentSessionsBytes bounds the history (JSON bytes) of the copies
+	// this node keeps of the sessions whose connection ended here in the
+	// last IdleTimeout, to write them back should Redis lose them (see
+	// recent.go); 0: none kept.
+	RecentSessionsBytes int
+	// Clock is the session's one clock: token expiry timers, blocks, the
+	// turn and connect limits' waits, timelines, refusal log throttles;
+	// default the system clock. Liveness (pings, idle), message rates and
+	// the relay's latency samples go by the system clock: they measure the
+	// network, and a test's clock standing still must not stop them.
+	Clock Clock
+	// GoodbyeLead is how long before a drain's deadline a pinned
+	// connection (a phone call) is asked to say goodbye; default 8 s.
+	GoodbyeLead time.Duration
+	// Node names this node in the store (its liveness marker, the live
+	// index); default a random name.
+	Node string
+	// LiveTTL is how long this node's claim on a session counts in the
+	// live index without renewal; default DefaultLiveTTL.
+	LiveTTL time.Duration
+	// Pseudonyms names users in timelines (the same key as traces'; the
+	// same on every node for stable pseudonyms). The gateway sets it;
+	// the zero Key is an empty key.
+	Pseudonyms pseudonym.Key
+}
+
+// Clock is the gateway's one clock (internal/clock); tests inject one.
+type Clock = clock.Clock
+
+// Timer is a running AfterFunc.
+type Timer = clock.Timer
+
+// now is the time on the session's clock (Config.Clock).
+func (m *Manager) now() time.Time { return m.cfg.Clock.Now() }
+
+func (c *Config) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxToolIterations, 20)
+	def(&c.MaxTextChars, 8000)
+	def(&c.SendQueueBytes, 256<<10)
+	def(&c.HistoryMax, 200)
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 64 << 10
+	}
+	if c.GenAIProvider == "" {
+		c.GenAIProvider = tracing.ProviderGemini
+	}
+	if c.TextProvider == "" {
+		c.TextProvider = "gemini"
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Node == "" {
+		c.Node = "n_" + newSessionID()[2:]
+	}
+	defDur(&c.WriteTimeout, 5*time.Second)
+	defDur(&c.ModelTimeout, 60*time.Second)
+	defDur(&c.StoreTimeout, time.Second)
+	defDur(&c.HandshakeTimeout, 10*time.Second)
+	defDur(&c.LiveConnectTimeout, 10*time.Second)
+	defDur(&c.TakeoverWait, 2*time.Second)
+	defDur(&c.RateAbuseAfter, 10*time.Second)
+	defDur(&c.GoodbyeLead, 8*time.Second)
+	defDur(&c.LiveTTL, DefaultLiveTTL)
+	defDur(&c.BlockMemory, DefaultBlockMemory)
+	if len(c.BlockSteps) == 0 {
+		c.BlockSteps = DefaultBlockSteps
+	}
+}

@@ -1,0 +1,61 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// A connection ended by its node rather than its browser: another
+// connection taking its session over (takeOver), and a drain.
+
+// takeOver closes the connection because another one resumed its session,
+// and returns when it has ended (its turn cancelled, its store writes
+// landed) or after TakeoverWait, so that the new connection reads
+// everything the old one wrote.
+func (c *conn) takeOver(ctx context.Context) {
+	c.close(protocol.DisconnectTakenOver)
+	c.act.cancelTurn()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+	case <-clock.Wall.After(c.m.cfg.TakeoverWait):
+	}
+}
+
+// drain waits for the running turn (a voice turn plays out to its
+// turnComplete) or ctx, then closes with 4100. A pinned connection (a phone
+// call, which cannot reconnect elsewhere) is kept until it ends; GoodbyeLead
+// before ctx's deadline the model is asked to say goodbye, and the
+// connection closes when that answer is over.
+func (c *conn) drain(ctx context.Context) {
+	if c.id.Pinned {
+		deadline, ok := ctx.Deadline()
+		wait := clock.Wall.Until(deadline) - c.m.cfg.GoodbyeLead
+		if !ok {
+			wait = time.Duration(1<<63 - 1)
+		}
+		t := clock.Wall.NewTimer(max(wait, 0))
+		defer t.Stop()
+		select {
+		case <-c.done:
+			return
+		case <-ctx.Done():
+		case <-t.C:
+			if v := c.act.voiceSide(); v != nil {
+				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
+				c.m.Metrics.TelephonyEvents.WithLabelValues(c.id.Channel.String(), "drain_goodbye").Inc()
+				v.Notice(goodbyeNotice)
+			}
+		}
+	}
+	c.act.waitIdle(ctx, c.done)
+	c.close(protocol.DisconnectDraining)
+}
+
+// goodbyeNotice is what the model is told when a drain's deadline nears on
+// a call.
+const goodbyeNotice = "[The line is closing now for maintenance. Say one short sentence of goodbye to the " +
+	"caller, asking them to call back, and nothing else.]"

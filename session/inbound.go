@@ -1,0 +1,83 @@
+package session
+
+import (
+	"errors"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/voice"
+)
+
+// What the browser sends, acted on by the connection's reader: its text
+// messages (handle) and its microphone audio (micAudio).
+
+// handle acts on one text frame; false ends the connection.
+func (c *conn) handle(data []byte) bool {
+	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
+	if derr != nil {
+		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+		var de *protocol.DecodeError
+		errors.As(derr, &de)
+		c.send(protocol.NewError(de.Code, de.Message, false, 0))
+		return true
+	}
+	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
+	switch msg.Type {
+	case protocol.TypeSessionStart:
+		c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))
+		c.close(protocol.DisconnectProtocolViolation)
+		return false
+	case protocol.TypeText:
+		c.act.text(msg.Text)
+	case protocol.TypeVoiceStart:
+		c.act.requestVoice("client")
+	case protocol.TypeVoiceStop:
+		c.act.endVoice("client")
+	case protocol.TypeAudioEnd:
+		if v := c.act.voiceSide(); v != nil {
+			v.AudioEnd()
+		}
+	case protocol.TypeConfirm:
+		c.answerConfirm(msg.Token, msg.Approve)
+	case protocol.TypeTurnCancel:
+		c.act.cancelTurn()
+	case protocol.TypePing:
+		c.send(protocol.Pong{Type: protocol.TypePong})
+	case protocol.TypeAuth:
+		return c.reauth(msg.Token)
+	case protocol.TypeHistory:
+		c.historyPage(msg.Before, msg.Limit)
+	default:
+		c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
+	}
+	return true
+}
+
+// micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm
+// is the reader's buffer and is not kept. Audio is paced (MicPace) before
+// anything else, in text mode too.
+func (c *conn) micAudio(now time.Time, pcm []byte) {
+	if c.rates.mic != nil && len(pcm) > micBytesPerSecond {
+		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must be at most 1 s (32000 bytes)", false, 0))
+		return
+	}
+	if !c.allowMic(now, len(pcm)) {
+		return
+	}
+	v := c.act.voiceSide()
+	switch {
+	case v == nil:
+		c.send(protocol.NewError(protocol.CodeBadMessage, "audio is only accepted in voice mode", false, 0))
+	case len(pcm)%2 != 0:
+		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
+	default:
+		if _, blocked := c.st.blocked(); !blocked && v.Mic(now, pcm) {
+			// now is when the frame was read: the in-relay sample runs
+			// from there to the end of its upstream write.
+			if c.micFrames++; c.micFrames%voice.RelaySampleEvery == 0 {
+				c.relayIn.Observe(clock.Wall.Since(now).Seconds())
+			}
+		}
+	}
+}

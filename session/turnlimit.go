@@ -1,0 +1,72 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/store"
+)
+
+// The user's typed turns per minute (Config.TurnsPerMinute), counted in
+// the store across nodes; a refusal is remembered here until it runs out,
+// so that a flood does not ask the store again for every message.
+
+// turnLimit is what a typed turn counts against: the user's turns per
+// minute (in dev mode, this connection's).
+func (a *activity) turnLimit() store.TurnLimit {
+	return store.TurnLimit{Key: a.c.limitKey, Max: a.c.m.cfg.TurnsPerMinute, Window: time.Minute}
+}
+
+// turnsUsedUp refuses a typed turn while the store said the user's turns
+// per minute are used up; it tells the browser.
+func (a *activity) turnsUsedUp(now time.Time) bool {
+	a.mu.Lock()
+	until := a.turnsUntil
+	a.mu.Unlock()
+	if now.Before(until) {
+		a.refuseTurn(until.Sub(now))
+		return true
+	}
+	return false
+}
+
+// refuseTurn tells the browser that its turn was refused for the turn
+// limit, and for how long.
+func (a *activity) refuseTurn(wait time.Duration) {
+	a.c.refused(limitTurns, a.c.m.now())
+	secs := int(wait.Round(time.Second) / time.Second)
+	a.c.send(protocol.NewError(protocol.CodeRateLimited,
+		fmt.Sprintf("too many messages in the last minute; try again in %d s", max(secs, 1)), true, 0))
+}
+
+// allowVoiceText counts a text typed in voice against the turn limit (one
+// round trip; a store that does not answer lets it through).
+func (a *activity) allowVoiceText() bool {
+	c := a.c
+	lim := a.turnLimit()
+	if lim.Max <= 0 {
+		return true
+	}
+	now := c.m.now()
+	if a.turnsUsedUp(now) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	defer cancel()
+	rec := c.st.record()
+	// The member only has to be unique: the system clock's nanoseconds,
+	// which a test's clock standing still would not give.
+	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(clock.Wall.Now().UnixNano(), 36))
+	if err != nil || allowed {
+		return true
+	}
+	a.mu.Lock()
+	a.turnsUntil = now.Add(wait)
+	a.mu.Unlock()
+	a.refuseTurn(wait)
+	return false
+}
