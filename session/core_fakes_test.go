@@ -1,0 +1,261 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// The session's core — start and resume, the text turn (activity), the
+// store writes (persist) and confirmations — driven through its one
+// entrance, Manager.ServeWire, by a scripted model over an in-memory wire,
+// with the real RedisStore on miniredis. The end-to-end tests (cmd/gateway)
+// run the same behaviours through a whole gateway.
+
+// pipeWire is the session's end of an in-memory connection; the test holds
+// the other (fakeClient).
+type pipeWire struct {
+	in     chan []byte // client → session (JSON frames)
+	out    chan []byte // session → client
+	closed chan struct{}
+	once   sync.Once
+	code   atomic.Int64 // the close code the session sent (0: none)
+}
+
+func newPipeWire() *pipeWire {
+	return &pipeWire{in: make(chan []byte, 16), out: make(chan []byte, 256), closed: make(chan struct{})}
+}
+
+func (w *pipeWire) Read([]byte) (bool, []byte, error) {
+	select {
+	case data := <-w.in:
+		return false, data, nil
+	case <-w.closed:
+		return false, nil, websocket.CloseError{Code: websocket.StatusNormalClosure}
+	}
+}
+
+func (w *pipeWire) Write(binary bool, data []byte) error {
+	if binary {
+		return nil // no audio in these tests
+	}
+	select {
+	case w.out <- slices.Clone(data):
+		return nil
+	case <-w.closed:
+		return io.ErrClosedPipe
+	}
+}
+
+func (w *pipeWire) Close(code int, _ string) error {
+	w.code.CompareAndSwap(0, int64(code))
+	return w.CloseNow()
+}
+
+func (w *pipeWire) CloseNow() error {
+	w.once.Do(func() { close(w.closed) })
+	return nil
+}
+
+func (w *pipeWire) Ping(context.Context) error { return nil }
+
+// event is a server event as the browser reads it.
+type event struct {
+	Type, Code, Text, Token, Tool, Outcome, Reason, Kind string
+	SessionID, ResumeToken                               string
+	Turn                                                 int
+	Resumed                                              bool
+	History                                              []struct{ Role, Text, Kind string }
+	PendingConfirmations                                 []struct{ Token, Tool string }
+}
+
+// fakeClient is the browser's end of a pipeWire.
+type fakeClient struct {
+	t    *testing.T
+	w    *pipeWire
+	seen []event
+}
+
+func (c *fakeClient) send(msg map[string]any) {
+	c.t.Helper()
+	b, err := json.Marshal(msg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case c.w.in <- b:
+	case <-c.w.closed:
+		c.t.Fatalf("send %s: the connection is closed", b)
+	}
+}
+
+// next reads events until one of type typ, and returns it.
+func (c *fakeClient) next(typ string) event {
+	c.t.Helper()
+	deadline := time.NewTimer(testwait.Timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case b := <-c.w.out:
+			var ev event
+			if err := json.Unmarshal(b, &ev); err != nil {
+				c.t.Fatalf("event %s: %v", b, err)
+			}
+			c.seen = append(c.seen, ev)
+			if ev.Type == typ {
+				return ev
+			}
+		case <-deadline.C:
+			c.t.Fatalf("no %s event; saw %+v", typ, c.seen)
+		}
+	}
+}
+
+// script is a text model answering each request with the next step.
+type script struct {
+	mu    sync.Mutex
+	steps []func(transport.TextRequest) []transport.Chunk
+	reqs  []transport.TextRequest
+	// hold, when not nil, keeps every answer back until it is closed.
+	hold chan struct{}
+}
+
+func (s *script) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
+	s.mu.Lock()
+	req.History = slices.Clone(req.History)
+	s.reqs = append(s.reqs, req)
+	chunks := []transport.Chunk{{Text: "(script over)"}}
+	if n := len(s.reqs); n <= len(s.steps) {
+		chunks = s.steps[n-1](req)
+	}
+	hold := s.hold
+	s.mu.Unlock()
+	return func(yield func(transport.Chunk, error) bool) {
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+				yield(transport.Chunk{}, ctx.Err())
+				return
+			}
+		}
+		for i, ch := range chunks {
+			if i == len(chunks)-1 {
+				ch.FinishReason = "STOP"
+			}
+			if !yield(ch, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *script) requests() []transport.TextRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs)
+}
+
+func say(text string) func(transport.TextRequest) []transport.Chunk {
+	return func(transport.TextRequest) []transport.Chunk { return []transport.Chunk{{Text: text}} }
+}
+
+func callTool(id, name string, args map[string]any) func(transport.TextRequest) []transport.Chunk {
+	return func(transport.TextRequest) []transport.Chunk {
+		return []transport.Chunk{{Calls: []transport.FunctionCall{{ID: id, Name: name, Args: args}}}}
+	}
+}
+
+// core is a manager over miniredis with a scripted model and one tool,
+// transfer, that needs the user's approval.
+type core struct {
+	t         *testing.T
+	mgr       *session.Manager
+	model     *script
+	transfers atomic.Int64 // how often transfer ran
+	wg        sync.WaitGroup
+}
+
+func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chunk) *core {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := &core{t: t, model: &script{steps: steps}}
+	transfer, err := tools.NewTool(tools.Spec{Manifest: tools.Manifest{Name: "transfer", Category: tools.CategoryAction,
+		Modes: []string{"text", "voice"}, RequiresConfirmation: true, Description: "Moves money.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
+		Redact:     tools.Redact{Args: []string{"to"}, Result: []string{}}},
+		Handler: tools.HandlerFunc(func(context.Context, tools.Call) tools.Envelope {
+			c.transfers.Add(1)
+			return tools.OK("sent")
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.Combine([]*tools.Tool{transfer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
+	c.mgr = session.NewManager(session.Config{}, session.Deps{Store: st, Model: c.model,
+		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
+			Ledger: st, Confirms: st}),
+		Tools: fixedTools{reg}, Metrics: m, Log: log})
+	t.Cleanup(c.wg.Wait)
+	return c
+}
+
+// connect serves a new connection and returns its browser end, closed when
+// the test ends.
+func (c *core) connect() *fakeClient {
+	w := newPipeWire()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.mgr.ServeWire(context.Background(), w, nil, session.Identity{User: "u"})
+	}()
+	c.t.Cleanup(func() { _ = w.CloseNow() })
+	return &fakeClient{t: c.t, w: w}
+}
+
+// start connects and starts a new session (or resumes one).
+func (c *core) start(resume *event) (*fakeClient, event) {
+	cl := c.connect()
+	msg := map[string]any{"type": "session.start"}
+	if resume != nil {
+		msg["resume"] = map[string]any{"sessionId": resume.SessionID, "resumeToken": resume.ResumeToken}
+	}
+	cl.send(msg)
+	return cl, cl.next("session.ready")
+}
+
+// leave closes the browser's end and waits until the session let it go.
+func (c *core) leave(cl *fakeClient) {
+	_ = cl.w.CloseNow()
+	testwait.For(c.t, "the connection to end", func() bool { return c.mgr.Active() == 0 })
+}
