@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -23,10 +24,16 @@ type activity struct {
 	mu         sync.Mutex
 	turnCancel context.CancelCauseFunc // the running text turn
 	turnDone   chan struct{}           // closed when it has ended
-	voice      *voice.Session
-	starting   bool          // a voice upstream is being opened
-	toVoice    string        // switch to voice when the text turn ends (the reason)
-	notes      []confirmNote // confirmation outcomes waiting for the text turn to end
+	// admitting is closed when a typed turn that waits for the store's
+	// verdict before its model request (admit.go) has it; nil when none
+	// waits. The lock is not held during that round trip.
+	admitting chan struct{}
+	// voice is the voice side (nil in text), set under mu and read
+	// without it: the reader looks at it for every microphone frame.
+	voice    atomic.Pointer[voice.Session]
+	starting bool          // a voice upstream is being opened
+	toVoice  string        // switch to voice when the text turn ends (the reason)
+	notes    []confirmNote // confirmation outcomes waiting for the text turn to end
 	// turnsUntil: the user's turns per minute are used up until then (as
 	// the store said); typed input is refused here without asking again.
 	turnsUntil time.Time
@@ -73,7 +80,7 @@ func (a *activity) startTextTurn(text, kind string) {
 		return // the connection is closing: take no new turn
 	default:
 	}
-	if a.turnDone != nil || a.voice != nil || a.starting {
+	if a.busyLocked() {
 		a.mu.Unlock()
 		c.send(protocol.NewError(protocol.CodeTurnInProgress,
 			"a turn is running; wait for turn.done or send turn.cancel", true, 0))
@@ -95,14 +102,28 @@ func (a *activity) startTextTurn(text, kind string) {
 	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
 	turn, note := c.st.beginTurn(&user, true)
 	var early *admission
+	var cancelEarly context.CancelCauseFunc
+	var earlyDone chan struct{}
 	if !a.verdictFirst {
 		// The model request starts now; the store's answer comes alongside.
 		early = newAdmission()
 		a.launch(turn, text, note, early)
+		cancelEarly, earlyDone = a.turnCancel, a.turnDone
+	} else {
+		a.admitting = make(chan struct{})
 	}
+	// The store's round trip runs without the lock: the turn (or the
+	// admitting mark) keeps any other turn out meanwhile, and a turn that
+	// waits for its verdict sends nothing before it (textturn.Deps.Admitted).
+	a.mu.Unlock()
 	ts := c.persistBegin(user, lim)
 	blocked := c.m.now().Before(ts.Block.Until)
 	refused := blocked || !ts.Allowed || ts.OverQuota || c.closing()
+	a.mu.Lock()
+	if a.admitting != nil {
+		close(a.admitting)
+		a.admitting = nil
+	}
 	a.verdictFirst = refused
 	if refused {
 		// Refused after all (blocked on another node since this connection
@@ -110,8 +131,8 @@ func (a *activity) startTextTurn(text, kind string) {
 		// or the session taken over): the input must not stay in the history.
 		if early != nil {
 			early.decide(false)
-			a.turnCancel(errNotAdmitted) // the request ends now, not at its first chunk
-			<-a.turnDone
+			cancelEarly(errNotAdmitted) // the request ends now, not at its first chunk
+			<-earlyDone
 			a.turnCancel, a.turnDone = nil, nil
 		}
 		c.st.undoTurn(note)
@@ -119,7 +140,11 @@ func (a *activity) startTextTurn(text, kind string) {
 		if !ts.Allowed {
 			a.turnsUntil = c.m.now().Add(ts.RetryAfter)
 		}
+		// What waited for the turn's end (a confirmation's outcome, a move
+		// into voice, asked meanwhile) goes ahead now: no turn will end.
+		toVoice, next := a.takeWaitingLocked()
 		a.mu.Unlock()
+		defer a.runWaiting(toVoice, next)
 		switch {
 		case blocked:
 			c.setBlocked(ts.Block)
@@ -194,14 +219,30 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	a.mu.Lock()
 	c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason, IgnoredIntents: ignored})
 	a.turnCancel, a.turnDone = nil, nil
-	toVoice := a.toVoice
-	a.toVoice = ""
-	var next *confirmNote
+	toVoice, next := a.takeWaitingLocked()
+	a.mu.Unlock()
+	a.runWaiting(toVoice, next)
+}
+
+// busyLocked reports whether a text turn runs or is being admitted, or
+// voice is on or starting. a.mu is held.
+func (a *activity) busyLocked() bool {
+	return a.turnDone != nil || a.admitting != nil || a.voice.Load() != nil || a.starting
+}
+
+// takeWaitingLocked takes what waited for the text turn's end: a move into
+// voice, else the next confirmation outcome. a.mu is held.
+func (a *activity) takeWaitingLocked() (toVoice string, next *confirmNote) {
+	toVoice, a.toVoice = a.toVoice, ""
 	if len(a.notes) > 0 && toVoice == "" {
 		next, a.notes = &a.notes[0], a.notes[1:]
 	}
-	a.mu.Unlock()
-	if c.ctx.Err() != nil {
+	return toVoice, next
+}
+
+// runWaiting starts what waited for a text turn's end (takeWaitingLocked).
+func (a *activity) runWaiting(toVoice string, next *confirmNote) {
+	if a.c.ctx.Err() != nil {
 		return
 	}
 	switch {
@@ -231,8 +272,8 @@ func (a *activity) confirmed(note confirmNote) {
 		return
 	}
 	a.mu.Lock()
-	v := a.voice
-	if v == nil && (a.turnDone != nil || a.starting) {
+	v := a.voice.Load()
+	if v == nil && (a.turnDone != nil || a.admitting != nil || a.starting) {
 		a.notes = append(a.notes, note)
 		a.mu.Unlock()
 		return
@@ -250,7 +291,10 @@ func (a *activity) confirmed(note confirmNote) {
 func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
 	for {
 		a.mu.Lock()
-		td, v := a.turnDone, a.voice
+		td, v := a.turnDone, a.voice.Load()
+		if td == nil {
+			td = a.admitting // a turn being admitted may run
+		}
 		a.mu.Unlock()
 		switch {
 		case td != nil:
@@ -287,10 +331,7 @@ func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
 func (a *activity) stop() {
 	a.cancelTurn()
 	a.wg.Wait()
-	a.mu.Lock()
-	v := a.voice
-	a.mu.Unlock()
-	if v != nil {
+	if v := a.voice.Load(); v != nil {
 		v.Stop()
 		a.c.st.update(func(rec *store.Record) { rec.ResumeHandle = v.Handle() })
 	}

@@ -12,11 +12,7 @@ import (
 // The activity's moves into voice and back to text.
 
 // voiceSide returns the voice side, nil in text mode.
-func (a *activity) voiceSide() *voice.Session {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.voice
-}
+func (a *activity) voiceSide() *voice.Session { return a.voice.Load() }
 
 // requestVoice is a move into voice the browser or the model asked for
 // (voice.start, session.start in voice, start_voice_session): counted
@@ -24,7 +20,7 @@ func (a *activity) voiceSide() *voice.Session {
 // reports whether the move goes ahead.
 func (a *activity) requestVoice(reason string) bool {
 	a.mu.Lock()
-	already := a.voice != nil || a.starting || a.toVoice != ""
+	already := a.voice.Load() != nil || a.starting || a.toVoice != ""
 	a.mu.Unlock()
 	if already {
 		return true
@@ -66,10 +62,10 @@ func (a *activity) startVoice(reason, handle string) {
 	}
 	a.mu.Lock()
 	switch {
-	case a.voice != nil || a.starting:
+	case a.voice.Load() != nil || a.starting:
 		a.mu.Unlock()
 		return
-	case a.turnDone != nil:
+	case a.turnDone != nil || a.admitting != nil:
 		a.toVoice = reason
 		a.mu.Unlock()
 		return
@@ -106,7 +102,7 @@ func (a *activity) startVoice(reason, handle string) {
 		}
 		return
 	}
-	a.voice = v
+	a.voice.Store(v)
 	notes := a.notes
 	a.notes = nil
 	a.mu.Unlock()
@@ -127,7 +123,7 @@ func (a *activity) endVoice(reason string) {
 // voiceEnded is the voice side telling that the session is back in text.
 func (a *activity) voiceEnded(reason string) {
 	a.mu.Lock()
-	a.voice = nil
+	a.voice.Store(nil)
 	a.mu.Unlock()
 	a.c.setMode(protocol.ModeText, reason)
 	a.c.log.Info("voice ended; back to text", "reason", reason)

@@ -56,6 +56,7 @@ type conn struct {
 	// turns' traces link to; zero: none.
 	traceLink trace.SpanContext
 	act       activity
+	in        inbox // the conversation's inputs waiting for its goroutine
 	out       closer
 	// The writer's own (see write): one runs at a time, started by the
 	// queue. wend is closed when a writer has ended for good.
@@ -162,6 +163,7 @@ func (c *conn) run() {
 	default:
 	}
 	c.cancel()
+	c.waitInputs() // before stop: the inputs start no turn after it
 	c.act.stop()
 	c.q.stopWriters()
 	c.finalWrite()

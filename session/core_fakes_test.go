@@ -192,6 +192,7 @@ type core struct {
 	mgr       *session.Manager
 	model     *script
 	transfers atomic.Int64 // how often transfer ran
+	store     *stallingStore
 	wg        sync.WaitGroup
 }
 
@@ -222,7 +223,8 @@ func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chun
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
-	c.mgr = session.NewManager(session.Config{}, session.Deps{Store: st, Model: c.model,
+	c.store = &stallingStore{Store: st}
+	c.mgr = session.NewManager(session.Config{}, session.Deps{Store: c.store, Model: c.model,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
 		Tools: fixedTools{reg}, Metrics: m, Log: log})
@@ -258,4 +260,32 @@ func (c *core) start(resume *event) (*fakeClient, event) {
 func (c *core) leave(cl *fakeClient) {
 	_ = cl.w.CloseNow()
 	testwait.For(c.t, "the connection to end", func() bool { return c.mgr.Active() == 0 })
+}
+
+// stallingStore is the store, whose BeginTurn (a typed turn's first
+// write) can be held back.
+type stallingStore struct {
+	store.Store
+	gate    atomic.Pointer[chan struct{}] // nil: not held back
+	waiting atomic.Int64                  // BeginTurn calls held back now
+}
+
+// stall holds every BeginTurn back until the returned func is called.
+func (s *stallingStore) stall() (release func()) {
+	gate := make(chan struct{})
+	s.gate.Store(&gate)
+	return func() { s.gate.Store(nil); close(gate) }
+}
+
+func (s *stallingStore) BeginTurn(ctx context.Context, rec store.Record, user transport.Entry, lim store.TurnLimit) (store.TurnStart, error) {
+	if g := s.gate.Load(); g != nil {
+		s.waiting.Add(1)
+		defer s.waiting.Add(-1)
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return store.TurnStart{}, ctx.Err()
+		}
+	}
+	return s.Store.BeginTurn(ctx, rec, user, lim)
 }

@@ -132,3 +132,24 @@ func TestSecondSessionStartIsAProtocolViolation(t *testing.T) {
 		t.Errorf("closed with %d, want 4002 (protocol violation)", code)
 	}
 }
+
+func TestPingIsAnsweredWhileATypedTurnWaitsForTheStore(t *testing.T) {
+	c := newCore(t, say("answered after the store"))
+	cl, _ := c.start(nil)
+	release := c.store.stall()
+	cl.send(map[string]any{"type": "text", "text": "hi"})
+	testwait.For(t, "the turn's first write to wait on the store", func() bool { return c.store.waiting.Load() == 1 })
+	// The connection's reader does not wait for Redis: it reads and
+	// answers the ping while the turn's write is held back.
+	cl.send(map[string]any{"type": "ping"})
+	cl.next("pong")
+	for _, ev := range cl.seen {
+		if ev.Type == "turn.start" {
+			t.Fatalf("turn.start before the store answered: %+v", cl.seen)
+		}
+	}
+	release()
+	if ev := cl.next("text.done"); ev.Text != "answered after the store" {
+		t.Errorf("text.done %+v, want the answer", ev)
+	}
+}

@@ -28,30 +28,39 @@ func (c *conn) handle(data []byte) bool {
 		c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))
 		c.close(protocol.DisconnectProtocolViolation)
 		return false
+	case protocol.TypePing:
+		c.send(protocol.Pong{Type: protocol.TypePong})
+	case protocol.TypeAuth:
+		return c.reauth(msg.Token)
+	case protocol.TypeAudioEnd:
+		// With the audio it ends, which the reader sends up itself.
+		if v := c.act.voiceSide(); v != nil {
+			v.AudioEnd()
+		}
+	default:
+		c.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
+	}
+	return true
+}
+
+// input acts on one input of the conversation, on its goroutine (inbox.go).
+func (c *conn) input(msg protocol.ClientMessage) {
+	switch msg.Type {
 	case protocol.TypeText:
 		c.act.text(msg.Text)
 	case protocol.TypeVoiceStart:
 		c.act.requestVoice("client")
 	case protocol.TypeVoiceStop:
 		c.act.endVoice("client")
-	case protocol.TypeAudioEnd:
-		if v := c.act.voiceSide(); v != nil {
-			v.AudioEnd()
-		}
 	case protocol.TypeConfirm:
 		c.answerConfirm(msg.Token, msg.Approve)
 	case protocol.TypeTurnCancel:
 		c.act.cancelTurn()
-	case protocol.TypePing:
-		c.send(protocol.Pong{Type: protocol.TypePong})
-	case protocol.TypeAuth:
-		return c.reauth(msg.Token)
 	case protocol.TypeHistory:
 		c.historyPage(msg.Before, msg.Limit)
 	default:
 		c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
 	}
-	return true
 }
 
 // micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm

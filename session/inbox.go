@@ -1,0 +1,92 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+)
+
+// The conversation's inputs — what the user types, their answers to
+// confirmations, the moves into and out of voice, turn.cancel, history
+// pages — are acted on in order by a goroutine of their own, not by the
+// connection's reader: the reader never waits for the store (a typed
+// turn's first write, a confirmation's answer, the turn and voice-start
+// limits), and microphone audio, pings and auth never wait behind Redis.
+// The goroutine runs while inputs wait and ends when none do: an idle
+// session holds no goroutine for it.
+
+// inboxMax bounds the inputs waiting. A browser past it waits for its
+// reader, which stops reading (the network's backpressure), as it did when
+// the reader acted on each input itself.
+const inboxMax = 32
+
+// inbox is the inputs waiting for the conversation's goroutine.
+type inbox struct {
+	mu      sync.Mutex
+	q       []protocol.ClientMessage // nil while empty
+	running bool                     // the goroutine runs (or is starting)
+	space   chan struct{}            // closed when q has room again; nil while the reader does not wait
+	wg      sync.WaitGroup
+}
+
+// enqueue hands an input to the conversation's goroutine, starting it when
+// none runs. It waits while inboxMax inputs wait, until the connection
+// ends.
+func (c *conn) enqueue(msg protocol.ClientMessage) {
+	in := &c.in
+	in.mu.Lock()
+	for len(in.q) >= inboxMax {
+		if in.space == nil {
+			in.space = make(chan struct{})
+		}
+		space := in.space
+		in.mu.Unlock()
+		select {
+		case <-space:
+		case <-c.ctx.Done():
+			return
+		}
+		in.mu.Lock()
+	}
+	in.q = append(in.q, msg)
+	start := !in.running
+	if start {
+		in.running = true
+		in.wg.Add(1)
+	}
+	in.mu.Unlock()
+	if start {
+		go c.actOnInputs()
+	}
+}
+
+// actOnInputs is the conversation's goroutine: it acts on the inputs in
+// the order they came until none waits. Inputs left when the connection
+// ends are dropped.
+func (c *conn) actOnInputs() {
+	defer c.in.wg.Done()
+	in := &c.in
+	for {
+		in.mu.Lock()
+		if len(in.q) == 0 {
+			in.q, in.running = nil, false
+			in.mu.Unlock()
+			return
+		}
+		msg := in.q[0]
+		in.q[0] = protocol.ClientMessage{}
+		in.q = in.q[1:]
+		if in.space != nil {
+			close(in.space)
+			in.space = nil
+		}
+		in.mu.Unlock()
+		if c.ctx.Err() == nil {
+			c.input(msg)
+		}
+	}
+}
+
+// waitInputs returns when the conversation's goroutine has ended; the
+// connection's context has ended, so it acts on nothing more.
+func (c *conn) waitInputs() { c.in.wg.Wait() }
