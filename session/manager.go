@@ -1,11 +1,12 @@
 // Package session runs one live session per browser connection: its
-// goroutines (a reader, a writer draining a byte-bounded send queue, and
-// while in voice the voice pump), its state and the ordered writes that
-// keep it in the store, the start and resume handshake, confirmations and
-// blocks, and the switch between the text loop (session/textturn) and the
-// voice side (session/voice), which reach the connection through small
-// interfaces. It has no policy rules of its own: those are the
-// orchestrator's.
+// goroutines (a reader, a writer draining a byte-bounded send queue, the
+// conversation's inputs while some wait, and while in voice the voice
+// pump), its state and the ordered writes that keep it in the store, the
+// start and resume handshake, confirmations and blocks, and the switch
+// between the text loop (session/textturn) and the voice side
+// (session/voice), which reach the connection through small interfaces. It
+// has no policy rules of its own: those are the orchestrator's, one
+// orchestrator.Conversation per session.
 package session
 
 import (
