@@ -64,8 +64,8 @@ func (a *activity) text(text string) {
 
 // startTextTurn accepts a user input: it is in the history (and, unless
 // Redis is down, in the store) before the model is called, then the turn
-// runs in its own goroutine so that the reader can still take turn.cancel,
-// confirm and ping. kind is "" for typed text and "confirmation" for the
+// runs in its own goroutine so that the conversation's inputs (inbox.go)
+// can still take turn.cancel and confirm. kind is "" for typed text and "confirmation" for the
 // outcome of a confirm.request.
 func (a *activity) startTextTurn(text, kind string) {
 	c := a.c
@@ -203,7 +203,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	}
 	reason := textturn.Run(ctx, c.textConfig(), deps, textHost{c: c, ignored: &ignored}, ot, note)
 	if reason == textturn.ReasonNotAdmitted {
-		// The reader refuses the turn and clears it; a trace shows a turn
+		// startTextTurn refuses the turn and clears it; a trace shows a turn
 		// (and its cancelled model request) that was not admitted.
 		tracing.EndTurn(span, reason)
 		return

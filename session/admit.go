@@ -16,7 +16,7 @@ import "errors"
 // errNotAdmitted is the cause that cancels a refused turn's early request.
 var errNotAdmitted = errors.New("turn refused by the store's verdict")
 
-// admission is a turn's verdict, decided once by the connection's reader
+// admission is a turn's verdict, decided once by startTextTurn
 // and awaited by the turn.
 type admission struct {
 	decided chan struct{}

@@ -23,8 +23,9 @@ import (
 
 // conn is one browser connection and the session it carries. Its
 // goroutines: the reader (the caller of run), and — while they last — the
-// writer (while there is something to write), a running text turn or the
-// voice side, and the store writer. They
+// writer (while there is something to write), the conversation's inputs
+// (while some wait, inbox.go), a running text turn or the voice side, and
+// the store writer. They
 // share ctx; when one fails, all stop.
 type conn struct {
 	m    *Manager

@@ -9,8 +9,10 @@ import (
 	"github.com/turnstile-gw/turnstile/session/voice"
 )
 
-// What the browser sends, acted on by the connection's reader: its text
-// messages (handle) and its microphone audio (micAudio).
+// What the browser sends, read by the connection's reader: its text
+// messages (handle: pings and auth answered at once, the conversation's
+// inputs handed to its goroutine, inbox.go) and its microphone audio
+// (micAudio, sent up by the reader itself).
 
 // handle acts on one text frame; false ends the connection.
 func (c *conn) handle(data []byte) bool {
