@@ -58,3 +58,41 @@ func TestProfileBudgetsHoldItsSessionsAcrossResumeAndLeaveOthersAlone(t *testing
 	c2.start(resumeMsg(ready))
 	secondRefused(c2.ask("gift cards and brewing?"), brain.Requests()[5], "after the resume")
 }
+
+// TestProfileVoiceBudgetHoldsItsLiveTurns: a profile's voice budget (here
+// one retrieval call) answers the Live model's second search
+// BUDGET_EXCEEDED, where the gateway's default would let two through.
+func TestProfileVoiceBudgetHoldsItsLiveTurns(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "support.json"),
+		[]byte(`{"budgets": {"voice": {"maxRetrieval": 1, "maxCalls": 3}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, script := startVoiceGateway(t, configWith(t, map[string]string{"TURNSTILE_PROFILES_DIR": dir}), nil)
+	c := g.dial("", nil)
+	c.start(map[string]any{"mode": "voice", "profile": "support"})
+	if ev := c.next(); ev.typ() != "mode" || ev.str("mode") != "voice" {
+		t.Fatalf("after session.start voice: %v", ev)
+	}
+	u := nextUpstream(t, script)
+	ids, err := u.SendToolCall(searchCall("hours"), searchCall("shipping"))
+	must(t, err)
+	resp := u.waitResponses(2)
+	for _, r := range resp {
+		typ, msg := responseError(r)
+		switch r.ID {
+		case ids[0]:
+			if typ != "" {
+				t.Errorf("the first search was answered %s %q, want it run", typ, msg)
+			}
+		case ids[1]:
+			if typ != "BUDGET_EXCEEDED" || !strings.Contains(msg, "1 retrieval calls") {
+				t.Errorf("the second search was answered %s %q, want BUDGET_EXCEEDED naming the profile's 1 retrieval call", typ, msg)
+			}
+		}
+	}
+	must(t, u.SendTurnComplete(nil))
+	if r := resultsByID(c.until("turn.done"))[ids[1]]; !refusedWith(r, "BUDGET_EXCEEDED") {
+		t.Errorf("the browser saw %v for the second search, want refused BUDGET_EXCEEDED", r)
+	}
+}
