@@ -153,3 +153,26 @@ func TestPingIsAnsweredWhileATypedTurnWaitsForTheStore(t *testing.T) {
 		t.Errorf("text.done %+v, want the answer", ev)
 	}
 }
+
+func TestTurnCancelSentRightAfterTheTextCancelsThatTurn(t *testing.T) {
+	c := newCore(t, say("never shown"), say("the next answer"))
+	c.model.hold = make(chan struct{}) // the model answers nothing until cancelled
+	cl, _ := c.start(nil)
+	// Back to back: the inputs are acted on in the order they came, so the
+	// cancel finds the turn the text started.
+	cl.send(map[string]any{"type": "text", "text": "one"})
+	cl.send(map[string]any{"type": "turn.cancel"})
+	if ev := cl.next("turn.done"); ev.Turn != 1 || ev.Reason != "interrupted" {
+		t.Fatalf("turn.done %+v, want turn 1 interrupted", ev)
+	}
+	for _, ev := range cl.seen {
+		if ev.Type == "text.done" {
+			t.Fatalf("the cancelled turn answered: %+v", cl.seen)
+		}
+	}
+	close(c.model.hold)
+	cl.send(map[string]any{"type": "text", "text": "two"})
+	if ev := cl.next("text.done"); ev.Text != "the next answer" {
+		t.Errorf("text.done %+v, want the next turn answered", ev)
+	}
+}
