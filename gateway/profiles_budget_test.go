@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
@@ -94,5 +97,22 @@ func TestProfileVoiceBudgetHoldsItsLiveTurns(t *testing.T) {
 	must(t, u.SendTurnComplete(nil))
 	if r := resultsByID(c.until("turn.done"))[ids[1]]; !refusedWith(r, "BUDGET_EXCEEDED") {
 		t.Errorf("the browser saw %v for the second search, want refused BUDGET_EXCEEDED", r)
+	}
+}
+
+func TestGatewayRefusesToStartWithABadProfileBudgetNamingTheFileAndField(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "support.json"),
+		[]byte(`{"budgets": {"text": {"maxRetrieval": 4, "maxCalls": 3}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := configWith(t, map[string]string{"TURNSTILE_PROFILES_DIR": dir})
+	gw, err := assemble(t.Context(), cfg, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)), brains{})
+	if err == nil {
+		gw.close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "support.json") || !strings.Contains(err.Error(), "budgets.text") ||
+		!strings.Contains(err.Error(), "must not exceed maxCalls") {
+		t.Fatalf("start: %v, want an error naming support.json and budgets.text", err)
 	}
 }
