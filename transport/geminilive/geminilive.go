@@ -46,9 +46,10 @@ type Options struct {
 	// ConnectTimeout bounds Connect: dial, setup and history seeding.
 	// Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// WriteTimeout bounds every write to the upstream. A write that times
-	// out ends the connection: an upstream that has not taken a frame for
-	// this long is not keeping up with a live conversation. Default
+	// WriteTimeout bounds every write to the upstream: a write gets at
+	// least this long and at most twice it (see deadlineConn). A write that
+	// times out ends the connection: an upstream that has not taken a frame
+	// for this long is not keeping up with a live conversation. Default
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// ReadLimit is the largest server message accepted, in bytes; a larger
