@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -61,8 +62,8 @@ func floodUntilClosed(t *testing.T, c *wsClient) websocket.CloseError {
 func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 	addr := redistest.Start(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.MessageRate, cfg.MessageBurst, cfg.RateAbuseAfter = 2, 3, time.Second
 	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
 	// The cooldowns go by the store's clock: it moves only when told.

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
@@ -51,10 +52,10 @@ func adminRequest(t *testing.T, method, url string, h http.Header, body string) 
 }
 
 // tokenRedisConfig is sharedRedisConfig with tokens (users by name).
-func tokenRedisConfig(t *testing.T) Config {
+func tokenRedisConfig(t *testing.T) gateway.Config {
 	t.Helper()
 	cfg := sharedRedisConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	return cfg
 }
 
@@ -300,7 +301,7 @@ func TestOperatorBlocksAUserOnEveryGateway(t *testing.T) {
 // unless left open; the probes stay open.
 func TestAdminListenerNeedsItsTokenWhenSet(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.AdminToken = Secret(strings.Repeat("a", 32))
+	cfg.AdminToken = gateway.Secret(strings.Repeat("a", 32))
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	good := http.Header{"Authorization": {"Bearer " + strings.Repeat("a", 32)}}
 	bad := http.Header{"Authorization": {"Bearer " + strings.Repeat("b", 32)}}

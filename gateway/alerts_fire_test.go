@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // Every shipped alert can fire: each series its rule reads moves when the
 // thing it watches happens (or, for a gauge set from the configuration,
@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
@@ -110,7 +111,7 @@ func TestEveryShippedAlertCanFire(t *testing.T) {
 	const budget = 1000 // the lowest TURNSTILE_CONTEXT_MAX_TOKENS: the system prompt and tools nearly fill it
 	rdb := redistest.StartServer(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + rdb.Addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + rdb.Addr)
 	cfg.ContextMaxTokens = budget
 	script := fakegemini.NewScript(
 		fakegemini.Fixed(fakegemini.CallReply(fakegemini.Call{Name: "kb_get", Args: map[string]any{"id": "shipping"}})),

@@ -1,10 +1,11 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkTextTurn(b *testing.B) {
 // miniredis (whose Lua interpreter allocates per call, in-process).
 func BenchmarkTextTurnRealRedis(b *testing.B) {
 	cfg := defaultTestConfig(b)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(b))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(b))
 	benchTurnsWith(b, cfg, always{fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}, "when do you ship?")
 }
 
@@ -44,7 +45,7 @@ func BenchmarkTextTurnWithToolCall(b *testing.B) {
 
 // unlimited lifts the per-connection and per-user limits for benchmarks,
 // which take turns as fast as the gateway serves them.
-func unlimited(cfg Config) Config {
+func unlimited(cfg gateway.Config) gateway.Config {
 	cfg.MessageRate, cfg.MessageBurst, cfg.TurnsPerMinute = 1e9, 1e9, 0
 	return cfg
 }
@@ -57,7 +58,7 @@ func benchTurns(b *testing.B, brain fakegemini.Brain, question string) {
 	benchTurnsWith(b, defaultTestConfig(b), brain, question)
 }
 
-func benchTurnsWith(b *testing.B, cfg Config, brain fakegemini.Brain, question string) {
+func benchTurnsWith(b *testing.B, cfg gateway.Config, brain fakegemini.Brain, question string) {
 	g := startGateway(b, unlimited(cfg), brain)
 	c := g.dial("", nil)
 	c.start(nil)

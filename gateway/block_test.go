@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
@@ -20,8 +21,8 @@ import (
 func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 	addr := redistest.Start(t) // a real redis-server
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
 
 	brainA := fakegemini.NewScript(
@@ -107,8 +108,8 @@ func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T) {
 	addr := redistest.Start(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	alice := bearer(t, cfg, "alice")
 	a := startGateway(t, cfg, fakegemini.NewScript(
 		callStep(fakegemini.Call{Name: "ignore_user", Args: map[string]any{"duration_seconds": 60, "reason": "abuse"}}),

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // The client package embedded in a page of another origin, in a real
 // headless Chromium: the page (served on a second loopback port) imports
@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/server"
 )
@@ -147,7 +149,7 @@ func embedGateway(t *testing.T, allowed string, log io.Writer) *testGateway {
 	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
 	t.Setenv("GOOGLE_GEMINI_BASE_URL", "")
 	env := map[string]string{"TURNSTILE_AUTH_SECRET": embedSecret, "TURNSTILE_ALLOWED_ORIGINS": allowed}
-	cfg, err := LoadConfig(nil, func(k string) string { return env[k] })
+	cfg, err := gateway.LoadConfig(nil, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // The web page in a real headless Chromium whose microphone plays a WAV file
 // (DESIGN §11): the page connects, the user presses the microphone, speaks,

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // The demo page in a real headless Chromium over the gateway's own TLS:
 // the browser trusts only the certificate the gateway rotates to, so the

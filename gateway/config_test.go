@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
@@ -737,4 +738,9 @@ func TestConnectBudgetSettingsRefuseANegativeCount(t *testing.T) {
 			t.Errorf("%s=-1: %v, want an error naming the setting", env, err)
 		}
 	}
+}
+
+// withTracingDefaults sets what no OTEL_* variable gives: tracing off.
+func withTracingDefaults(c *Config) {
+	c.Tracing = tracing.Settings{Protocol: tracing.ProtocolHTTP, MaxQueueSize: tracing.DefaultMaxQueueSize}
 }

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 )
 
 // End-to-end tests of confirmations: a tool the policy says needs the
@@ -216,7 +217,7 @@ func TestPendingConfirmationSurvivesReconnect(t *testing.T) {
 
 func TestAnotherUsersConfirmationTokenIsUnknownToThem(t *testing.T) {
 	cfg := withPolicy(t, defaultTestConfig(t), confirmKBGet)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	brain := fakegemini.NewScript(
 		callStep(getCall("shipping")), textStep("I need your approval first."),
 		callStep(getCall("shipping")), textStep("Shipping takes two days."),

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // The edge of the shipped stack: TLS termination (HAProxy, the nginx
 // example, the Kubernetes Ingress), access logs that cannot carry a token

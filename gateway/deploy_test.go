@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/turnstile-gw/turnstile/gateway"
 )
 
 // The stack files of deploy/ are checked here without a container engine:
@@ -356,7 +358,7 @@ func TestComposeGatewaysStartAsTheREADMESays(t *testing.T) {
 			for k, v := range mapAt(s, "environment") {
 				env[k] = composeValue(t, str(v), tc.shell)
 			}
-			_, err := LoadConfig(nil, func(k string) string { return env[k] })
+			_, err := gateway.LoadConfig(nil, func(k string) string { return env[k] })
 			switch {
 			case tc.refusal == "" && err != nil:
 				t.Errorf("%s, %s: the gateway refuses to start: %v", tc.name, name, err)

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
@@ -19,8 +20,8 @@ import (
 // model request per run of refusals, not one per message.
 func TestRefusedTurnsShowNothingAndCostOneCancelledModelRequestPerRun(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t))
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.UserStorageBytes = 4 << 10
 	g := startGateway(t, cfg, always{fakegemini.TextReply("noted", 1)})
 	cancelled := func() float64 {

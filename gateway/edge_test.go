@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 )
@@ -93,7 +94,7 @@ func TestOversizedFrameClosesWith1009AndTheGatewayIsUnharmed(t *testing.T) {
 
 func TestResumeRefusedForWrongTokenUnknownSessionOrOtherUser(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
 
@@ -128,7 +129,7 @@ func TestResumeRefusedForWrongTokenUnknownSessionOrOtherUser(t *testing.T) {
 
 func TestTokensAreCheckedBeforeTheUpgrade(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	forged, err := server.MintToken([]byte(strings.Repeat("x", 32)), "mallory", time.Hour)
 	if err != nil {
@@ -256,7 +257,7 @@ func TestPublicListenerServesNoMetrics(t *testing.T) {
 	}
 }
 
-func bearer(t *testing.T, cfg Config, user string) http.Header {
+func bearer(t *testing.T, cfg gateway.Config, user string) http.Header {
 	t.Helper()
 	tok, err := server.MintToken([]byte(cfg.AuthSecret), user, time.Hour)
 	if err != nil {

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
@@ -18,10 +19,10 @@ import (
 // End-to-end tests of one owner per session across gateways sharing a
 // real redis-server, and of sessions outliving a Redis that lost its data.
 
-func sharedRedisConfig(t *testing.T) Config {
+func sharedRedisConfig(t *testing.T) gateway.Config {
 	t.Helper()
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
 	return cfg
 }
 

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
@@ -57,8 +58,8 @@ func BenchmarkTextFirstDelta(b *testing.B) {
 	b.Cleanup(func() { _ = fake.Close() })
 
 	cfg := defaultTestConfig(b)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(b))
-	cfg.GeminiAPIKey, cfg.GeminiBaseURL = "test", SecretURL(url)
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(b))
+	cfg.GeminiAPIKey, cfg.GeminiBaseURL = "test", gateway.SecretURL(url)
 	g := startGateway(b, unlimited(cfg), nil)
 	c := g.dial("", nil)
 	c.start(nil)

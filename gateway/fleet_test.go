@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
@@ -24,9 +25,9 @@ import (
 func TestTwoGatewaysOnARedisClusterShareOneSession(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	cfg := withPolicy(t, defaultTestConfig(t), confirmKBGet)
-	cfg.RedisURL, cfg.RedisMode = SecretURL(cl.URL()), store.RedisCluster
+	cfg.RedisURL, cfg.RedisMode = gateway.SecretURL(cl.URL()), store.RedisCluster
 	cfg.RedisWaitReplicas = 0 // the test cluster has no replicas to wait for
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	alice := bearer(t, cfg, "alice")
 
 	brainA := fakegemini.NewScript(textStep("Beans ship in two days."),
@@ -105,7 +106,7 @@ func (echoBrain) Respond(_ context.Context, req *fakegemini.Request) fakegemini.
 func TestSentinelFailoverMidConversation(t *testing.T) {
 	set := redistest.StartSentinel(t)
 	cfg := unlimited(defaultTestConfig(t)) // as many turns as the failover lets through
-	cfg.RedisURL, cfg.RedisMode = SecretURL(set.URL()), store.RedisSentinel
+	cfg.RedisURL, cfg.RedisMode = gateway.SecretURL(set.URL()), store.RedisSentinel
 	cfg.RedisWaitReplicas = store.DefaultWaitReplicas(store.RedisSentinel)
 	cfg.HistoryMax = 5000       // every turn of the test stays in the history
 	cfg.ResumeHistoryMax = 5000 // and comes back in session.ready

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
@@ -62,7 +63,7 @@ func TestRequestHumanHandsOffAndAnOperatorOnAnotherGatewayHandsBack(t *testing.T
 	cfg := tokenRedisConfig(t)
 	cfg.EventsStream = fmt.Sprintf("turnstile:test:handoff:%d", time.Now().UnixNano())
 	cfg.HandoffURL = desk.URL + "/desk"
-	cfg.HandoffSigningSecret = Secret(handoffSigningSecret)
+	cfg.HandoffSigningSecret = gateway.Secret(handoffSigningSecret)
 	summary := "Wants 300 EUR back for order 1234; above what I may refund."
 	brainA := fakegemini.NewScript(
 		callStep(fakegemini.Call{Name: "request_human", Args: map[string]any{"reason": "refund above my limit", "summary": summary}}),

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/auth"
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -23,16 +23,22 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
+	"github.com/turnstile-gw/turnstile/gateway"
+	"github.com/turnstile-gw/turnstile/internal/gatewaytest"
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 func TestMain(m *testing.M) {
 	mcptest.ServeStdioIfAsked() // this binary is also the stdio MCP server of the MCP tests
-	redis.SetLogger(redisLogger{slog.New(slog.NewTextHandler(io.Discard, nil))})
+	redis.SetLogger(silentRedis{})
 	// genai (through opencensus) and bleve start workers when their packages
 	// load; they are not ours and live as long as the process.
 	goleak.VerifyTestMain(m,
@@ -48,138 +54,183 @@ func TestMain(m *testing.M) {
 
 // testGateway is a whole gateway, wired and served exactly as the binary
 // wires and serves it (both listeners, on free loopback ports), with the
-// offline fake model driven by brain.
+// offline fake model driven by brain: an internal/gatewaytest gateway, seen
+// through the names these tests were written with.
 type testGateway struct {
 	t        testing.TB
 	url      string // the public listener
 	adminURL string // the admin listener: /metrics, /metrics/summary
 	reg      *prometheus.Registry
-	gw       *gateway
-	cfg      Config
-	stop     func()      // drains and stops it; the test's cleanup calls it too
-	errors   *errorLines // the gateway's ERROR log lines
+	gw       *parts
+	cfg      gateway.Config
+	stop     func()     // drains and stops it; the test's cleanup calls it too
+	errors   errorLines // the gateway's ERROR log lines
 }
 
-func defaultTestConfig(t testing.TB) Config {
+// parts are the pieces of a gateway the tests look at.
+type parts struct {
+	sessions    *session.Manager
+	edge        *server.Server
+	catalog     *tools.Catalog
+	fake        *fakegemini.Server
+	tracing     *tracing.Provider
+	toolsReload *reloader
+	close       func()
+}
+
+func partsOf(gw *gateway.Gateway) *parts {
+	return &parts{sessions: gw.Sessions(), edge: gw.Edge(), catalog: gw.Tools(), fake: gw.OfflineModel(),
+		tracing: gw.Tracing(), toolsReload: &reloader{gw: gw}, close: gw.Close}
+}
+
+// reloader reloads a gateway's tools folder, as SIGHUP does.
+type reloader struct {
+	gw  *gateway.Gateway
+	log *slog.Logger // unused: the gateway logs with its own
+}
+
+func (r *reloader) reload() (string, error) { return r.gw.ReloadTools() }
+
+// watchReloads reloads r's tools folder at each signal on hup until ctx
+// ends, as the binary does on SIGHUP.
+func watchReloads(ctx context.Context, r *reloader, hup <-chan os.Signal, _ *slog.Logger) {
+	gateway.WatchReloads(ctx, r.gw, hup)
+}
+
+// errorLines are the messages of the ERROR log lines a gateway wrote.
+type errorLines struct{ g *gatewaytest.Gateway }
+
+func (e errorLines) all() []string { return e.g.Errors() }
+
+// brains replace the offline demo model's brains; zero values mean the
+// demo brains.
+type brains struct {
+	text        fakegemini.Brain
+	live        fakegemini.LiveBrain
+	openai      fakeopenai.Brain
+	tools       []*tools.Tool
+	credentials *auth.Credentials
+}
+
+func (b brains) options() gatewaytest.Options {
+	return gatewaytest.Options{TextBrain: b.text, LiveBrain: b.live, OpenAIBrain: b.openai, Tools: b.tools,
+		Credentials: b.credentials}
+}
+
+func defaultTestConfig(t testing.TB) gateway.Config {
 	t.Helper()
-	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
-	t.Setenv("GOOGLE_GEMINI_BASE_URL", "")
-	cfg, err := LoadConfig(nil, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ShutdownTimeout = 2 * time.Second
-	// Tests stream microphone audio faster than real time; the pacing
-	// test turns the pace on.
-	cfg.MicPace = 0
-	return cfg
+	return gatewaytest.Config(t)
 }
 
-func startGateway(t testing.TB, cfg Config, brain fakegemini.Brain) *testGateway {
+func startGateway(t testing.TB, cfg gateway.Config, brain fakegemini.Brain) *testGateway {
 	t.Helper()
 	return startGatewayWith(t, cfg, brains{text: brain})
 }
 
 // startGatewayWith starts a gateway whose fake Gemini runs the given brains
 // (nil: the demo brains).
-func startGatewayWith(t testing.TB, cfg Config, b brains) *testGateway {
+func startGatewayWith(t testing.TB, cfg gateway.Config, b brains) *testGateway {
 	t.Helper()
 	return startGatewayLogging(t, cfg, b, nil)
 }
 
 // startGatewayLogging is startGatewayWith whose whole log, at debug level,
 // also goes to logTo (nil: nowhere but the verbose test output).
-func startGatewayLogging(t testing.TB, cfg Config, b brains, logTo io.Writer) *testGateway {
+func startGatewayLogging(t testing.TB, cfg gateway.Config, b brains, logTo io.Writer) *testGateway {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	var h slog.Handler = slog.NewTextHandler(io.Discard, nil)
-	switch {
-	case logTo != nil && testing.Verbose():
-		h = slog.NewJSONHandler(io.MultiWriter(logTo, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug})
-	case logTo != nil:
-		h = slog.NewJSONHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug})
-	case testing.Verbose():
-		h = slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})
-	}
-	if cfg.Addr == "" || cfg.Addr == "127.0.0.1:8080" {
-		cfg.Addr = "127.0.0.1:0"
-	}
-	if cfg.AdminAddr == "" || cfg.AdminAddr == "127.0.0.1:9090" {
-		cfg.AdminAddr = "127.0.0.1:0"
-	}
-	errs := &errorLines{}
-	log := slog.New(errorRecorder{Handler: h, lines: errs})
-	gw, err := assemble(context.Background(), cfg, reg, log, b)
+	opts := b.options()
+	opts.LogTo = logTo
+	g := gatewaytest.Start(t, cfg, opts)
+	return &testGateway{t: t, url: g.URL, adminURL: g.AdminURL, reg: g.Registry(), gw: partsOf(g.Gateway),
+		cfg: g.Config(), stop: g.Stop, errors: errorLines{g}}
+}
+
+// assemble builds a gateway without serving it, as the binary does before
+// it listens.
+func assemble(ctx context.Context, cfg gateway.Config, reg *prometheus.Registry, log *slog.Logger, b brains) (*parts, error) {
+	opts := gateway.Options{Log: log, Registry: reg, TextBrain: b.text, LiveBrain: b.live, OpenAIBrain: b.openai,
+		Tools: b.tools, Credentials: b.credentials}
+	gw, err := gateway.New(ctx, cfg, opts)
 	if err != nil {
-		t.Fatalf("assemble: %v", err)
+		return nil, err
 	}
-	if gw.fake != nil {
-		// Every request the gateway makes is checked against what the real
-		// service accepts.
-		fakegemini.Strict(t, gw.fake)
-	}
-	l, err := listen(cfg, gw, log)
+	return partsOf(gw), nil
+}
+
+// serve runs the gateway as the binary does, until ctx ends.
+func serve(ctx context.Context, cfg gateway.Config, log *slog.Logger, reload <-chan os.Signal) error {
+	gw, err := gateway.New(ctx, cfg, gateway.Options{Log: log, Reload: reload})
 	if err != nil {
-		gw.close()
-		t.Fatalf("listen: %v", err)
+		return err
 	}
-	tg := &testGateway{t: t, url: l.scheme + "://" + l.publicAddr.String(), adminURL: l.scheme + "://" + l.adminAddr.String(),
-		reg: reg, gw: gw, cfg: cfg, errors: errs}
-	var once sync.Once
-	tg.stop = func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			gw.sessions.Drain(ctx)
-			l.shutdown(ctx, log)
-			gw.close()
-		})
+	return gw.Serve(ctx)
+}
+
+// realMain is the binary's command line.
+func realMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return gateway.Main(args, getenv, stdout, stderr)
+}
+
+// toolsCommand is `gateway tools ARGS`.
+func toolsCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return gateway.Main(append([]string{"tools"}, args...), getenv, stdout, stderr)
+}
+
+// The configuration tests' helpers, and pieces some tests check on their
+// own (export_test.go).
+var (
+	configEnv        = gateway.ConfigEnv
+	loadTestConfig   = gateway.LoadTestConfig
+	loadConfig       = gateway.LoadConfigTo
+	buildVersion     = gateway.BuildVersion
+	resolveVersion   = gateway.ResolveVersion
+	redisDurability  = gateway.RedisDurability
+	redisRefusal     = gateway.RedisRefusal
+	toolNames        = gateway.ToolNames
+	commit           = gateway.Commit
+	redisCheckScript = gateway.RedisCheckScript
+)
+
+const (
+	vertexScope        = gateway.VertexScope
+	redisACLCategories = gateway.RedisACLCategories
+	redisCheckKey      = gateway.RedisCheckKey
+)
+
+// configSettings are the gateway's settings, by variable.
+func configSettings() []struct{ env string } {
+	var out []struct{ env string }
+	for _, e := range gateway.SettingEnvs() {
+		out = append(out, struct{ env string }{e})
 	}
-	t.Cleanup(tg.stop)
-	return tg
+	return out
 }
 
-// errorLines are the messages of the ERROR log lines a gateway wrote.
-type errorLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (e *errorLines) all() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.lines...)
-}
-
-// errorRecorder passes records on to Handler and notes the ERROR ones.
-type errorRecorder struct {
-	slog.Handler
-	lines *errorLines
-}
-
-func (r errorRecorder) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelError || r.Handler.Enabled(ctx, l)
-}
-
-func (r errorRecorder) Handle(ctx context.Context, rec slog.Record) error {
-	if rec.Level >= slog.LevelError {
-		r.lines.mu.Lock()
-		r.lines.lines = append(r.lines.lines, rec.Message)
-		r.lines.mu.Unlock()
+// renderProblems are the tools of reg that cannot be rendered.
+func renderProblems(reg *tools.Registry) []struct{ err error } {
+	var out []struct{ err error }
+	for _, e := range gateway.RenderProblems(reg) {
+		out = append(out, struct{ err error }{e})
 	}
-	if !r.Handler.Enabled(ctx, rec.Level) {
-		return nil
-	}
-	return r.Handler.Handle(ctx, rec)
+	return out
 }
 
-func (r errorRecorder) WithAttrs(as []slog.Attr) slog.Handler {
-	return errorRecorder{Handler: r.Handler.WithAttrs(as), lines: r.lines}
+// readWAV reads a PCM16 mono WAV file.
+func readWAV(r io.Reader) (struct {
+	pcm  []byte
+	rate int
+}, error) {
+	pcm, rate, err := gateway.ReadWAV(r)
+	return struct {
+		pcm  []byte
+		rate int
+	}{pcm, rate}, err
 }
 
-func (r errorRecorder) WithGroup(name string) slog.Handler {
-	return errorRecorder{Handler: r.Handler.WithGroup(name), lines: r.lines}
-}
+// silentRedis keeps go-redis's own log lines out of the test output.
+type silentRedis struct{}
+
+func (silentRedis) Printf(context.Context, string, ...any) {}
 
 // counterSum is the sum of a counter family over all its label values (0
 // when it has none yet).
@@ -237,13 +288,6 @@ func (g *testGateway) sessionsRefused(reason string) float64 {
 		sum += testutil.ToFloat64(g.gw.sessions.Metrics.SessionsRefused.WithLabelValues(reason, ch.String()))
 	}
 	return sum
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // wsClient is a browser stand-in speaking protocol v1.
@@ -386,7 +430,7 @@ func last(evs []event) event { return evs[len(evs)-1] }
 
 // withPolicy loads a policy file written from yaml into cfg, as
 // TURNSTILE_POLICY would.
-func withPolicy(t *testing.T, cfg Config, yaml string) Config {
+func withPolicy(t *testing.T, cfg gateway.Config, yaml string) gateway.Config {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -492,7 +536,7 @@ func systemText(req *fakegemini.Request) string {
 
 // redisClientFor is a client of the gateway's Redis, for looking at what
 // it stored.
-func redisClientFor(t testing.TB, cfg Config) redis.UniversalClient {
+func redisClientFor(t testing.TB, cfg gateway.Config) redis.UniversalClient {
 	t.Helper()
 	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second)
 	if err != nil {

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 )
 
@@ -106,11 +107,11 @@ func toolsDir(t *testing.T, schemas map[string]string) string {
 
 // configWith loads the configuration from env as the binary would, with
 // the test harness's adjustments.
-func configWith(t *testing.T, env map[string]string) Config {
+func configWith(t *testing.T, env map[string]string) gateway.Config {
 	t.Helper()
 	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
 	t.Setenv("GOOGLE_GEMINI_BASE_URL", "")
-	cfg, err := LoadConfig(nil, configEnv(env))
+	cfg, err := gateway.LoadConfig(nil, configEnv(env))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -230,7 +231,7 @@ func TestHTTPToolStatusesReachTheModelAsErrorTypes(t *testing.T) {
 
 func TestToolsDirWithAMissingVariableStopsTheGatewayAtStartup(t *testing.T) {
 	dir := toolsDir(t, map[string]string{"create_ticket": fmt.Sprintf(createTicketSchema, "https://tickets.example")})
-	_, err := LoadConfig(nil, configEnv(map[string]string{"TURNSTILE_TOOLS_DIR": dir}))
+	_, err := gateway.LoadConfig(nil, configEnv(map[string]string{"TURNSTILE_TOOLS_DIR": dir}))
 	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_TOOLS_DIR="+dir) ||
 		!strings.Contains(err.Error(), "tool create_ticket: schema.json: http.headers.Authorization: environment variable TICKETS_API_KEY is not set") {
 		t.Fatalf("err = %v", err)

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -77,8 +78,8 @@ func TestNodeSessionCapAnswers503WithRetryAfterAndFreesAtOnce(t *testing.T) {
 func TestPerUserCapHoldsAcrossTwoGateways(t *testing.T) {
 	addr := redistest.Start(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.MaxSessionsPerUser = 2
 	a := startGateway(t, cfg, fakegemini.NewScript())
 	b := startGateway(t, cfg, fakegemini.NewScript())
@@ -116,8 +117,8 @@ func TestAKilledNodesLeasesExpire(t *testing.T) {
 	dead := startProcess(t, "REDIS_URL=redis://"+addr, "TURNSTILE_AUTH_SECRET="+secret,
 		"TURNSTILE_MAX_SESSIONS_PER_USER=2", "TURNSTILE_USER_LEASE_TTL=1s")
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(secret)
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(secret)
 	cfg.MaxSessionsPerUser = 2
 	cfg.UserLeaseTTL = time.Second
 	live := startGateway(t, cfg, fakegemini.NewScript())
@@ -153,7 +154,7 @@ func TestAKilledNodesLeasesExpire(t *testing.T) {
 
 func TestTokensAudienceIssuerAndLifetimeAreChecked(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.AuthAudience, cfg.AuthIssuer, cfg.AuthMaxTTL = "turnstile", "https://idp.example.com", time.Hour
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	mint := func(ttl time.Duration, aud, iss string) http.Header {
@@ -231,7 +232,7 @@ func TestDevModeRefusesDNSRebindingAndForeignOrigins(t *testing.T) {
 
 func TestAllowListIsEnforcedWithAuthOn(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.AllowedOrigins = []string{"https://app.example.com"}
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	h := bearer(t, cfg, "alice")
@@ -287,8 +288,8 @@ func TestConnectionCapKeepsHealthChecksAnswering(t *testing.T) {
 func TestRedisDownAtAdmissionAdmitsAndCountsIt(t *testing.T) {
 	mr := miniredis.RunT(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + mr.Addr())
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + mr.Addr())
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.MaxSessionsPerUser = 1
 	g := startGateway(t, cfg, fakegemini.NewScript())
 	alice := bearer(t, cfg, "alice")

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // What the gateway writes to its log about requests: never a token, never a
 // query string; behind a trusted proxy, the client it forwarded.

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"encoding/json"
@@ -9,12 +9,13 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // openAIConfig is the default test configuration with the openai text
 // provider, aimed at a fake OpenAI-compatible server that demands a key.
-func openAIConfig(t *testing.T, brain fakeopenai.Brain) Config {
+func openAIConfig(t *testing.T, brain fakeopenai.Brain) gateway.Config {
 	t.Helper()
 	t.Setenv("OPENAI_BASE_URL", "")
 	t.Setenv("OPENAI_API_KEY", "")
@@ -26,7 +27,7 @@ func openAIConfig(t *testing.T, brain fakeopenai.Brain) Config {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	cfg := defaultTestConfig(t)
-	cfg.TextProvider, cfg.OpenAIBaseURL, cfg.OpenAIAPIKey, cfg.OpenAIModel = "openai", SecretURL(base), key, "llama-test"
+	cfg.TextProvider, cfg.OpenAIBaseURL, cfg.OpenAIAPIKey, cfg.OpenAIModel = "openai", gateway.SecretURL(base), key, "llama-test"
 	return cfg
 }
 

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // A small PromQL reader for the dashboard and alert checks
 // (dashboards_test.go): it parses the expressions of deploy/grafana and

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/turnstile-gw/turnstile/gateway"
 )
 
 // TestReadyGaugeFollowsReadyz: turnstile_ready is what /readyz last
@@ -14,7 +16,7 @@ import (
 func TestReadyGaugeFollowsReadyz(t *testing.T) {
 	mr := miniredis.RunT(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + mr.Addr())
+	cfg.RedisURL = gateway.SecretURL("redis://" + mr.Addr())
 	g := startGateway(t, cfg, nil)
 	ready := func() float64 {
 		t.Helper()

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -128,7 +129,7 @@ func TestRedisWithTheRightCredentialsServesSessions(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := withPolicy(t, defaultTestConfig(t), confirmKBGet)
-			cfg.RedisURL = SecretURL(url)
+			cfg.RedisURL = gateway.SecretURL(url)
 			brain := fakegemini.NewScript(
 				callStep(getCall("shipping")), textStep("I need your approval first."),
 				callStep(getCall("shipping")), textStep("Shipping takes two days."),
@@ -171,7 +172,7 @@ func TestUnreachableRedisAtStartupStartsTheGatewayNotReady(t *testing.T) {
 	_ = ln.Close() // nothing listens there now: connections are refused
 
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://:" + testRedisPassword + "@" + addr + "/0")
+	cfg.RedisURL = gateway.SecretURL("redis://:" + testRedisPassword + "@" + addr + "/0")
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	gw, err := assemble(context.Background(), cfg, prometheus.NewRegistry(), log, brains{})
@@ -198,7 +199,7 @@ func TestRedisErrorsThatPassByThemselvesDoNotStopTheGateway(t *testing.T) {
 	check := func(msg string) (string, bool) {
 		t.Helper()
 		cfg := defaultTestConfig(t)
-		cfg.RedisURL = SecretURL("redis://" + startReplyServer(t, msg) + "/0")
+		cfg.RedisURL = gateway.SecretURL("redis://" + startReplyServer(t, msg) + "/0")
 		rdb, err := store.NewRedisClient(string(cfg.RedisURL), cfg.RedisTimeout)
 		if err != nil {
 			t.Fatal(err)

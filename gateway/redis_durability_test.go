@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestReadyzWarnsOfARedisWithoutPersistence(t *testing.T) {
 	srv := redistest.StartServer(t) // --save "" --appendonly no, no replica
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + srv.Addr)
 
 	readyz := func(g *testGateway) map[string]any {
 		t.Helper()

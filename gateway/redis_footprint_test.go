@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
@@ -87,7 +88,7 @@ func TestRedisFootprintOfASupportConversation(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	cfg := unlimited(defaultTestConfig(t)) // 140 turns in a few seconds
-	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
 	// Each run flushes Redis: without this, the node would write the
 	// previous run's session back from its recent copies (as it should
 	// after a flush), and the footprint would be two sessions'.

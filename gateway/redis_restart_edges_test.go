@@ -1,6 +1,6 @@
 //go:build unix
 
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -34,8 +35,8 @@ func TestRedisThatRestartedEmptyKeepsResumesBlocksAndCaps(t *testing.T) {
 	secret := strings.Repeat("k", 32)
 	frozen := startProcess(t, "REDIS_URL=redis://"+srv.Addr, "TURNSTILE_AUTH_SECRET="+secret)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
-	cfg.AuthSecret = Secret(secret)
+	cfg.RedisURL = gateway.SecretURL("redis://" + srv.Addr)
+	cfg.AuthSecret = gateway.Secret(secret)
 	cfg.MaxSessionsPerUser = 2
 	cfg.UserLeaseTTL = 5 * time.Minute // renewed every 100 s: only the re-assertion can bring the leases back
 	a := startGateway(t, cfg, fakegemini.NewScript(

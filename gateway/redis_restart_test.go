@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -129,11 +130,11 @@ func TestSessionBetweenConnectionsIsWrittenBackToARedisThatRestartedEmpty(t *tes
 
 // twoGatewaysOnARestartableRedis starts a redis-server the test can restart
 // empty and two gateways on it: A answers with aSays in turn, B with bSays.
-func twoGatewaysOnARestartableRedis(t *testing.T, aSays []string, bSays string) (*redistest.Server, Config, *testGateway, *testGateway) {
+func twoGatewaysOnARestartableRedis(t *testing.T, aSays []string, bSays string) (*redistest.Server, gateway.Config, *testGateway, *testGateway) {
 	t.Helper()
 	srv := redistest.StartServer(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + srv.Addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + srv.Addr)
 	var steps []func(*fakegemini.Request) fakegemini.Reply
 	for _, say := range aSays {
 		steps = append(steps, textStep(say))

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"io"
@@ -9,13 +9,14 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
 func TestResumeOnAnotherGatewaySharingRedis(t *testing.T) {
 	addr := redistest.Start(t) // a real redis-server
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
 	brainA := fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply("Beans ship in two days.", 2)))
 	brainB := fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply("Yes, worldwide.", 2)))
 	a := startGateway(t, cfg, brainA)
@@ -56,7 +57,7 @@ func TestResumeOnAnotherGatewaySharingRedis(t *testing.T) {
 func TestRedisOutage(t *testing.T) {
 	mr := miniredis.RunT(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + mr.Addr())
+	cfg.RedisURL = gateway.SecretURL("redis://" + mr.Addr())
 	step := fakegemini.Fixed(fakegemini.TextReply("noted", 1))
 	brain := fakegemini.NewScript(step, step, step, step)
 	g := startGateway(t, cfg, brain)

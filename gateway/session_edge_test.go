@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
@@ -127,7 +128,7 @@ func historyLabels(items []map[string]any) []string {
 
 func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.AuthLeeway = 30 * time.Second
 	clock := clock.NewFake(time.Now())
 	cfg.Clock = clock

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
@@ -129,8 +130,8 @@ func isSubsequenceOfFrames(got, sent []byte, frame int) bool {
 func TestTurnsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 	addr := redistest.Start(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.TurnsPerMinute = 2
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
 	// A's second step answers the refused turn's request if it got there
@@ -205,8 +206,8 @@ func TestTurnsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 func TestNewSessionsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 	addr := redistest.Start(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.NewSessionsPerMinute = 2
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
 	a := startGateway(t, cfg, fakegemini.NewScript())
@@ -378,7 +379,7 @@ func requestChars(r *fakegemini.Request) int {
 func TestHistoryMaxBytesBoundsTheStoredHistory(t *testing.T) {
 	addr := redistest.Start(t)
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
 	cfg.HistoryMaxBytes = 16 << 10
 	cfg.TurnsPerMinute = 0
 	brain := fakegemini.NewScript()

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // Seed 004's size and token figures, end to end: responses are measured in
 // characters and tokens estimated as ceil(chars / 4), so a non-ASCII answer

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
@@ -23,8 +24,8 @@ func TestUserStorageStopsAtTheQuotaWithAClearError(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.UserStorageBytes = 16 << 10
 	g := startGateway(t, cfg, always{fakegemini.TextReply("noted", 1)})
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")

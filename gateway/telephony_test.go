@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/audio"
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -29,9 +30,9 @@ import (
 const testTwilioToken = "twilio-test-auth-token"
 
 // startCallGateway starts a gateway that checks Twilio's signatures.
-func startCallGateway(t *testing.T, cfg Config) (*testGateway, *fakegemini.LiveScript) {
+func startCallGateway(t *testing.T, cfg gateway.Config) (*testGateway, *fakegemini.LiveScript) {
 	t.Helper()
-	cfg.TwilioAuthToken = Secret(testTwilioToken)
+	cfg.TwilioAuthToken = gateway.Secret(testTwilioToken)
 	return startVoiceGateway(t, cfg, nil)
 }
 
@@ -496,7 +497,7 @@ func TestSecondStreamForTheSameCallIsRefused(t *testing.T) {
 
 func TestCallStreamDroppedWithoutStopIsEndedAndRecorded(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t)) // a real redis-server
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t)) // a real redis-server
 	g, script := startCallGateway(t, cfg)
 	c, u, _ := dialCall(t, g, script)
 	must(t, u.SendInputTranscript("Where is my parcel?"))
@@ -585,7 +586,7 @@ func TestPhoneRoutesNeedATwilioTokenOffLoopback(t *testing.T) {
 		{"0.0.0.0:8080", "tok", true},
 		{"10.0.0.5:8080", "", false},
 	} {
-		cfg.Addr, cfg.TwilioAuthToken = tc.addr, Secret(tc.token)
+		cfg.Addr, cfg.TwilioAuthToken = tc.addr, gateway.Secret(tc.token)
 		if got := cfg.TelephonyOn(); got != tc.on {
 			t.Errorf("TURNSTILE_ADDR=%s with token %q: telephony on = %v, want %v", tc.addr, tc.token, got, tc.on)
 		}
@@ -651,7 +652,7 @@ func TestCallerAudioBeforeTheModelIsUpDoesNotEndTheCall(t *testing.T) {
 // an operator's update of the live call) gets a new stream and session.
 func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t)) // a real redis-server, shared
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t)) // a real redis-server, shared
 	a, scriptA := startCallGateway(t, cfg)
 	b, scriptB := startCallGateway(t, cfg)
 	const sid = "CA00000000000000000000000000000018"

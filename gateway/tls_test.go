@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // TLS on the gateway's own listeners: WebSockets over it, and a certificate
 // rotated on disk picked up without a restart.

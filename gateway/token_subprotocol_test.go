@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // Browser tokens out of URLs: a token offered as the WebSocket subprotocol
 // turnstile.auth.<token> beside turnstile.v1 is accepted, the gateway
@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 )
@@ -22,7 +23,7 @@ import (
 func TestSubprotocolTokenIsAcceptedAndNeverLogged(t *testing.T) {
 	const secret = "subprotocol-test-secret-0123456789abcdef"
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(secret)
+	cfg.AuthSecret = gateway.Secret(secret)
 	log := &browserOutput{}
 	g := startGatewayLogging(t, cfg, brains{text: fakegemini.NewScript(textStep("Two days."))}, log)
 	mint := func(user string) string {

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
 )
 
@@ -105,11 +106,11 @@ func TestToolsCheckListsTheToolsOfMCPServers(t *testing.T) {
 
 func TestInvalidMCPConfigIsRefusedAtStartup(t *testing.T) {
 	bad := writeMCPConfig(t, map[string]any{"x": map[string]any{"url": "https://h/mcp", "headers": map[string]string{"Authorization": "Bearer ${X_TOKEN}"}}})
-	_, err := LoadConfig(nil, configEnv(map[string]string{"TURNSTILE_MCP_CONFIG": bad}))
+	_, err := gateway.LoadConfig(nil, configEnv(map[string]string{"TURNSTILE_MCP_CONFIG": bad}))
 	if err == nil || !strings.Contains(err.Error(), "TURNSTILE_MCP_CONFIG: "+bad+": mcpServers.x: headers.Authorization: environment variable X_TOKEN is not set") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = LoadConfig([]string{"-mcp-config", filepath.Join(t.TempDir(), "none.json")}, configEnv(nil))
+	_, err = gateway.LoadConfig([]string{"-mcp-config", filepath.Join(t.TempDir(), "none.json")}, configEnv(nil))
 	if err == nil || !strings.Contains(err.Error(), "-mcp-config (TURNSTILE_MCP_CONFIG)=") {
 		t.Fatalf("missing file: %v", err)
 	}

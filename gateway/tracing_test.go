@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/otlptest"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -26,7 +27,7 @@ const browserTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7
 
 // tracedConfig is the configuration with tracing on towards rcv (the SDK's
 // exporters read the process environment; the gateway reads env as well).
-func tracedConfig(t *testing.T, rcv *otlptest.Receiver, env map[string]string) Config {
+func tracedConfig(t *testing.T, rcv *otlptest.Receiver, env map[string]string) gateway.Config {
 	t.Helper()
 	rcv.Env(t)
 	all := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": rcv.Protocol,
@@ -126,7 +127,7 @@ func TestTextTurnExportsOneTraceWithEveryCallOverHTTPAndGRPC(t *testing.T) {
 			root := rootOf(t, spans)
 			want := map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": ready.str("sessionId"),
 				"turnstile.turn": int64(1), "turnstile.mode": "text", "turnstile.turn.end_reason": "end_turn",
-				"enduser.pseudo.id": cfg.pseudonymOf(server.AnonymousUser)}
+				"enduser.pseudo.id": cfg.PseudonymOf(server.AnonymousUser)}
 			for k, v := range want {
 				if root.Attrs[k] != v {
 					t.Errorf("root %s = %v, want %v", k, root.Attrs[k], v)
@@ -182,17 +183,6 @@ func TestTextTurnExportsOneTraceWithEveryCallOverHTTPAndGRPC(t *testing.T) {
 			}
 		})
 	}
-}
-
-// withTracingDefaults sets what no OTEL_* variable gives: tracing off.
-func withTracingDefaults(c *Config) {
-	c.Tracing = tracing.Settings{Protocol: tracing.ProtocolHTTP, MaxQueueSize: tracing.DefaultMaxQueueSize}
-}
-
-// pseudonymOf is the pseudonym the gateway shows a user by.
-func (c Config) pseudonymOf(user string) string {
-	k, _ := c.pseudonyms()
-	return k.Of(user)
 }
 
 // A voice turn with a tool call exports one trace: the voice turn's root

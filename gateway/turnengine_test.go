@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
@@ -50,7 +51,7 @@ func okTool(data any, ins ...intents.Intent) func(context.Context, tools.Call) t
 }
 
 // startVoiceWithTools is startVoiceGateway with test-only tools.
-func startVoiceWithTools(t *testing.T, cfg Config, text fakegemini.Brain, ts ...*tools.Tool) (*testGateway, *fakegemini.LiveScript) {
+func startVoiceWithTools(t *testing.T, cfg gateway.Config, text fakegemini.Brain, ts ...*tools.Tool) (*testGateway, *fakegemini.LiveScript) {
 	t.Helper()
 	script := fakegemini.NewLiveScript()
 	if text == nil {
@@ -151,7 +152,7 @@ func TestBlockInVoiceEndsVoiceAtOnce(t *testing.T) {
 // voice session no later than its next turnComplete.
 func TestBlockFromAnotherNodeEndsVoiceAtTheNextTurnComplete(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
 	gA, script := startVoiceGateway(t, cfg, nil)
 	gB := startGateway(t, cfg, fakegemini.NewScript(callStep(fakegemini.Call{Name: "ignore_user",
 		Args: map[string]any{"duration_seconds": 60, "reason": "spam"}}), textStep("Blocked.")))
@@ -276,7 +277,7 @@ func TestVoiceCallAnsweredAfterTurnCompleteBelongsToItsTurn(t *testing.T) {
 // drops before any voice turn completed resumes its Live session.
 func TestVoiceResumeUsesTheHandleOfAnUnfinishedTurn(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, ready, u := startInVoice(t, g, script)
 	must(t, u.SendAudio(pcm(1, 960)))
@@ -446,7 +447,7 @@ func TestBlockedPromptIsModelRefused(t *testing.T) {
 }
 
 // storedSession reads a session from the gateway's Redis without taking it over.
-func storedSession(t testing.TB, cfg Config, ready event) (store.Record, []transport.Entry, error) {
+func storedSession(t testing.TB, cfg gateway.Config, ready event) (store.Record, []transport.Entry, error) {
 	t.Helper()
 	rdb, err := store.NewRedisClient(string(cfg.RedisURL), time.Second) // closed at once: called in polls
 	if err != nil {
@@ -464,7 +465,7 @@ func storedSession(t testing.TB, cfg Config, ready event) (store.Record, []trans
 // user's words reach the history, then the browser is told to reconnect.
 func TestDrainLetsARunningVoiceTurnPlayOut(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, ready, u := startInVoice(t, g, script)
 	must(t, u.SendInputTranscript("What time do you open?"))

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // Connects from a second loopback address (127.0.0.2), which Linux routes
 // without any set-up.
@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -45,7 +46,7 @@ func TestThousandIdleUnauthenticatedConnectionsFromOneIPLeaveTheNodeOpen(t *test
 	const flood = 1000
 	needFiles(t, 3*flood)
 	cfg := defaultTestConfig(t)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	// The silent connections stay until the test ends (not cut by the
 	// header timeout), so that what the node holds is what the cap holds.
 	cfg.HTTPReadHeaderTimeout = time.Minute

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
@@ -42,8 +43,8 @@ func ignoreUserCall(seconds int, reason string) fakegemini.Call {
 func TestToolResultInjectionNeverBlocksTheUserWhileTheirOwnAbuseStillDoes(t *testing.T) {
 	addr := redistest.Start(t) // a real redis-server, as in production
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.KBDir = injectedKB(t)
 	alice := bearer(t, cfg, "alice")
 	brain := fakegemini.NewScript(

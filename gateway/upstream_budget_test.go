@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -114,16 +115,16 @@ func resumeLoop(t *testing.T, nodes []*budgetNode, user http.Header, rounds int)
 // budgetConfig is a gateway on a real redis-server at addr with auth on,
 // a connect budget of perSession per session, and no resume limit (the
 // budget alone is under test).
-func budgetConfig(t *testing.T, addr string, perSession, perUser int) Config {
+func budgetConfig(t *testing.T, addr string, perSession, perUser int) gateway.Config {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
-	cfg.AuthSecret = Secret(strings.Repeat("k", 32))
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.LiveConnectsPerMinute, cfg.UserLiveConnectsPerMinute = perSession, perUser
 	cfg.ResumesPerMinute, cfg.UserResumesPerMinute = 0, 0
 	return cfg
 }
 
-func startBudgetNode(t *testing.T, cfg Config) *budgetNode {
+func startBudgetNode(t *testing.T, cfg gateway.Config) *budgetNode {
 	g, script := startVoiceGateway(t, cfg, fakegemini.NewScript(textStep("Still here, in text.")))
 	return &budgetNode{g: g, script: script}
 }

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"cloud.google.com/go/auth"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
@@ -61,7 +62,7 @@ func startVertexFake(t *testing.T, text *fakegemini.ScriptBrain) *vertexFake {
 
 // vertexConfig is the configuration of a gateway on Vertex AI with base as
 // its endpoint, loaded as the binary loads it.
-func vertexConfig(t *testing.T, base string) Config {
+func vertexConfig(t *testing.T, base string) gateway.Config {
 	t.Helper()
 	cfg := defaultTestConfig(t) // also clears the SDK's backend variable
 	for _, v := range []string{"GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT",

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
@@ -35,7 +36,7 @@ func handleSeen(t *testing.T, c *wsClient, u *upstream) string {
 
 func TestVoiceHandleIsSavedWhenTheBrowserDropsAtOnce(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + redistest.Start(t))
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, ready, u := startInVoice(t, g, script)
 	handle := handleSeen(t, c, u)
@@ -63,7 +64,7 @@ func TestVoiceHandleIsSavedWhenTheBrowserDropsWhileRedisStalls(t *testing.T) {
 	mr := miniredis.RunT(t)
 	proxy := startStallProxy(t, mr.Addr())
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + proxy.addr())
+	cfg.RedisURL = gateway.SecretURL("redis://" + proxy.addr())
 	cfg.RedisTimeout = 5 * time.Second
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, ready, u := startInVoice(t, g, script)

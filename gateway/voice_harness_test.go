@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
@@ -217,7 +218,7 @@ func must(t testing.TB, err error) {
 
 // startVoiceGateway starts a gateway whose fake Live model is a script run
 // by the test, and whose text model is text (nil: an empty script).
-func startVoiceGateway(t testing.TB, cfg Config, text fakegemini.Brain) (*testGateway, *fakegemini.LiveScript) {
+func startVoiceGateway(t testing.TB, cfg gateway.Config, text fakegemini.Brain) (*testGateway, *fakegemini.LiveScript) {
 	t.Helper()
 	script := fakegemini.NewLiveScript()
 	if text == nil {

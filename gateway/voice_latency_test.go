@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // Voice-to-voice latency end to end: the user speaks (speech, then
 // silence, or speech then the client's audio.end), the model answers with

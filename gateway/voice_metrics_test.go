@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 // Voice in the documented metrics: what Gemini Live reports a turn cost,
 // and the context budget from the configuration.

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
@@ -139,7 +140,7 @@ func TestUpstream1011MidTurnIsReportedAndVoiceGoesOn(t *testing.T) {
 func TestVoiceResumeOnAnotherGatewayStartsAFreshUpstreamWithTheHistory(t *testing.T) {
 	addr := redistest.Start(t) // a real redis-server shared by both gateways
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + addr)
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
 	a, scriptA := startVoiceGateway(t, cfg, nil)
 	b, scriptB := startVoiceGateway(t, cfg, nil)
 

@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
@@ -192,7 +193,7 @@ func stalledCallGateway(t *testing.T) (*testGateway, *fakegemini.LiveScript, *st
 	mr := miniredis.RunT(t)
 	proxy := startStallProxy(t, mr.Addr())
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + proxy.addr())
+	cfg.RedisURL = gateway.SecretURL("redis://" + proxy.addr())
 	cfg.RedisTimeout = 5 * time.Second
 	cfg = withPolicy(t, cfg, "tools:\n  kb_search:\n    requiresConfirmation: true\n")
 	g, script := startVoiceGateway(t, cfg, nil)
@@ -526,7 +527,7 @@ func TestSlowRedisDoesNotHoldUpTheVoiceConversation(t *testing.T) {
 	mr := miniredis.RunT(t)
 	proxy := startStallProxy(t, mr.Addr())
 	cfg := defaultTestConfig(t)
-	cfg.RedisURL = SecretURL("redis://" + proxy.addr())
+	cfg.RedisURL = gateway.SecretURL("redis://" + proxy.addr())
 	cfg.RedisTimeout = 3 * time.Second // a store call may take up to 6 s
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, _, u := startInVoice(t, g, script)
