@@ -92,10 +92,13 @@ func loudFrame() []byte {
 func TestVoiceTurnAfterSpeechObservesTheVoiceResponse(t *testing.T) {
 	r := newRig(t)
 	hist := r.m.VoiceResponse.WithLabelValues("browser")
+	// The end of speech is the time given with the last loud frame: the
+	// bound below starts there.
+	var spoke time.Time
 	for range 5 {
-		r.v.Mic(time.Now(), loudFrame())
+		spoke = time.Now()
+		r.v.Mic(spoke, loudFrame())
 	}
-	spoke := time.Now()
 	for range 5 {
 		r.v.Mic(time.Now(), make([]byte, 640))
 	}
