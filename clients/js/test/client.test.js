@@ -3,22 +3,12 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { afterEach, beforeEach, test } from "node:test";
+import { test } from "node:test";
 
 import { Client, backoffDelay, closeAction, connect, describeClose, retryAfterMs } from "../index.js";
-import { ClientWebSocket, record, startGateway, until } from "./gateway.js";
+import { ClientWebSocket, record, until, useGateway } from "./gateway.js";
 
-let gw;
-const clients = [];
-
-beforeEach(async () => {
-  gw = await startGateway();
-});
-
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await gw.close();
-});
+const { gw, clients } = useGateway();
 
 function open(options = {}) {
   const client = connect({
@@ -288,7 +278,6 @@ test("a client that was connected keeps retrying past the limit (a restart, a ne
   await until("five failed attempts", () => attempts.length >= 5);
   assert.notEqual(client.status, "closed");
   client.close();
-  gw = await startGateway();
 });
 
 test("every server message is an event of its type and a message event, in order", async () => {

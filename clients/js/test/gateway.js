@@ -2,6 +2,7 @@
 // connection is a Peer the test script reads from and writes to.
 
 import { once } from "node:events";
+import { afterEach, beforeEach } from "node:test";
 import { WebSocket as WsWebSocket, WebSocketServer } from "ws";
 
 /** The WebSocket the client uses in the tests: Node's own (a browser-like
@@ -112,6 +113,7 @@ export async function startGateway() {
   const peers = [];
   const waiting = [];
   let seen = 0;
+  let closed = false;
   wss.on("connection", (ws, req) => {
     const peer = new Peer(ws, req);
     peers.push(peer);
@@ -133,12 +135,42 @@ export async function startGateway() {
       }
       return peers[seen++];
     },
+    /** Stops the server; again, it does nothing. */
     async close() {
+      if (closed) return;
+      closed = true;
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       await once(wss, "close");
     },
   };
+}
+
+/**
+ * A fresh gateway for each test of the file, and the clients a test pushes
+ * on `clients`, closed after it: `const { gw, clients } = useGateway();`.
+ * `gw` stands for the current test's gateway.
+ */
+export function useGateway() {
+  let current;
+  const clients = [];
+  beforeEach(async () => {
+    current = await startGateway();
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await current.close();
+  });
+  const gw = new Proxy(
+    {},
+    {
+      get(_, key) {
+        const v = current[key];
+        return typeof v === "function" ? v.bind(current) : v;
+      },
+    },
+  );
+  return { gw, clients };
 }
 
 /** Polls cond() every 5 ms until it is truthy; rejects after `ms`. */

@@ -4,22 +4,12 @@
 // forever.
 
 import assert from "node:assert/strict";
-import { afterEach, beforeEach, test } from "node:test";
+import { test } from "node:test";
 
 import { connect, refreshDelay, tokenExpiry } from "../index.js";
-import { ClientWebSocket, jwt, startGateway, until } from "./gateway.js";
+import { ClientWebSocket, jwt, until, useGateway } from "./gateway.js";
 
-let gw;
-const clients = [];
-
-beforeEach(async () => {
-  gw = await startGateway();
-});
-
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await gw.close();
-});
+const { gw, clients } = useGateway();
 
 function open(options) {
   const client = connect({ url: gw.url, WebSocket: ClientWebSocket, audio: false, backoff: { minMs: 20, maxMs: 100 }, ...options });

@@ -4,11 +4,11 @@
 // barge-in flushes the speaker, and mode switches time out or fail cleanly.
 
 import assert from "node:assert/strict";
-import { afterEach, beforeEach, test } from "node:test";
+import { test } from "node:test";
 
 import { Downsampler, FrameAssembler, connect } from "../index.js";
 import { tone, zeroCrossings } from "./dsp.js";
-import { ClientWebSocket, record, startGateway, until } from "./gateway.js";
+import { ClientWebSocket, record, until, useGateway } from "./gateway.js";
 
 /** Devices for the client's `audio` option: the microphone plays 40 ms of
  * a 1 kHz sine every 40 ms while started. */
@@ -61,15 +61,7 @@ function syntheticAudio() {
   return { make, log };
 }
 
-let gw;
-const clients = [];
-beforeEach(async () => {
-  gw = await startGateway();
-});
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await gw.close();
-});
+const { gw, clients } = useGateway();
 
 async function session(options = {}) {
   const audio = syntheticAudio();
