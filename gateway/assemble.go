@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/auth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
@@ -55,24 +54,10 @@ func (g *gateway) close() {
 	}
 }
 
-// brains replace the offline demo model's brains; tests pass programmable
-// ones. Zero values mean the demo brains.
-type brains struct {
-	text   fakegemini.Brain
-	live   fakegemini.LiveBrain
-	openai fakeopenai.Brain // the text model's with TURNSTILE_TEXT_PROVIDER=openai
-	// tools are test-only tools added to the registry beside the others.
-	tools []*tools.Tool
-
-	// credentials, when set, replace application default credentials for
-	// Vertex AI (tests inject a static token).
-	credentials *auth.Credentials
-}
-
 // assemble builds the gateway from its configuration. On error, whatever it
 // had started is closed.
 func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *slog.Logger,
-	b brains) (gw *gateway, err error) {
+	opts Options) (gw *gateway, err error) {
 	gw = &gateway{}
 	// The gateway's one clock, handed to every package that reads the time.
 	cfg.Clock = clock.Or(cfg.Clock)
@@ -122,7 +107,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	gw.closers = append(gw.closers, func() { _ = index.Close() })
 	log.Info("knowledge base loaded", "documents", index.Len(), "dir", orSample(cfg.KBDir))
 
-	catalog, err := toolCatalog(ctx, cfg, index, m, log, gw, b.tools)
+	catalog, err := toolCatalog(ctx, cfg, index, m, log, gw, opts.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +122,11 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		return nil, err
 	}
 
-	client, liveClient, err := geminiClients(ctx, cfg, log, gw, b)
+	client, liveClient, err := geminiClients(ctx, cfg, log, gw, opts)
 	if err != nil {
 		return nil, err
 	}
-	textModel, modelName, err := textModel(cfg, log, gw, b, client)
+	textModel, modelName, err := textModel(cfg, log, gw, opts, client)
 	if err != nil {
 		return nil, err
 	}
@@ -309,21 +294,21 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 // for Live (voice, which needs a ws:// or wss:// base URL): against Google
 // (or GEMINI_BASE_URL) with a key, or against the in-process fake Gemini
 // server running the demo brains without one.
-func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, b brains) (*genai.Client, *genai.Client, error) {
+func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gateway, opts Options) (*genai.Client, *genai.Client, error) {
 	if cfg.UseVertexAI {
-		return vertexClients(ctx, cfg, log, b)
+		return vertexClients(ctx, cfg, log, opts.Credentials)
 	}
 	key, base := string(cfg.GeminiAPIKey), string(cfg.GeminiBaseURL)
 	if cfg.GeminiOffline() {
-		if b.text == nil {
+		if opts.TextBrain == nil {
 			// A short pause between chunks so that answers visibly stream.
-			b.text = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
+			opts.TextBrain = &fakegemini.DemoBrain{Pace: 30 * time.Millisecond}
 		}
-		if b.live == nil {
-			b.live = fakegemini.NewLiveDemo()
+		if opts.LiveBrain == nil {
+			opts.LiveBrain = fakegemini.NewLiveDemo()
 		}
-		fake := fakegemini.New(b.text, log.With("component", "fakegemini"))
-		fake.SetLiveBrain(b.live)
+		fake := fakegemini.New(opts.TextBrain, log.With("component", "fakegemini"))
+		fake.SetLiveBrain(opts.LiveBrain)
 		gw.fake = fake
 		url, err := fake.Start("127.0.0.1:0")
 		if err != nil {
@@ -358,7 +343,7 @@ func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gatewa
 // textModel is the model of text turns and its name: Gemini through the
 // REST client, or an OpenAI-compatible server (the in-process fake OpenAI
 // server running the demo brain when it has neither key nor base URL).
-func textModel(cfg Config, log *slog.Logger, gw *gateway, b brains, gemini *genai.Client) (transport.TextModel, string, error) {
+func textModel(cfg Config, log *slog.Logger, gw *gateway, opts Options, gemini *genai.Client) (transport.TextModel, string, error) {
 	if cfg.TextProvider != transport.ProviderOpenAI {
 		if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
 			log.Info("OPENAI_API_KEY / OPENAI_BASE_URL are set but unused: TURNSTILE_TEXT_PROVIDER is gemini")
@@ -371,7 +356,7 @@ func textModel(cfg Config, log *slog.Logger, gw *gateway, b brains, gemini *gena
 	}
 	key, base := string(cfg.OpenAIAPIKey), string(cfg.OpenAIBaseURL)
 	if cfg.OpenAIOffline() {
-		brain := b.openai
+		brain := opts.OpenAIBrain
 		if brain == nil {
 			// A short pause between chunks so that answers visibly stream.
 			brain = &fakeopenai.DemoBrain{Pace: 30 * time.Millisecond}

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/script"
 	"github.com/turnstile-gw/turnstile/store"
@@ -148,20 +146,18 @@ func scriptConfig(cfg Config) Config {
 // s against it through the browser protocol, and drains it.
 func runScript(ctx context.Context, cfg Config, log *slog.Logger, s *script.Script, wait time.Duration) (*script.Report, error) {
 	brain := fakegemini.NewScript()
-	gw, err := assemble(ctx, cfg, prometheus.NewRegistry(), log, brains{text: brain})
+	gw, err := New(ctx, cfg, Options{Log: log, TextBrain: brain})
 	if err != nil {
 		return nil, err
 	}
-	defer gw.close()
-	l, err := listen(cfg, gw, log)
-	if err != nil {
+	defer gw.Close()
+	if err := gw.Listen(); err != nil {
 		return nil, err
 	}
-	rep := script.Run(ctx, script.Target{URL: l.scheme + "://" + l.publicAddr.String(), Model: brain, Wait: wait}, s)
+	rep := script.Run(ctx, script.Target{URL: gw.URL(), Model: brain, Wait: wait}, s)
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	gw.sessions.Drain(dctx)
-	l.shutdown(dctx, log)
+	gw.Shutdown(dctx)
 	return rep, nil
 }
 

@@ -75,8 +75,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Gateway, error) {
 	}
 	v, c := buildVersion()
 	log.Info("starting turnstile gateway", "version", v, "commit", c, "config", cfg)
-	parts, err := assemble(ctx, cfg, reg, log, brains{text: opts.TextBrain, live: opts.LiveBrain, openai: opts.OpenAIBrain,
-		tools: opts.Tools, credentials: opts.Credentials})
+	parts, err := assemble(ctx, cfg, reg, log, opts)
 	if err != nil {
 		return nil, err
 	}

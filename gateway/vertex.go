@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"cloud.google.com/go/auth"
 	"cloud.google.com/go/auth/credentials"
 	"google.golang.org/genai"
 
@@ -19,8 +20,7 @@ const vertexScope = "https://www.googleapis.com/auth/cloud-platform"
 // project and location from the configuration, one set of credentials
 // shared by both (application default credentials unless a test injects
 // its own), and GEMINI_BASE_URL, when set, as the endpoint of both.
-func vertexClients(ctx context.Context, cfg Config, log *slog.Logger, b brains) (*genai.Client, *genai.Client, error) {
-	creds := b.credentials
+func vertexClients(ctx context.Context, cfg Config, log *slog.Logger, creds *auth.Credentials) (*genai.Client, *genai.Client, error) {
 	if creds == nil {
 		var err error
 		creds, err = credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{vertexScope}})
