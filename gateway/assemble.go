@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
@@ -397,7 +398,7 @@ func metricToolNames(r *tools.Registry) []string {
 }
 
 // budget is a mode's per-turn gate: the policy file's, else the settings'.
-func budget(cfg Config, mode string, maxRetrieval, maxCalls int) orchestrator.Budget {
+func budget(cfg Config, mode protocol.Mode, maxRetrieval, maxCalls int) orchestrator.Budget {
 	if b, ok := cfg.Policy.Budget(mode); ok {
 		return b
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -28,7 +29,7 @@ import (
 func testTool(t testing.TB, name string, runs *atomic.Int64, edit func(*tools.Manifest),
 	h func(ctx context.Context, c tools.Call) tools.Envelope) *tools.Tool {
 	t.Helper()
-	m := tools.Manifest{Name: name, Category: tools.CategoryAction, Modes: []string{"text", "voice"},
+	m := tools.Manifest{Name: name, Category: tools.CategoryAction, Modes: []protocol.Mode{"text", "voice"},
 		Description: "A test tool.", Redact: tools.Redact{Args: []string{}, Result: []string{}},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}}}`)}
 	if edit != nil {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // ResultSizeWarnChars is the tool result size (after shaping, in
@@ -53,17 +55,17 @@ type InitContext struct {
 // system prompt and the tool declarations: the split gauges, the total
 // (turnstile_session_init_tokens_estimate, as SetInitTokens) and the
 // summary's context view.
-func (m *Metrics) SetInitContext(mode string, systemTokens, toolTokens int) {
-	m.InitSystemTokens.WithLabelValues(mode).Set(float64(systemTokens))
-	m.InitToolTokens.WithLabelValues(mode).Set(float64(toolTokens))
+func (m *Metrics) SetInitContext(mode protocol.Mode, systemTokens, toolTokens int) {
+	m.InitSystemTokens.WithLabelValues(string(mode)).Set(float64(systemTokens))
+	m.InitToolTokens.WithLabelValues(string(mode)).Set(float64(toolTokens))
 	m.SetInitTokens(mode, systemTokens+toolTokens)
-	m.Summary.setInitContext(mode, systemTokens, toolTokens)
+	m.Summary.setInitContext(string(mode), systemTokens, toolTokens)
 }
 
 // InitContextOf returns what SetInitContext (or SetInitTokens, which
 // leaves the split at zero) recorded for a mode.
-func (m *Metrics) InitContextOf(mode string) InitContext {
-	return m.Summary.initContextOf(mode)
+func (m *Metrics) InitContextOf(mode protocol.Mode) InitContext {
+	return m.Summary.initContextOf(string(mode))
 }
 
 // SessionStats are one browser connection's context and tool-call figures.

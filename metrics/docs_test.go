@@ -72,7 +72,7 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"intents_applied_total":             {"type", IntentTypes},
 		"confirmations_total":               {"outcome", ConfirmationOutcomes},
 		"voice_audio_dropped_seconds_total": {"reason", VoiceDropReasons},
-		"gate_refusals_total":               {"gate", Gates},
+		"gate_refusals_total":               {"gate", labelValues(Gates)},
 		"telephony_events_total":            {"event", TelephonyEventNames},
 		"channel_sessions_active":           {"channel", channelLabels()},
 		"sessions_active":                   {"channel", channelLabels()},
@@ -90,4 +90,13 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// labelValues is a typed closed set's label values.
+func labelValues[S ~string](set []S) []string {
+	out := make([]string, len(set))
+	for i, v := range set {
+		out[i] = string(v)
+	}
+	return out
 }

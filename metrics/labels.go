@@ -76,9 +76,6 @@ var (
 		"handoff",  // a session handed to a person (request_human)
 	}
 
-	// Gates label turnstile_gate_refusals_total (orchestrator budgets).
-	Gates = []string{"retrieval", "total"}
-
 	// LoopRules label turnstile_loop_detections_total (loopdetect.Rule).
 	LoopRules = []string{"repeated_call", "empty_results"}
 
@@ -206,11 +203,6 @@ func BrowserMessageTypes() []string {
 		protocol.TypeAudioEnd, protocol.TypeVoiceStart, protocol.TypeVoiceStop, protocol.TypeConfirm, "audio", "invalid"}
 }
 
-// UntrustedActions label turnstile_untrusted_context_total: what the
-// orchestrator did with a sensitive call after untrusted tool output —
-// refused it (UNTRUSTED_CONTEXT) or put it to the user (confirm).
-var UntrustedActions = []string{"refused", "confirm"}
-
 // DisconnectReasons label turnstile_browser_disconnects_total.
 func DisconnectReasons() []string {
 	out := make([]string, 0, len(protocol.Disconnects))
@@ -222,14 +214,15 @@ func DisconnectReasons() []string {
 
 // initZero creates every series of the closed label sets at zero.
 func (m *Metrics) initZero() {
-	for _, mode := range protocol.Modes {
+	for _, pm := range protocol.Modes {
+		mode := string(pm)
 		m.TurnDuration.WithLabelValues(mode)
 		m.InitTokens.WithLabelValues(mode)
 		m.InitSystemTokens.WithLabelValues(mode)
 		m.InitToolTokens.WithLabelValues(mode)
 		m.ToolCallsPerTurn.WithLabelValues(mode)
 		for _, g := range Gates {
-			m.GateRefusals.WithLabelValues(g, mode)
+			m.GateRefusals.WithLabelValues(string(g), mode)
 		}
 	}
 	for _, ch := range Channels {
@@ -240,9 +233,9 @@ func (m *Metrics) initZero() {
 			m.RelayAdded.WithLabelValues(c, d)
 		}
 		for _, mode := range protocol.Modes {
-			m.SessionsActive.WithLabelValues(mode, c)
+			m.SessionsActive.WithLabelValues(string(mode), c)
 			for _, r := range protocol.TurnEndReasons {
-				m.Turns.WithLabelValues(mode, r, c)
+				m.Turns.WithLabelValues(string(mode), string(r), c)
 			}
 		}
 		for _, k := range SessionStartKinds {
@@ -316,7 +309,7 @@ func (m *Metrics) InitTools(tools []string) {
 		m.ToolResultChars.WithLabelValues(tool)
 		m.ToolResultTokens.WithLabelValues(tool)
 		for _, mode := range protocol.Modes {
-			m.SoftLatencyExceeded.WithLabelValues(tool, mode)
+			m.SoftLatencyExceeded.WithLabelValues(tool, string(mode))
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/turnstile-gw/turnstile/protocol"
+)
 
 // ObserveToolCall records one finished tool call of a session of channel ch
 // in Prometheus (ToolCalls, ToolDuration, ToolResultChars,
@@ -23,18 +27,18 @@ func (m *Metrics) ObserveToolCall(tool, outcome string, ch Channel, d time.Durat
 // ObserveTurn records one ended turn of a session of channel ch: counted by
 // mode and turn.done reason (Turns), its duration (TurnDuration) and its
 // tool calls (ToolCallsPerTurn).
-func (m *Metrics) ObserveTurn(mode, reason string, ch Channel, d time.Duration, toolCalls int) {
-	m.Turns.WithLabelValues(mode, reason, ch.String()).Inc()
-	m.TurnDuration.WithLabelValues(mode).Observe(d.Seconds())
-	m.ToolCallsPerTurn.WithLabelValues(mode).Observe(float64(toolCalls))
+func (m *Metrics) ObserveTurn(mode protocol.Mode, reason protocol.TurnEnd, ch Channel, d time.Duration, toolCalls int) {
+	m.Turns.WithLabelValues(string(mode), string(reason), ch.String()).Inc()
+	m.TurnDuration.WithLabelValues(string(mode)).Observe(d.Seconds())
+	m.ToolCallsPerTurn.WithLabelValues(string(mode)).Observe(float64(toolCalls))
 }
 
 // SetInitTokens records a mode's session init size estimate (system
 // instruction plus tool declarations, ceil(chars/4)) in the InitTokens gauge and
 // as the Summary's context tokens for that mode.
-func (m *Metrics) SetInitTokens(mode string, tokens int) {
-	m.InitTokens.WithLabelValues(mode).Set(float64(tokens))
-	m.Summary.SetContextTokens(mode, tokens)
+func (m *Metrics) SetInitTokens(mode protocol.Mode, tokens int) {
+	m.InitTokens.WithLabelValues(string(mode)).Set(float64(tokens))
+	m.Summary.SetContextTokens(string(mode), tokens)
 }
 
 // EstimateTokens is seed 004's token estimate of a text of n characters:

@@ -277,7 +277,7 @@ func (s *Summary) Snapshot() SummaryView {
 		}
 	}
 	for _, mode := range protocol.Modes {
-		if ic, ok := cv.Init[mode]; ok {
+		if ic, ok := cv.Init[string(mode)]; ok {
 			cv.SessionInitTokens, cv.SystemPromptTokens, cv.ToolDeclTokens =
 				ic.TotalTokens, ic.SystemPromptTokens, ic.ToolDeclarationTokens
 			break

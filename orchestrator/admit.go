@@ -59,7 +59,7 @@ func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admis
 	// refuses them below, and they must not all count as one repeated call.)
 	if a.digest != "" {
 		if rule, loop := t.loops.CheckAndRecord(t.n, tool.Name, a.digest); loop {
-			t.o.Metrics.LoopDetections.WithLabelValues(string(rule)).Inc()
+			t.o.Metrics.LoopDetection(rule)
 			traceAttr(ctx, tracing.AttrToolLoopRule.String(string(rule)))
 			return refuse(a, tools.ErrLoopDetected, t.loops.Feedback(rule, tool.Name))
 		}
@@ -68,7 +68,7 @@ func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admis
 	// (terminal) or a session (endsSession) are exempt: a model out of
 	// budget must still be able to finish or say goodbye.
 	if gate, ok := t.takeBudget(tool, tool.Terminal || tool.EndsSession); !ok {
-		t.o.Metrics.GateRefusals.WithLabelValues(gate, t.s.Mode).Inc()
+		t.o.Metrics.GateRefusal(gate, t.s.Mode)
 		return refuse(a, tools.ErrBudgetExceeded, t.budgetMessage(gate))
 	}
 	// 5. argument validation, before anything is asked of the user: a call
@@ -95,7 +95,7 @@ func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admis
 			t.releaseTerminal(a)
 			return t.refuseUntrusted(ctx, c, a, after)
 		}
-		t.o.Metrics.UntrustedContext.WithLabelValues(a.label, "confirm").Inc()
+		t.o.Metrics.UntrustedCall(a.label, metrics.UntrustedConfirm)
 		ask, asked = true, after
 	}
 	// 7. confirmation, of a call that would run as it stands: an action
@@ -114,7 +114,7 @@ func (t *Turn) admit(ctx context.Context, c Call, after string, ev Events) admis
 	return a
 }
 
-func (t *Turn) takeBudget(tool *tools.Tool, exempt bool) (string, bool) {
+func (t *Turn) takeBudget(tool *tools.Tool, exempt bool) (metrics.Gate, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if exempt {
@@ -123,9 +123,9 @@ func (t *Turn) takeBudget(tool *tools.Tool, exempt bool) (string, bool) {
 	retrieval := tool.Category == tools.CategoryRetrieval
 	switch {
 	case t.total >= t.budget.MaxCalls:
-		return "total", false
+		return metrics.GateTotal, false
 	case retrieval && t.retrieval >= t.budget.MaxRetrieval:
-		return "retrieval", false
+		return metrics.GateRetrieval, false
 	}
 	t.total++
 	if retrieval {
@@ -134,10 +134,10 @@ func (t *Turn) takeBudget(tool *tools.Tool, exempt bool) (string, bool) {
 	return "", true
 }
 
-func (t *Turn) budgetMessage(gate string) string {
+func (t *Turn) budgetMessage(gate metrics.Gate) string {
 	n := t.budget.MaxCalls
 	what := "tool calls"
-	if gate == "retrieval" {
+	if gate == metrics.GateRetrieval {
 		n, what = t.budget.MaxRetrieval, "retrieval calls"
 	}
 	return fmt.Sprintf("the limit of %d %s per turn in %s mode is reached; answer with what you already have "+

@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // Conversation is the policy of one session across its turns, text and
@@ -33,7 +34,7 @@ func (o *Orchestrator) Open(s Session) *Conversation {
 func (cv *Conversation) Session() Session { return cv.s }
 
 // Turn starts turn n, in mode, with the conversation's loop history.
-func (cv *Conversation) Turn(n int, mode string) *Turn {
+func (cv *Conversation) Turn(n int, mode protocol.Mode) *Turn {
 	s := cv.s
 	s.Mode = mode
 	return cv.o.NewTurn(s, n, cv.loops)

@@ -14,6 +14,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 )
@@ -34,7 +35,7 @@ func conversation(t *testing.T, cfg orchestrator.Config, r *redisStores) (*fixtu
 
 // askTransfer makes the transfer call in turn n and returns the
 // confirmation the user is shown.
-func askTransfer(t *testing.T, cv *orchestrator.Conversation, n int, mode string) orchestrator.Confirmation {
+func askTransfer(t *testing.T, cv *orchestrator.Conversation, n int, mode protocol.Mode) orchestrator.Confirmation {
 	t.Helper()
 	ev := &events{}
 	o := handleOne(t, cv.Turn(n, mode), call(fmt.Sprintf("ask-%d", n), "transfer", transferArgs()), ev)
@@ -181,7 +182,7 @@ func TestConversationLoopHistorySpansTextAndVoiceTurnsAndKeepsTheLastOnes(t *tes
 	f := newFixture(t)
 	cv := f.with(orchestrator.Config{LoopTurns: 2}, orchestrator.Deps{}).Open(orchestrator.Session{ID: "s", UserID: "u"})
 	args := map[string]any{"query": loopQuery}
-	for n, mode := range []string{tools.ModeText, tools.ModeVoice, tools.ModeText} {
+	for n, mode := range []protocol.Mode{tools.ModeText, tools.ModeVoice, tools.ModeText} {
 		tr := cv.Turn(n+1, mode)
 		handleOne(t, tr, call("a", "search", args), &events{})
 		handleOne(t, tr, call("b", "search", args), &events{})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -40,7 +41,7 @@ func FuzzArgumentPath(f *testing.F) {
 	fx := newFixture(f)
 	variants := []struct {
 		o      *orchestrator.Orchestrator
-		mode   string
+		mode   protocol.Mode
 		budget int
 	}{
 		{fx.with(orchestrator.Config{MaxResultBytes: fuzzBudget}, orchestrator.Deps{}), tools.ModeText, fuzzBudget},
@@ -75,7 +76,7 @@ func FuzzArgumentPath(f *testing.F) {
 }
 
 // fuzzCall runs one search call as the first call of a fresh turn.
-func fuzzCall(t *testing.T, o *orchestrator.Orchestrator, mode string, args map[string]any) orchestrator.Outcome {
+func fuzzCall(t *testing.T, o *orchestrator.Orchestrator, mode protocol.Mode, args map[string]any) orchestrator.Outcome {
 	t.Helper()
 	tr := o.NewTurn(orchestrator.Session{ID: "fuzz", UserID: "u", Mode: mode}, 1, nil)
 	res := tr.Handle(context.Background(), []orchestrator.Call{call("c", "search", args)}, nil)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -36,7 +37,7 @@ func utilities(first, n int) []orchestrator.Call {
 
 // wantGate checks one result against the gate verdict expected for it:
 // "" for a call that ran, else the gate that refused it.
-func wantGate(t *testing.T, r orchestrator.Result, gate string, mode string, limit int) {
+func wantGate(t *testing.T, r orchestrator.Result, gate string, mode protocol.Mode, limit int) {
 	t.Helper()
 	if gate == "" {
 		if !r.Outcome.Envelope.OK {
@@ -53,7 +54,7 @@ func wantGate(t *testing.T, r orchestrator.Result, gate string, mode string, lim
 	if gate == "retrieval" {
 		what = "retrieval calls"
 	}
-	if !strings.Contains(msg, fmt.Sprintf("%d %s", limit, what)) || !strings.Contains(msg, mode) {
+	if !strings.Contains(msg, fmt.Sprintf("%d %s", limit, what)) || !strings.Contains(msg, string(mode)) {
 		t.Errorf("%s: message %q, want it to name the limit of %d %s in %s mode", r.Call.ID, msg, limit, what, mode)
 	}
 	if r.Outcome.Envelope.Error.Retryable || r.Outcome.Envelope.Error.PartialSideEffects {
@@ -126,11 +127,11 @@ func TestGatesInVoiceModeRefuseThirdRetrievalAndFourthCall(t *testing.T) {
 }
 
 func TestGatesCountParallelCallsInArrivalOrder(t *testing.T) {
-	for _, mode := range []string{tools.ModeText, tools.ModeVoice} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{tools.ModeText, tools.ModeVoice} {
+		t.Run(string(mode), func(t *testing.T) {
 			f := newFixture(t)
 			tr := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: mode}, 1, nil)
-			limit := map[string]orchestrator.Budget{"text": {MaxRetrieval: 5, MaxCalls: 10}, "voice": {MaxRetrieval: 2, MaxCalls: 3}}[mode]
+			limit := map[protocol.Mode]orchestrator.Budget{"text": {MaxRetrieval: 5, MaxCalls: 10}, "voice": {MaxRetrieval: 2, MaxCalls: 3}}[mode]
 
 			// A retrieval flood in one message: the first MaxRetrieval
 			// in arrival order run, the rest are refused, whichever

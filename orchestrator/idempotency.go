@@ -128,7 +128,7 @@ func (t *Turn) repeat(ctx context.Context, c Call, a admission, rec CallRecord, 
 	if !t.ledger.move(c.ID, StateReplayed) {
 		return t.cancelled(ctx, c, a, 0, ev)
 	}
-	t.o.Metrics.IdempotentRepeats.WithLabelValues(a.label).Inc()
+	t.o.Metrics.IdempotentRepeat(a.label)
 	t.o.Log.InfoContext(ctx, "action already done: answered from the ledger, not run again", "session", t.s.ID,
 		"turn", t.n, "tool", a.label, "call", c.ID, "first_call", rec.ID, "first_turn", rec.Turn)
 	t.releaseTerminal(a)

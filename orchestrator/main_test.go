@@ -125,7 +125,7 @@ func newFixture(t testing.TB) *fixture {
 				if err := json.Unmarshal(c.Args, &args); err != nil {
 					return tools.Fail(tools.ErrPermanent, err.Error(), false, false)
 				}
-				return tools.OK(map[string]any{"echo": args.Text, "mode": c.Mode, "session": c.SessionID})
+				return tools.OK(map[string]any{"echo": args.Text, "mode": string(c.Mode), "session": c.SessionID})
 			}},
 		"noop": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope { return tools.OK(nil) }},
 		"boom": {modes: both, handler: func(context.Context, tools.Call) tools.Envelope {

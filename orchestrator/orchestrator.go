@@ -118,7 +118,7 @@ type Call struct {
 	ArgsError string
 	SessionID string
 	UserID    string
-	Mode      string
+	Mode      protocol.Mode
 	Turn      int
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -399,7 +400,10 @@ func TestMetricsObserveEveryCall(t *testing.T) {
 // the size histogram, the token estimate (ceil(chars/4)) and the summary,
 // in text (JSON) and voice (plain text) alike.
 func TestResultSizeCountsCharactersNotBytes(t *testing.T) {
-	for _, tc := range []struct{ name, text, mode string }{
+	for _, tc := range []struct {
+		name, text string
+		mode       protocol.Mode
+	}{
 		{"accents", "héllo wörld", tools.ModeText},
 		{"CJK", "你好，世界。日本語のテキスト", tools.ModeText},
 		{"emoji", "🎉🚀😀 done ✅", tools.ModeText},

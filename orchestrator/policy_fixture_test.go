@@ -17,6 +17,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
@@ -189,7 +190,7 @@ func (r *redisStores) deps() orchestrator.Deps {
 
 // session stores a new session's record (ledger and confirmation writes
 // are fenced on its epoch) and returns it as a turn's session.
-func (r *redisStores) session(t testing.TB, id, user, mode string) orchestrator.Session {
+func (r *redisStores) session(t testing.TB, id, user string, mode protocol.Mode) orchestrator.Session {
 	t.Helper()
 	rec, _, err := r.store.Create(context.Background(), store.Record{ID: id, UserID: user, Mode: mode})
 	if err != nil {

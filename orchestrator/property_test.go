@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -71,7 +72,7 @@ type plannedCall struct {
 
 // plan draws a turn: its mode, its messages, and the cancellation bursts.
 type plan struct {
-	mode     string
+	mode     protocol.Mode
 	messages [][]plannedCall
 	ids      []string // every distinct id, in first-seen order
 	bursts   []burst

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -11,7 +12,7 @@ import (
 // orchestrator's in the modes they name; the other mode keeps the policy's.
 func TestSessionBudgetsReplaceThePolicysInTheModesTheyName(t *testing.T) {
 	f := newFixture(t)
-	own := map[string]orchestrator.Budget{tools.ModeText: {MaxRetrieval: 1, MaxCalls: 2}}
+	own := map[protocol.Mode]orchestrator.Budget{tools.ModeText: {MaxRetrieval: 1, MaxCalls: 2}}
 
 	text := f.orch.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeText, Budgets: own}, 1, nil)
 	res := text.Handle(t.Context(), append(searches(1, 2), utilities(1, 2)...), nil)

@@ -24,7 +24,7 @@ import (
 type Session struct {
 	ID     string
 	UserID string
-	Mode   string
+	Mode   protocol.Mode
 	// Channel is what the session came by (a browser, a phone carrier):
 	// its tool calls' metric label.
 	Channel metrics.Channel
@@ -51,7 +51,7 @@ type Session struct {
 	// Budgets replace the orchestrator's per-turn budgets (Config.Text,
 	// Config.Voice) for the session's turns, by mode; a mode left out, or
 	// nil, keeps the orchestrator's. An assistant profile sets them.
-	Budgets map[string]Budget
+	Budgets map[protocol.Mode]Budget
 }
 
 // Events lets the session show calls as they move through the pipeline.
@@ -75,7 +75,7 @@ type Result struct {
 // handler's termination, tools.Terminate, which is how finish ends a run
 // (protocol.ReasonFinish).
 type End struct {
-	Reason string // protocol.ReasonTerminalTool or protocol.ReasonFinish
+	Reason protocol.TurnEnd // protocol.ReasonTerminalTool or protocol.ReasonFinish
 	Text   string
 	CallID string // the call that ended the turn
 }
@@ -361,7 +361,7 @@ func (t *Turn) run(ctx context.Context, c Call, a admission, ev Events) Outcome 
 			"error_type", env.Error.Type)
 	}
 	if soft := a.tool.SoftLatencyIn(t.s.Mode); soft > 0 && d > soft {
-		t.o.Metrics.SoftLatencyExceeded.WithLabelValues(a.tool.Name, t.s.Mode).Inc()
+		t.o.Metrics.SoftLatencyOverrun(a.tool.Name, t.s.Mode)
 		t.o.Log.WarnContext(ctx, "tool call over its soft latency budget", "session", t.s.ID, "turn", t.n, "tool", a.tool.Name,
 			"call", c.ID, "mode", t.s.Mode, "duration_ms", d.Milliseconds(), "budget_ms", soft.Milliseconds())
 		traceSoftLatency(ctx, d, soft)
@@ -541,7 +541,7 @@ func (t *Turn) CancelAll() { t.Cancel(t.ledger.ids()...) }
 // turnstile_tool_calls_per_turn, the session's Stats), and logged. Only the
 // first End records anything; it reports whether this call was it. ctx is
 // the turn's (its log line carries the turn's trace).
-func (t *Turn) End(ctx context.Context, reason string) bool {
+func (t *Turn) End(ctx context.Context, reason protocol.TurnEnd) bool {
 	t.CancelAll()
 	if !t.ended.CompareAndSwap(false, true) {
 		return false

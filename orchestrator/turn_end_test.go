@@ -41,8 +41,8 @@ func (c *manualClock) advance(d time.Duration) {
 // orchestrator's clock) and its tool calls observed, its calls added to the
 // session's figures, and one log line. A second End records nothing.
 func TestTurnEndRecordsTheTurnOnceInEachMode(t *testing.T) {
-	for _, mode := range []string{tools.ModeText, tools.ModeVoice} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []protocol.Mode{tools.ModeText, tools.ModeVoice} {
+		t.Run(string(mode), func(t *testing.T) {
 			f := newFixture(t)
 			clock := newManualClock()
 			o := f.with(orchestrator.Config{Now: clock.Now}, orchestrator.Deps{})
@@ -60,10 +60,10 @@ func TestTurnEndRecordsTheTurnOnceInEachMode(t *testing.T) {
 				t.Fatal("a second End recorded the turn again")
 			}
 
-			if got := testutil.ToFloat64(f.m.Turns.WithLabelValues(mode, protocol.ReasonEndTurn, "twilio")); got != 1 {
+			if got := testutil.ToFloat64(f.m.Turns.WithLabelValues(string(mode), string(protocol.ReasonEndTurn), "twilio")); got != 1 {
 				t.Errorf("turns_total{%s,end_turn,twilio} = %v, want 1", mode, got)
 			}
-			if got := testutil.ToFloat64(f.m.Turns.WithLabelValues(mode, protocol.ReasonError, "twilio")); got != 0 {
+			if got := testutil.ToFloat64(f.m.Turns.WithLabelValues(string(mode), string(protocol.ReasonError), "twilio")); got != 0 {
 				t.Errorf("turns_total{%s,error,twilio} = %v, want 0: the second End counted", mode, got)
 			}
 			for _, m := range protocol.Modes {
@@ -86,7 +86,7 @@ func TestTurnEndRecordsTheTurnOnceInEachMode(t *testing.T) {
 			if n, sum := testutil.CollectAndCount(f.m.CallsPerSession), sampleSum(t, f, "turnstile_tool_calls_per_session"); n != 1 || sum != 1 {
 				t.Errorf("tool_calls_per_session: %d series summing %v, want the turn's one call", n, sum)
 			}
-			if !f.log.Contains("turn done") || !f.log.Contains("mode="+mode) || !f.log.Contains("duration_ms=2500") {
+			if !f.log.Contains("turn done") || !f.log.Contains("mode="+string(mode)) || !f.log.Contains("duration_ms=2500") {
 				t.Errorf("no turn done line with the mode and the duration in the log:\n%s", f.log.String())
 			}
 		})
@@ -95,10 +95,10 @@ func TestTurnEndRecordsTheTurnOnceInEachMode(t *testing.T) {
 
 // histogramOf is the sample count and sum of the named histogram's series
 // of mode.
-func histogramOf(t *testing.T, f *fixture, name, mode string) (uint64, float64) {
+func histogramOf(t *testing.T, f *fixture, name string, mode protocol.Mode) (uint64, float64) {
 	t.Helper()
 	for _, m := range f.series(t, name) {
-		if label(m, "mode") == mode {
+		if label(m, "mode") == string(mode) {
 			return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 		}
 	}

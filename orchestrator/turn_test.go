@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -36,7 +37,7 @@ func TestTurnStampsCallsWithTheSession(t *testing.T) {
 func TestPreExecutionRefusalsNeverRunTheHandler(t *testing.T) {
 	cases := []struct {
 		name string
-		mode string
+		mode protocol.Mode
 		c    orchestrator.Call
 		want tools.ErrorType
 		ran  string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -67,7 +68,7 @@ func (t *Turn) markUntrusted(tool *tools.Tool) {
 // earlier in the turn. The user is not affected; an operator is told, as
 // this is what a prompt injection looks like.
 func (t *Turn) refuseUntrusted(ctx context.Context, c Call, a admission, after string) admission {
-	t.o.Metrics.UntrustedContext.WithLabelValues(a.label, "refused").Inc()
+	t.o.Metrics.UntrustedCall(a.label, metrics.UntrustedRefused)
 	t.o.Log.WarnContext(ctx, "sensitive tool refused after untrusted tool output in the turn: possible prompt injection, "+
 		"the user was not affected; review the session", "session", t.s.ID, "user", t.s.UserID, "turn", t.n,
 		"tool", a.label, "call", c.ID, "after_tool", after, "args", redactedArgs(t.reg, c.Name, c.Args))

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -16,7 +15,7 @@ const fields = "systemPrompt, tools, voice, languageCode, budgets, greeting"
 // form that tells a number left out from a 0.
 type file struct {
 	*Profile
-	Budgets map[string]fileBudget `json:"budgets"`
+	Budgets map[protocol.Mode]fileBudget `json:"budgets"`
 }
 
 // fileBudget is one mode's budget as written; like a policy file's, it
@@ -29,14 +28,14 @@ type fileBudget struct {
 // budgets checks the file's budgets: known modes, both numbers, within the
 // bounds every budget keeps (tools.Budget.Check). Errors name the field
 // (budgets.<mode>).
-func (f file) budgets() (map[string]tools.Budget, error) {
+func (f file) budgets() (map[protocol.Mode]tools.Budget, error) {
 	if len(f.Budgets) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]tools.Budget, len(f.Budgets))
+	out := make(map[protocol.Mode]tools.Budget, len(f.Budgets))
 	for mode, fb := range f.Budgets {
-		key := "budgets." + mode
-		if !slices.Contains(protocol.Modes, mode) {
+		key := "budgets." + string(mode)
+		if !mode.Valid() {
 			return nil, fmt.Errorf("%s: unknown mode (use text or voice)", key)
 		}
 		if fb.MaxRetrieval == nil || fb.MaxCalls == nil {

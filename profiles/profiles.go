@@ -39,7 +39,7 @@ type Profile struct {
 	// ("text", "voice"); a mode left out keeps the gateway's (its policy
 	// file, TURNSTILE_*_MAX_*, the defaults). Read from the file's
 	// "budgets" (budgets.go).
-	Budgets map[string]tools.Budget `json:"-"`
+	Budgets map[protocol.Mode]tools.Budget `json:"-"`
 }
 
 // Set is the loaded profiles by name.

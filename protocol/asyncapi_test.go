@@ -40,20 +40,17 @@ var optionalInDocument = map[string]string{
 }
 
 // sharedTypeFieldsNotSent: several message types share one Go type; these
-// are its fields that a given type never carries (TurnText's kind is set on
-// turn.start only).
-var sharedTypeFieldsNotSent = map[string][]string{
-	TypeTextDelta: {"kind"}, TypeTextDone: {"kind"}, TypeTranscriptIn: {"kind"}, TypeTranscriptOut: {"kind"},
-}
+// are its fields that a given type never carries.
+var sharedTypeFieldsNotSent = map[string][]string{}
 
 // serverGoTypes maps each server message type to the Go type the gateway
 // sends it as.
-var serverGoTypes = map[string]any{
-	TypeSessionReady: SessionReady{}, TypeTurnStart: TurnText{}, TypeTextDelta: TurnText{}, TypeTextDone: TurnText{},
-	TypeTranscriptIn: TurnText{}, TypeTranscriptOut: TurnText{}, TypeToolCall: ToolCall{}, TypeToolResult: ToolResult{},
-	TypeTurnDone: TurnDone{}, TypeError: Error{}, TypePong: Pong{}, TypeConfirmReq: ConfirmRequest{},
-	TypeConfirmDone: ConfirmDone{}, TypeMode: Mode{}, TypeBlocked: Blocked{}, TypeAudioInterrupted: Interrupted{},
-	TypeToolArgs: ToolArgs{}, TypeAuthOK: AuthOK{}, TypeHistoryPage: History{},
+var serverGoTypes = map[string]Event{
+	TypeSessionReady: SessionReady{}, TypeTurnStart: TurnStart{}, TypeTextDelta: TextDelta{}, TypeTextDone: TextDone{},
+	TypeTranscriptIn: TranscriptInput{}, TypeTranscriptOut: TranscriptOutput{}, TypeToolCall: ToolCall{},
+	TypeToolResult: ToolResult{}, TypeTurnDone: TurnDone{}, TypeError: Error{}, TypePong: Pong{},
+	TypeConfirmReq: ConfirmRequest{}, TypeConfirmDone: ConfirmDone{}, TypeMode: ModeChange{}, TypeBlocked: Blocked{},
+	TypeAudioInterrupted: Interrupted{}, TypeToolArgs: ToolArgs{}, TypeAuthOK: AuthOK{}, TypeHistoryPage: History{},
 	TypeHandoff: Handoff{}, TypeHandoffPending: HandoffPending{}, TypeHandoffEnded: HandoffEnded{},
 }
 
@@ -292,8 +289,13 @@ func TestAsyncAPIDocumentsEveryMessageTypeTheCodecHas(t *testing.T) {
 }
 
 // jsonFields lists a struct type's JSON fields: name → (field, omitempty).
+// An Event's type tag, which Encode writes, is its first: a string always
+// sent.
 func jsonFields(rt reflect.Type) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
+	if rt.Implements(reflect.TypeFor[Event]()) {
+		out["type"] = reflect.StructField{Name: "Type", Type: reflect.TypeFor[string](), Tag: `json:"type"`}
+	}
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -395,10 +397,22 @@ func compareSchema(t *testing.T, d apiDoc, path string, schema map[string]any, r
 	}
 }
 
+// strs is a closed set's values as strings.
+func strs[S ~string](set []S) []string {
+	out := make([]string, len(set))
+	for i, v := range set {
+		out[i] = string(v)
+	}
+	return out
+}
+
 func TestAsyncAPIServerMessagesMatchTheirGoTypes(t *testing.T) {
 	d := loadAPIDoc(t)
 	doc, _ := d.messages(t)
 	for _, typ := range sortedKeys(serverGoTypes) {
+		if got := serverGoTypes[typ].EventType(); got != typ {
+			t.Errorf("serverGoTypes[%s] is sent as %s", typ, got)
+		}
 		m, ok := doc["server"][typ]
 		if !ok {
 			continue // reported by TestAsyncAPIDocumentsEveryMessageTypeTheCodecHas
@@ -493,8 +507,8 @@ func TestAsyncAPIEnumsAndCloseCodesMatchTheCodec(t *testing.T) {
 			t.Errorf("%s: documented %v, codec %v", what, a, b)
 		}
 	}
-	same("turn.done reason", enumOf(t, d, prop(TypeTurnDone, "reason")), TurnEndReasons)
-	same("mode", enumOf(t, d, prop(TypeMode, "mode")), Modes)
+	same("turn.done reason", enumOf(t, d, prop(TypeTurnDone, "reason")), strs(TurnEndReasons))
+	same("mode", enumOf(t, d, prop(TypeMode, "mode")), strs(Modes))
 
 	values, blocks := consts(t)
 	var codes []string

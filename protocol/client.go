@@ -12,7 +12,7 @@ import (
 // fields of its Type are set.
 type ClientMessage struct {
 	Type   string
-	Mode   string  // session.start
+	Mode   Mode    // session.start
 	Resume *Resume // session.start
 	// Traceparent is the W3C traceparent of the browser's span
 	// (session.start): the session's turn traces link to it.
@@ -52,7 +52,7 @@ type Limits struct {
 
 type wireClient struct {
 	Type         *string         `json:"type"`
-	Mode         string          `json:"mode"`
+	Mode         Mode            `json:"mode"`
 	Resume       *Resume         `json:"resume"`
 	Trace        string          `json:"traceparent"`
 	Context      json.RawMessage `json:"context"`

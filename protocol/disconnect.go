@@ -84,10 +84,3 @@ var Disconnects = []Disconnect{
 	DisconnectDraining, DisconnectTooSlow, DisconnectUpstreamLost, DisconnectStoreUnavailable, DisconnectIdle,
 	DisconnectRestoring,
 }
-
-// TurnEndReasons lists every turn.done reason.
-var TurnEndReasons = []string{ReasonEndTurn, ReasonTerminalTool, ReasonFinish, ReasonMaxIterations,
-	ReasonInterrupted, ReasonError}
-
-// Modes lists the session modes.
-var Modes = []string{ModeText, ModeVoice}

@@ -7,7 +7,6 @@ package protocol
 // summary the model wrote for that person. Turn is the turn the model
 // asked in (0 when sent again after a resume); At is RFC 3339.
 type Handoff struct {
-	Type    string `json:"type"`
 	Turn    int    `json:"turn"`
 	Reason  string `json:"reason"`
 	Summary string `json:"summary,omitempty"`
@@ -16,12 +15,9 @@ type Handoff struct {
 
 // HandoffPending answers a message the model will not see.
 type HandoffPending struct {
-	Type    string `json:"type"`
 	Message string `json:"message"`
 }
 
 // HandoffEnded tells the browser that the model has the conversation
 // again.
-type HandoffEnded struct {
-	Type string `json:"type"`
-}
+type HandoffEnded struct{}

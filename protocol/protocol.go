@@ -47,21 +47,39 @@ const (
 	TypeHandoffEnded     = "handoff.ended"   // an operator handed the conversation back to the model
 )
 
-// Modes.
+// Mode is a session's mode: a closed set, Modes. It labels the per-mode
+// metrics as it is.
+type Mode string
+
+// The modes.
 const (
-	ModeText  = "text"
-	ModeVoice = "voice"
+	ModeText  Mode = "text"
+	ModeVoice Mode = "voice"
 )
+
+// Modes lists the session modes.
+var Modes = []Mode{ModeText, ModeVoice}
+
+// Valid reports whether m is one of Modes.
+func (m Mode) Valid() bool { return m == ModeText || m == ModeVoice }
+
+// TurnEnd is why a turn ended, turn.done's reason: a closed set,
+// TurnEndReasons. It labels turnstile_turns_total as it is.
+type TurnEnd string
 
 // turn.done reasons.
 const (
-	ReasonEndTurn       = "end_turn"
-	ReasonMaxIterations = "max_iterations"
-	ReasonInterrupted   = "interrupted"
-	ReasonError         = "error"
-	ReasonTerminalTool  = "terminal_tool"
-	ReasonFinish        = "finish"
+	ReasonEndTurn       TurnEnd = "end_turn"
+	ReasonMaxIterations TurnEnd = "max_iterations"
+	ReasonInterrupted   TurnEnd = "interrupted"
+	ReasonError         TurnEnd = "error"
+	ReasonTerminalTool  TurnEnd = "terminal_tool"
+	ReasonFinish        TurnEnd = "finish"
 )
+
+// TurnEndReasons lists every turn.done reason.
+var TurnEndReasons = []TurnEnd{ReasonEndTurn, ReasonTerminalTool, ReasonFinish, ReasonMaxIterations,
+	ReasonInterrupted, ReasonError}
 
 // Error codes of the error event.
 const (

@@ -1,7 +1,5 @@
 package protocol
 
-import "encoding/json"
-
 // ModelInfo says which model serves the session.
 type ModelInfo struct {
 	Name    string `json:"name"`
@@ -22,7 +20,6 @@ type HistoryItem struct {
 // History answers a history request: entries oldest first, More when
 // still older entries exist.
 type History struct {
-	Type    string        `json:"type"`
 	Entries []HistoryItem `json:"entries"`
 	More    bool          `json:"more"`
 }
@@ -30,16 +27,14 @@ type History struct {
 // AuthOK accepts a fresh token; the connection now lasts until ExpiresAt
 // (RFC 3339; empty when the token does not expire, as in dev mode).
 type AuthOK struct {
-	Type      string `json:"type"`
 	ExpiresAt string `json:"expiresAt,omitempty"`
 }
 
 // SessionReady answers session.start.
 type SessionReady struct {
-	Type            string `json:"type"`
 	SessionID       string `json:"sessionId"`
 	ResumeToken     string `json:"resumeToken"`
-	Mode            string `json:"mode"`
+	Mode            Mode   `json:"mode"`
 	Resumed         bool   `json:"resumed"`
 	RegistryVersion string `json:"registryVersion"`
 	// RegistryChanged is true on a resume served by another tool registry
@@ -61,15 +56,14 @@ type SessionReady struct {
 
 // ToolInfo is one declared tool as the browser sees it.
 type ToolInfo struct {
-	Name                 string   `json:"name"`
-	Modes                []string `json:"modes"`
-	RequiresConfirmation bool     `json:"requiresConfirmation"`
-	Terminal             bool     `json:"terminal"`
+	Name                 string `json:"name"`
+	Modes                []Mode `json:"modes"`
+	RequiresConfirmation bool   `json:"requiresConfirmation"`
+	Terminal             bool   `json:"terminal"`
 }
 
 // ConfirmRequest asks the user to approve a call.
 type ConfirmRequest struct {
-	Type      string         `json:"type"`
 	Turn      int            `json:"turn"`
 	Token     string         `json:"token"`
 	Tool      string         `json:"tool"`
@@ -79,39 +73,55 @@ type ConfirmRequest struct {
 
 // ConfirmDone closes a confirmation: approved, denied or expired.
 type ConfirmDone struct {
-	Type    string `json:"type"`
 	Token   string `json:"token"`
 	Tool    string `json:"tool"`
 	Outcome string `json:"outcome"`
 }
 
-// Mode reports a mode change, with the tools declared in the new mode.
-type Mode struct {
-	Type   string     `json:"type"`
-	Mode   string     `json:"mode"`
+// ModeChange reports a mode change, with the tools declared in the new mode.
+type ModeChange struct {
+	Mode   Mode       `json:"mode"`
 	Reason string     `json:"reason"`
 	Tools  []ToolInfo `json:"tools,omitempty"`
 }
 
 // Blocked tells the user that input is refused until Until (RFC 3339).
 type Blocked struct {
-	Type   string `json:"type"`
 	Until  string `json:"until"`
 	Reason string `json:"reason,omitempty"`
 }
 
-// TurnText is turn.start, text.delta and text.done. Kind is set on
-// turn.start only: "confirmation" for a turn started by a confirm answer.
-type TurnText struct {
-	Type string `json:"type"`
+// TurnStart opens a turn. Kind is "confirmation" for a turn started by a
+// confirm answer.
+type TurnStart struct {
 	Turn int    `json:"turn"`
 	Text string `json:"text"`
 	Kind string `json:"kind,omitempty"`
 }
 
+// TurnText is the body of the events that carry a turn's text: TextDelta,
+// TextDone, TranscriptInput and TranscriptOutput.
+type TurnText struct {
+	Turn int    `json:"turn"`
+	Text string `json:"text"`
+}
+
+// TextDelta is streamed model text (text.delta).
+type TextDelta TurnText
+
+// TextDone is a turn's full final text (text.done).
+type TextDone TurnText
+
+// TranscriptInput is the transcription of the user's speech
+// (transcript.input).
+type TranscriptInput TurnText
+
+// TranscriptOutput is the transcription of the model's speech
+// (transcript.output).
+type TranscriptOutput TurnText
+
 // ToolCall announces a call entering the pipeline.
 type ToolCall struct {
-	Type string         `json:"type"`
 	Turn int            `json:"turn"`
 	ID   string         `json:"id"`
 	Name string         `json:"name"`
@@ -122,7 +132,6 @@ type ToolCall struct {
 // arguments are still streaming (tool.call without args); ToolArgs follows
 // once they are complete.
 type ToolCallStarted struct {
-	Type string `json:"type"`
 	Turn int    `json:"turn"`
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -130,7 +139,6 @@ type ToolCallStarted struct {
 
 // ToolArgs carries the (redacted) arguments of a call announced early.
 type ToolArgs struct {
-	Type string         `json:"type"`
 	Turn int            `json:"turn"`
 	ID   string         `json:"id"`
 	Args map[string]any `json:"args"`
@@ -145,7 +153,6 @@ type ToolError struct {
 
 // ToolResult reports a call's outcome.
 type ToolResult struct {
-	Type       string     `json:"type"`
 	Turn       int        `json:"turn"`
 	ID         string     `json:"id"`
 	Name       string     `json:"name"`
@@ -160,9 +167,8 @@ type ToolResult struct {
 
 // TurnDone ends a turn.
 type TurnDone struct {
-	Type   string `json:"type"`
-	Turn   int    `json:"turn"`
-	Reason string `json:"reason"`
+	Turn   int     `json:"turn"`
+	Reason TurnEnd `json:"reason"`
 	// IgnoredIntents are the intents the turn's tools returned that do
 	// not apply in the session's mode (a text turn has no audio to
 	// suppress), each with why; absent when there were none.
@@ -178,7 +184,6 @@ type IgnoredIntent struct {
 
 // Error reports a problem; the session may go on.
 type Error struct {
-	Type      string `json:"type"`
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable"`
@@ -186,23 +191,12 @@ type Error struct {
 }
 
 // Pong answers ping.
-type Pong struct {
-	Type string `json:"type"`
-}
-
-// NewTurnText builds turn.start, text.delta or text.done.
-func NewTurnText(typ string, turn int, text string) TurnText {
-	return TurnText{Type: typ, Turn: turn, Text: text}
-}
+type Pong struct{}
 
 // NewError builds an error event.
 func NewError(code, msg string, retryable bool, turn int) Error {
-	return Error{Type: TypeError, Code: code, Message: msg, Retryable: retryable, Turn: turn}
+	return Error{Code: code, Message: msg, Retryable: retryable, Turn: turn}
 }
-
-// Encode marshals a server event. The event types above cannot fail to
-// marshal except through tool arguments, which are JSON-decoded maps.
-func Encode(v any) ([]byte, error) { return json.Marshal(v) }
 
 // CloseReason trims a close reason to the 123 bytes a close frame allows,
 // without splitting a UTF-8 sequence.
@@ -219,6 +213,5 @@ func CloseReason(s string) string {
 
 // Interrupted is audio.interrupted: the browser drops queued playback.
 type Interrupted struct {
-	Type string `json:"type"`
-	Turn int    `json:"turn"`
+	Turn int `json:"turn"`
 }

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
@@ -57,14 +58,14 @@ func (s *Server) adminRoutes() {
 
 // LiveRow is one live session in GET /admin/.
 type LiveRow struct {
-	ID      string    `json:"id"`
-	UserID  string    `json:"userId"`
-	User    string    `json:"user"`
-	Node    string    `json:"node"`
-	Mode    string    `json:"mode"`
-	Created time.Time `json:"created"`
-	AgeSec  int64     `json:"ageSeconds"`
-	Turns   int       `json:"turns"`
+	ID      string        `json:"id"`
+	UserID  string        `json:"userId"`
+	User    string        `json:"user"`
+	Node    string        `json:"node"`
+	Mode    protocol.Mode `json:"mode"`
+	Created time.Time     `json:"created"`
+	AgeSec  int64         `json:"ageSeconds"`
+	Turns   int           `json:"turns"`
 }
 
 func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +110,7 @@ func (s *Server) adminTimeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := timeline.View{Session: timeline.Session{ID: st.ID, UserID: st.UserID, User: s.d.Sessions.Pseudonym(st.UserID),
-		Created: st.CreatedAt.UTC(), Mode: st.Mode, Turns: st.Turn, Node: st.Node, Closed: st.Closed,
+		Created: st.CreatedAt.UTC(), Mode: string(st.Mode), Turns: st.Turn, Node: st.Node, Closed: st.Closed,
 		Profile: st.Profile, Voice: st.Voice, LanguageCode: st.LanguageCode,
 		HandedOff: st.Handoff.Reason},
 		Turns: []timeline.Turn{}, Events: []timeline.Event{}, Dropped: st.Full}

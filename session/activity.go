@@ -160,8 +160,8 @@ func (a *activity) startTextTurn(text, kind string) {
 		return
 	}
 	defer a.mu.Unlock()
-	c.tl.Begin(turn, protocol.ModeText, text, kind)
-	c.send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: turn, Text: text, Kind: kind})
+	c.tl.Begin(turn, string(protocol.ModeText), text, kind)
+	c.send(protocol.TurnStart{Turn: turn, Text: text, Kind: kind})
 	if early != nil {
 		early.decide(true)
 		return
@@ -191,7 +191,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	c := a.c
 	rec := c.st.record()
 	ctx, span := c.m.Tracing.StartTurn(ctx, tracing.Turn{Session: rec.ID, User: c.user, N: turn,
-		Mode: protocol.ModeText, Link: c.traceLink})
+		Mode: string(protocol.ModeText), Link: c.traceLink})
 	if tracing.Capturing(ctx) {
 		span.SetAttributes(tracing.Messages("user", input))
 	}
@@ -205,19 +205,19 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	if reason == textturn.ReasonNotAdmitted {
 		// startTextTurn refuses the turn and clears it; a trace shows a turn
 		// (and its cancelled model request) that was not admitted.
-		tracing.EndTurn(span, reason)
+		tracing.EndTurn(span, string(reason))
 		return
 	}
 	ot.End(ctx, reason) // nothing of this turn runs on; counted and logged
 	// Ended before turn.done goes out: a client that saw turn.done finds
 	// the whole trace in the exporter's queue.
-	tracing.EndTurn(span, reason)
+	tracing.EndTurn(span, string(reason))
 	c.endTextTurn(turn, reason)
 
 	// turn.done goes out and the turn is cleared in one step, so that a
 	// browser answering turn.done at once is never told a turn is running.
 	a.mu.Lock()
-	c.send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: turn, Reason: reason, IgnoredIntents: ignored})
+	c.send(protocol.TurnDone{Turn: turn, Reason: reason, IgnoredIntents: ignored})
 	a.turnCancel, a.turnDone = nil, nil
 	toVoice, next := a.takeWaitingLocked()
 	a.mu.Unlock()

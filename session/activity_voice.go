@@ -28,7 +28,7 @@ func (a *activity) requestVoice(reason string) bool {
 	if a.c.handedOff() {
 		// Before the voice starts are counted: a person has the
 		// conversation, and voice would reach the model.
-		a.c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+		a.c.send(protocol.HandoffPending{Message: handoffPendingText})
 		return false
 	}
 	if a.c.m.Live != nil && !a.c.allowVoiceStart() {
@@ -53,7 +53,7 @@ func (a *activity) startVoice(reason, handle string) {
 		return
 	}
 	if c.handedOff() {
-		c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+		c.send(protocol.HandoffPending{Message: handoffPendingText})
 		if c.st.mode() == protocol.ModeVoice {
 			c.st.update(func(rec *store.Record) { rec.Mode = protocol.ModeText }) // a resume of a voice session
 			c.persistMode()

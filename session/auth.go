@@ -63,7 +63,7 @@ func (c *conn) armExpiry(at time.Time) {
 func (c *conn) reauth(token string) bool {
 	if c.m.Auth == nil {
 		// Dev mode: no token is checked and nothing expires.
-		c.send(protocol.AuthOK{Type: protocol.TypeAuthOK})
+		c.send(protocol.AuthOK{})
 		return true
 	}
 	id, err := c.m.Auth.Verify(token)
@@ -76,7 +76,7 @@ func (c *conn) reauth(token string) bool {
 		return false
 	}
 	c.armExpiry(id.ExpiresAt)
-	ok := protocol.AuthOK{Type: protocol.TypeAuthOK}
+	ok := protocol.AuthOK{}
 	if !id.ExpiresAt.IsZero() {
 		ok.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)
 	}

@@ -31,7 +31,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 		c.traceConfirmation(a.Confirmation, string(a.Outcome))
 		c.send(protocol.NewError(protocol.CodeConfirmExpired,
 			"this confirmation expired; the call was not made", false, 0))
-		c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: a.Tool, Outcome: string(a.Outcome)})
+		c.send(protocol.ConfirmDone{Token: token, Tool: a.Tool, Outcome: string(a.Outcome)})
 		c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: a.Tool, Outcome: string(a.Outcome)})
 		return
 	case err != nil:
@@ -45,7 +45,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 	}
 	c.traceConfirmation(a.Confirmation, string(a.Outcome))
 	c.event(timeline.Event{Event: timeline.EventConfirmation, Tool: a.Tool, Outcome: string(a.Outcome)})
-	c.send(protocol.ConfirmDone{Type: protocol.TypeConfirmDone, Token: token, Tool: a.Tool, Outcome: string(a.Outcome)})
+	c.send(protocol.ConfirmDone{Token: token, Tool: a.Tool, Outcome: string(a.Outcome)})
 	// The model that asked learns it: the Live model in voice (never the
 	// text model), else a text turn of its own, once any running turn ends;
 	// unless a person has the conversation by then (holdConfirmation).
@@ -72,5 +72,5 @@ func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
 // traces (tracing.Provider.Confirmation).
 func (c *conn) traceConfirmation(conf orchestrator.Confirmation, outcome string) {
 	c.m.Tracing.Confirmation(c.ctx, tracing.Turn{Session: c.st.record().ID, User: c.user, N: conf.Turn,
-		Mode: c.st.mode(), Link: c.traceLink}, conf.Tool, outcome)
+		Mode: string(c.st.mode()), Link: c.traceLink}, conf.Tool, outcome)
 }

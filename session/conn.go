@@ -180,7 +180,7 @@ func (c *conn) run() {
 		c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Dec()
 		c.m.Metrics.ChannelSessionsEnded.WithLabelValues(c.id.Channel.String(), d.Label).Inc()
 		c.stats.Close()
-		c.m.Metrics.SessionsActive.WithLabelValues(mode, c.id.Channel.String()).Dec()
+		c.m.Metrics.SessionsActive.WithLabelValues(string(mode), c.id.Channel.String()).Dec()
 		c.m.Metrics.SessionDuration.Observe(c.m.now().Sub(started).Seconds())
 		c.m.Metrics.TurnsPerSession.Observe(float64(turns))
 	}

@@ -42,7 +42,7 @@ func (a sessionAsks) lang() string {
 
 // budgets are the per-turn budgets the session's profile sets (nil: the
 // gateway's). A resumed session runs its profile again, so it keeps them.
-func (a sessionAsks) budgets() map[string]tools.Budget {
+func (a sessionAsks) budgets() map[protocol.Mode]tools.Budget {
 	if a.profile == nil {
 		return nil
 	}

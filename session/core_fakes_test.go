@@ -19,6 +19,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -206,7 +207,7 @@ func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chun
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := &core{t: t, model: &script{steps: steps}}
 	transfer, err := tools.NewTool(tools.Spec{Manifest: tools.Manifest{Name: "transfer", Category: tools.CategoryAction,
-		Modes: []string{"text", "voice"}, RequiresConfirmation: true, Description: "Moves money.",
+		Modes: []protocol.Mode{"text", "voice"}, RequiresConfirmation: true, Description: "Moves money.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
 		Redact:     tools.Redact{Args: []string{"to"}, Result: []string{}}},
 		Handler: tools.HandlerFunc(func(context.Context, tools.Call) tools.Envelope {

@@ -16,11 +16,11 @@ type turnEvents struct {
 
 func (e turnEvents) CallReceived(call orchestrator.Call, redacted map[string]any) {
 	e.c.tl.CallReceived(e.turn, call.ID, call.Name, redacted)
-	e.c.send(protocol.ToolCall{Type: protocol.TypeToolCall, Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
+	e.c.send(protocol.ToolCall{Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
 }
 
 func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome) {
-	ev := protocol.ToolResult{Type: protocol.TypeToolResult, Turn: e.turn, ID: call.ID, Name: call.Name,
+	ev := protocol.ToolResult{Turn: e.turn, ID: call.ID, Name: call.Name,
 		OK: o.Envelope.OK, Refused: o.Refused, DurationMs: o.Duration.Milliseconds(), Result: o.Shown}
 	errType := ""
 	if err := o.Envelope.Error; err != nil {
@@ -38,6 +38,6 @@ func (e turnEvents) ConfirmRequested(conf orchestrator.Confirmation) {
 }
 
 func confirmRequest(conf orchestrator.Confirmation) protocol.ConfirmRequest {
-	return protocol.ConfirmRequest{Type: protocol.TypeConfirmReq, Turn: conf.Turn, Token: conf.Token,
+	return protocol.ConfirmRequest{Turn: conf.Turn, Token: conf.Token,
 		Tool: conf.Tool, Args: conf.Args, ExpiresAt: conf.ExpiresAt.UTC().Format(time.RFC3339)}
 }

@@ -39,7 +39,7 @@ func (c *conn) greet() {
 	entry := transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting}
 	c.st.append([]transport.Entry{entry})
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec, entry) })
-	c.send(protocol.TurnText{Type: protocol.TypeTextDone, Turn: 0, Text: p.Greeting})
+	c.send(protocol.TextDone{Turn: 0, Text: p.Greeting})
 }
 
 // splitGreeting takes the greeting off the head of a model request's

@@ -69,7 +69,7 @@ func (c *conn) handOff(turn int, reason, summary string) {
 
 // sendHandoff tells the browser that a person has the conversation.
 func (c *conn) sendHandoff(turn int, h store.Handoff) {
-	c.send(protocol.Handoff{Type: protocol.TypeHandoff, Turn: turn, Reason: h.Reason, Summary: h.Summary,
+	c.send(protocol.Handoff{Turn: turn, Reason: h.Reason, Summary: h.Summary,
 		At: h.At.Format(time.RFC3339)})
 }
 
@@ -90,7 +90,7 @@ func (c *conn) hold(entry transport.Entry) {
 		_, err := c.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: []transport.Entry{entry}, Events: c.takeEvents()})
 		return err
 	})
-	c.send(protocol.HandoffPending{Type: protocol.TypeHandoffPending, Message: handoffPendingText})
+	c.send(protocol.HandoffPending{Message: handoffPendingText})
 }
 
 // confirmNote is the user's answer to a confirmation as the model is told
@@ -117,7 +117,7 @@ func (c *conn) handedBack() {
 	if !was || !c.started.Load() {
 		return // a connection not started yet reads the record as it is now
 	}
-	c.send(protocol.HandoffEnded{Type: protocol.TypeHandoffEnded})
+	c.send(protocol.HandoffEnded{})
 	c.log.Info("conversation handed back to the model by an operator")
 }
 

@@ -178,13 +178,13 @@ func (c *conn) historyPage(before, limit int) {
 	}
 	want, _ := newestTurns(older, limit, math.MaxInt)
 	short := false
-	c.reply(func(budget int) any {
+	c.reply(func(budget int) protocol.Event {
 		page, more := newestTurns(older, limit, budget-historyOverhead)
 		short = len(page) < len(want) || slices.ContainsFunc(page, func(it protocol.HistoryItem) bool { return it.Truncated })
 		if page == nil {
 			page = []protocol.HistoryItem{}
 		}
-		return protocol.History{Type: protocol.TypeHistory, Entries: page, More: more}
+		return protocol.History{Entries: page, More: more}
 	})
 	if short {
 		c.refused(limitHistoryPage, c.m.now())

@@ -47,7 +47,7 @@ type textHost struct {
 
 var _ textturn.Host = textHost{}
 
-func (h textHost) Send(ev any)                             { h.c.send(ev) }
+func (h textHost) Send(ev protocol.Event)                  { h.c.send(ev) }
 func (h textHost) History() []transport.Entry              { return h.c.contextHistory(h.c.ts.text) }
 func (h textHost) ToolEvents(turn int) orchestrator.Events { return turnEvents{c: h.c, turn: turn} }
 
@@ -123,7 +123,7 @@ type voiceHost struct{ c *conn }
 
 var _ voice.Host = voiceHost{}
 
-func (h voiceHost) Send(ev any) { h.c.send(ev) }
+func (h voiceHost) Send(ev protocol.Event) { h.c.send(ev) }
 func (h voiceHost) SendAudio(pcm []byte, received time.Time) bool {
 	return h.c.sendAudio(pcm, received)
 }
@@ -138,7 +138,7 @@ func (h voiceHost) HandOff(turn int, reason, summary string) { h.c.handOff(turn,
 
 func (h voiceHost) BeginTurn() int {
 	n, _ := h.c.st.beginTurn(nil, false)
-	h.c.tl.Begin(n, protocol.ModeVoice, "", "")
+	h.c.tl.Begin(n, string(protocol.ModeVoice), "", "")
 	return n
 }
 
@@ -157,7 +157,7 @@ func (h voiceHost) EndTurn(end voice.TurnEnd) {
 	c := h.c
 	c.st.append(end.Entries)
 	c.st.update(func(rec *store.Record) { rec.ResumeHandle = end.Handle })
-	t, ok := c.tl.Finish(end.Turn, end.Reason, end.Input, end.Answer, end.VoiceResponse)
+	t, ok := c.tl.Finish(end.Turn, string(end.Reason), end.Input, end.Answer, end.VoiceResponse)
 	c.storeTurnEnd(end.Entries, t, ok)
 }
 
@@ -188,15 +188,15 @@ func (c *conn) intentApplied(turn int, typ string, applied bool) {
 
 // setMode records a mode change, counts it, tells the browser and stores
 // it.
-func (c *conn) setMode(mode, reason string) {
-	var old string
+func (c *conn) setMode(mode protocol.Mode, reason string) {
+	var old protocol.Mode
 	c.st.update(func(rec *store.Record) { old, rec.Mode = rec.Mode, mode })
 	if old != mode {
-		c.m.Metrics.SessionsActive.WithLabelValues(old, c.id.Channel.String()).Dec()
-		c.m.Metrics.SessionsActive.WithLabelValues(mode, c.id.Channel.String()).Inc()
+		c.m.Metrics.SessionsActive.WithLabelValues(string(old), c.id.Channel.String()).Dec()
+		c.m.Metrics.SessionsActive.WithLabelValues(string(mode), c.id.Channel.String()).Inc()
 	}
-	c.event(timeline.Event{Event: timeline.EventMode, Mode: mode, Reason: reason})
-	c.send(protocol.Mode{Type: protocol.TypeMode, Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})
+	c.event(timeline.Event{Event: timeline.EventMode, Mode: string(mode), Reason: reason})
+	c.send(protocol.ModeChange{Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})
 	c.persistMode()
 }
 
@@ -246,7 +246,7 @@ func (c *conn) setBlocked(b store.Block) {
 	if !c.st.setBlock(b) {
 		return
 	}
-	c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: b.Until.Format(time.RFC3339), Reason: b.Reason})
+	c.send(protocol.Blocked{Until: b.Until.Format(time.RFC3339), Reason: b.Reason})
 	c.act.blockVoice()
 }
 

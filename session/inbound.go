@@ -31,7 +31,7 @@ func (c *conn) handle(data []byte) bool {
 		c.close(protocol.DisconnectProtocolViolation)
 		return false
 	case protocol.TypePing:
-		c.send(protocol.Pong{Type: protocol.TypePong})
+		c.send(protocol.Pong{})
 	case protocol.TypeAuth:
 		return c.reauth(msg.Token)
 	case protocol.TypeAudioEnd:

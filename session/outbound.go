@@ -10,7 +10,7 @@ import (
 
 // send queues one event. A queue overflow closes the connection as too
 // slow (4101): the client may reconnect and resume.
-func (c *conn) send(v any) {
+func (c *conn) send(v protocol.Event) {
 	b, err := protocol.Encode(v)
 	if err != nil {
 		c.log.Error("cannot encode event", "err", err)
@@ -46,7 +46,7 @@ func (c *conn) tooSlow() {
 // budget bytes: first a share of the queue's free space, then less while
 // other events take the space meanwhile. Such an answer never overflows the
 // queue itself (4101 is left to a browser that does not read).
-func (c *conn) reply(build func(budget int) any) {
+func (c *conn) reply(build func(budget int) protocol.Event) {
 	budget := min(c.m.cfg.SendQueueBytes/4, c.q.free())
 	for range 4 {
 		b, err := protocol.Encode(build(budget))

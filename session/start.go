@@ -55,7 +55,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.traceLink = tracing.Link(msg.Traceparent)
 	}
 	ready := protocol.SessionReady{
-		Type: protocol.TypeSessionReady, Mode: protocol.ModeText,
+		Mode:            protocol.ModeText,
 		RegistryVersion: c.ts.reg.Version(),
 		Tools:           c.ts.text.listed,
 		Model:           protocol.ModelInfo{Name: c.m.cfg.ModelName, Offline: c.m.cfg.Offline},
@@ -158,7 +158,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.alive(clock.Wall.Now())
 	c.started.Store(true) // after conv: the loop-state view reads it once started
 	c.m.kickPresence()
-	c.m.Metrics.SessionsActive.WithLabelValues(protocol.ModeText, c.id.Channel.String()).Inc()
+	c.m.Metrics.SessionsActive.WithLabelValues(string(protocol.ModeText), c.id.Channel.String()).Inc()
 	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Inc()
 	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"profile", c.asks.profileName(),
@@ -289,7 +289,7 @@ func (c *conn) checkBlock() (bool, bool) {
 	c.st.setBlock(b)
 	if until := b.Until.UTC().Format(time.RFC3339); b.Until.After(c.m.now()) {
 		c.m.Metrics.RefuseSession("blocked", c.id.Channel)
-		c.send(protocol.Blocked{Type: protocol.TypeBlocked, Until: until, Reason: b.Reason})
+		c.send(protocol.Blocked{Until: until, Reason: b.Reason})
 		c.close(protocol.DisconnectBlocked)
 		return false, false
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -120,7 +121,7 @@ func (s *state) update(f func(rec *store.Record)) {
 }
 
 // mode is the session's mode.
-func (s *state) mode() string {
+func (s *state) mode() protocol.Mode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rec.Mode

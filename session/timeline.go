@@ -24,8 +24,8 @@ func (c *conn) startTimeline(rec store.Record) {
 
 // endTextTurn writes a text turn's end: its timeline entry and the events
 // waiting, with a read of the user's block, off the turn's path.
-func (c *conn) endTextTurn(turn int, reason string) {
-	t, ok := c.tl.Finish(turn, reason, "", "", 0)
+func (c *conn) endTextTurn(turn int, reason protocol.TurnEnd) {
+	t, ok := c.tl.Finish(turn, string(reason), "", "", 0)
 	c.storeTurnEnd(nil, t, ok)
 }
 

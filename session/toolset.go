@@ -87,7 +87,7 @@ func newModePrompt(base string, ts []*tools.Tool) modePrompt {
 }
 
 // mode returns the prompt of a mode.
-func (ts *toolset) mode(mode string) modePrompt {
+func (ts *toolset) mode(mode protocol.Mode) modePrompt {
 	if mode == protocol.ModeVoice {
 		return ts.voice
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -519,7 +520,7 @@ func recordFields(rec Record, now time.Time) []any {
 	}
 	fields := []any{
 		fieldUser, rec.UserID,
-		fieldMode, rec.Mode,
+		fieldMode, string(rec.Mode),
 		fieldTurn, strconv.Itoa(rec.Turn),
 		fieldRegistryVersion, rec.RegistryVersion,
 		fieldCreatedAt, formatTime(createdAt),
@@ -541,7 +542,7 @@ func recordFields(rec Record, now time.Time) []any {
 
 // turnFields are the meta fields a turn changes.
 func turnFields(rec Record, now time.Time) []any {
-	return []any{fieldTurn, strconv.Itoa(rec.Turn), fieldMode, rec.Mode,
+	return []any{fieldTurn, strconv.Itoa(rec.Turn), fieldMode, string(rec.Mode),
 		fieldPendingMessage, rec.PendingMessage, fieldResumeHandle, rec.ResumeHandle,
 		fieldUpdatedAt, formatTime(now)}
 }
@@ -561,7 +562,7 @@ func parseRecord(id string, m map[string]string) (Record, error) {
 		TokenHash:       m[fieldTokenHash],
 		ID:              id,
 		UserID:          m[fieldUser],
-		Mode:            m[fieldMode],
+		Mode:            protocol.Mode(m[fieldMode]),
 		Turn:            turn,
 		RegistryVersion: m[fieldRegistryVersion],
 		CreatedAt:       created,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -19,7 +20,7 @@ import (
 type Record struct {
 	ID              string
 	UserID          string
-	Mode            string // "text" or "voice"
+	Mode            protocol.Mode
 	Turn            int    // number of the last turn started
 	RegistryVersion string // tool registry version pinned at creation
 	CreatedAt       time.Time

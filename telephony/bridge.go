@@ -266,8 +266,9 @@ func (b *Bridge) Write(binary bool, data []byte) error {
 		return b.conn.Write(false, b.buf)
 	}
 	var ev struct {
-		Type, Token, Mode, Code string
-		Turn                    int
+		Type, Token, Code string
+		Mode              protocol.Mode
+		Turn              int
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return nil // not ours to judge: the session encoded it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // ErrorType is the closed set of error types a tool call can end with.
@@ -111,7 +112,7 @@ type Call struct {
 	ID        string
 	SessionID string
 	UserID    string
-	Mode      string // "text" or "voice"
+	Mode      protocol.Mode
 	Args      json.RawMessage
 	// IdempotencyKey names the action: the same for the model's retries of
 	// it within a turn and for its approved run (orchestrator/idempotency.go).

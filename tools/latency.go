@@ -13,11 +13,11 @@ import (
 // budgets and the soft latency budget of retrieval tools. An audio answer
 // stalls audibly, so voice is stricter than text.
 var (
-	defaultBudgets = map[string]Budget{
+	defaultBudgets = map[protocol.Mode]Budget{
 		protocol.ModeText:  {MaxRetrieval: 5, MaxCalls: 10},
 		protocol.ModeVoice: {MaxRetrieval: 2, MaxCalls: 3},
 	}
-	defaultSoftLatency = map[string]time.Duration{
+	defaultSoftLatency = map[protocol.Mode]time.Duration{
 		protocol.ModeText:  2 * time.Second,
 		protocol.ModeVoice: 800 * time.Millisecond,
 	}
@@ -30,11 +30,11 @@ const VoiceSoftLatency = time.Second
 
 // DefaultBudget is the per-turn gate of a mode when neither the settings
 // nor the policy file set one.
-func DefaultBudget(mode string) Budget { return defaultBudgets[mode] }
+func DefaultBudget(mode protocol.Mode) Budget { return defaultBudgets[mode] }
 
 // DefaultSoftLatency is the soft latency budget of a retrieval tool in a
 // mode when nothing more specific applies.
-func DefaultSoftLatency(mode string) time.Duration { return defaultSoftLatency[mode] }
+func DefaultSoftLatency(mode protocol.Mode) time.Duration { return defaultSoftLatency[mode] }
 
 // LatencyMs is a manifest's softLatencyMs: one number for every mode, or an
 // object with a value per mode ({"text": 2000, "voice": 600}); 0 means
@@ -45,7 +45,7 @@ type LatencyMs struct {
 }
 
 // In returns the value for a mode, 0 when unset.
-func (l LatencyMs) In(mode string) int {
+func (l LatencyMs) In(mode protocol.Mode) int {
 	if mode == protocol.ModeVoice {
 		return l.Voice
 	}
@@ -78,7 +78,7 @@ func (l *LatencyMs) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the per-mode object.
 func (l LatencyMs) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]int{protocol.ModeText: l.Text, protocol.ModeVoice: l.Voice})
+	return json.Marshal(map[protocol.Mode]int{protocol.ModeText: l.Text, protocol.ModeVoice: l.Voice})
 }
 
 // SoftLatencyIn is the latency above which a call in the given mode is
@@ -89,7 +89,7 @@ func (l LatencyMs) MarshalJSON() ([]byte, error) {
 // as written, except that in voice it can only tighten the default, never
 // loosen it: a tool author cannot silently make voice calls wait longer
 // than the operator's default (raise it in the policy file).
-func (t *Tool) SoftLatencyIn(mode string) time.Duration {
+func (t *Tool) SoftLatencyIn(mode protocol.Mode) time.Duration {
 	def := time.Duration(0)
 	switch {
 	case t.Category == CategoryRetrieval:
@@ -114,7 +114,7 @@ func (t *Tool) SoftLatencyIn(mode string) time.Duration {
 // (registry build output, effective metadata).
 func (t *Tool) softLatencyDoc() map[string]int64 {
 	return map[string]int64{
-		protocol.ModeText:  t.SoftLatencyIn(protocol.ModeText).Milliseconds(),
-		protocol.ModeVoice: t.SoftLatencyIn(protocol.ModeVoice).Milliseconds(),
+		string(protocol.ModeText):  t.SoftLatencyIn(protocol.ModeText).Milliseconds(),
+		string(protocol.ModeVoice): t.SoftLatencyIn(protocol.ModeVoice).Milliseconds(),
 	}
 }

@@ -50,11 +50,11 @@ type Redact struct {
 
 // Manifest is a tool's schema.json plus what is derived from its guide.md.
 type Manifest struct {
-	Name                 string   `json:"name"`
-	Category             Category `json:"category"`
-	Modes                []string `json:"modes"`
-	RequiresConfirmation bool     `json:"requiresConfirmation,omitempty"`
-	Terminal             bool     `json:"terminal,omitempty"`
+	Name                 string          `json:"name"`
+	Category             Category        `json:"category"`
+	Modes                []protocol.Mode `json:"modes"`
+	RequiresConfirmation bool            `json:"requiresConfirmation,omitempty"`
+	Terminal             bool            `json:"terminal,omitempty"`
 	// EndsSession marks a tool that ends the conversation or its current
 	// mode (end_voice_session, a hand-over to a person). Like terminal
 	// tools, such tools are exempt from the per-turn budget, so that a

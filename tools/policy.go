@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // Policy is an operator's policy file (TURNSTILE_POLICY): per-turn budgets
@@ -21,8 +23,8 @@ import (
 type Policy struct {
 	// File is the path the policy was loaded from; errors name it.
 	File    string
-	Budgets map[string]Budget       // by mode: "text", "voice"
-	Tools   map[string]ToolOverride // by tool name
+	Budgets map[protocol.Mode]Budget // by mode: "text", "voice"
+	Tools   map[string]ToolOverride  // by tool name
 
 	lines map[string]int // key path → line in File, for errors found later
 }
@@ -55,13 +57,13 @@ func (b Budget) Check() error {
 // ToolOverride replaces a tool's manifest metadata; a nil field keeps the
 // manifest's value.
 type ToolOverride struct {
-	Modes                []string  `json:"modes,omitempty"`
-	RequiresConfirmation *bool     `json:"requiresConfirmation,omitempty"`
-	Terminal             *bool     `json:"terminal,omitempty"`
-	Sensitive            *bool     `json:"sensitive,omitempty"`
-	SoftLatencyMs        *int      `json:"softLatencyMs,omitempty"`
-	TimeoutMs            *int      `json:"timeoutMs,omitempty"`
-	Category             *Category `json:"category,omitempty"`
+	Modes                []protocol.Mode `json:"modes,omitempty"`
+	RequiresConfirmation *bool           `json:"requiresConfirmation,omitempty"`
+	Terminal             *bool           `json:"terminal,omitempty"`
+	Sensitive            *bool           `json:"sensitive,omitempty"`
+	SoftLatencyMs        *int            `json:"softLatencyMs,omitempty"`
+	TimeoutMs            *int            `json:"timeoutMs,omitempty"`
+	Category             *Category       `json:"category,omitempty"`
 	// Redact replaces the tool's allow-lists: a nil list keeps the
 	// manifest's, an empty one shows nothing. It is how an operator lets
 	// the browser and logs see some arguments or results of a tool whose
@@ -107,7 +109,7 @@ const (
 )
 
 // Budget returns the policy's budget for a mode, if it sets one.
-func (p *Policy) Budget(mode string) (Budget, bool) {
+func (p *Policy) Budget(mode protocol.Mode) (Budget, bool) {
 	if p == nil {
 		return Budget{}, false
 	}
@@ -212,13 +214,11 @@ func (pc *policyChecker) document(root *pnode) {
 	})
 }
 
-var policyModes = []string{ModeText, ModeVoice}
-
 func (pc *policyChecker) budgets(n *pnode) {
-	pc.p.Budgets = map[string]Budget{}
-	pc.mapping(n, "budgets", nil, func(mode string, v *pnode) {
-		key := "budgets." + mode
-		if !slices.Contains(policyModes, mode) {
+	pc.p.Budgets = map[protocol.Mode]Budget{}
+	pc.mapping(n, "budgets", nil, func(k string, v *pnode) {
+		key, mode := "budgets."+k, protocol.Mode(k)
+		if !mode.Valid() {
 			pc.fail(v, key, "unknown mode (use text or voice)")
 			return
 		}
@@ -314,23 +314,24 @@ func (pc *policyChecker) tools(n *pnode) {
 	})
 }
 
-func (pc *policyChecker) modes(n *pnode, key string) ([]string, bool) {
+func (pc *policyChecker) modes(n *pnode, key string) ([]protocol.Mode, bool) {
 	if n.kind != pList || len(n.items) == 0 {
 		pc.fail(n, key, "must be a non-empty list of modes (text, voice)")
 		return nil, false
 	}
-	var out []string
+	var out []protocol.Mode
 	for i, item := range n.items {
 		ikey := fmt.Sprintf("%s[%d]", key, i)
+		mode := protocol.Mode(item.text)
 		switch {
-		case item.kind != pString || !slices.Contains(policyModes, item.text):
+		case item.kind != pString || !mode.Valid():
 			pc.fail(item, ikey, "unknown mode (use text or voice)")
 			return nil, false
-		case slices.Contains(out, item.text):
+		case slices.Contains(out, mode):
 			pc.fail(item, ikey, "%s is listed twice", item.text)
 			return nil, false
 		}
-		out = append(out, item.text)
+		out = append(out, mode)
 	}
 	return out, true
 }

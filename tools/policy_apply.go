@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // WithPolicy returns a registry whose tools carry the policy's metadata
@@ -166,7 +168,7 @@ func (o ToolOverride) check() []error {
 			errs = append(errs, errors.New("modes: must be a non-empty list of modes (text, voice)"))
 		}
 		for i, m := range o.Modes {
-			if !slices.Contains(policyModes, m) || slices.Index(o.Modes, m) != i {
+			if !m.Valid() || slices.Index(o.Modes, m) != i {
 				errs = append(errs, fmt.Errorf("modes[%d]: %q is not a mode or is listed twice (use text, voice)", i, m))
 			}
 		}
@@ -222,7 +224,7 @@ func (o ToolOverride) apply(m *Manifest) {
 type effectiveMetadata struct {
 	Name                 string           `json:"name"`
 	Category             Category         `json:"category"`
-	Modes                []string         `json:"modes"`
+	Modes                []protocol.Mode  `json:"modes"`
 	RequiresConfirmation bool             `json:"requiresConfirmation"`
 	Terminal             bool             `json:"terminal"`
 	SoftLatencyMs        map[string]int64 `json:"softLatencyMs"`
@@ -235,7 +237,7 @@ type effectiveMetadata struct {
 
 func metadataOf(t *Tool) effectiveMetadata {
 	modes := slices.Clone(t.Modes)
-	sort.Strings(modes)
+	slices.Sort(modes)
 	return effectiveMetadata{
 		Name:                 t.Name,
 		Category:             t.Category,

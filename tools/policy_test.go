@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -58,7 +60,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestLoadPolicyReadsYAMLAndJSONAlike(t *testing.T) {
 	want := map[string]tools.ToolOverride{"kb_search": {
-		Modes: []string{"text"}, RequiresConfirmation: ptr(true), Terminal: ptr(false),
+		Modes: []protocol.Mode{"text"}, RequiresConfirmation: ptr(true), Terminal: ptr(false),
 		SoftLatencyMs: ptr(500), TimeoutMs: ptr(3000), Category: ptr(tools.CategoryAction),
 	}}
 	for _, f := range []struct{ name, content string }{
@@ -250,7 +252,7 @@ func TestWithPolicyOverridesToolMetadata(t *testing.T) {
 	}
 	s, _ := got.Lookup("kb_search")
 	switch {
-	case strings.Join(s.Modes, ",") != "text":
+	case !slices.Equal(s.Modes, []protocol.Mode{"text"}):
 		t.Errorf("modes = %v", s.Modes)
 	case !s.RequiresConfirmation || s.Terminal || s.Category != tools.CategoryAction:
 		t.Errorf("flags: %+v", s.Manifest)
@@ -267,7 +269,7 @@ func TestWithPolicyOverridesToolMetadata(t *testing.T) {
 		t.Errorf("ForMode(voice) = %s, want kb_get without kb_search", voice)
 	}
 	orig, _ := reg.Lookup("kb_search")
-	if strings.Join(orig.Modes, ",") != "text,voice" || orig.RequiresConfirmation || orig.Timeout().Milliseconds() != 5000 {
+	if !slices.Equal(orig.Modes, []protocol.Mode{"text", "voice"}) || orig.RequiresConfirmation || orig.Timeout().Milliseconds() != 5000 {
 		t.Errorf("the original registry changed: %+v", orig.Manifest)
 	}
 	g, _ := got.Lookup("kb_get")
@@ -342,7 +344,7 @@ func TestWithPolicyRefusesUnknownTools(t *testing.T) {
 func TestWithPolicyChecksHandBuiltOverrides(t *testing.T) {
 	reg := builtinRegistry(t)
 	p := &tools.Policy{File: "inline", Tools: map[string]tools.ToolOverride{
-		"kb_get": {TimeoutMs: ptr(-1), Modes: []string{"text", "text"}, Category: ptr(tools.Category("fetch"))},
+		"kb_get": {TimeoutMs: ptr(-1), Modes: []protocol.Mode{"text", "text"}, Category: ptr(tools.Category("fetch"))},
 	}}
 	_, err := reg.WithPolicy(p)
 	if err == nil {

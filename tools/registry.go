@@ -11,6 +11,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // Registry is the validated set of tools. It is immutable once loaded and
@@ -247,7 +249,7 @@ func (r *Registry) Tools() []*Tool {
 }
 
 // ForMode returns the tools declared in the given mode, sorted by name.
-func (r *Registry) ForMode(mode string) []*Tool {
+func (r *Registry) ForMode(mode protocol.Mode) []*Tool {
 	var out []*Tool
 	for _, t := range r.tools {
 		if t.AllowedIn(mode) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // registryDoc is tool_registry.json: what a registry declares, for
@@ -24,7 +26,7 @@ type toolDoc struct {
 	Name                 string           `json:"name"`
 	Description          string           `json:"description"`
 	Category             Category         `json:"category"`
-	Modes                []string         `json:"modes"`
+	Modes                []protocol.Mode  `json:"modes"`
 	RequiresConfirmation bool             `json:"requiresConfirmation"`
 	Terminal             bool             `json:"terminal"`
 	EndsSession          bool             `json:"endsSession"`

@@ -57,7 +57,7 @@ func NewTool(s Spec) (*Tool, error) {
 		fail("modes: must list text and/or voice")
 	}
 	for i, mode := range m.Modes {
-		if !slices.Contains(policyModes, mode) || slices.Index(m.Modes, mode) != i {
+		if !mode.Valid() || slices.Index(m.Modes, mode) != i {
 			fail("modes[%d]: %q is not a mode or is listed twice", i, mode)
 		}
 	}

@@ -9,13 +9,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
 func spec(name string, mutate func(*tools.Spec)) tools.Spec {
 	s := tools.Spec{
 		Manifest: tools.Manifest{
-			Name: name, Category: tools.CategoryAction, Modes: []string{tools.ModeText}, TimeoutMs: 10000,
+			Name: name, Category: tools.CategoryAction, Modes: []protocol.Mode{tools.ModeText}, TimeoutMs: 10000,
 			Redact:      tools.Redact{Args: []string{}, Result: []string{}},
 			Parameters:  json.RawMessage(`{"type": "object", "properties": {"itemId": {"type": "string"}}, "required": ["itemId"]}`),
 			Description: "Looks an item up.",
@@ -54,7 +55,7 @@ func TestNewToolRefusesBadSpecs(t *testing.T) {
 		"unsafe name":    {func(s *tools.Spec) { s.Name = "shop.lookup" }, "not safe for every provider"},
 		"long name":      {func(s *tools.Spec) { s.Name = strings.Repeat("a", 65) }, "not safe for every provider"},
 		"no modes":       {func(s *tools.Spec) { s.Modes = nil }, "modes: must list"},
-		"bad mode":       {func(s *tools.Spec) { s.Modes = []string{"video"} }, `modes[0]: "video"`},
+		"bad mode":       {func(s *tools.Spec) { s.Modes = []protocol.Mode{"video"} }, `modes[0]: "video"`},
 		"bad category":   {func(s *tools.Spec) { s.Category = "misc" }, `category "misc"`},
 		"timeout":        {func(s *tools.Spec) { s.TimeoutMs = 600001 }, "timeoutMs: must be between"},
 		"no description": {func(s *tools.Spec) { s.Description = " " }, "description is empty"},

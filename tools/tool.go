@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 // DefaultTimeout is the hard limit of a tool whose manifest sets none.
@@ -39,7 +41,7 @@ func (t *Tool) Timeout() time.Duration {
 }
 
 // AllowedIn reports whether the tool is declared in the given session mode.
-func (t *Tool) AllowedIn(mode string) bool {
+func (t *Tool) AllowedIn(mode protocol.Mode) bool {
 	return slices.Contains(t.Modes, mode)
 }
 

@@ -254,10 +254,10 @@ func (s *voiceSession) write(typ websocket.MessageType, p []byte) error {
 
 // serverEvent is the part of a gateway event the load generator reads.
 type serverEvent struct {
-	Type   string `json:"type"`
-	Mode   string `json:"mode"`
-	Reason string `json:"reason"`
-	Code   string `json:"code"`
+	Type   string        `json:"type"`
+	Mode   protocol.Mode `json:"mode"`
+	Reason string        `json:"reason"`
+	Code   string        `json:"code"`
 }
 
 // read drains everything the gateway sends, promptly, until the

@@ -26,7 +26,7 @@ import (
 // Host is the session as a text turn sees it.
 type Host interface {
 	// Send queues one event for the browser.
-	Send(ev any)
+	Send(ev protocol.Event)
 	// History is the conversation so far, this turn's user input last. The
 	// turn may keep the slice.
 	History() []transport.Entry
@@ -89,14 +89,14 @@ type Deps struct {
 
 // ReasonNotAdmitted is what Run returns for a turn Deps.Admitted refused.
 // It is never sent to the browser: the session refuses the turn its own way.
-const ReasonNotAdmitted = "not_admitted"
+const ReasonNotAdmitted protocol.TurnEnd = "not_admitted"
 
 // Run runs the turn ot to its end and returns its turn.done reason. note is
 // a SET_PENDING_MESSAGE (or a confirmation outcome) to add to this turn's
 // system instruction. ctx ends the turn early (turn.cancel, the connection
 // going away). What the model produced is committed only when the turn
 // reaches an answer or the iteration limit.
-func Run(ctx context.Context, cfg Config, d Deps, h Host, ot *orchestrator.Turn, note string) string {
+func Run(ctx context.Context, cfg Config, d Deps, h Host, ot *orchestrator.Turn, note string) protocol.TurnEnd {
 	if cfg.RestrictionMessage == "" {
 		cfg.RestrictionMessage = DefaultRestrictionMessage
 	}
@@ -127,7 +127,7 @@ func (l *loop) add(keep bool, es ...transport.Entry) {
 	}
 }
 
-func (l *loop) run(ctx context.Context, note string) string {
+func (l *loop) run(ctx context.Context, note string) protocol.TurnEnd {
 	var said string // the model's text in this turn, as the deltas showed it
 	restrict := l.cfg.RestrictOutput
 	injections := 0
@@ -167,13 +167,13 @@ func (l *loop) run(ctx context.Context, note string) string {
 			}
 			if restrict {
 				l.d.Log.WarnContext(ctx, "restricted output: the model never used a tool; its text is the answer", "turn", l.turn)
-				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, text))
+				l.h.Send(protocol.TextDelta{Turn: l.turn, Text: text})
 			}
 			l.add(true, transport.Entry{Role: transport.RoleModel, Text: text, Turn: l.turn})
 			said += text
 			l.h.Commit(l.kept)
 			traceAnswer(ctx, said)
-			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, said))
+			l.h.Send(protocol.TextDone{Turn: l.turn, Text: said})
 			return protocol.ReasonEndTurn
 		}
 		if !restrict {
@@ -195,7 +195,7 @@ func (l *loop) run(ctx context.Context, note string) string {
 			l.add(true, transport.Entry{Role: transport.RoleModel, Text: rd.End.Text, Turn: l.turn})
 			l.h.Commit(l.kept)
 			traceAnswer(ctx, rd.End.Text)
-			l.h.Send(protocol.NewTurnText(protocol.TypeTextDone, l.turn, rd.End.Text))
+			l.h.Send(protocol.TextDone{Turn: l.turn, Text: rd.End.Text})
 			return rd.End.Reason
 		}
 		if iter >= l.cfg.MaxToolIterations {
@@ -244,13 +244,13 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 		if delta := protocol.StripControl(chunk.Text); delta != "" {
 			text.WriteString(delta)
 			if stream {
-				l.h.Send(protocol.NewTurnText(protocol.TypeTextDelta, l.turn, delta))
+				l.h.Send(protocol.TextDelta{Turn: l.turn, Text: delta})
 			}
 		}
 		for _, c := range chunk.Started {
 			if c.ID != "" && !announced[c.ID] {
 				announced[c.ID] = true
-				l.h.Send(protocol.ToolCallStarted{Type: protocol.TypeToolCall, Turn: l.turn, ID: c.ID, Name: c.Name})
+				l.h.Send(protocol.ToolCallStarted{Turn: l.turn, ID: c.ID, Name: c.Name})
 			}
 		}
 		if u := chunk.Usage; u != nil {
@@ -292,13 +292,13 @@ func (e earlyEvents) CallReceived(c orchestrator.Call, redacted map[string]any) 
 	case !e.announced[c.ID]:
 		e.Events.CallReceived(c, redacted)
 	case c.ArgsError == "":
-		e.h.Send(protocol.ToolArgs{Type: protocol.TypeToolArgs, Turn: e.turn, ID: c.ID, Args: redacted})
+		e.h.Send(protocol.ToolArgs{Turn: e.turn, ID: c.ID, Args: redacted})
 	}
 }
 
 // failed reports why a turn ended early; what the model produced in it is
 // dropped (the user's message stays in the history).
-func (l *loop) failed(ctx context.Context, err error) string {
+func (l *loop) failed(ctx context.Context, err error) protocol.TurnEnd {
 	var me *transport.ModelError
 	turn := l.turn
 	switch {

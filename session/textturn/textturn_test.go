@@ -97,12 +97,12 @@ func fc(id, name string, args map[string]any) transport.FunctionCall {
 type fakeHost struct {
 	mu        sync.Mutex
 	history   []transport.Entry
-	events    []any
+	events    []protocol.Event
 	committed []transport.Entry
 	applied   []intents.Intent
 }
 
-func (h *fakeHost) Send(ev any) {
+func (h *fakeHost) Send(ev protocol.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, ev)
@@ -135,8 +135,15 @@ func (h *fakeHost) texts(typ string) []string {
 	defer h.mu.Unlock()
 	var out []string
 	for _, ev := range h.events {
-		if tt, ok := ev.(protocol.TurnText); ok && tt.Type == typ {
-			out = append(out, tt.Text)
+		switch tt := ev.(type) {
+		case protocol.TextDelta:
+			if typ == tt.EventType() {
+				out = append(out, tt.Text)
+			}
+		case protocol.TextDone:
+			if typ == tt.EventType() {
+				out = append(out, tt.Text)
+			}
 		}
 	}
 	return out
@@ -267,7 +274,7 @@ func newFixture(t *testing.T, steps ...func() []transport.Chunk) *fixture {
 }
 
 // run runs the next turn.
-func (f *fixture) run(t *testing.T) string {
+func (f *fixture) run(t *testing.T) protocol.TurnEnd {
 	t.Helper()
 	f.turn++
 	ot := f.orch.NewTurn(orchestrator.Session{ID: "s1", UserID: "u1", Mode: protocol.ModeText}, f.turn, nil)
@@ -392,7 +399,7 @@ func TestIterationLimitIsAnError(t *testing.T) {
 	}
 	f.wantModelCalls(t, 2)
 	errs := f.host.errors()
-	want := protocol.Error{Type: protocol.TypeError, Code: protocol.CodeMaxIterations,
+	want := protocol.Error{Code: protocol.CodeMaxIterations,
 		Message: "max tool iterations (2) exceeded", Retryable: false, Turn: 1}
 	if len(errs) != 1 || errs[0] != want {
 		t.Errorf("errors %+v, want %+v", errs, want)

@@ -49,7 +49,7 @@ func (v *Session) afterRound(t *turn, rd orchestrator.Round) {
 	if show {
 		// In voice the exact text reaches the browser; the model was told
 		// not to add to it, and whatever it still says is not shown.
-		v.h.Send(protocol.NewTurnText(protocol.TypeTextDone, t.n, rd.End.Text))
+		v.h.Send(protocol.TextDone{Turn: t.n, Text: rd.End.Text})
 	}
 	if finalize {
 		v.finalize(t)

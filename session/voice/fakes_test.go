@@ -130,7 +130,7 @@ func (l *fakeLive) Connect(ctx context.Context, cfg transport.LiveConfig) (trans
 // browser would get.
 type fakeHost struct {
 	mu       sync.Mutex
-	events   []any
+	events   []protocol.Event
 	audio    []byte
 	turn     int
 	ended    chan string
@@ -154,7 +154,7 @@ func newFakeHost() *fakeHost {
 	return &fakeHost{ended: make(chan string, 1), lost: make(chan error, 1)}
 }
 
-func (h *fakeHost) Send(ev any) {
+func (h *fakeHost) Send(ev protocol.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, ev)
@@ -245,7 +245,7 @@ func (h *fakeHost) types() []string {
 	defer h.mu.Unlock()
 	var out []string
 	for _, ev := range h.events {
-		b, _ := json.Marshal(ev)
+		b, _ := protocol.Encode(ev)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
 		t, _ := m["type"].(string)
@@ -263,7 +263,7 @@ func (h *fakeHost) ofType(typ string) []map[string]any {
 	defer h.mu.Unlock()
 	var out []map[string]any
 	for _, ev := range h.events {
-		b, _ := json.Marshal(ev)
+		b, _ := protocol.Encode(ev)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
 		if m["type"] == typ {
@@ -289,7 +289,7 @@ func (tt *testTools) registry(t *testing.T) *tools.Registry {
 	t.Helper()
 	var ts []*tools.Tool
 	add := func(name string, m func(*tools.Manifest), h tools.HandlerFunc) {
-		man := tools.Manifest{Name: name, Category: tools.CategoryUtility, Modes: []string{"text", "voice"},
+		man := tools.Manifest{Name: name, Category: tools.CategoryUtility, Modes: []protocol.Mode{"text", "voice"},
 			Description: "A test tool.", Parameters: json.RawMessage(`{"type":"object"}`),
 			Redact: tools.Redact{Args: []string{}, Result: []string{}}}
 		if m != nil {

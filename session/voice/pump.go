@@ -122,7 +122,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		show := !t.suppressTranscript
 		v.mu.Unlock()
 		if show {
-			v.h.Send(protocol.NewTurnText(protocol.TypeTranscriptIn, t.n, ev.Text))
+			v.h.Send(protocol.TranscriptInput{Turn: t.n, Text: ev.Text})
 		}
 	case transport.LiveOutputTranscript, transport.LiveText:
 		v.mu.Lock()
@@ -131,7 +131,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		show := !t.suppressTranscript && !t.quiet()
 		v.mu.Unlock()
 		if show {
-			v.h.Send(protocol.NewTurnText(protocol.TypeTranscriptOut, t.n, ev.Text))
+			v.h.Send(protocol.TranscriptOutput{Turn: t.n, Text: ev.Text})
 		}
 	case transport.LiveGenerationComplete:
 		v.mu.Lock()
@@ -188,14 +188,14 @@ func (v *Session) ensureTurnLocked() *turn {
 	n := v.h.BeginTurn()
 	t := &turn{n: n, ot: v.d.Conversation.Turn(n, protocol.ModeVoice)}
 	t.ctx, t.span = v.d.Tracing.StartTurn(v.ctx, tracing.Turn{Session: v.s.ID, User: v.s.UserID,
-		N: n, Mode: protocol.ModeVoice, Link: v.d.TraceLink})
+		N: n, Mode: string(protocol.ModeVoice), Link: v.d.TraceLink})
 	for _, ev := range v.traceNotes {
 		t.span.AddEvent(ev.name, trace.WithAttributes(ev.attrs...))
 	}
 	v.traceNotes = nil
 	v.cur = t
 	v.open = append(v.open, t)
-	v.h.Send(protocol.TurnText{Type: protocol.TypeTurnStart, Turn: n})
+	v.h.Send(protocol.TurnStart{Turn: n})
 	return t
 }
 
@@ -232,7 +232,7 @@ func (v *Session) interrupted() {
 	t.interrupted = true
 	v.mu.Unlock()
 	v.h.DropAudio()
-	v.h.Send(protocol.Interrupted{Type: protocol.TypeAudioInterrupted, Turn: t.n})
+	v.h.Send(protocol.Interrupted{Turn: t.n})
 	t.ot.CancelAll()
 	tracing.Event(t.ctx, tracing.EventBargeIn)
 	v.d.Log.InfoContext(t.ctx, "voice: barge-in", "turn", t.n)
@@ -339,7 +339,7 @@ func (v *Session) finalize(t *turn) {
 	t.ot.End(t.ctx, reason)
 	traceTranscripts(t.ctx, in, out)
 	// Ended before turn.done goes out, as in text.
-	tracing.EndTurn(t.span, reason)
+	tracing.EndTurn(t.span, string(reason))
 	var entries []transport.Entry
 	if t.gateway != "" {
 		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: t.gateway, Kind: "confirmation", Turn: t.n})
@@ -356,7 +356,7 @@ func (v *Session) finalize(t *turn) {
 	}
 	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
 		VoiceResponse: response})
-	v.h.Send(protocol.TurnDone{Type: protocol.TypeTurnDone, Turn: t.n, Reason: reason})
+	v.h.Send(protocol.TurnDone{Turn: t.n, Reason: reason})
 	v.signalIdle()
 	if ending && idle {
 		v.closeUpstreamWhenIdle()

@@ -28,6 +28,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -36,7 +37,7 @@ import (
 // back into the Session synchronously, except Block and End.
 type Host interface {
 	// Send queues one event for the browser.
-	Send(ev any)
+	Send(ev protocol.Event)
 	// SendAudio queues model audio for the browser (the host copies pcm);
 	// false means the browser is too slow and the host is closing it.
 	// received, when not zero, is when the pump received it: a sample for
@@ -82,7 +83,7 @@ type Host interface {
 // TurnEnd is a finished voice turn, as the host stores it.
 type TurnEnd struct {
 	Turn    int
-	Reason  string // the turn.done reason
+	Reason  protocol.TurnEnd // the turn.done reason
 	Entries []transport.Entry
 	Handle  string // the newest resumption handle
 	// Input and Answer are the turn's transcripts (or the gateway's note,

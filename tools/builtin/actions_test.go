@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -48,7 +49,7 @@ func TestIgnoreUserBoundsItsDuration(t *testing.T) {
 func TestRequestHumanNeedsAReasonAndASummaryAndEndsTheSession(t *testing.T) {
 	reg := registry(t)
 	tool, _ := reg.Lookup("request_human")
-	if !tool.EndsSession || tool.Terminal || tool.Category != "action" || !slices.Equal(tool.Modes, []string{"text", "voice"}) {
+	if !tool.EndsSession || tool.Terminal || tool.Category != "action" || !slices.Equal(tool.Modes, []protocol.Mode{"text", "voice"}) {
 		t.Errorf("request_human: endsSession %v, terminal %v, category %s, modes %v; want a non-terminal action "+
 			"in both modes that ends the session", tool.EndsSession, tool.Terminal, tool.Category, tool.Modes)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -52,7 +53,7 @@ func (s *server) toolFrom(t *sdk.Tool) (*tools.Tool, error) {
 		Manifest: tools.Manifest{
 			Name:                 name,
 			Category:             tools.CategoryAction,
-			Modes:                []string{tools.ModeText},
+			Modes:                []protocol.Mode{tools.ModeText},
 			RequiresConfirmation: !readOnly,
 			TimeoutMs:            DefaultTimeoutMs,
 			Redact:               tools.Redact{Args: []string{}, Result: []string{}},

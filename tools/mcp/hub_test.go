@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 )
@@ -112,7 +114,7 @@ func TestStdioServerToolsAreDiscoveredNamespacedWithMCPDefaults(t *testing.T) {
 	echo, _ := reg.Lookup("notes__echo")
 	create, _ := reg.Lookup("notes__create_note")
 	for _, tool := range []*tools.Tool{echo, create} {
-		if tool.Category != tools.CategoryAction || strings.Join(tool.Modes, ",") != "text" || tool.Timeout() != 10*time.Second ||
+		if tool.Category != tools.CategoryAction || !slices.Equal(tool.Modes, []protocol.Mode{"text"}) || tool.Timeout() != 10*time.Second ||
 			len(tool.Redact.Args) != 0 || len(tool.Redact.Result) != 0 || tool.Terminal {
 			t.Errorf("%s: %+v, want MCP defaults", tool.Name, tool.Manifest)
 		}
