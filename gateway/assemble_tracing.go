@@ -18,9 +18,7 @@ const tracingShutdown = 5 * time.Second
 // queued, after everything else has closed.
 func startTracing(ctx context.Context, cfg Config, version string, m *metrics.Metrics, log *slog.Logger,
 	gw *gateway) (*tracing.Provider, error) {
-	for _, r := range tracing.DropReasons {
-		m.TraceSpansDropped.WithLabelValues(r)
-	}
+	m.InitSpansDropped(tracing.DropReasons)
 	if !cfg.Tracing.Enabled {
 		return nil, nil
 	}
@@ -30,7 +28,7 @@ func startTracing(ctx context.Context, cfg Config, version string, m *metrics.Me
 			"set TURNSTILE_PSEUDONYM_KEY (or TURNSTILE_AUTH_SECRET) for stable ones")
 	}
 	p, err := tracing.Start(ctx, cfg.Tracing, tracing.Options{ServiceVersion: version, Users: users,
-		Dropped: func(reason string, n int) { m.TraceSpansDropped.WithLabelValues(reason).Add(float64(n)) },
+		Dropped: m.SpansDropped,
 		Log:     log.With("component", "tracing")})
 	if err != nil {
 		return nil, err

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -64,17 +62,18 @@ type Config struct {
 // Desk delivers notices. Notify never blocks; Close waits for the
 // deliveries under way (cutting their waits short).
 type Desk struct {
-	cfg      Config
-	outcomes *prometheus.CounterVec
-	log      *slog.Logger
+	cfg     Config
+	metrics *metrics.Metrics
+	log     *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// New returns a desk; outcomes is turnstile_handoffs_total (metrics).
-func New(cfg Config, outcomes *prometheus.CounterVec, log *slog.Logger) *Desk {
+// New returns a desk; it counts each notice's outcome in m
+// (turnstile_handoffs_total).
+func New(cfg Config, m *metrics.Metrics, log *slog.Logger) *Desk {
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = DefaultAttempts
 	}
@@ -88,14 +87,14 @@ func New(cfg Config, outcomes *prometheus.CounterVec, log *slog.Logger) *Desk {
 		cfg.Client = &http.Client{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Desk{cfg: cfg, outcomes: outcomes, log: log, ctx: ctx, cancel: cancel}
+	return &Desk{cfg: cfg, metrics: m, log: log, ctx: ctx, cancel: cancel}
 }
 
 // Notify delivers n in the background.
 func (d *Desk) Notify(n Notice) {
 	n.Event = "handoff"
 	if d.cfg.URL == "" {
-		d.outcomes.WithLabelValues(metrics.HandoffUnsent).Inc()
+		d.metrics.Handoff(metrics.HandoffUnsent)
 		return
 	}
 	d.wg.Add(1)
@@ -133,7 +132,7 @@ func (d *Desk) deliver(n Notice) {
 		}
 		retry, err := d.post(n, body)
 		if err == nil {
-			d.outcomes.WithLabelValues(metrics.HandoffDelivered).Inc()
+			d.metrics.Handoff(metrics.HandoffDelivered)
 			d.log.Info("hand-off delivered to the help desk", "session", n.Session, "attempts", attempt)
 			return
 		}
@@ -181,7 +180,7 @@ func (d *Desk) post(n Notice, body []byte) (retry bool, err error) {
 // failed counts and logs a notice the desk did not get: the operator
 // learns which session waits for a person and where to read it.
 func (d *Desk) failed(n Notice, attempts int, err error) {
-	d.outcomes.WithLabelValues(metrics.HandoffFailed).Inc()
+	d.metrics.Handoff(metrics.HandoffFailed)
 	d.log.Error("hand-off NOT delivered to the help desk: a user waits for a person; pick the session up from "+
 		"GET /admin/sessions/{id} or the event stream, and hand it back with POST /admin/sessions/{id}/handback",
 		"session", n.Session, "reason", n.Reason, "attempts", attempts, "url", d.cfg.URL, "err", err)

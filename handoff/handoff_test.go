@@ -57,14 +57,14 @@ func (d *desk) count() int {
 
 func newTestDesk(t *testing.T, url string, logTo io.Writer) (*Desk, *prometheus.CounterVec) {
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{})
-	d := New(Config{URL: url, Secret: []byte(secret), Backoff: time.Millisecond}, m.Handoffs,
+	d := New(Config{URL: url, Secret: []byte(secret), Backoff: time.Millisecond}, m,
 		slog.New(slog.NewJSONHandler(logTo, nil)))
 	t.Cleanup(d.Close)
 	return d, m.Handoffs
 }
 
-func outcome(c *prometheus.CounterVec, o string) float64 {
-	return testutil.ToFloat64(c.WithLabelValues(o))
+func outcome(c *prometheus.CounterVec, o metrics.HandoffOutcome) float64 {
+	return testutil.ToFloat64(c.WithLabelValues(string(o)))
 }
 
 var notice = Notice{Session: "s_1", User: "alice", Turn: 3, Reason: "refund above the limit",

@@ -25,6 +25,10 @@ const (
 	HandOff Type = "HAND_OFF"
 )
 
+// Types lists every intent type.
+var Types = []Type{EndVoiceSession, SuppressAudio, SuppressTranscript, SetPendingMessage, StartVoiceSession, BlockUser,
+	HandOff}
+
 // Intent is one request from a tool to change the session. Only the fields
 // that its Type uses are set.
 type Intent struct {

@@ -26,6 +26,9 @@ const (
 	EmptyResults Rule = "empty_results"
 )
 
+// Rules lists every rule.
+var Rules = []Rule{RepeatedCall, EmptyResults}
+
 const (
 	// maxIdenticalCalls identical calls are allowed per turn; the next one
 	// is refused.

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/loopdetect"
 )
 
 // docRows returns docs/operations.md's metric table rows by metric name
@@ -66,14 +69,14 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"refusals_total":                    {"reason", refusalReasons},
 		"sessions_refused_total":            {"reason", SessionRefusalReasons},
 		"redis_duration_seconds":            {"op", RedisOps},
-		"model_requests_total":              {"outcome", ModelOutcomes},
-		"sessions_started_total":            {"kind", SessionStartKinds},
-		"loop_detections_total":             {"rule", LoopRules},
-		"intents_applied_total":             {"type", IntentTypes},
-		"confirmations_total":               {"outcome", ConfirmationOutcomes},
-		"voice_audio_dropped_seconds_total": {"reason", VoiceDropReasons},
+		"model_requests_total":              {"outcome", labelValues(ModelOutcomes)},
+		"sessions_started_total":            {"kind", labelValues(SessionStartKinds)},
+		"loop_detections_total":             {"rule", labelValues(loopdetect.Rules)},
+		"intents_applied_total":             {"type", labelValues(intents.Types)},
+		"confirmations_total":               {"outcome", labelValues(ConfirmationOutcomes)},
+		"voice_audio_dropped_seconds_total": {"reason", labelValues(VoiceDropReasons)},
 		"gate_refusals_total":               {"gate", labelValues(Gates)},
-		"telephony_events_total":            {"event", TelephonyEventNames},
+		"telephony_events_total":            {"event", labelValues(TelephonyEventNames)},
 		"channel_sessions_active":           {"channel", channelLabels()},
 		"sessions_active":                   {"channel", channelLabels()},
 		"turns_total":                       {"channel", channelLabels()},

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/loopdetect"
 	"strings"
 	"time"
 
@@ -15,32 +17,6 @@ import (
 var (
 	// Channels label the per-session metrics (see Channel).
 	Channels = []Channel{ChannelBrowser, ChannelTwilio}
-
-	// RelayDirections label turnstile_relay_added_seconds.
-	RelayDirections = []string{"in", "out"}
-
-	// Carriers label turnstile_telephony_events_total.
-	Carriers = []string{"twilio"}
-
-	// TelephonyEventNames label turnstile_telephony_events_total.
-	TelephonyEventNames = []string{
-		"webhook",           // a call's webhook answered with a stream
-		"webhook_refused",   // bad or missing carrier signature: HTTP 403
-		"webhook_draining",  // the node is draining: HTTP 503 (the carrier's fallback takes the call)
-		"stream_refused",    // a stream upgrade with a bad or missing signature: HTTP 403
-		"stream_bad_params", // start without this gateway's signed call parameters: the stream ends
-		"stream_duplicate",  // a second stream for a call already streaming: the stream ends
-		"stream_bad_frame",  // a frame that is not the carrier's protocol: the stream ends
-		"dtmf_confirmation", // a keypad digit answered a confirmation
-		"dtmf_text",         // a keypad digit reached the model as text
-		"clear",             // barge-in: the carrier's buffered audio dropped
-		"hangup",            // the gateway hung up after the goodbye played
-		"dropped",           // the stream ended without the carrier's stop
-		"drain_goodbye",     // a drain's deadline neared: the model was asked to say goodbye
-	}
-
-	// SessionStartKinds label turnstile_sessions_started_total.
-	SessionStartKinds = []string{"new", "resumed"}
 
 	// SessionRefusalReasons label turnstile_sessions_refused_total: why a
 	// browser did not get a session. Anything else is counted as "other".
@@ -63,9 +39,8 @@ var (
 	// ModelRequestKinds and ModelOutcomes label
 	// turnstile_model_requests_total (see ModelOutcome).
 	ModelRequestKinds = []string{"text"}
-	ModelOutcomes     = []string{string(ModelOK), string(ModelRateLimited), string(ModelServerError),
-		string(ModelClientError), string(ModelTruncated), string(ModelRefused), string(ModelTimeout),
-		string(ModelUnavailable), string(ModelCancelled), string(ModelError)}
+	ModelOutcomes     = []ModelOutcome{ModelOK, ModelRateLimited, ModelServerError, ModelClientError, ModelTruncated,
+		ModelRefused, ModelTimeout, ModelUnavailable, ModelCancelled, ModelError}
 
 	// RedisOps label the session-store metrics (the ops store.RedisStore
 	// reports to its Observe hook).
@@ -76,22 +51,10 @@ var (
 		"handoff",  // a session handed to a person (request_human)
 	}
 
-	// LoopRules label turnstile_loop_detections_total (loopdetect.Rule).
-	LoopRules = []string{"repeated_call", "empty_results"}
-
-	// IntentTypes label turnstile_intents_applied_total (intents.Type).
-	IntentTypes = []string{"END_VOICE_SESSION", "SUPPRESS_AUDIO", "SUPPRESS_TRANSCRIPT", "SET_PENDING_MESSAGE",
-		"START_VOICE_SESSION", "BLOCK_USER", "HAND_OFF"}
-
-	// VoiceDropReasons label turnstile_voice_audio_dropped_seconds_total:
-	// why model audio was not played (a SUPPRESS_AUDIO intent, a terminal
-	// tool's answer, a barge-in).
-	VoiceDropReasons = []string{"suppress_audio", "terminal", "interrupted"}
-
 	// ConfirmationOutcomes label turnstile_confirmations_total (see
 	// ConfirmationOutcome).
-	ConfirmationOutcomes = []string{string(ConfirmRequested), string(ConfirmApproved), string(ConfirmDenied),
-		string(ConfirmExpired), string(ConfirmConsumed), string(ConfirmInvalid)}
+	ConfirmationOutcomes = []ConfirmationOutcome{ConfirmRequested, ConfirmApproved, ConfirmDenied, ConfirmExpired,
+		ConfirmConsumed, ConfirmInvalid}
 
 	// ToolErrorTypes are tools.ErrorType's values; a tool call's outcome
 	// label is "ok" or one of them in lower case.
@@ -106,9 +69,12 @@ var (
 	// upstreamEvents are the (kind, event, code) series of
 	// turnstile_upstream_events_total that exist before any event; close
 	// codes beyond "none" appear when they happen.
-	upstreamEvents = [][3]string{
-		{"live", "connect", "none"}, {"live", "resume", "none"}, {"live", "goaway", "none"},
-		{"live", "close", "none"}, {"live", "error", "none"}, {"live", "error", "lost"},
+	upstreamEvents = []struct {
+		ev   LiveEvent
+		code string
+	}{
+		{LiveConnect, UpstreamCodeNone}, {LiveResume, UpstreamCodeNone}, {LiveGoAway, UpstreamCodeNone},
+		{LiveClose, UpstreamCodeNone}, {LiveError, UpstreamCodeNone}, {LiveError, UpstreamCodeLost},
 	}
 )
 
@@ -200,7 +166,8 @@ func ToolOutcomes() []string {
 // message types, "audio" (binary frames) and "invalid" (refused frames).
 func BrowserMessageTypes() []string {
 	return []string{protocol.TypeSessionStart, protocol.TypeText, protocol.TypeTurnCancel, protocol.TypePing,
-		protocol.TypeAudioEnd, protocol.TypeVoiceStart, protocol.TypeVoiceStop, protocol.TypeConfirm, "audio", "invalid"}
+		protocol.TypeAudioEnd, protocol.TypeVoiceStart, protocol.TypeVoiceStop, protocol.TypeConfirm, browserAudio,
+		browserInvalid}
 }
 
 // DisconnectReasons label turnstile_browser_disconnects_total.
@@ -230,7 +197,7 @@ func (m *Metrics) initZero() {
 		m.ChannelSessions.WithLabelValues(c)
 		m.VoiceResponse.WithLabelValues(c)
 		for _, d := range RelayDirections {
-			m.RelayAdded.WithLabelValues(c, d)
+			m.RelayAdded.WithLabelValues(c, string(d))
 		}
 		for _, mode := range protocol.Modes {
 			m.SessionsActive.WithLabelValues(string(mode), c)
@@ -239,7 +206,7 @@ func (m *Metrics) initZero() {
 			}
 		}
 		for _, k := range SessionStartKinds {
-			m.SessionsStarted.WithLabelValues(k, c)
+			m.SessionsStarted.WithLabelValues(string(k), c)
 		}
 		for _, r := range SessionRefusalReasons {
 			m.SessionsRefused.WithLabelValues(r, c)
@@ -254,18 +221,18 @@ func (m *Metrics) initZero() {
 			}
 		}
 		for _, r := range VoiceDropReasons {
-			m.VoiceAudioDropped.WithLabelValues(r, c)
+			m.VoiceAudioDropped.WithLabelValues(string(r), c)
 		}
 	}
 	for _, c := range Carriers {
 		for _, e := range TelephonyEventNames {
-			m.TelephonyEvents.WithLabelValues(c, e)
+			m.TelephonyEvents.WithLabelValues(c.String(), string(e))
 		}
 	}
 	for _, k := range ModelRequestKinds {
 		m.ModelFirstToken.WithLabelValues(k)
 		for _, o := range ModelOutcomes {
-			m.ModelRequests.WithLabelValues(k, o)
+			m.ModelRequests.WithLabelValues(k, string(o))
 		}
 	}
 	for _, typ := range BrowserMessageTypes() {
@@ -278,17 +245,17 @@ func (m *Metrics) initZero() {
 		m.RedisDuration.WithLabelValues(op)
 		m.RedisErrors.WithLabelValues(op)
 	}
-	for _, r := range LoopRules {
-		m.LoopDetections.WithLabelValues(r)
+	for _, r := range loopdetect.Rules {
+		m.LoopDetections.WithLabelValues(string(r))
 	}
-	for _, typ := range IntentTypes {
-		m.IntentsApplied.WithLabelValues(typ)
+	for _, typ := range intents.Types {
+		m.IntentsApplied.WithLabelValues(string(typ))
 	}
 	for _, o := range ConfirmationOutcomes {
-		m.Confirmations.WithLabelValues(o)
+		m.Confirmations.WithLabelValues(string(o))
 	}
 	for _, e := range upstreamEvents {
-		m.UpstreamEvents.WithLabelValues(e[0], e[1], e[2])
+		m.UpstreamEvents.WithLabelValues("live", string(e.ev), e.code)
 	}
 	m.InitTools([]string{UnknownTool})
 }

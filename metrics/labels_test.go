@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -40,8 +42,8 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		"turnstile_browser_disconnects_total":           len(protocol.Disconnects),
 		"turnstile_redis_duration_seconds":              len(RedisOps),
 		"turnstile_redis_errors_total":                  len(RedisOps),
-		"turnstile_loop_detections_total":               len(LoopRules),
-		"turnstile_intents_applied_total":               len(IntentTypes),
+		"turnstile_loop_detections_total":               len(loopdetect.Rules),
+		"turnstile_intents_applied_total":               len(intents.Types),
 		"turnstile_confirmations_total":                 len(ConfirmationOutcomes),
 		"turnstile_voice_audio_dropped_seconds_total":   len(VoiceDropReasons) * chans,
 		"turnstile_upstream_events_total":               len(upstreamEvents),
@@ -149,16 +151,29 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
-// The label sets copied from packages above this one match their sources,
-// so that a new intent, rule or error type cannot be left uninitialised.
+// Every closed set a metric is labelled with lists each constant of its
+// type, so that a new intent, rule, mode or error type cannot be left
+// uninitialised; the label set copied from a package above this one
+// (tools.ErrorType) matches its source.
 func TestLabelSetsMatchTheirSources(t *testing.T) {
 	for _, c := range []struct {
 		dir, typ string
 		ours     []string
 	}{
-		{"intents", "Type", IntentTypes},
-		{"loopdetect", "Rule", LoopRules},
+		{"intents", "Type", labelValues(intents.Types)},
+		{"loopdetect", "Rule", labelValues(loopdetect.Rules)},
 		{"tools", "ErrorType", ToolErrorTypes},
+		{"protocol", "Mode", labelValues(protocol.Modes)},
+		{"protocol", "TurnEnd", labelValues(protocol.TurnEndReasons)},
+		{"metrics", "Gate", labelValues(Gates)},
+		{"metrics", "UntrustedAction", labelValues(UntrustedActions)},
+		{"metrics", "SessionStart", labelValues(SessionStartKinds)},
+		{"metrics", "RelayDirection", labelValues(RelayDirections)},
+		{"metrics", "LiveEvent", labelValues(LiveEvents)},
+		{"metrics", "VoiceDrop", labelValues(VoiceDropReasons)},
+		{"metrics", "TelephonyEvent", labelValues(TelephonyEventNames)},
+		{"metrics", "ModelOutcome", labelValues(ModelOutcomes)},
+		{"metrics", "ConfirmationOutcome", labelValues(ConfirmationOutcomes)},
 	} {
 		src := stringConstsOfType(t, filepath.Join(repoRoot, c.dir), c.typ)
 		if len(src) == 0 || !sameSet(src, c.ours) {
@@ -189,8 +204,9 @@ func TestLabelSetsMatchTheirSources(t *testing.T) {
 	// copy to check.
 }
 
-// Every label value written as a literal anywhere in the gateway
-// (m.X.WithLabelValues("lit", …)) is one New creates at zero.
+// Label values are picked in package metrics only, and every one written
+// there as a literal (m.X.WithLabelValues("lit", …)) is one New creates at
+// zero.
 func TestEveryLiteralLabelValueIsInitialised(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, Build{})
@@ -234,7 +250,7 @@ func TestEveryLiteralLabelValueIsInitialised(t *testing.T) {
 		"ToolCallsPerTurn":  {"turnstile_tool_calls_per_turn", []string{"mode"}},
 		"UpstreamEvents":    {"turnstile_upstream_events_total", []string{"kind", "event", ""}},
 	}
-	checked := 0
+	checked, calls := 0, 0
 	err = filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -258,6 +274,12 @@ func TestEveryLiteralLabelValueIsInitialised(t *testing.T) {
 			if !ok || sel.Sel.Name != "WithLabelValues" {
 				return true
 			}
+			// Label values come from metrics' typed methods: nothing
+			// outside this package picks them.
+			if filepath.Dir(path) != filepath.Join(repoRoot, "metrics") {
+				t.Errorf("%s: WithLabelValues outside package metrics: add a typed method to metrics", path)
+			}
+			calls++
 			recv, ok := sel.X.(*ast.SelectorExpr)
 			if !ok {
 				return true
@@ -288,7 +310,7 @@ func TestEveryLiteralLabelValueIsInitialised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checked < 10 {
-		t.Errorf("only %d literal label values found: the scan is broken", checked)
+	if calls < 20 || checked < 2 {
+		t.Errorf("only %d WithLabelValues calls and %d literal label values found: the scan is broken", calls, checked)
 	}
 }

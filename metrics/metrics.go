@@ -259,6 +259,42 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 	return m
 }
 
+// MCPServer creates the series of an MCP tool server (named in the MCP
+// config file), down until it connects.
+func (m *Metrics) MCPServer(server string) {
+	m.MCPServerUp.WithLabelValues(server).Set(0)
+	m.MCPRestarts.WithLabelValues(server).Add(0)
+}
+
+// MCPServerState records whether the gateway is connected to an MCP tool
+// server.
+func (m *Metrics) MCPServerState(server string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.MCPServerUp.WithLabelValues(server).Set(v)
+}
+
+// MCPRestart counts an MCP tool server started again or reconnected.
+func (m *Metrics) MCPRestart(server string) {
+	m.MCPRestarts.WithLabelValues(server).Inc()
+}
+
+// InitSpansDropped creates the series of the reasons a span is dropped
+// (tracing.DropReasons) at zero.
+func (m *Metrics) InitSpansDropped(reasons []string) {
+	for _, r := range reasons {
+		m.TraceSpansDropped.WithLabelValues(r)
+	}
+}
+
+// SpansDropped counts n spans never exported, for reason (one of
+// tracing.DropReasons).
+func (m *Metrics) SpansDropped(reason string, n int) {
+	m.TraceSpansDropped.WithLabelValues(reason).Add(float64(n))
+}
+
 // ObserveRedis records one session-store operation; it has the shape the
 // store's Observe hook wants.
 func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {

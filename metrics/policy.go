@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
@@ -29,6 +30,11 @@ func (m *Metrics) GateRefusal(g Gate, mode protocol.Mode) {
 // LoopDetection counts a call refused as a loop by rule.
 func (m *Metrics) LoopDetection(rule loopdetect.Rule) {
 	m.LoopDetections.WithLabelValues(string(rule)).Inc()
+}
+
+// IntentApplied counts an intent applied to a session.
+func (m *Metrics) IntentApplied(t intents.Type) {
+	m.IntentsApplied.WithLabelValues(string(t)).Inc()
 }
 
 // SoftLatencyOverrun counts a call of tool (a bounded label: a registered

@@ -97,8 +97,14 @@ func newRefusals(f factory) *prometheus.CounterVec {
 // anything else is counted as "other") of a connection of channel ch
 // (ChannelNone for IsConnectionRefusal's reasons).
 func (m *Metrics) Refusal(reason string, ch Channel) {
+	m.RefusalCounter(reason, ch).Inc()
+}
+
+// RefusalCounter is the series Refusal counts in, for a caller that looks
+// it up once (a refusal on the audio path allocates nothing).
+func (m *Metrics) RefusalCounter(reason string, ch Channel) prometheus.Counter {
 	if !slices.Contains(refusalReasons, reason) {
 		reason = refusalOther
 	}
-	m.Refusals.WithLabelValues(reason, ch.String()).Inc()
+	return m.Refusals.WithLabelValues(reason, ch.String())
 }

@@ -169,7 +169,7 @@ func TestConversationAnswerWithTheStoreDownIsAnErrorTheSessionCanRetry(t *testin
 		t.Fatalf("Answer = %v (store asked %d times), want the store's error", err, down.asked.Load())
 	}
 	for _, o := range metrics.ConfirmationOutcomes {
-		if got := testutil.ToFloat64(f.m.Confirmations.WithLabelValues(o)); got != 0 {
+		if got := testutil.ToFloat64(f.m.Confirmations.WithLabelValues(string(o))); got != 0 {
 			t.Errorf("confirmations{%s} = %v, want nothing counted for an answer not taken", o, got)
 		}
 	}

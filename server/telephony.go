@@ -118,8 +118,8 @@ func wsScheme(u string) string {
 	return u
 }
 
-func (s *Server) telephonyEvent(t *Telephony, name string) {
-	s.d.Metrics.TelephonyEvents.WithLabelValues(t.Carrier.Name(), name).Inc()
+func (s *Server) telephonyEvent(t *Telephony, ev metrics.TelephonyEvent) {
+	s.d.Metrics.Telephony(t.Carrier.Channel(), ev)
 }
 
 // telephonyWebhook answers a call's webhook: the carrier's signature first
@@ -136,13 +136,13 @@ func (s *Server) telephonyWebhook(t *Telephony, w http.ResponseWriter, r *http.R
 		return
 	}
 	if err := t.Carrier.Verify(r, t.base(r)+r.URL.RequestURI(), r.PostForm); err != nil {
-		s.telephonyEvent(t, "webhook_refused")
+		s.telephonyEvent(t, metrics.TelephonyWebhookRefused)
 		s.telephonyRefused(t, "webhook refused: bad or missing carrier signature", r)
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
 	}
 	if s.draining.Load() || s.d.Sessions.Draining() {
-		s.telephonyEvent(t, "webhook_draining")
+		s.telephonyEvent(t, metrics.TelephonyWebhookDraining)
 		w.Header().Set("Retry-After", "0")
 		http.Error(w, "this node is draining", http.StatusServiceUnavailable)
 		return
@@ -161,7 +161,7 @@ func (s *Server) telephonyWebhook(t *Telephony, w http.ResponseWriter, r *http.R
 	}
 	streamURL := wsScheme(t.base(r)) + "/v1/telephony/" + t.Carrier.Name() + "/stream"
 	body, ctype := t.Carrier.Answer(streamURL, t.Signer.Params(call))
-	s.telephonyEvent(t, "webhook")
+	s.telephonyEvent(t, metrics.TelephonyWebhook)
 	s.d.Log.Info("call answered with a stream", "carrier", t.Carrier.Name(), "call", call.ID)
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Cache-Control", "no-store")
@@ -177,7 +177,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	// its https:// twin is accepted too.
 	u := t.base(r) + r.URL.RequestURI()
 	if t.Carrier.Verify(r, wsScheme(u), nil) != nil && t.Carrier.Verify(r, u, nil) != nil {
-		s.telephonyEvent(t, "stream_refused")
+		s.telephonyEvent(t, metrics.TelephonyStreamRefused)
 		s.telephonyRefused(t, "stream refused: bad or missing carrier signature", r)
 		http.Error(w, "forbidden", http.StatusForbidden)
 		return
@@ -202,15 +202,15 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	ws.SetReadLimit(maxStreamFrame)
 	ctx := context.WithoutCancel(r.Context())
 	log := s.d.Log.With("carrier", t.Carrier.Name())
-	b := telephony.NewBridge(telephony.BridgeConfig{Carrier: t.Carrier.Name(), Signer: t.Signer,
+	b := telephony.NewBridge(telephony.BridgeConfig{Carrier: t.Carrier.Channel(), Signer: t.Signer,
 		Metrics: s.d.Metrics, Log: log, HangupWait: t.HangupWait}, session.WebSocketWire(ws), t.Carrier.NewStream())
 	sctx, cancel := context.WithTimeout(ctx, t.StartTimeout)
 	call, err := b.Start(sctx)
 	cancel()
 	if err != nil {
-		event := "stream_bad_frame"
+		event := metrics.TelephonyStreamBadFrame
 		if errors.Is(err, telephony.ErrParams) {
-			event = "stream_bad_params"
+			event = metrics.TelephonyStreamBadParams
 		}
 		s.telephonyEvent(t, event)
 		log.Warn("telephony stream ended before its session: no valid start", "err", err, "remote", r.RemoteAddr)
@@ -218,7 +218,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		return
 	}
 	if !s.calls.add(call.ID) {
-		s.telephonyEvent(t, "stream_duplicate")
+		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
 		log.Warn("telephony stream refused: the call already has a stream", "call", call.ID)
 		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
 		return
@@ -226,7 +226,7 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	defer s.calls.remove(call.ID)
 	leaveCall, ok := s.admit.admitCall(ctx, call.ID)
 	if !ok {
-		s.telephonyEvent(t, "stream_duplicate")
+		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
 		log.Warn("telephony stream refused: the call already has a stream on another node", "call", call.ID)
 		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
 		return

@@ -99,11 +99,11 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
 		done:    make(chan struct{}),
 		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
-		audioIn: m.Metrics.BrowserMessages.WithLabelValues("audio"),
+		audioIn: m.Metrics.BrowserAudio(),
 		rates:   newRates(m.cfg),
 	}
-	c.relayIn = m.Metrics.RelayAdded.WithLabelValues(id.Channel.String(), "in")
-	c.relayOut = m.Metrics.RelayAdded.WithLabelValues(id.Channel.String(), "out")
+	c.relayIn = m.Metrics.RelayObserver(id.Channel, metrics.RelayIn)
+	c.relayOut = m.Metrics.RelayObserver(id.Channel, metrics.RelayOut)
 	if c.refusals = m.refusals[id.Channel]; c.refusals == nil {
 		c.refusals = newLimitCounters(m.Metrics, id.Channel)
 	}
@@ -175,14 +175,10 @@ func (c *conn) run() {
 	d := c.out.disconnect()
 	c.leave(d)
 	mode, turns := c.st.mode(), c.st.turnsTaken()
-	c.m.Metrics.BrowserDisconnect.WithLabelValues(d.Label).Inc()
+	c.m.Metrics.Disconnected(d)
 	if ok {
-		c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Dec()
-		c.m.Metrics.ChannelSessionsEnded.WithLabelValues(c.id.Channel.String(), d.Label).Inc()
 		c.stats.Close()
-		c.m.Metrics.SessionsActive.WithLabelValues(string(mode), c.id.Channel.String()).Dec()
-		c.m.Metrics.SessionDuration.Observe(c.m.now().Sub(started).Seconds())
-		c.m.Metrics.TurnsPerSession.Observe(float64(turns))
+		c.m.Metrics.SessionEnded(d, c.id.Channel, mode, c.m.now().Sub(started), turns)
 	}
 	c.log.Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
 		"duration_ms", c.m.now().Sub(started).Milliseconds())
@@ -228,7 +224,7 @@ func (c *conn) readLoop() {
 
 // invalidUTF8 closes the connection 1007: a text frame must be UTF-8.
 func (c *conn) invalidUTF8() {
-	c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+	c.m.Metrics.BrowserInvalid()
 	c.refused(limitInvalidUTF8, c.m.now())
 	c.close(protocol.DisconnectInvalidUTF8)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -46,7 +47,7 @@ func (c *conn) drain(ctx context.Context) {
 		case <-t.C:
 			if v := c.act.voiceSide(); v != nil {
 				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
-				c.m.Metrics.TelephonyEvents.WithLabelValues(c.id.Channel.String(), "drain_goodbye").Inc()
+				c.m.Metrics.Telephony(c.id.Channel, metrics.TelephonyDrainGoodbye)
 				v.Notice(goodbyeNotice)
 			}
 		}

@@ -65,7 +65,7 @@ func (h textHost) Apply(turn int, ins []intents.Intent) {
 	intents.Apply(ins, textTarget{h.c}, func(in intents.Intent, applied bool) {
 		why, voiceOnly := textIgnores[in.Type]
 		if applied || !voiceOnly {
-			h.c.intentApplied(turn, string(in.Type), applied)
+			h.c.intentApplied(turn, in.Type, applied)
 			return
 		}
 		h.c.log.Info("intent ignored: voice only", "turn", turn, "intent", string(in.Type), "why", why)
@@ -146,7 +146,7 @@ func (h voiceHost) SetPendingMessage(msg string) {
 	h.c.st.update(func(rec *store.Record) { rec.PendingMessage = msg })
 }
 
-func (h voiceHost) IntentApplied(turn int, typ string, applied bool) {
+func (h voiceHost) IntentApplied(turn int, typ intents.Type, applied bool) {
 	h.c.intentApplied(turn, typ, applied)
 }
 
@@ -171,15 +171,15 @@ func (h voiceHost) SaveHandle(handle string) {
 func (h voiceHost) Lost(err error) {
 	c := h.c
 	c.log.Error("voice: upstream lost", "err", err)
-	c.m.Metrics.UpstreamEvents.WithLabelValues("live", "error", "lost").Inc()
+	c.m.Metrics.Upstream(metrics.LiveError, metrics.UpstreamCodeLost)
 	c.send(protocol.NewError(protocol.CodeUpstreamLost, "the voice connection to the model could not be restored", true, 0))
 	c.close(protocol.DisconnectUpstreamLost)
 }
 
 // intentApplied logs and counts an intent.
-func (c *conn) intentApplied(turn int, typ string, applied bool) {
+func (c *conn) intentApplied(turn int, typ intents.Type, applied bool) {
 	if applied {
-		c.m.Metrics.IntentsApplied.WithLabelValues(typ).Inc()
+		c.m.Metrics.IntentApplied(typ)
 		c.log.Info("intent applied", "turn", turn, "intent", typ)
 		return
 	}
@@ -192,8 +192,7 @@ func (c *conn) setMode(mode protocol.Mode, reason string) {
 	var old protocol.Mode
 	c.st.update(func(rec *store.Record) { old, rec.Mode = rec.Mode, mode })
 	if old != mode {
-		c.m.Metrics.SessionsActive.WithLabelValues(string(old), c.id.Channel.String()).Dec()
-		c.m.Metrics.SessionsActive.WithLabelValues(string(mode), c.id.Channel.String()).Inc()
+		c.m.Metrics.SessionMode(old, mode, c.id.Channel)
 	}
 	c.event(timeline.Event{Event: timeline.EventMode, Mode: string(mode), Reason: reason})
 	c.send(protocol.ModeChange{Mode: mode, Reason: reason, Tools: c.ts.mode(mode).listed})

@@ -18,13 +18,13 @@ import (
 func (c *conn) handle(data []byte) bool {
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
 	if derr != nil {
-		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+		c.m.Metrics.BrowserInvalid()
 		var de *protocol.DecodeError
 		errors.As(derr, &de)
 		c.send(protocol.NewError(de.Code, de.Message, false, 0))
 		return true
 	}
-	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
+	c.m.Metrics.BrowserMessage(msg.Type)
 	switch msg.Type {
 	case protocol.TypeSessionStart:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))

@@ -77,7 +77,7 @@ type limitCounters [numLimits]prometheus.Counter
 func newLimitCounters(m *metrics.Metrics, ch metrics.Channel) *limitCounters {
 	var lc limitCounters
 	for l := range numLimits {
-		lc[l] = m.Refusals.WithLabelValues(l.String(), ch.String())
+		lc[l] = m.RefusalCounter(l.String(), ch)
 	}
 	return &lc
 }

@@ -174,7 +174,7 @@ func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identit
 	m.mu.Lock()
 	if m.draining {
 		m.mu.Unlock()
-		m.Metrics.BrowserDisconnect.WithLabelValues(protocol.DisconnectDraining.Label).Inc()
+		m.Metrics.Disconnected(protocol.DisconnectDraining)
 		m.Metrics.RefuseSession("draining", id.Channel)
 		_ = wire.Close(protocol.DisconnectDraining.Code, protocol.DisconnectDraining.Reason)
 		return nil

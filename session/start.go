@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
@@ -30,7 +31,7 @@ func (c *conn) handshake() bool {
 	}
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
 	if binary || derr != nil || msg.Type != protocol.TypeSessionStart {
-		c.m.Metrics.BrowserMessages.WithLabelValues("invalid").Inc()
+		c.m.Metrics.BrowserInvalid()
 		why := "the first message must be session.start"
 		var de *protocol.DecodeError
 		if !binary && msg.Type == protocol.TypeSessionStart && errors.As(derr, &de) {
@@ -40,7 +41,7 @@ func (c *conn) handshake() bool {
 		c.close(protocol.DisconnectProtocolViolation)
 		return false
 	}
-	c.m.Metrics.BrowserMessages.WithLabelValues(msg.Type).Inc()
+	c.m.Metrics.BrowserMessage(msg.Type)
 	timer.Stop()
 	return c.start(msg)
 }
@@ -105,7 +106,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.st.load(rec, hist)
 		ready.SessionID, ready.ResumeToken, ready.Resumed = rec.ID, msg.Resume.ResumeToken, true
 		ready.Turn = rec.Turn
-		c.m.Metrics.SessionsStarted.WithLabelValues("resumed", c.id.Channel.String()).Inc()
+		c.m.Metrics.SessionStarted(metrics.SessionResumed, c.id.Channel)
 	} else {
 		profile, r := c.m.checkAsks(msg, c.id)
 		if r != nil {
@@ -132,7 +133,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.m.claim(rec.ID, c)
 		c.st.load(rec, nil)
 		ready.SessionID, ready.ResumeToken = rec.ID, token
-		c.m.Metrics.SessionsStarted.WithLabelValues("new", c.id.Channel.String()).Inc()
+		c.m.Metrics.SessionStarted(metrics.SessionNew, c.id.Channel)
 	}
 	if !c.owned(rec.Epoch) {
 		return false // a newer resume was announced meanwhile
@@ -158,8 +159,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.alive(clock.Wall.Now())
 	c.started.Store(true) // after conv: the loop-state view reads it once started
 	c.m.kickPresence()
-	c.m.Metrics.SessionsActive.WithLabelValues(string(protocol.ModeText), c.id.Channel.String()).Inc()
-	c.m.Metrics.ChannelSessions.WithLabelValues(c.id.Channel.String()).Inc()
+	c.m.Metrics.SessionLive(c.id.Channel)
 	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"profile", c.asks.profileName(),
 		"init_tokens_estimate", c.ts.text.tokens)

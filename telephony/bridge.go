@@ -52,7 +52,7 @@ var (
 
 // BridgeConfig is what one bridge needs.
 type BridgeConfig struct {
-	Carrier    string // metric label
+	Carrier    metrics.Channel // the carrier: the metric label
 	Signer     *Signer
 	Metrics    *metrics.Metrics
 	Log        *slog.Logger
@@ -190,7 +190,7 @@ func (b *Bridge) Read(buf []byte) (bool, []byte, error) {
 			}
 		case KindMark:
 			if ev.Mark == hangupMark {
-				b.event("hangup")
+				b.event(metrics.TelephonyHangup)
 				b.log.Info("call hung up after the goodbye played")
 				b.markHungUp()
 				// A normal closure ends the carrier's <Connect>; with no
@@ -217,13 +217,13 @@ func (b *Bridge) ended(err error) {
 	default:
 	}
 	if !b.stopped {
-		b.event("dropped")
+		b.event(metrics.TelephonyDropped)
 		b.log.Warn("call stream dropped without stop", "err", err)
 	}
 }
 
 func (b *Bridge) badFrame(err error) error {
-	b.event("stream_bad_frame")
+	b.event(metrics.TelephonyStreamBadFrame)
 	b.log.Warn("call stream sent a frame that is not the carrier's protocol; ending the call", "err", err)
 	_ = b.conn.Close(int(websocket.StatusPolicyViolation), "bad frame")
 	return err
@@ -245,12 +245,12 @@ func (b *Bridge) digit(d string) []byte {
 	}
 	b.mu.Unlock()
 	if token != "" {
-		b.event("dtmf_confirmation")
+		b.event(metrics.TelephonyDTMFConfirmation)
 		b.log.Info("keypad answered a confirmation", "approve", d == "1")
 		msg, _ := json.Marshal(map[string]any{"type": protocol.TypeConfirm, "token": token, "approve": d == "1"})
 		return msg
 	}
-	b.event("dtmf_text")
+	b.event(metrics.TelephonyDTMFText)
 	msg, _ := json.Marshal(map[string]any{"type": protocol.TypeText, "text": "the caller pressed " + d})
 	return msg
 }
@@ -278,7 +278,7 @@ func (b *Bridge) Write(binary bool, data []byte) error {
 		// Barge-in: the carrier drops what it has buffered, and the next
 		// answer starts from a clean filter.
 		b.out.Reset()
-		b.event("clear")
+		b.event(metrics.TelephonyClear)
 		return b.send(b.stream.AppendClear(b.buf[:0]))
 	case protocol.TypeTurnDone:
 		return b.send(b.stream.AppendMark(b.buf[:0], "turn:"+strconv.Itoa(ev.Turn)))
@@ -391,6 +391,6 @@ func (b *Bridge) CloseNow() error {
 // Ping pings the carrier.
 func (b *Bridge) Ping(ctx context.Context) error { return b.conn.Ping(ctx) }
 
-func (b *Bridge) event(name string) {
-	b.cfg.Metrics.TelephonyEvents.WithLabelValues(b.cfg.Carrier, name).Inc()
+func (b *Bridge) event(ev metrics.TelephonyEvent) {
+	b.cfg.Metrics.Telephony(b.cfg.Carrier, ev)
 }

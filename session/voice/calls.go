@@ -34,7 +34,7 @@ func (v *Session) toolCall(calls []transport.FunctionCall) {
 // finalization, so that turn.done precedes anything the model says next.
 func (v *Session) afterRound(t *turn, rd orchestrator.Round) {
 	intents.Apply(rd.Intents, target{v, t}, func(in intents.Intent, applied bool) {
-		v.h.IntentApplied(t.n, string(in.Type), applied)
+		v.h.IntentApplied(t.n, in.Type, applied)
 	})
 	v.mu.Lock()
 	show := rd.End != nil && t.terminal == nil

@@ -144,7 +144,7 @@ type fakeHost struct {
 	// audio waiting).
 	drained  chan struct{}
 	history  []transport.Entry
-	applied  []string
+	applied  []intents.Type
 	onEndTrn func(turn int)
 	// responses are the finished turns' VoiceResponse, in order.
 	responses []time.Duration
@@ -229,7 +229,7 @@ func (h *fakeHost) SetPendingMessage(msg string) {
 	defer h.mu.Unlock()
 	h.pending = msg
 }
-func (h *fakeHost) IntentApplied(turn int, typ string, applied bool) {
+func (h *fakeHost) IntentApplied(turn int, typ intents.Type, applied bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if applied {

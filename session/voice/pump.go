@@ -35,7 +35,7 @@ func (v *Session) run() {
 		}
 		reason := metrics.ConnectGoAway
 		if !swap {
-			v.d.Metrics.UpstreamEvents.WithLabelValues("live", "close", closeCode(err)).Inc()
+			v.d.Metrics.Upstream(metrics.LiveClose, closeCode(err))
 			if v.plannedClose() {
 				v.d.Log.Info("voice: upstream closed after its goAway; resuming", "err", err)
 			} else {
@@ -113,7 +113,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		default:
 			// Generated, billed and thrown away: the Live API cannot stop
 			// a turn's speech once asked for it (docs/operations.md).
-			v.d.Metrics.VoiceAudioDropped.WithLabelValues(drop, v.s.Channel.String()).Add(float64(len(ev.Audio)) / modelAudioBytesPerSecond)
+			v.d.Metrics.VoiceAudioDrop(drop, v.s.Channel, float64(len(ev.Audio))/modelAudioBytesPerSecond)
 		}
 	case transport.LiveInputTranscript:
 		v.mu.Lock()
@@ -152,7 +152,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		}
 		v.d.Log.Info("voice: upstream cancelled tool calls", "calls", ev.IDs)
 	case transport.LiveGoAway:
-		v.d.Metrics.UpstreamEvents.WithLabelValues("live", "goaway", "none").Inc()
+		v.d.Metrics.Upstream(metrics.LiveGoAway, metrics.UpstreamCodeNone)
 		v.mu.Lock()
 		v.wantSwap = true
 		ready := v.handle != "" && v.cur == nil
@@ -482,5 +482,5 @@ func closeCode(err error) string {
 	if errors.As(err, &ce) {
 		return strconv.Itoa(ce.Code)
 	}
-	return "none"
+	return metrics.UpstreamCodeNone
 }

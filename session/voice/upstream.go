@@ -41,17 +41,17 @@ func (v *Session) dial(handle string, reason metrics.ConnectReason) (transport.L
 	}
 	up, err := v.d.Live.Connect(ctx, transport.LiveConfig{System: v.cfg.System, Tools: v.cfg.Tools,
 		History: hist, ResumeHandle: handle, Voice: v.cfg.Voice, LanguageCode: v.cfg.LanguageCode})
-	event := "connect"
+	event := metrics.LiveConnect
 	if handle != "" {
-		event = "resume"
+		event = metrics.LiveResume
 	}
 	if err != nil {
 		v.d.Metrics.UpstreamConnect(reason, metrics.ConnectFailed)
-		v.d.Metrics.UpstreamEvents.WithLabelValues("live", "error", closeCode(err)).Inc()
+		v.d.Metrics.Upstream(metrics.LiveError, closeCode(err))
 		return nil, err
 	}
 	v.d.Metrics.UpstreamConnect(reason, metrics.ConnectOpened)
-	v.d.Metrics.UpstreamEvents.WithLabelValues("live", event, "none").Inc()
+	v.d.Metrics.Upstream(event, metrics.UpstreamCodeNone)
 	return up, nil
 }
 

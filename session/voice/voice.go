@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/audio"
+	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -72,7 +73,7 @@ type Host interface {
 	// turn; the voice side then ends after the current answer.
 	HandOff(turn int, reason, summary string)
 	// IntentApplied reports an intent for logs and metrics.
-	IntentApplied(turn int, typ string, applied bool)
+	IntentApplied(turn int, typ intents.Type, applied bool)
 	// Ended says that voice is over and the session is back in text
 	// (reason: "client", "end_voice_session", "blocked").
 	Ended(reason string)
@@ -258,14 +259,14 @@ func (t *turn) quiet() bool { return t.interrupted || t.terminal != nil }
 
 // dropReason is why the turn's model audio is not played, as the label of
 // turnstile_voice_audio_dropped_seconds_total; "" when it is played.
-func (t *turn) dropReason() string {
+func (t *turn) dropReason() metrics.VoiceDrop {
 	switch {
 	case t.interrupted:
-		return "interrupted"
+		return metrics.DropInterrupted
 	case t.terminal != nil:
-		return "terminal"
+		return metrics.DropTerminal
 	case t.suppressAudio:
-		return "suppress_audio"
+		return metrics.DropSuppressAudio
 	}
 	return ""
 }
@@ -290,7 +291,7 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reaso
 	d.Clock = clock.Or(d.Clock)
 	v := &Session{cfg: cfg, d: d, h: h, s: d.Conversation.Session(), done: make(chan struct{})}
 	if d.Metrics != nil {
-		v.response = d.Metrics.VoiceResponse.WithLabelValues(v.s.Channel.String())
+		v.response = d.Metrics.VoiceResponseObserver(v.s.Channel)
 	}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle, reason)

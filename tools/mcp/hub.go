@@ -146,8 +146,7 @@ func Start(ctx context.Context, cfg *Config, opts Options) (*Hub, error) {
 	}
 	for _, s := range h.servers {
 		if m := opts.Metrics; m != nil {
-			m.MCPServerUp.WithLabelValues(s.cfg.Prefix).Set(0)
-			m.MCPRestarts.WithLabelValues(s.cfg.Prefix).Add(0)
+			m.MCPServer(s.cfg.Prefix)
 		}
 		h.wg.Add(1)
 		go func() {

@@ -96,7 +96,7 @@ func (s *server) run(ctx context.Context) {
 		}
 		backoff = min(2*backoff, opts.MaxBackoff)
 		if m := opts.Metrics; m != nil {
-			m.MCPRestarts.WithLabelValues(s.cfg.Prefix).Inc()
+			m.MCPRestart(s.cfg.Prefix)
 		}
 	}
 }
@@ -190,7 +190,7 @@ func (s *server) setUp(cs *sdk.ClientSession) {
 	s.cs, s.lastErr = cs, nil
 	s.hub.mu.Unlock()
 	if m := s.hub.opts.Metrics; m != nil {
-		m.MCPServerUp.WithLabelValues(s.cfg.Prefix).Set(1)
+		m.MCPServerState(s.cfg.Prefix, true)
 	}
 }
 
@@ -199,7 +199,7 @@ func (s *server) setDown(err error) {
 	s.cs, s.lastErr = nil, err
 	s.hub.mu.Unlock()
 	if m := s.hub.opts.Metrics; m != nil {
-		m.MCPServerUp.WithLabelValues(s.cfg.Prefix).Set(0)
+		m.MCPServerState(s.cfg.Prefix, false)
 	}
 }
 
