@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/internal/cli"
 	"github.com/turnstile-gw/turnstile/internal/logescape"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -30,19 +31,19 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 	if len(args) > 0 {
 		switch args[0] {
 		case "token":
-			return tokenCommand(args[1:], getenv, stdout, stderr)
+			return cli.Token(args[1:], getenv, stdout, stderr)
 		case "tools":
 			return toolsCommand(args[1:], getenv, stdout, stderr)
 		case "call":
-			return callCommand(args[1:], getenv, stdout, stderr)
+			return cli.Call(args[1:], getenv, stdout, stderr)
 		case "script":
 			return scriptCommand(args[1:], getenv, stdout, stderr)
 		case "events":
-			return eventsCommand(args[1:], getenv, stdout, stderr)
+			return cli.Events(args[1:], getenv, stdout, stderr)
 		case "version":
 			return versionCommand(args[1:], stdout, stderr)
 		case "sleep":
-			return sleepCommand(args[1:], stderr)
+			return cli.Sleep(args[1:], stderr)
 		}
 	}
 	cfg, err := loadConfig(args, getenv, stderr)

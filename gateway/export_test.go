@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"io"
 	"os"
 
 	"github.com/turnstile-gw/turnstile/tools"
@@ -48,12 +47,6 @@ func RenderProblems(reg *tools.Registry) []error {
 		errs = append(errs, p.err)
 	}
 	return errs
-}
-
-// ReadWAV reads a PCM16 mono WAV file.
-func ReadWAV(r io.Reader) (pcm []byte, rate int, err error) {
-	w, err := readWAV(r)
-	return w.pcm, w.rate, err
 }
 
 // WatchReloads reloads g's tools folder at each value on hup until ctx

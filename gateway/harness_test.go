@@ -25,6 +25,7 @@ import (
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/gateway"
+	"github.com/turnstile-gw/turnstile/internal/cli"
 	"github.com/turnstile-gw/turnstile/internal/gatewaytest"
 	"github.com/turnstile-gw/turnstile/internal/mcptest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
@@ -220,7 +221,7 @@ func readWAV(r io.Reader) (struct {
 	pcm  []byte
 	rate int
 }, error) {
-	pcm, rate, err := gateway.ReadWAV(r)
+	pcm, rate, err := cli.ReadWAV(r)
 	return struct {
 		pcm  []byte
 		rate int

@@ -1,4 +1,4 @@
-package gateway
+package cli
 
 import (
 	"bytes"
@@ -83,4 +83,11 @@ func writeWAV(w io.Writer, rate int, pcm []byte) error {
 	}
 	_, err := w.Write(pcm)
 	return err
+}
+
+// ReadWAV reads a PCM16 mono WAV file (the answer `gateway call -answer`
+// writes): its samples and their rate.
+func ReadWAV(r io.Reader) (pcm []byte, rate int, err error) {
+	w, err := readWAV(r)
+	return w.pcm, w.rate, err
 }

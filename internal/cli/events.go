@@ -1,4 +1,4 @@
-package gateway
+package cli
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 // again (and noticing an interrupt).
 const eventsPoll = 2 * time.Second
 
-// eventsCommand runs `gateway events tail`: it prints the event stream's
+// Events runs `gateway events tail`: it prints the event stream's
 // records (one finished turn's timeline entry a line, as JSON), from the
 // newest on (-from $, the default) or from an ID (-from 0: the start),
 // until interrupted or -count records were printed.
-func eventsCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func Events(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "tail" {
 		fmt.Fprintln(stderr, "usage: gateway events tail [-stream KEY] [-from ID] [-count N]")
 		return 2

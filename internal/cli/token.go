@@ -1,4 +1,4 @@
-package gateway
+package cli
 
 import (
 	"flag"
@@ -13,12 +13,12 @@ import (
 // the default TURNSTILE_AUTH_MAX_TTL (24 h).
 const defaultTokenTTL = 12 * time.Hour
 
-// tokenCommand prints a browser token for a user, signed with
+// Token prints a browser token for a user, signed with
 // TURNSTILE_AUTH_SECRET: `gateway token --user NAME [--ttl D]`. It carries
 // the gateway's TURNSTILE_AUTH_AUDIENCE and TURNSTILE_AUTH_ISSUER, and its
 // lifetime may not exceed TURNSTILE_AUTH_MAX_TTL, so that the gateway
 // accepts it.
-func tokenCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func Token(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	user := fs.String("user", "", "the token's subject (the user id)")

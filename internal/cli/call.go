@@ -1,4 +1,4 @@
-package gateway
+package cli
 
 import (
 	"bytes"
@@ -57,7 +57,9 @@ type callOptions struct {
 	out    string // the answer's WAV file; "" writes none
 }
 
-func callCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// Call is `gateway call`: it places a phone call to the gateway as Twilio
+// does (the webhook, then the media stream), speaks, and writes what it hears.
+func Call(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := getenv("TURNSTILE_ADDR")

@@ -1,4 +1,4 @@
-package gateway
+package cli
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 // is a typo, and the kubelet kills the pod at its grace period anyway.
 const maxPreStopSleep = 10 * time.Minute
 
-// sleepCommand is `gateway sleep DURATION`: waits, then exits 0. It is the
+// Sleep is `gateway sleep DURATION`: waits, then exits 0. It is the
 // preStop hook of Kubernetes clusters without the `sleep` lifecycle action
 // (before 1.30): the image is distroless and has no sleep binary of its
 // own. See deploy/README.md.
-func sleepCommand(args []string, stderr io.Writer) int {
+func Sleep(args []string, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: gateway sleep DURATION (e.g. 5s): waits, for a Kubernetes preStop hook")
 		return 2
