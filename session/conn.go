@@ -129,10 +129,14 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 // MaxMessageBytes).
 const readBufferSize = 4 << 10
 
-// run serves the connection until it ends and leaves nothing running.
-func (c *conn) run() {
-	defer close(c.done)
-	defer c.cancel()
+// run serves the connection until it ends and leaves nothing running, then
+// calls done. With fresh, a session that has started is served from then on
+// by a new goroutine and run returns: the stack session.start grew (its
+// JSON, its Redis round trips) would otherwise stay with the one goroutine
+// as long as the session is open, idle or not, since the runtime only
+// halves a stack at a collection that finds it mostly unused. The read
+// loop at rest needs a few KiB; one goroutine per session either way.
+func (c *conn) run(fresh bool, done func()) {
 	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx,
 		fenced: c.fence, restored: func(ctx context.Context) {
 			c.m.Metrics.StoreRestorations.Inc()
@@ -140,19 +144,34 @@ func (c *conn) run() {
 			c.m.restoreBlock(ctx, c.user, c.st.currentBlock())
 		}}
 	c.armExpiry(c.expires)
-	defer c.exp.stop()
 	// Reads and writes run without a context of their own (a context per
 	// frame costs an allocation per audio frame); ending the connection
 	// drops the socket, which ends a read, a write or a close handshake in
 	// progress.
 	stopRead := context.AfterFunc(c.ctx, c.drop)
-	defer stopRead()
-
 	started := c.m.now()
 	ok := c.handshake()
-	if ok {
-		c.readLoop()
+	serve := func() {
+		defer done()
+		defer close(c.done)
+		defer c.cancel()
+		defer c.exp.stop()
+		defer stopRead()
+		if ok {
+			c.readLoop()
+		}
+		c.end(ok, started)
 	}
+	if ok && fresh {
+		go serve()
+		return
+	}
+	serve()
+}
+
+// end stops what the connection runs once its reader has returned, and
+// accounts for it; ok is whether the session started.
+func (c *conn) end(ok bool, started time.Time) {
 	select {
 	case <-c.out.closing:
 		// Let the writer flush what explains the close, and send the close

@@ -150,17 +150,14 @@ func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 		ended()
 		return
 	}
-	go func() {
-		defer ended()
-		m.runConn(c)
-	}()
+	go m.runConn(c, true, ended)
 }
 
 // serve is ServeWire; pings, when not nil, is the wire's ping gate, bound
 // to the connection's message rate before its reader starts.
 func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) {
 	if c := m.admit(ctx, wire, raw, id, pings); c != nil {
-		m.runConn(c)
+		m.runConn(c, false, func() {})
 	}
 }
 
@@ -192,27 +189,35 @@ func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identit
 	return c
 }
 
-// runConn runs an admitted connection until it ends, and forgets it.
-func (m *Manager) runConn(c *conn) {
-	defer m.wg.Done()
-	defer func() {
-		m.mu.Lock()
-		delete(m.all, c)
-		if id := c.st.record().ID; m.live[id] == c {
-			delete(m.live, id)
-			if own := c.epoch.Load(); own != 0 && c.seen.Load() <= own {
-				rec, _, pending := c.st.snapshot()
-				hist, sizes := c.st.historyAndSizes()
-				m.recent.keep(rec, hist, sizes, pending, c.st.currentBlock())
-			}
+// runConn runs an admitted connection until it ends, forgets it, and calls
+// ended; with fresh, a started session is served on a goroutine of its own
+// (see conn.run) and runConn returns before it ends.
+func (m *Manager) runConn(c *conn, fresh bool, ended func()) {
+	c.run(fresh, func() {
+		defer ended()
+		defer m.wg.Done()
+		m.forget(c)
+	})
+}
+
+// forget drops an ended connection from the node's tables, keeping a
+// session it held for a resume.
+func (m *Manager) forget(c *conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.all, c)
+	if id := c.st.record().ID; m.live[id] == c {
+		delete(m.live, id)
+		if own := c.epoch.Load(); own != 0 && c.seen.Load() <= own {
+			rec, _, pending := c.st.snapshot()
+			hist, sizes := c.st.historyAndSizes()
+			m.recent.keep(rec, hist, sizes, pending, c.st.currentBlock())
 		}
-		if len(m.all) == 0 && m.pinger != nil {
-			close(m.pinger)
-			m.pinger = nil
-		}
-		m.mu.Unlock()
-	}()
-	c.run()
+	}
+	if len(m.all) == 0 && m.pinger != nil {
+		close(m.pinger)
+		m.pinger = nil
+	}
 }
 
 // Draining reports whether the node is draining: new connections are
