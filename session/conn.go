@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
-	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -76,11 +75,10 @@ type conn struct {
 	relayIn, relayOut prometheus.Observer
 	micFrames         uint
 
-	rates    rates                   // the reader's limiters
-	refusals *limitCounters          // turnstile_refusals_total of this channel
-	logs     [numLimits]throttle.Log // one log line a minute per limit
-	slowLog  throttle.Log            // "browser too slow"
-	exp      expiry                  // the token's deadline
+	rates    rates                    // the reader's limiters
+	refusals *limitCounters           // turnstile_refusals_total of this channel
+	logs     atomic.Pointer[connLogs] // made at the first refusal or "too slow" (limitlog.go)
+	exp      expiry                   // the token's deadline
 	// Liveness, for the node's keepalive goroutine.
 	started  atomic.Bool  // session.ready was sent
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong

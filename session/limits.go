@@ -230,7 +230,7 @@ func (c *conn) refused(l limit, now time.Time) {
 	if l.perNode() {
 		n, ok = c.m.limitLogs.Note(limits[l].label, now, 1)
 	} else {
-		n, ok = c.logs[l].Note(now, 1)
+		n, ok = c.throttles().limits[l].Note(now, 1)
 	}
 	if ok {
 		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)

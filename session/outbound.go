@@ -36,7 +36,7 @@ func (c *conn) tooSlow() {
 	if !c.out.closeNow(protocol.DisconnectTooSlow) {
 		return
 	}
-	if n, ok := c.slowLog.Note(c.m.now(), 1); ok {
+	if n, ok := c.throttles().slow.Note(c.m.now(), 1); ok {
 		c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes,
 			"count", n)
 	}
