@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/gateway"
+	"github.com/turnstile-gw/turnstile/internal/clock"
 )
 
 // End-to-end tests of confirmations: a tool the policy says needs the
@@ -161,13 +162,15 @@ func TestDeniedCallNeverRuns(t *testing.T) {
 func TestLateConfirmationIsExpiredAndTheCallNeverRuns(t *testing.T) {
 	cfg := withPolicy(t, defaultTestConfig(t), confirmKBGet)
 	cfg.ConfirmTTL = time.Second
+	clk := clock.NewFake(time.Now())
+	cfg.Clock = clk
 	brain := fakegemini.NewScript(callStep(getCall("shipping")), textStep("I need your approval first."))
 	g := startGateway(t, cfg, brain)
 	c := g.dial("", nil)
 	c.start(nil)
 	req := askForConfirmation(t, c)
 	exp, _ := time.Parse(time.RFC3339, req.str("expiresAt"))
-	time.Sleep(time.Until(exp) + 100*time.Millisecond) // the user is too slow
+	clk.Set(exp.Add(100 * time.Millisecond)) // the user is too slow
 
 	confirm(c, req.str("token"), true)
 	if ev := c.next(); ev.typ() != "error" || ev.str("code") != "confirmation_expired" || ev["retryable"] != false {

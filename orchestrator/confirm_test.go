@@ -10,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
@@ -29,8 +31,19 @@ type confirmFixture struct {
 }
 
 func newConfirmFixture(t *testing.T, cfg orchestrator.Config) *confirmFixture {
+	return newConfirmFixtureOn(t, cfg, nil)
+}
+
+// newConfirmFixtureOn is newConfirmFixture with the orchestrator and the
+// store on clk, which the test moves (confirmations expire by it); nil is
+// the wall clock.
+func newConfirmFixtureOn(t *testing.T, cfg orchestrator.Config, clk *clock.Fake) *confirmFixture {
 	f := newFixture(t)
 	r := newRedisStores(t)
+	if clk != nil {
+		r.store = store.NewRedisStore(r.client, store.RedisStoreOptions{Now: clk.Now})
+		cfg.Now = clk.Now
+	}
 	return &confirmFixture{fixture: f, r: r, o: f.with(cfg, r.deps()),
 		sess: r.session(t, "sess-1", "user-1", tools.ModeText)}
 }
@@ -184,9 +197,10 @@ func TestDeniedCallNeverRuns(t *testing.T) {
 }
 
 func TestLateAnswerIsExpiredAndNeverRuns(t *testing.T) {
-	c := newConfirmFixture(t, orchestrator.Config{ConfirmTTL: time.Second})
+	clk := clock.NewFake(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))
+	c := newConfirmFixtureOn(t, orchestrator.Config{ConfirmTTL: time.Second}, clk)
 	conf := c.request(t, transferArgs())
-	time.Sleep(time.Until(conf.ExpiresAt) + 20*time.Millisecond)
+	clk.Set(conf.ExpiresAt.Add(20 * time.Millisecond))
 
 	if p := c.pending(t); len(p) != 0 {
 		t.Errorf("Pending after expiry = %+v, want none", p)
@@ -335,12 +349,11 @@ func TestConfirmationStoreDownIsTransientAndNotRun(t *testing.T) {
 }
 
 func TestConfirmationExpiryIsAtLeastTheConfiguredTTL(t *testing.T) {
-	c := newConfirmFixture(t, orchestrator.Config{ConfirmTTL: 1500 * time.Millisecond})
-	// Ask 0.7 s into a wall-clock second, so that an expiry rounded to
-	// whole seconds would lose 0.2 s of it.
-	now := time.Now()
-	time.Sleep(now.Truncate(time.Second).Add(1700 * time.Millisecond).Sub(now))
-	before := time.Now()
+	// Ask 0.7 s into a second, so that an expiry rounded to whole seconds
+	// would lose 0.2 s of it.
+	clk := clock.NewFake(time.Date(2026, 11, 27, 4, 0, 0, 700*int(time.Millisecond), time.UTC))
+	c := newConfirmFixtureOn(t, orchestrator.Config{ConfirmTTL: 1500 * time.Millisecond}, clk)
+	before := clk.Now()
 	conf := c.request(t, transferArgs())
 	if !conf.ExpiresAt.After(before.Add(1400 * time.Millisecond)) {
 		t.Errorf("confirmation expires %v after it was asked for, want the configured 1.5 s",

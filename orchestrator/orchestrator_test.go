@@ -1,6 +1,8 @@
 package orchestrator_test
 
 import (
+	"go.uber.org/goleak"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -300,6 +303,7 @@ func TestAlreadyCancelledParentAnswersError(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
+	before := goleak.IgnoreCurrent()
 	const runs = 40
 	oks := 0
 	for range runs {
@@ -311,8 +315,9 @@ func TestAlreadyCancelledParentAnswersError(t *testing.T) {
 		t.Errorf("%d of %d calls with a cancelled parent context answered ok, want an error every time", oks, runs)
 	}
 	// A handler that was started runs on its own goroutine, possibly after
-	// Execute returned: give it time to show up.
-	time.Sleep(100 * time.Millisecond)
+	// Execute returned: wait until every goroutine the calls started has
+	// ended.
+	testwait.ForNil(t, "the calls' goroutines to end", func() error { return goleak.Find(before) })
 	if n := f.echoRuns.Load(); n > 0 {
 		t.Errorf("the handler ran %d times for calls whose turn was already cancelled, want never", n)
 	}

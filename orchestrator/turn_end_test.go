@@ -2,39 +2,17 @@ package orchestrator_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
 )
-
-// manualClock is a clock a test moves by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // A turn is recorded once, at its end, in text and in voice alike: counted
 // by mode, reason and channel, its duration (from its start, on the
@@ -44,18 +22,18 @@ func TestTurnEndRecordsTheTurnOnceInEachMode(t *testing.T) {
 	for _, mode := range []protocol.Mode{tools.ModeText, tools.ModeVoice} {
 		t.Run(string(mode), func(t *testing.T) {
 			f := newFixture(t)
-			clock := newManualClock()
-			o := f.with(orchestrator.Config{Now: clock.Now}, orchestrator.Deps{})
+			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			o := f.with(orchestrator.Config{Now: clk.Now}, orchestrator.Deps{})
 			stats := f.m.OpenSession()
 			tr := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: mode, Channel: metrics.ChannelTwilio,
 				Stats: stats}, 3, nil)
 			handleOne(t, tr, call("c1", "noop", nil), nil)
-			clock.advance(2500 * time.Millisecond)
+			clk.Advance(2500 * time.Millisecond)
 
 			if !tr.End(context.Background(), protocol.ReasonEndTurn) {
 				t.Fatal("the first End did not record the turn")
 			}
-			clock.advance(time.Minute)
+			clk.Advance(time.Minute)
 			if tr.End(context.Background(), protocol.ReasonError) {
 				t.Fatal("a second End recorded the turn again")
 			}
