@@ -56,12 +56,12 @@ type Config struct {
 	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
 	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
 
-	TextProvider    string    // who answers text turns: gemini or openai
-	OpenAIAPIKey    Secret    // "" = no key sent (local servers)
-	OpenAIBaseURL   SecretURL // "" = OpenAI's endpoint
-	OpenAIModel     string    // model for text turns with the openai provider
-	ToolChoice      string    // whether text models may, must or must not call tools: auto, required or none
-	toolChoiceAlias string    // TURNSTILE_OPENAI_TOOL_CHOICE, the older name of ToolChoice; "" = unset
+	TextProvider    transport.Provider // who answers text turns: gemini or openai
+	OpenAIAPIKey    Secret             // "" = no key sent (local servers)
+	OpenAIBaseURL   SecretURL          // "" = OpenAI's endpoint
+	OpenAIModel     string             // model for text turns with the openai provider
+	ToolChoice      string             // whether text models may, must or must not call tools: auto, required or none
+	toolChoiceAlias string             // TURNSTILE_OPENAI_TOOL_CHOICE, the older name of ToolChoice; "" = unset
 
 	// Vertex AI, and the offline demo on a public address (config_production.go).
 	UseVertexAI    bool   // GOOGLE_GENAI_USE_VERTEXAI: Gemini through Vertex AI with application default credentials
@@ -222,7 +222,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("vertex_location", c.VertexLocation),
 		slog.Bool("demo", c.Demo),
 		slog.String("text_model", c.TextModel),
-		slog.String("text_provider", c.TextProvider),
+		slog.String("text_provider", string(c.TextProvider)),
 		slog.Any("openai_api_key", c.OpenAIAPIKey),
 		slog.String("openai_base_url", redactURL(openaiBase)),
 		slog.String("openai_model", c.OpenAIModel),
@@ -399,10 +399,10 @@ func configSettings() []configSetting {
 		telephonySettings()[0], telephonySettings()[1],
 		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
 			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
-		{env: "TURNSTILE_TEXT_PROVIDER", def: transport.ProviderGemini,
+		{env: "TURNSTILE_TEXT_PROVIDER", def: string(transport.ProviderGemini),
 			usage: "who answers text turns: gemini, or openai for any OpenAI-compatible Chat Completions server (voice always uses Gemini Live)",
 			apply: func(c *Config, v string) error {
-				switch p := strings.ToLower(strings.TrimSpace(v)); p {
+				switch p := transport.Provider(strings.ToLower(strings.TrimSpace(v))); p {
 				case transport.ProviderGemini, transport.ProviderOpenAI:
 					c.TextProvider = p
 					return nil

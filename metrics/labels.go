@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // The closed label sets of the collectors. New creates every series of
@@ -212,8 +213,8 @@ func (m *Metrics) initZero() {
 			m.SessionsRefused.WithLabelValues(r, c)
 		}
 		for _, kind := range []string{"input", "output"} {
-			for _, p := range modelProviders {
-				m.ModelTokens.WithLabelValues(p, "text", kind, "text", c)
+			for _, p := range transport.Providers {
+				m.ModelTokens.WithLabelValues(string(p), "text", kind, "text", c)
 			}
 			// What Live reports a split for: text and audio.
 			for _, modality := range []string{"text", "audio"} {

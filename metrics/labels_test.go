@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
@@ -165,6 +166,7 @@ func TestLabelSetsMatchTheirSources(t *testing.T) {
 		{"tools", "ErrorType", ToolErrorTypes},
 		{"protocol", "Mode", labelValues(protocol.Modes)},
 		{"protocol", "TurnEnd", labelValues(protocol.TurnEndReasons)},
+		{"transport", "Provider", labelValues(transport.Providers)},
 		{"metrics", "Gate", labelValues(Gates)},
 		{"metrics", "UntrustedAction", labelValues(UntrustedActions)},
 		{"metrics", "SessionStart", labelValues(SessionStartKinds)},

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // Build identifies the running binary for turnstile_build_info.
@@ -304,23 +306,21 @@ func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
 	}
 }
 
-// modelProviders are the provider label values of turnstile_model_tokens_total;
-// any other provider is counted as "other", so the label stays bounded.
-var modelProviders = []string{"gemini", "openai"}
-
 // AddModelTokens counts the tokens one text model request of a session of
-// channel ch used, as its provider reported them (provider "gemini" or
-// "openai"; anything else is counted as "other"). Text turns send text
-// only: modality "text". Negative counts are ignored.
-func (m *Metrics) AddModelTokens(provider string, ch Channel, input, output int) {
-	if !slices.Contains(modelProviders, provider) {
-		provider = "other"
+// channel ch used, as its provider reported them (one of
+// transport.Providers; anything else is counted as "other", so the label
+// stays bounded). Text turns send text only: modality "text". Negative
+// counts are ignored.
+func (m *Metrics) AddModelTokens(provider transport.Provider, ch Channel, input, output int) {
+	label := string(provider)
+	if !slices.Contains(transport.Providers, provider) {
+		label = "other"
 	}
 	if input > 0 {
-		m.ModelTokens.WithLabelValues(provider, "text", "input", "text", ch.String()).Add(float64(input))
+		m.ModelTokens.WithLabelValues(label, "text", "input", "text", ch.String()).Add(float64(input))
 	}
 	if output > 0 {
-		m.ModelTokens.WithLabelValues(provider, "text", "output", "text", ch.String()).Add(float64(output))
+		m.ModelTokens.WithLabelValues(label, "text", "output", "text", ch.String()).Add(float64(output))
 	}
 }
 

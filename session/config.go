@@ -8,6 +8,7 @@ import (
 	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // Config bounds what a session may do. Zero values get the defaults noted.
@@ -35,7 +36,7 @@ type Config struct {
 	ModelName  string
 	// TextProvider names the text model's provider in metrics; default
 	// "gemini".
-	TextProvider string
+	TextProvider transport.Provider
 	// GenAIProvider is the text model's gen_ai.provider.name on chat
 	// spans (tracing.ProviderGemini, …); default tracing.ProviderGemini.
 	GenAIProvider string
@@ -182,7 +183,7 @@ func (c *Config) defaults() {
 		c.GenAIProvider = tracing.ProviderGemini
 	}
 	if c.TextProvider == "" {
-		c.TextProvider = "gemini"
+		c.TextProvider = transport.ProviderGemini
 	}
 	c.Clock = clock.Or(c.Clock)
 	if c.Node == "" {

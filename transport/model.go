@@ -15,11 +15,18 @@ import (
 	"time"
 )
 
-// Providers of text models, as they appear in settings and metric labels.
+// Provider is who serves a text model, as settings and metric labels name
+// it. A closed set: Providers.
+type Provider string
+
+// The providers of text models.
 const (
-	ProviderGemini = "gemini"
-	ProviderOpenAI = "openai"
+	ProviderGemini Provider = "gemini"
+	ProviderOpenAI Provider = "openai"
 )
+
+// Providers lists the providers.
+var Providers = []Provider{ProviderGemini, ProviderOpenAI}
 
 // Role says who produced an entry of the conversation.
 type Role string

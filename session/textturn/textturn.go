@@ -43,8 +43,8 @@ type Host interface {
 type Config struct {
 	System string // the system instruction: base prompt and tool guides
 	Tools  []transport.ToolDecl
-	// Provider names the model's provider in metrics ("gemini", "openai").
-	Provider string
+	// Provider names the model's provider in metrics.
+	Provider transport.Provider
 	// GenAIProvider and Model name the provider (gen_ai.provider.name) and
 	// the model of the turn's chat spans.
 	GenAIProvider     string
