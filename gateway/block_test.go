@@ -30,7 +30,9 @@ func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 		textStep("I will not continue this conversation."),
 		textStep("Hello Bob."),
 	)
-	brainB := fakegemini.NewScript(textStep("Hi Bob, how can I help?"))
+	// B's second step answers bob if the refused text's request (below) got
+	// to the model before its cancel and used up the first.
+	brainB := fakegemini.NewScript(textStep("Hi Bob, how can I help?"), textStep("Hi Bob, how can I help?"))
 	a := startGateway(t, cfg, brainA)
 	b := startGateway(t, cfg, brainB)
 
@@ -96,8 +98,10 @@ func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 	if n := len(brainA.Requests()); n != 3 {
 		t.Fatalf("gateway A's model called %d times, want 3 (two for alice's turn, one for bob)", n)
 	}
-	if n := len(brainB.Requests()); n != 1 {
-		t.Fatalf("gateway B's model called %d times, want 1 (bob's)", n)
+	// Her text on B started its request alongside the store's check, which
+	// refused it: cancelled, whether or not it reached the model first.
+	if n, cancelled := len(brainB.Requests()), b.cancelledModelRequests(); n < 1 || cancelled > 1 || float64(n) > 1+cancelled {
+		t.Fatalf("gateway B's model called %d times with %v cancelled, want bob's and at most her refused one, cancelled", n, cancelled)
 	}
 }
 

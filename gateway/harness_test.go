@@ -259,6 +259,34 @@ func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	return sum
 }
 
+// cancelledModelRequests is how many model requests this gateway started
+// and then cancelled: a typed turn's request starts alongside its first
+// Redis write and is cancelled when Redis refuses the turn (a block or the
+// turns per minute reached on another node, the storage quota, a take-over).
+// Such a request may or may not have reached the fake model — and used up a
+// step of its script — before the cancel.
+func (g *testGateway) cancelledModelRequests() float64 {
+	g.t.Helper()
+	mfs, err := g.reg.Gather()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "turnstile_model_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == "cancelled" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
 // refusals is turnstile_refusals_total for one reason, over every channel.
 func (g *testGateway) refusals(reason string) float64 {
 	var sum float64
