@@ -240,6 +240,21 @@ func (g *testGateway) counterSum(name string) float64 {
 	return counterSum(g.t, g.reg, name)
 }
 
+// gauge is the value of a gauge without labels (0 when it is not there).
+func (g *testGateway) gauge(name string) float64 {
+	g.t.Helper()
+	mfs, err := g.reg.Gather()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
 // counterSum adds up every series of a counter in reg.
 func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	t.Helper()

@@ -477,7 +477,11 @@ func TestDrainLetsARunningVoiceTurnPlayOut(t *testing.T) {
 	defer cancel()
 	drained := make(chan struct{})
 	go func() { defer close(drained); g.gw.sessions.Drain(ctx) }()
-	time.Sleep(200 * time.Millisecond) // a drain that cut the turn would have closed by now
+	// The drain has looked at the connection and waits for its turn,
+	// rather than closing it.
+	testwait.For(t, "the drain to wait for the running voice turn", func() bool {
+		return g.gauge("turnstile_drain_waiting_sessions") == 1
+	})
 	must(t, u.SendAudio(pcm(2, 960)))
 	must(t, u.SendOutputTranscript("We open at nine."))
 	c.recvAudio(960)
@@ -486,6 +490,9 @@ func TestDrainLetsARunningVoiceTurnPlayOut(t *testing.T) {
 		t.Fatalf("closed with %d, want 4100 after the turn", code)
 	}
 	<-drained
+	if n := g.gauge("turnstile_drain_waiting_sessions"); n != 0 {
+		t.Fatalf("turnstile_drain_waiting_sessions %v after the drain, want 0", n)
+	}
 	_, hist, err := storedSession(t, cfg, ready)
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,9 @@ type Metrics struct {
 	JWKSRefreshFailures *prometheus.CounterVec
 	// ToolsReloads counts reloads of TURNSTILE_TOOLS_DIR (outcome: ToolsReloadOutcomes).
 	ToolsReloads *prometheus.CounterVec
+	// DrainWaiting is the sessions a drain is waiting on: a running turn
+	// (a voice turn playing out) to end before their connection is closed.
+	DrainWaiting prometheus.Gauge
 	// UpstreamConnects counts Live upstream opens (reason: ConnectReasons,
 	// outcome: ConnectOutcomes); count through UpstreamConnect.
 	UpstreamConnects *prometheus.CounterVec
@@ -223,6 +226,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		JWKSRefreshFailures: newJWKSRefreshFailures(f),
 		ToolsReloads:        newToolsReloads(f),
 		UpstreamConnects:    newUpstreamConnects(f),
+		DrainWaiting: f.gauge("turnstile_drain_waiting_sessions",
+			"Sessions a drain is waiting on: their running turn (a voice turn playing out) ends before their connection is closed 4100."),
 
 		ChannelSessions: f.gaugeVec("turnstile_channel_sessions_active",
 			"Sessions with a live connection, by channel (browser, or a phone carrier such as twilio).", "channel"),

@@ -289,6 +289,12 @@ func (a *activity) confirmed(note confirmNote) {
 // waitIdle returns when neither a text turn nor a voice turn is under
 // way, or ctx ends, or the connection has ended.
 func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
+	waiting := false
+	defer func() {
+		if waiting {
+			a.c.m.Metrics.DrainWaiting.Dec()
+		}
+	}()
 	for {
 		a.mu.Lock()
 		td, v := a.turnDone, a.voice.Load()
@@ -296,6 +302,10 @@ func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
 			td = a.admitting // a turn being admitted may run
 		}
 		a.mu.Unlock()
+		if !waiting && (td != nil || v != nil && v.Busy()) {
+			waiting = true
+			a.c.m.Metrics.DrainWaiting.Inc()
+		}
 		switch {
 		case td != nil:
 			select {
