@@ -18,6 +18,29 @@ import (
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
+// refusedSetting is a setting's bad value (env) and what the error must
+// name (want).
+type refusedSetting struct {
+	env  map[string]string
+	want string
+}
+
+// expectRefusedAtStart checks that each case stops the start with an error
+// naming what it wants, and that no error shows secret.
+func expectRefusedAtStart(t *testing.T, secret string, cases []refusedSetting) {
+	t.Helper()
+	for _, tc := range cases {
+		_, err := loadTestConfig(t, nil, tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want one naming %s", tc.env, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error shows the secret: %v", err)
+		}
+	}
+}
+
 // env builds a getenv from pairs.
 func configEnv(kv map[string]string) func(string) string {
 	return func(k string) string { return kv[k] }

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 	"google.golang.org/genai"
@@ -240,23 +241,21 @@ func (g *testGateway) counterSum(name string) float64 {
 	return counterSum(g.t, g.reg, name)
 }
 
-// gauge is the value of a gauge without labels (0 when it is not there).
+// gauge is the value of a gauge (summed over its series; 0 when absent).
 func (g *testGateway) gauge(name string) float64 {
 	g.t.Helper()
-	mfs, err := g.reg.Gather()
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	return 0
+	return seriesSum(g.t, g.reg, name, "", "")
 }
 
 // counterSum adds up every series of a counter in reg.
 func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return seriesSum(t, reg, name, "", "")
+}
+
+// seriesSum adds up the series of the counter or gauge name in reg whose
+// label is value (every series when label is "").
+func seriesSum(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -268,7 +267,11 @@ func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue()
+			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == label && l.GetValue() == value
+			}) {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
 		}
 	}
 	return sum
@@ -282,24 +285,7 @@ func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 // step of its script — before the cancel.
 func (g *testGateway) cancelledModelRequests() float64 {
 	g.t.Helper()
-	mfs, err := g.reg.Gather()
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() != "turnstile_model_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == "cancelled" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return seriesSum(g.t, g.reg, "turnstile_model_requests_total", "outcome", "cancelled")
 }
 
 // refusals is turnstile_refusals_total for one reason, over every channel.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
@@ -171,7 +170,7 @@ func TestTurnsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 	// the refusal cancelled it, and the refused turns after it asked Redis
 	// (or the local window) first: at most one cancelled request, and the
 	// models answered only the two admitted turns.
-	cancelled := testutil.ToFloat64(a.gw.sessions.Metrics.ModelRequests.WithLabelValues("text", "cancelled"))
+	cancelled := a.cancelledModelRequests()
 	if n := len(brainA.Requests()) + len(brainB.Requests()); cancelled > 1 || n < 2 || float64(n) > 2+cancelled {
 		t.Fatalf("the models were called %d times with %v cancelled, want the two admitted turns and at most one "+
 			"cancelled request", n, cancelled)
