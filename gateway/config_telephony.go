@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/telephony"
 	"github.com/turnstile-gw/turnstile/telephony/twilio"
@@ -71,5 +70,5 @@ func telephonyEdge(cfg Config, log *slog.Logger) *server.Telephony {
 			"which fails behind a proxy that rewrites it")
 	}
 	return &server.Telephony{Carrier: &twilio.Carrier{AuthToken: string(cfg.TwilioAuthToken)},
-		Signer: telephony.NewSigner(key, clock.NowFunc(cfg.Clock)), PublicURL: cfg.PublicURL}
+		Signer: telephony.NewSigner(key, cfg.Clock.Now), PublicURL: cfg.PublicURL}
 }

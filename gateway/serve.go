@@ -146,7 +146,6 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	g.log.Info("shutting down: draining sessions", "deadline", g.cfg.ShutdownTimeout, "sessions", g.parts.sessions.Active())
-	g.parts.edge.SetDraining()
 	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
 	g.Shutdown(dctx)
@@ -154,10 +153,11 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	return stopErr
 }
 
-// Shutdown drains the sessions, stops both listeners (the admin one last:
-// metrics stay readable while sessions drain) and closes the gateway,
-// within ctx.
+// Shutdown drains the sessions (/readyz says draining from its first
+// moment), stops both listeners (the admin one last: metrics stay readable
+// while sessions drain) and closes the gateway, within ctx.
 func (g *Gateway) Shutdown(ctx context.Context) {
+	g.parts.edge.SetDraining()
 	g.parts.sessions.Drain(ctx)
 	if g.l != nil {
 		g.l.shutdown(ctx, g.log)

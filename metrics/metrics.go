@@ -225,6 +225,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 				"export_failed (the collector refused them or did not answer in time).", "reason"),
 		JWKSRefreshFailures: newJWKSRefreshFailures(f),
 		ToolsReloads:        newToolsReloads(f),
+		Handoffs:            newHandoffs(f),
 		UpstreamConnects:    newUpstreamConnects(f),
 		DrainWaiting: f.gauge("turnstile_drain_waiting_sessions",
 			"Sessions a drain is waiting on: their running turn (a voice turn playing out) ends before their connection is closed 4100."),
@@ -253,7 +254,6 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		Help: "The largest current context estimate (ceil(chars/4)) among this node's live sessions; compare with turnstile_session_context_budget_tokens."},
 		func() float64 { return float64(m.sessions.max()) }))
 	m.initZero()
-	m.Handoffs = newHandoffs(f)
 	info := f.gaugeVec("turnstile_build_info", "Build of the running gateway (always 1).",
 		"version", "commit", "goversion")
 	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)

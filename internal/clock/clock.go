@@ -63,12 +63,3 @@ func Or(c Clock) Clock {
 	}
 	return c
 }
-
-// NowFunc is c's Now, or nil when c is nil: for the packages whose seam is
-// a func() time.Time that defaults to the system clock.
-func NowFunc(c Clock) func() time.Time {
-	if c == nil {
-		return nil
-	}
-	return c.Now
-}
