@@ -14,7 +14,13 @@ import (
 func testHandoff(t *testing.T, b *backend) {
 	ctx := context.Background()
 	stream := "turnstile:test:handoffs:" + time.Now().Format("150405.000000000")
-	s := b.store(RedisStoreOptions{EventsStream: stream, EventsMaxLen: 1000})
+	var failures []error // what Observe reports as failed: none here
+	s := b.store(RedisStoreOptions{EventsStream: stream, EventsMaxLen: 1000,
+		Observe: func(_ string, _ time.Duration, err error) {
+			if err != nil {
+				failures = append(failures, err)
+			}
+		}})
 	rec, token, err := s.Create(ctx, sampleRecord("s_handoff"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +69,10 @@ func testHandoff(t *testing.T, b *backend) {
 	}
 	if found, err := s.EndHandoff(ctx, "s_unknown", []byte(`{}`), nil); err != nil || found {
 		t.Errorf("hand-back of an unknown session: %v %v", found, err)
+	}
+	// Refusals (fenced, not handed off) are outcomes, not Redis failures.
+	if len(failures) != 0 {
+		t.Errorf("Observe saw failures %v, want none", failures)
 	}
 }
 

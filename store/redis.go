@@ -43,8 +43,9 @@ type RedisStoreOptions struct {
 	WatchInterval time.Duration
 	// Observe, when set, is called once per call with its op (create,
 	// resume, append, restore, turns, epochs, ping, …), its duration and
-	// its error. Refusals (ErrResumeRefused, ErrFenced, ErrSessionGone)
-	// are outcomes, not failures: they are reported as a nil error.
+	// its error. Refusals (ErrResumeRefused, ErrFenced, ErrSessionGone,
+	// ErrNotHandedOff) are outcomes, not failures: they are reported as a
+	// nil error.
 	Observe func(op string, d time.Duration, err error)
 	// Now is the clock confirmations, blocks and turn windows go by;
 	// default the system clock.
@@ -211,7 +212,8 @@ func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Co
 	}
 	if s.observe != nil {
 		failure := err
-		if errors.Is(err, ErrResumeRefused) || errors.Is(err, ErrFenced) || errors.Is(err, ErrSessionGone) {
+		if errors.Is(err, ErrResumeRefused) || errors.Is(err, ErrFenced) || errors.Is(err, ErrSessionGone) ||
+			errors.Is(err, ErrNotHandedOff) {
 			failure = nil
 		}
 		s.observe(op, clock.Wall.Since(start), failure)
