@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,14 +47,7 @@ type Profile struct {
 type Set map[string]*Profile
 
 // Names lists the profiles, sorted.
-func (s Set) Names() []string {
-	out := make([]string, 0, len(s))
-	for n := range s {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
+func (s Set) Names() []string { return slices.Sorted(maps.Keys(s)) }
 
 // maxFileBytes bounds a profile file.
 const maxFileBytes = 256 << 10

@@ -46,16 +46,21 @@ func parseTraces(r io.Reader) (*split, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		// Each regexp runs once a line, in the order of the cases below.
+		dm := durationLine.FindStringSubmatch(line)
+		var sm []string
+		if dm == nil && len(stack) == 0 {
+			sm = sampleLine.FindStringSubmatch(line)
+		}
 		switch {
 		case strings.HasPrefix(line, "-----------+"):
 			flush()
-		case durationLine.MatchString(line):
-			m := durationLine.FindStringSubmatch(line)
-			if v, err := time.ParseDuration(m[1]); err == nil {
+		case dm != nil:
+			if v, err := time.ParseDuration(dm[1]); err == nil {
 				s.duration = v
 			}
-		case sampleLine.MatchString(line) && len(stack) == 0:
-			m := sampleLine.FindStringSubmatch(line)
+		case sm != nil:
+			m := sm
 			v, err := time.ParseDuration(m[1] + m[2])
 			if err != nil {
 				return nil, fmt.Errorf("bad sample time in %q", line)

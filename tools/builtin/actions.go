@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/intents"
@@ -65,4 +66,27 @@ func (finish) Handle(ctx context.Context, call tools.Call) tools.Envelope {
 	}
 	_ = json.Unmarshal(call.Args, &args)
 	return tools.Terminate(args.Note)
+}
+
+// requestHuman answers request_human with a HAND_OFF intent: the session
+// stops sending the user's messages to the model, tells the browser, the
+// event stream and the help desk (docs/tools.md, "request_human").
+type requestHuman struct{}
+
+func (requestHuman) Handle(ctx context.Context, call tools.Call) tools.Envelope {
+	if env, done := cancelled(ctx); done {
+		return env
+	}
+	var args struct {
+		Reason  string `json:"reason"`
+		Summary string `json:"summary"`
+	}
+	err := json.Unmarshal(call.Args, &args)
+	reason := strings.TrimSpace(args.Reason)
+	if err != nil || reason == "" {
+		return tools.Fail(tools.ErrValidation, "reason must be a non-empty string", false, false)
+	}
+	return tools.OK(map[string]any{"handedOff": true,
+		"next": "A person takes over; tell the user so in one short sentence and say nothing more."},
+		intents.Intent{Type: intents.HandOff, Reason: reason, Message: strings.TrimSpace(args.Summary)})
 }
