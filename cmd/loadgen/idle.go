@@ -84,7 +84,7 @@ func (f idleFigures) div(n float64) idleFigures {
 // until cfg.Duration has passed since the start, reads the gateway's
 // figures, and closes them.
 func runIdle(ctx context.Context, cfg Config) (*idleReport, error) {
-	if err := raiseFileLimit(uint64(cfg.Sessions) + 256); err != nil {
+	if err := checkFileLimit(uint64(cfg.Sessions)); err != nil {
 		return nil, err
 	}
 	client := loopbackClient()
@@ -188,19 +188,10 @@ func runIdle(ctx context.Context, cfg Config) (*idleReport, error) {
 func startIdle(ctx context.Context, url string, client *http.Client, header http.Header) (*websocket.Conn, error) {
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	conn, resp, err := websocket.Dial(sctx, url, &websocket.DialOptions{
-		HTTPClient: client, HTTPHeader: header, Subprotocols: []string{protocol.Subprotocol},
-	})
-	if resp != nil && resp.Body != nil {
-		_ = resp.Body.Close()
-	}
+	conn, err := dial(sctx, url, client, header)
 	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("connect: http %d", resp.StatusCode)
-		}
-		return nil, errors.New("connect")
+		return nil, err
 	}
-	conn.SetReadLimit(readLimit)
 	if err := conn.Write(sctx, websocket.MessageText, []byte(`{"type":"session.start","mode":"text"}`)); err != nil {
 		_ = conn.CloseNow()
 		return nil, errors.New("send session.start")

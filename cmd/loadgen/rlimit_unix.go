@@ -7,23 +7,22 @@ import (
 	"syscall"
 )
 
-// raiseFileLimit raises this process's soft open-file limit to at least
-// want (never above the hard limit): an idle run holds one socket per
-// session. Only the load generator's own limit changes.
-func raiseFileLimit(want uint64) error {
+// fileMargin is the files besides the sessions' sockets a run may hold
+// (the metrics scrapes, the runtime's own).
+const fileMargin = 256
+
+// checkFileLimit reports an error when this process may not hold a socket
+// for each of sessions (an idle run holds one per session) plus a margin.
+// The Go runtime has raised the soft open-file limit to the hard one at
+// start, so the hard limit is what counts.
+func checkFileLimit(sessions uint64) error {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return fmt.Errorf("read the open-file limit: %w", err)
 	}
-	if uint64(rl.Cur) >= want {
-		return nil
-	}
-	if uint64(rl.Max) < want {
-		return fmt.Errorf("the open-file hard limit is %d; %d sessions need %d: raise it (ulimit -Hn, as root)", rl.Max, want-256, want)
-	}
-	rl.Cur = rl.Max
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return fmt.Errorf("raise the open-file limit: %w", err)
+	if want := sessions + fileMargin; uint64(rl.Cur) < want {
+		return fmt.Errorf("the open-file limit is %d; %d sessions need %d: raise the hard limit (ulimit -Hn, as root)",
+			rl.Cur, sessions, want)
 	}
 	return nil
 }

@@ -140,21 +140,32 @@ func runSession(ctx context.Context, plan *streamPlan) sessionResult {
 func (s *voiceSession) connect(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	conn, resp, err := websocket.Dial(dctx, s.plan.url, &websocket.DialOptions{
-		HTTPClient: s.plan.client, HTTPHeader: s.plan.header, Subprotocols: []string{protocol.Subprotocol},
+	conn, err := dial(dctx, s.plan.url, s.plan.client, s.plan.header)
+	if err != nil {
+		return err
+	}
+	s.conn = conn
+	return nil
+}
+
+// dial opens a browser's WebSocket to the gateway (the Turnstile
+// subprotocol, the load generator's read limit); its error says only
+// "connect" or the HTTP status that refused it.
+func dial(ctx context.Context, url string, client *http.Client, header http.Header) (*websocket.Conn, error) {
+	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPClient: client, HTTPHeader: header, Subprotocols: []string{protocol.Subprotocol},
 	})
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return fmt.Errorf("connect: http %d", resp.StatusCode)
+			return nil, fmt.Errorf("connect: http %d", resp.StatusCode)
 		}
-		return errors.New("connect")
+		return nil, errors.New("connect")
 	}
 	conn.SetReadLimit(readLimit)
-	s.conn = conn
-	return nil
+	return conn, nil
 }
 
 // setup sends session.start, waits for session.ready, sends voice.start
