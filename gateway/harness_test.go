@@ -114,8 +114,9 @@ type brains struct {
 	credentials *auth.Credentials
 }
 
-func (b brains) options() gatewaytest.Options {
-	return gatewaytest.Options{TextBrain: b.text, LiveBrain: b.live, OpenAIBrain: b.openai, Tools: b.tools,
+// options are the gateway's options that carry the brains.
+func (b brains) options() gateway.Options {
+	return gateway.Options{TextBrain: b.text, LiveBrain: b.live, OpenAIBrain: b.openai, Tools: b.tools,
 		Credentials: b.credentials}
 }
 
@@ -140,9 +141,7 @@ func startGatewayWith(t testing.TB, cfg gateway.Config, b brains) *testGateway {
 // also goes to logTo (nil: nowhere but the verbose test output).
 func startGatewayLogging(t testing.TB, cfg gateway.Config, b brains, logTo io.Writer) *testGateway {
 	t.Helper()
-	opts := b.options()
-	opts.LogTo = logTo
-	g := gatewaytest.Start(t, cfg, opts)
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Options: b.options(), LogTo: logTo})
 	return &testGateway{t: t, url: g.URL, adminURL: g.AdminURL, reg: g.Registry(), gw: partsOf(g.Gateway),
 		cfg: g.Config(), stop: g.Stop, errors: errorLines{g}}
 }
@@ -150,8 +149,8 @@ func startGatewayLogging(t testing.TB, cfg gateway.Config, b brains, logTo io.Wr
 // assemble builds a gateway without serving it, as the binary does before
 // it listens.
 func assemble(ctx context.Context, cfg gateway.Config, reg *prometheus.Registry, log *slog.Logger, b brains) (*parts, error) {
-	opts := gateway.Options{Log: log, Registry: reg, TextBrain: b.text, LiveBrain: b.live, OpenAIBrain: b.openai,
-		Tools: b.tools, Credentials: b.credentials}
+	opts := b.options()
+	opts.Log, opts.Registry = log, reg
 	gw, err := gateway.New(ctx, cfg, opts)
 	if err != nil {
 		return nil, err

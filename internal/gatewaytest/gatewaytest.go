@@ -9,34 +9,24 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/auth"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
-	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/gateway"
-	"github.com/turnstile-gw/turnstile/tools"
 )
 
-// Options are what a test adds to the configuration.
+// Options are what a test adds to the configuration: the gateway's own
+// options (the offline model's brains, test-only tools, Vertex AI
+// credentials; its Log and Registry are the harness's, and Reload is
+// unused: the harness serves without Serve's signal loop — call
+// ReloadTools), and the harness's.
 type Options struct {
-	// The offline model's brains: what the fake model says and which tools
-	// it calls. nil: the demo brains.
-	TextBrain   fakegemini.Brain
-	LiveBrain   fakegemini.LiveBrain
-	OpenAIBrain fakeopenai.Brain // with TURNSTILE_TEXT_PROVIDER=openai
-	// Tools are test-only tools added to the registry beside the others.
-	Tools []*tools.Tool
-	// Credentials replace application default credentials for Vertex AI.
-	Credentials *auth.Credentials
-	// Reload: each value reloads TURNSTILE_TOOLS_DIR, as SIGHUP does.
-	Reload <-chan os.Signal
+	gateway.Options
 	// RedisURL, when set, is the Redis the gateway keeps its state in
 	// (REDIS_URL); "" keeps the configuration's (the embedded one by
 	// default).
@@ -92,9 +82,9 @@ func Start(t testing.TB, cfg gateway.Config, opts Options) *Gateway {
 	}
 	errs := &errorLines{}
 	log := slog.New(errorRecorder{Handler: testHandler(t, opts.LogTo), lines: errs})
-	gw, err := gateway.New(context.Background(), cfg, gateway.Options{Log: log, Registry: prometheus.NewRegistry(),
-		TextBrain: opts.TextBrain, LiveBrain: opts.LiveBrain, OpenAIBrain: opts.OpenAIBrain, Tools: opts.Tools,
-		Credentials: opts.Credentials, Reload: opts.Reload})
+	gopts := opts.Options
+	gopts.Log, gopts.Registry, gopts.Reload = log, prometheus.NewRegistry(), nil
+	gw, err := gateway.New(context.Background(), cfg, gopts)
 	if err != nil {
 		t.Fatalf("assemble: %v", err)
 	}
