@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -41,4 +42,6 @@ func (g *Gateway) Tracing() *tracing.Provider { return g.parts.tracing }
 // Options.Reload does, and returns the outcome counted in
 // turnstile_tools_reloads_total (changed, unchanged or failed) and, when
 // it failed, why.
-func (g *Gateway) ReloadTools() (string, error) { return g.parts.toolsReload.reload() }
+func (g *Gateway) ReloadTools() (metrics.ToolsReloadOutcome, error) {
+	return g.parts.toolsReload.reload()
+}

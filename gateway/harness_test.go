@@ -86,16 +86,13 @@ func partsOf(gw *gateway.Gateway) *parts {
 }
 
 // reloader reloads a gateway's tools folder, as SIGHUP does.
-type reloader struct {
-	gw  *gateway.Gateway
-	log *slog.Logger // unused: the gateway logs with its own
-}
+type reloader struct{ gw *gateway.Gateway }
 
-func (r *reloader) reload() (string, error) { return r.gw.ReloadTools() }
+func (r *reloader) reload() (metrics.ToolsReloadOutcome, error) { return r.gw.ReloadTools() }
 
 // watchReloads reloads r's tools folder at each signal on hup until ctx
 // ends, as the binary does on SIGHUP.
-func watchReloads(ctx context.Context, r *reloader, hup <-chan os.Signal, _ *slog.Logger) {
+func watchReloads(ctx context.Context, r *reloader, hup <-chan os.Signal) {
 	gateway.WatchReloads(ctx, r.gw, hup)
 }
 

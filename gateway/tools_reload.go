@@ -60,7 +60,7 @@ var errNoToolsDir = errors.New("no TURNSTILE_TOOLS_DIR to reload")
 // reload reads the folder again and, when it is valid, makes the registry
 // built with it current. It returns the outcome counted
 // (metrics.ToolsReloadOutcomes) and, when it failed, why.
-func (r *toolsReloader) reload() (string, error) {
+func (r *toolsReloader) reload() (metrics.ToolsReloadOutcome, error) {
 	if r == nil || r.dir == "" {
 		return "", errNoToolsDir
 	}
@@ -89,7 +89,7 @@ func (r *toolsReloader) reload() (string, error) {
 	return outcome, nil
 }
 
-func (r *toolsReloader) failed(err error) (string, error) {
+func (r *toolsReloader) failed(err error) (metrics.ToolsReloadOutcome, error) {
 	for _, e := range flattenErrors(err) {
 		r.log.Error("tools folder reload failed; new sessions keep the current tools", "dir", r.dir, "err", e,
 			"version", r.catalog.Current().Version())

@@ -31,12 +31,12 @@ func readyToolNames(ready event) []string {
 
 // sighup delivers SIGHUP to the gateway's reload loop, as serve does, and
 // waits until the reload it causes has been counted with outcome.
-func (g *testGateway) sighup(hup chan<- os.Signal, outcome string) {
+func (g *testGateway) sighup(hup chan<- os.Signal, outcome metrics.ToolsReloadOutcome) {
 	g.t.Helper()
-	counter := g.gw.sessions.Metrics.ToolsReloads.WithLabelValues(outcome)
+	counter := g.gw.sessions.Metrics.ToolsReloads.WithLabelValues(string(outcome))
 	before := testutil.ToFloat64(counter)
 	hup <- syscall.SIGHUP
-	testwait.For(g.t, "a reload counted "+outcome, func() bool { return testutil.ToFloat64(counter) == before+1 })
+	testwait.For(g.t, "a reload counted "+string(outcome), func() bool { return testutil.ToFloat64(counter) == before+1 })
 }
 
 func TestSIGHUPReloadsTheToolsFolderForNewSessionsOnly(t *testing.T) {
@@ -52,7 +52,7 @@ func TestSIGHUPReloadsTheToolsFolderForNewSessionsOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
 	done := make(chan struct{})
-	go func() { defer close(done); watchReloads(ctx, g.gw.toolsReload, hup, g.gw.toolsReload.log) }()
+	go func() { defer close(done); watchReloads(ctx, g.gw.toolsReload, hup) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	old := g.dial("", nil)

@@ -81,7 +81,7 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"sessions_active":                   {"channel", channelLabels()},
 		"turns_total":                       {"channel", channelLabels()},
 		"jwks_refresh_failures_total":       {"reason", JWKSRefreshFailureReasons},
-		"tools_reloads_total":               {"outcome", ToolsReloadOutcomes},
+		"tools_reloads_total":               {"outcome", labelValues(ToolsReloadOutcomes)},
 	}
 	for name, set := range closed {
 		if len(rows[name]) != 1 {

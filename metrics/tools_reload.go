@@ -1,42 +1,37 @@
 package metrics
 
-import (
-	"slices"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prometheus/client_golang/prometheus"
-)
+// ToolsReloadOutcome is the outcome of a reload of TURNSTILE_TOOLS_DIR
+// (SIGHUP), the outcome label of turnstile_tools_reloads_total. A closed
+// set: ToolsReloadOutcomes.
+type ToolsReloadOutcome string
 
-// Outcomes of a reload of TURNSTILE_TOOLS_DIR (SIGHUP): the closed set of
-// turnstile_tools_reloads_total's outcome label.
 const (
 	// ToolsReloadChanged: the folder was valid and new sessions get the
 	// new registry.
-	ToolsReloadChanged = "changed"
+	ToolsReloadChanged ToolsReloadOutcome = "changed"
 	// ToolsReloadUnchanged: the folder was valid and gave the registry in
 	// use (same version).
-	ToolsReloadUnchanged = "unchanged"
+	ToolsReloadUnchanged ToolsReloadOutcome = "unchanged"
 	// ToolsReloadFailed: the folder (or the registry built with it) was
 	// invalid; the registry in use stays.
-	ToolsReloadFailed = "failed"
+	ToolsReloadFailed ToolsReloadOutcome = "failed"
 )
 
 // ToolsReloadOutcomes is the closed set, in documentation order.
-var ToolsReloadOutcomes = []string{ToolsReloadChanged, ToolsReloadUnchanged, ToolsReloadFailed}
+var ToolsReloadOutcomes = []ToolsReloadOutcome{ToolsReloadChanged, ToolsReloadUnchanged, ToolsReloadFailed}
 
 func newToolsReloads(f factory) *prometheus.CounterVec {
 	c := f.counterVec("turnstile_tools_reloads_total",
 		"Reloads of TURNSTILE_TOOLS_DIR (on SIGHUP), by outcome (changed, unchanged, failed: the registry in use stays).", "outcome")
 	for _, o := range ToolsReloadOutcomes {
-		c.WithLabelValues(o)
+		c.WithLabelValues(string(o))
 	}
 	return c
 }
 
-// ToolsReload counts one reload of the tools folder; an outcome outside
-// ToolsReloadOutcomes is counted as failed.
-func (m *Metrics) ToolsReload(outcome string) {
-	if !slices.Contains(ToolsReloadOutcomes, outcome) {
-		outcome = ToolsReloadFailed
-	}
-	m.ToolsReloads.WithLabelValues(outcome).Inc()
+// ToolsReload counts one reload of the tools folder.
+func (m *Metrics) ToolsReload(o ToolsReloadOutcome) {
+	m.ToolsReloads.WithLabelValues(string(o)).Inc()
 }
