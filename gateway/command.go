@@ -24,10 +24,6 @@ import (
 // gateway stopped with an error); SIGHUP reloads TURNSTILE_TOOLS_DIR. The
 // subcommands are token, tools, call, script, events, version and sleep.
 func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return realMain(args, getenv, stdout, stderr)
-}
-
-func realMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "token":
