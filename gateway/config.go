@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
@@ -353,30 +354,18 @@ const DefaultSystemPrompt = "You are a friendly customer-support assistant. " +
 	"Keep answers brief: two or three sentences, or a short list. " +
 	"In a voice conversation speak naturally, without markdown, lists or links."
 
-// configSetting is one configuration entry: its environment variable (the flag name derives from it),
-// its default, and how a value is parsed and checked into the Config.
-type configSetting struct {
-	env    string
-	def    string // "" = unset
-	defDoc string // how the default is shown in -h, when def alone says too little
-	usage  string
-	secret bool                            // never echo the value
-	apply  func(c *Config, v string) error // v is the resolved value, possibly ""; errors must not repeat v
-}
-
-// flagName derives a setting's flag from its variable: TURNSTILE_MAX_CALLS → max-calls.
-func flagName(env string) string {
-	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "TURNSTILE_")), "_", "-")
-}
+// configSetting is one row of the gateway's table of settings; the
+// packages' own rows are lifted into it (settings.Lift).
+type configSetting = settings.Setting[Config]
 
 func configSettings() []configSetting {
 	return append([]configSetting{
-		{env: "TURNSTILE_ADDR", def: "127.0.0.1:8080", usage: "listen address, host:port", apply: parseAddr},
+		{Env: "TURNSTILE_ADDR", Def: "127.0.0.1:8080", Usage: "listen address, host:port", Apply: parseAddr},
 		// Before REDIS_URL, which is checked against the mode.
-		{env: "TURNSTILE_REDIS_MODE", def: string(store.RedisSingle),
-			usage: "how REDIS_URL is read: single (one server), cluster (a Redis Cluster: redis://h1:p1?addr=h2:p2&addr=h3:p3) " +
+		{Env: "TURNSTILE_REDIS_MODE", Def: string(store.RedisSingle),
+			Usage: "how REDIS_URL is read: single (one server), cluster (a Redis Cluster: redis://h1:p1?addr=h2:p2&addr=h3:p3) " +
 				"or sentinel (redis://s1:26379?master_name=NAME&addr=s2:26379)",
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				m, err := store.ParseRedisMode(v)
 				if err != nil {
 					return err
@@ -384,24 +373,24 @@ func configSettings() []configSetting {
 				c.RedisMode = m
 				return nil
 			}},
-		{env: "REDIS_URL", defDoc: "unset: embedded miniredis, state lives in this process only",
-			usage: "redis:// or rediss:// URL of the Redis that holds session state, in the form TURNSTILE_REDIS_MODE reads",
-			apply: parseRedisURL},
-		{env: "TURNSTILE_REDIS_WAIT_REPLICAS", defDoc: "1 in cluster and sentinel mode, 0 in single mode",
-			usage: "replicas that must have a user message (Redis WAIT) before the browser is told it was accepted, so that a failover cannot lose it; 0: no WAIT (between 0 and 16)",
-			apply: parseRedisWaitReplicas},
-		{env: "GEMINI_API_KEY", defDoc: "unset: offline demo model", secret: true,
-			usage: "key for the Gemini API (prefer the environment: flags show in ps)",
-			apply: parseKey(func(c *Config) *Secret { return &c.GeminiAPIKey })},
-		{env: "GEMINI_BASE_URL", defDoc: "unset: Google's endpoint",
-			usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", apply: parseBaseURL},
+		{Env: "REDIS_URL", DefDoc: "unset: embedded miniredis, state lives in this process only",
+			Usage: "redis:// or rediss:// URL of the Redis that holds session state, in the form TURNSTILE_REDIS_MODE reads",
+			Apply: parseRedisURL},
+		{Env: "TURNSTILE_REDIS_WAIT_REPLICAS", DefDoc: "1 in cluster and sentinel mode, 0 in single mode",
+			Usage: "replicas that must have a user message (Redis WAIT) before the browser is told it was accepted, so that a failover cannot lose it; 0: no WAIT (between 0 and 16)",
+			Apply: parseRedisWaitReplicas},
+		{Env: "GEMINI_API_KEY", DefDoc: "unset: offline demo model", Secret: true,
+			Usage: "key for the Gemini API (prefer the environment: flags show in ps)",
+			Apply: parseKey(func(c *Config) *Secret { return &c.GeminiAPIKey })},
+		{Env: "GEMINI_BASE_URL", DefDoc: "unset: Google's endpoint",
+			Usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", Apply: parseBaseURL},
 		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
 		telephonySettings()[0], telephonySettings()[1],
-		{env: "TURNSTILE_TEXT_MODEL", def: "gemini-2.5-flash", usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
-			apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
-		{env: "TURNSTILE_TEXT_PROVIDER", def: string(transport.ProviderGemini),
-			usage: "who answers text turns: gemini, or openai for any OpenAI-compatible Chat Completions server (voice always uses Gemini Live)",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_TEXT_MODEL", Def: "gemini-2.5-flash", Usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
+			Apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
+		{Env: "TURNSTILE_TEXT_PROVIDER", Def: string(transport.ProviderGemini),
+			Usage: "who answers text turns: gemini, or openai for any OpenAI-compatible Chat Completions server (voice always uses Gemini Live)",
+			Apply: func(c *Config, v string) error {
 				switch p := transport.Provider(strings.ToLower(strings.TrimSpace(v))); p {
 				case transport.ProviderGemini, transport.ProviderOpenAI:
 					c.TextProvider = p
@@ -409,25 +398,25 @@ func configSettings() []configSetting {
 				}
 				return errors.New("must be gemini or openai")
 			}},
-		{env: "OPENAI_API_KEY", defDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
-			secret: true, usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
-			apply: parseKey(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
-		{env: "OPENAI_BASE_URL", defDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
-			usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
-			apply: parseOpenAIBaseURL},
-		{env: "TURNSTILE_OPENAI_MODEL", def: "gpt-4o-mini", usage: "model for text turns with TURNSTILE_TEXT_PROVIDER=openai, e.g. llama3.1 on Ollama",
-			apply: parseModelName(func(c *Config) *string { return &c.OpenAIModel })},
-		{env: "TURNSTILE_TOOL_CHOICE", def: transport.ToolChoiceAuto,
-			usage: "whether the text model may call tools (auto), must call one (required) or may not (none); sent with every text request " +
+		{Env: "OPENAI_API_KEY", DefDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
+			Secret: true, Usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
+			Apply: parseKey(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
+		{Env: "OPENAI_BASE_URL", DefDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
+			Usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
+			Apply: parseOpenAIBaseURL},
+		{Env: "TURNSTILE_OPENAI_MODEL", Def: "gpt-4o-mini", Usage: "model for text turns with TURNSTILE_TEXT_PROVIDER=openai, e.g. llama3.1 on Ollama",
+			Apply: parseModelName(func(c *Config) *string { return &c.OpenAIModel })},
+		{Env: "TURNSTILE_TOOL_CHOICE", Def: transport.ToolChoiceAuto,
+			Usage: "whether the text model may call tools (auto), must call one (required) or may not (none); sent with every text request " +
 				"that declares tools, as Gemini's functionCallingConfig.mode (AUTO, ANY, NONE) or OpenAI's tool_choice",
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				tc, err := parseToolChoice(v)
 				c.ToolChoice = tc
 				return err
 			}},
-		{env: "TURNSTILE_OPENAI_TOOL_CHOICE", defDoc: "unset: TURNSTILE_TOOL_CHOICE",
-			usage: "the older name of TURNSTILE_TOOL_CHOICE, still read when that is not set",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_OPENAI_TOOL_CHOICE", DefDoc: "unset: TURNSTILE_TOOL_CHOICE",
+			Usage: "the older name of TURNSTILE_TOOL_CHOICE, still read when that is not set",
+			Apply: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
@@ -435,62 +424,58 @@ func configSettings() []configSetting {
 				c.toolChoiceAlias = tc
 				return err
 			}},
-		{env: "TURNSTILE_LIVE_MODEL", def: "gemini-2.5-flash-native-audio-preview-12-2025",
-			usage: "model for voice sessions (Gemini Live)", apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
-		{env: "TURNSTILE_AUTH_SECRET", defDoc: "unset: dev mode, anonymous users, loopback address only", secret: true,
-			usage: "HS256 secret for browser tokens, at least 32 bytes (prefer the environment: flags show in ps)",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_LIVE_MODEL", Def: "gemini-2.5-flash-native-audio-preview-12-2025",
+			Usage: "model for voice sessions (Gemini Live)", Apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
+		{Env: "TURNSTILE_AUTH_SECRET", DefDoc: "unset: dev mode, anonymous users, loopback address only", Secret: true,
+			Usage: "HS256 secret for browser tokens, at least 32 bytes (prefer the environment: flags show in ps)",
+			Apply: func(c *Config, v string) error {
 				if v != "" && len(v) < minAuthSecret {
 					return fmt.Errorf("must be at least %d bytes", minAuthSecret)
 				}
 				c.AuthSecret = Secret(v)
 				return nil
 			}},
-		{env: "TURNSTILE_ALLOWED_ORIGINS", defDoc: "unset: same host only",
-			usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
-			apply: parseOrigins},
-		{env: "TURNSTILE_KB_DIR", defDoc: "unset: embedded sample", usage: "folder of Markdown knowledge-base documents",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_ALLOWED_ORIGINS", DefDoc: "unset: same host only",
+			Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
+			Apply: parseOrigins},
+		{Env: "TURNSTILE_KB_DIR", DefDoc: "unset: embedded sample", Usage: "folder of Markdown knowledge-base documents",
+			Apply: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
-				fi, err := os.Stat(v)
-				switch {
-				case err != nil:
-					return fmt.Errorf("cannot use folder: %w", err)
-				case !fi.IsDir():
-					return errors.New("is not a directory")
+				if err := settings.Folder(v); err != nil {
+					return err
 				}
 				c.KBDir = v
 				return nil
 			}},
-		{env: "TURNSTILE_POLICY", defDoc: "unset: budgets from the settings below, tool metadata from the manifests",
-			usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
-			apply: parsePolicy},
-		{env: "TURNSTILE_TOOLS_DIR", defDoc: "unset: no HTTP tools",
-			usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
-			apply: parseToolsDirPath},
-		{env: "TURNSTILE_MCP_CONFIG", defDoc: "unset: no MCP tool servers",
-			usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
-			apply: parseMCPConfigPath},
-		durConfigSetting("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
+		{Env: "TURNSTILE_POLICY", DefDoc: "unset: budgets from the settings below, tool metadata from the manifests",
+			Usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
+			Apply: parsePolicy},
+		{Env: "TURNSTILE_TOOLS_DIR", DefDoc: "unset: no HTTP tools",
+			Usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
+			Apply: parseToolsDirPath},
+		{Env: "TURNSTILE_MCP_CONFIG", DefDoc: "unset: no MCP tool servers",
+			Usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
+			Apply: parseMCPConfigPath},
+		settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
 		// The per-turn budgets' defaults are tools.DefaultBudget's, defined once in tools.
-		intConfigSetting("TURNSTILE_VOICE_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeVoice).MaxRetrieval,
+		settings.Int("TURNSTILE_VOICE_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeVoice).MaxRetrieval,
 			"retrieval tool calls allowed per voice turn", 0, -1,
 			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
-		intConfigSetting("TURNSTILE_VOICE_MAX_CALLS", tools.DefaultBudget(protocol.ModeVoice).MaxCalls,
+		settings.Int("TURNSTILE_VOICE_MAX_CALLS", tools.DefaultBudget(protocol.ModeVoice).MaxCalls,
 			"tool calls allowed per voice turn", 0, -1,
 			func(c *Config) *int { return &c.VoiceMaxCalls }),
-		intConfigSetting("TURNSTILE_TEXT_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeText).MaxRetrieval,
+		settings.Int("TURNSTILE_TEXT_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeText).MaxRetrieval,
 			"retrieval tool calls allowed per text turn", 0, -1,
 			func(c *Config) *int { return &c.TextMaxRetrieval }),
-		intConfigSetting("TURNSTILE_TEXT_MAX_CALLS", tools.DefaultBudget(protocol.ModeText).MaxCalls,
+		settings.Int("TURNSTILE_TEXT_MAX_CALLS", tools.DefaultBudget(protocol.ModeText).MaxCalls,
 			"tool calls allowed per text turn", 0, -1,
 			func(c *Config) *int { return &c.TextMaxCalls }),
-		{env: "TURNSTILE_MAX_TOOL_ITERATIONS", def: "20",
-			usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_MAX_TOOL_ITERATIONS", Def: "20",
+			Usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
+			Apply: func(c *Config, v string) error {
 				n, err := strconv.Atoi(strings.TrimSpace(v))
 				if err != nil {
 					return errors.New("not a whole number")
@@ -502,41 +487,41 @@ func configSettings() []configSetting {
 				c.MaxToolIterations = n
 				return nil
 			}},
-		{env: "TURNSTILE_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn or error",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
+			Apply: func(c *Config, v string) error {
 				switch strings.ToLower(v) {
 				case "debug", "info", "warn", "error":
 					return c.LogLevel.UnmarshalText([]byte(v))
 				}
 				return errors.New("must be debug, info, warn or error")
 			}},
-		durConfigSetting("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
+		settings.Duration("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-		durConfigSetting("TURNSTILE_SESSION_TTL", "24h", "how long an idle session's state is kept in Redis", time.Second,
+		settings.Duration("TURNSTILE_SESSION_TTL", "24h", "how long an idle session's state is kept in Redis", time.Second,
 			func(c *Config) *time.Duration { return &c.SessionTTL }),
-		intConfigSetting("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
+		settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
 			func(c *Config) *int { return &c.HistoryMax }),
-		intConfigSetting("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
+		settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
 			func(c *Config) *int { return &c.MaxMessageBytes }),
-		intConfigSetting("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
+		settings.Int("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
 			func(c *Config) *int { return &c.MaxTextChars }),
-		intConfigSetting("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+		settings.Int("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
 			func(c *Config) *int { return &c.SendQueueBytes }),
-		durConfigSetting("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
+		settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.WriteTimeout }),
-		durConfigSetting("TURNSTILE_REDIS_TIMEOUT", "500ms", "deadline of one Redis call", time.Nanosecond,
+		settings.Duration("TURNSTILE_REDIS_TIMEOUT", "500ms", "deadline of one Redis call", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.RedisTimeout }),
-		durConfigSetting("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
+		settings.Duration("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.ModelTimeout }),
-		{env: "TURNSTILE_SYSTEM_PROMPT", def: DefaultSystemPrompt, defDoc: "a brief, knowledge-base-first support assistant",
-			usage: "base system instruction given to the model", apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_SYSTEM_PROMPT", Def: DefaultSystemPrompt, DefDoc: "a brief, knowledge-base-first support assistant",
+			Usage: "base system instruction given to the model", Apply: func(c *Config, v string) error {
 				c.SystemPrompt = v
 				return nil
 			}},
-		durConfigSetting("TURNSTILE_CONFIRM_TTL", "2m", "how long a confirmation waits for the user, and an approval for the model's repeated call", time.Second,
+		settings.Duration("TURNSTILE_CONFIRM_TTL", "2m", "how long a confirmation waits for the user, and an approval for the model's repeated call", time.Second,
 			func(c *Config) *time.Duration { return &c.ConfirmTTL }),
-		{env: "TURNSTILE_RESTRICT_OUTPUT", def: "false", usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_RESTRICT_OUTPUT", Def: "false", Usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
+			Apply: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(strings.TrimSpace(v))
 				if err != nil {
 					return errors.New("must be true or false")
@@ -544,16 +529,16 @@ func configSettings() []configSetting {
 				c.RestrictOutput = b
 				return nil
 			}},
-		{env: "TURNSTILE_RESTRICTION_MESSAGE", defDoc: "ask the model to use its tools and answer through finish",
-			usage: "the instruction injected when restricted output refuses a plain-text answer", apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_RESTRICTION_MESSAGE", DefDoc: "ask the model to use its tools and answer through finish",
+			Usage: "the instruction injected when restricted output refuses a plain-text answer", Apply: func(c *Config, v string) error {
 				c.RestrictionMessage = v
 				return nil
 			}},
-		intConfigSetting("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
+		settings.Int("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
 			func(c *Config) *int { return &c.RestrictionMaxInjections }),
-		{env: "TURNSTILE_PPROF_ADDR", defDoc: "unset: off",
-			usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_PPROF_ADDR", DefDoc: "unset: off",
+			Usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
+			Apply: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
@@ -566,43 +551,43 @@ func configSettings() []configSetting {
 				c.PprofAddr = v
 				return nil
 			}},
-		{env: "TURNSTILE_ADMIN_ADDR", def: "127.0.0.1:9090",
-			usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_ADMIN_ADDR", Def: "127.0.0.1:9090",
+			Usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
+			Apply: func(c *Config, v string) error {
 				if err := parseAddr(&Config{}, v); err != nil {
 					return err
 				}
 				c.AdminAddr = v
 				return nil
 			}},
-		durConfigSetting("TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "5s", "a request's headers must arrive within this, or the connection is closed", time.Nanosecond,
+		settings.Duration("TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "5s", "a request's headers must arrive within this, or the connection is closed", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout }),
-		durConfigSetting("TURNSTILE_HTTP_IDLE_TIMEOUT", "60s", "an idle keep-alive connection is closed after this", time.Nanosecond,
+		settings.Duration("TURNSTILE_HTTP_IDLE_TIMEOUT", "60s", "an idle keep-alive connection is closed after this", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.HTTPIdleTimeout }),
-		intConfigSetting("TURNSTILE_HTTP_MAX_HEADER_BYTES", 16<<10, "largest request headers accepted, in bytes (431 beyond)", 8<<10, 1<<20,
+		settings.Int("TURNSTILE_HTTP_MAX_HEADER_BYTES", 16<<10, "largest request headers accepted, in bytes (431 beyond)", 8<<10, 1<<20,
 			func(c *Config) *int { return &c.HTTPMaxHeaderBytes }),
-		{env: "TURNSTILE_MAX_CONNECTIONS", defDoc: "half of what the open-file limit leaves after 256 for Redis, the model and files",
-			usage: "open connections on the public listener; more are closed at accept (at least 1, and room must remain below the open-file limit)",
-			apply: optionalInt(1, func(c *Config) *int { return &c.MaxConnections })},
-		{env: "TURNSTILE_MAX_SESSIONS", defDoc: "10000, or 90% of TURNSTILE_MAX_CONNECTIONS if lower",
-			usage: "WebSocket sessions on this node; more are refused with HTTP 503 and Retry-After before the upgrade (at least 1)",
-			apply: optionalInt(1, func(c *Config) *int { return &c.MaxSessions })},
-		intConfigSetting("TURNSTILE_MAX_SESSIONS_PER_USER", 10, "open WebSocket connections of one user across all nodes; more are refused with HTTP 429 and Retry-After (0: no limit; not applied in dev mode)", 0, -1,
+		{Env: "TURNSTILE_MAX_CONNECTIONS", DefDoc: "half of what the open-file limit leaves after 256 for Redis, the model and files",
+			Usage: "open connections on the public listener; more are closed at accept (at least 1, and room must remain below the open-file limit)",
+			Apply: settings.OptionalInt(1, func(c *Config) *int { return &c.MaxConnections })},
+		{Env: "TURNSTILE_MAX_SESSIONS", DefDoc: "10000, or 90% of TURNSTILE_MAX_CONNECTIONS if lower",
+			Usage: "WebSocket sessions on this node; more are refused with HTTP 503 and Retry-After before the upgrade (at least 1)",
+			Apply: settings.OptionalInt(1, func(c *Config) *int { return &c.MaxSessions })},
+		settings.Int("TURNSTILE_MAX_SESSIONS_PER_USER", 10, "open WebSocket connections of one user across all nodes; more are refused with HTTP 429 and Retry-After (0: no limit; not applied in dev mode)", 0, -1,
 			func(c *Config) *int { return &c.MaxSessionsPerUser }),
-		durConfigSetting("TURNSTILE_USER_LEASE_TTL", "30s", "how long a connection still counts for its user after its node stopped renewing it (died); renewed three times per TTL", time.Second,
+		settings.Duration("TURNSTILE_USER_LEASE_TTL", "30s", "how long a connection still counts for its user after its node stopped renewing it (died); renewed three times per TTL", time.Second,
 			func(c *Config) *time.Duration { return &c.UserLeaseTTL }),
-		durConfigSetting("TURNSTILE_AUTH_MAX_TTL", "24h", "a token whose exp is further away than this is refused", time.Minute,
+		settings.Duration("TURNSTILE_AUTH_MAX_TTL", "24h", "a token whose exp is further away than this is refused", time.Minute,
 			func(c *Config) *time.Duration { return &c.AuthMaxTTL }),
-		durConfigSetting("TURNSTILE_AUTH_LEEWAY", "30s", "clock difference tolerated with the token issuer (exp, nbf, TURNSTILE_AUTH_MAX_TTL)", time.Nanosecond,
+		settings.Duration("TURNSTILE_AUTH_LEEWAY", "30s", "clock difference tolerated with the token issuer (exp, nbf, TURNSTILE_AUTH_MAX_TTL)", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.AuthLeeway }),
-		{env: "TURNSTILE_AUTH_AUDIENCE", defDoc: "unset: aud not checked",
-			usage: "the token's aud must be this (or an array containing it); tokens without aud are refused",
-			apply: plainString(func(c *Config) *string { return &c.AuthAudience })},
-		{env: "TURNSTILE_AUTH_ISSUER", defDoc: "unset: iss not checked", usage: "the token's iss must be this",
-			apply: plainString(func(c *Config) *string { return &c.AuthIssuer })},
-		{env: "TURNSTILE_AUTH_JWKS_URL", defDoc: "unset: no RS256/ES256/EdDSA tokens",
-			usage: "JSON Web Key Set of an identity provider: RS256, ES256 and EdDSA tokens signed with its keys are accepted (alone, or beside TURNSTILE_AUTH_SECRET); https, or http on loopback",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_AUTH_AUDIENCE", DefDoc: "unset: aud not checked",
+			Usage: "the token's aud must be this (or an array containing it); tokens without aud are refused",
+			Apply: plainString(func(c *Config) *string { return &c.AuthAudience })},
+		{Env: "TURNSTILE_AUTH_ISSUER", DefDoc: "unset: iss not checked", Usage: "the token's iss must be this",
+			Apply: plainString(func(c *Config) *string { return &c.AuthIssuer })},
+		{Env: "TURNSTILE_AUTH_JWKS_URL", DefDoc: "unset: no RS256/ES256/EdDSA tokens",
+			Usage: "JSON Web Key Set of an identity provider: RS256, ES256 and EdDSA tokens signed with its keys are accepted (alone, or beside TURNSTILE_AUTH_SECRET); https, or http on loopback",
+			Apply: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
@@ -612,7 +597,7 @@ func configSettings() []configSetting {
 				c.AuthJWKSURL = v
 				return nil
 			}},
-		durConfigSetting("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
+		settings.Duration("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
 	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
 		append(append(append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...), sessionContextSettings()...),
@@ -623,33 +608,33 @@ func configSettings() []configSetting {
 // Each default comfortably allows the web client and a person using it.
 func sessionLimitSettings() []configSetting {
 	return []configSetting{
-		floatConfigSetting("TURNSTILE_MESSAGE_RATE", "10", "text frames per second one connection may send (ping included, session.start not); excess is dropped and answered rate_limited", 0.01,
+		settings.Float("TURNSTILE_MESSAGE_RATE", "10", "text frames per second one connection may send (ping included, session.start not); excess is dropped and answered rate_limited", 0.01,
 			func(c *Config) *float64 { return &c.MessageRate }),
-		intConfigSetting("TURNSTILE_MESSAGE_BURST", 40, "text frames one connection may send at once above TURNSTILE_MESSAGE_RATE", 1, -1,
+		settings.Int("TURNSTILE_MESSAGE_BURST", 40, "text frames one connection may send at once above TURNSTILE_MESSAGE_RATE", 1, -1,
 			func(c *Config) *int { return &c.MessageBurst }),
-		durConfigSetting("TURNSTILE_RATE_ABUSE_AFTER", "10s", "a connection over its message or audio rate this long without a one-second break is closed 4008", time.Nanosecond,
+		settings.Duration("TURNSTILE_RATE_ABUSE_AFTER", "10s", "a connection over its message or audio rate this long without a one-second break is closed 4008", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.RateAbuseAfter }),
-		floatConfigSetting("TURNSTILE_MIC_PACE", "1.25", "microphone audio accepted, in times real time (16 kHz PCM16, one-second burst); excess is dropped and answered rate_limited", 1,
+		settings.Float("TURNSTILE_MIC_PACE", "1.25", "microphone audio accepted, in times real time (16 kHz PCM16, one-second burst); excess is dropped and answered rate_limited", 1,
 			func(c *Config) *float64 { return &c.MicPace }),
-		intConfigSetting("TURNSTILE_TURNS_PER_MINUTE", 20, "turns one user may type per minute across all nodes (in dev mode, per connection); 0: no limit", 0, -1,
+		settings.Int("TURNSTILE_TURNS_PER_MINUTE", 20, "turns one user may type per minute across all nodes (in dev mode, per connection); 0: no limit", 0, -1,
 			func(c *Config) *int { return &c.TurnsPerMinute }),
-		intConfigSetting("TURNSTILE_VOICE_STARTS_PER_MINUTE", 6, "moves into voice per session and minute (voice.start, start_voice_session, session.start in voice; not resumes); 0: no limit", 0, -1,
+		settings.Int("TURNSTILE_VOICE_STARTS_PER_MINUTE", 6, "moves into voice per session and minute (voice.start, start_voice_session, session.start in voice; not resumes); 0: no limit", 0, -1,
 			func(c *Config) *int { return &c.VoiceStartsPerMinute }),
-		intConfigSetting("TURNSTILE_NEW_SESSIONS_PER_MINUTE", 30, "new sessions one user may start per minute across all nodes (in dev mode, per connection; resumes do not count); over it: rate_limited and close 4008; 0: no limit", 0, -1,
+		settings.Int("TURNSTILE_NEW_SESSIONS_PER_MINUTE", 30, "new sessions one user may start per minute across all nodes (in dev mode, per connection; resumes do not count); over it: rate_limited and close 4008; 0: no limit", 0, -1,
 			func(c *Config) *int { return &c.NewSessionsPerMinute }),
-		intConfigSetting("TURNSTILE_CONTEXT_MAX_TOKENS", 32000, "estimated tokens (characters/4) of one model request: system instruction, tool declarations and history; the oldest history is left out first", 1000, -1,
+		settings.Int("TURNSTILE_CONTEXT_MAX_TOKENS", 32000, "estimated tokens (characters/4) of one model request: system instruction, tool declarations and history; the oldest history is left out first", 1000, -1,
 			func(c *Config) *int { return &c.ContextMaxTokens }),
-		intConfigSetting("TURNSTILE_HISTORY_MAX_BYTES", 512<<10, "bytes of history (JSON) kept per session, in memory and in Redis, on top of TURNSTILE_HISTORY_MAX", 16<<10, -1,
+		settings.Int("TURNSTILE_HISTORY_MAX_BYTES", 512<<10, "bytes of history (JSON) kept per session, in memory and in Redis, on top of TURNSTILE_HISTORY_MAX", 16<<10, -1,
 			func(c *Config) *int { return &c.HistoryMaxBytes }),
-		intConfigSetting("TURNSTILE_RESUME_HISTORY_MAX", 50, "history entries session.ready carries on resume (never more than fits the send queue); older ones are paged with history requests", 1, -1,
+		settings.Int("TURNSTILE_RESUME_HISTORY_MAX", 50, "history entries session.ready carries on resume (never more than fits the send queue); older ones are paged with history requests", 1, -1,
 			func(c *Config) *int { return &c.ResumeHistoryMax }),
-		durConfigSetting("TURNSTILE_PING_INTERVAL", "30s", "how often every started connection gets a WebSocket ping", time.Millisecond,
+		settings.Duration("TURNSTILE_PING_INTERVAL", "30s", "how often every started connection gets a WebSocket ping", time.Millisecond,
 			func(c *Config) *time.Duration { return &c.PingInterval }),
-		durConfigSetting("TURNSTILE_IDLE_TIMEOUT", "90s", "a started connection that sent nothing and answered no ping this long is closed 4104 (more than TURNSTILE_PING_INTERVAL)", time.Millisecond,
+		settings.Duration("TURNSTILE_IDLE_TIMEOUT", "90s", "a started connection that sent nothing and answered no ping this long is closed 4104 (more than TURNSTILE_PING_INTERVAL)", time.Millisecond,
 			func(c *Config) *time.Duration { return &c.IdleTimeout }),
-		intConfigSetting("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
+		settings.Int("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
 			func(c *Config) *int { return &c.RecentSessionsBytes }),
-		intConfigSetting("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
+		settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
 			func(c *Config) *int { return &c.UserStorageBytes }),
 	}
 }
@@ -674,7 +659,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	fs.Usage = func() { printConfigUsage(usageOut, all) }
 	flagVals := make(map[string]*string, len(all))
 	for _, s := range all {
-		flagVals[s.env] = fs.String(flagName(s.env), "", s.usage)
+		flagVals[s.Env] = fs.String(settings.FlagName(s.Env), "", s.Usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -694,21 +679,21 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	explicit := map[string]bool{} // set by a flag or the environment, not defaulted
 	shown := map[string]string{}  // how each setting is named in cross-setting errors
 	for _, s := range all {
-		v, label := getenv(s.env), s.env
-		if name := flagName(s.env); fromFlag[name] {
-			v, label = *flagVals[s.env], fmt.Sprintf("-%s (%s)", name, s.env)
+		v, label := getenv(s.Env), s.Env
+		if name := settings.FlagName(s.Env); fromFlag[name] {
+			v, label = *flagVals[s.Env], fmt.Sprintf("-%s (%s)", name, s.Env)
 		}
-		explicit[s.env] = v != ""
+		explicit[s.Env] = v != ""
 		if v == "" {
-			v = s.def
+			v = s.Def
 		}
-		shown[s.env] = s.env
-		if !s.secret {
-			shown[s.env] = s.env + "=" + configDisplayValue(s.env, v)
-			label += "=" + configDisplayValue(s.env, v)
+		shown[s.Env] = s.Env
+		if !s.Secret {
+			shown[s.Env] = s.Env + "=" + configDisplayValue(s.Env, v)
+			label += "=" + configDisplayValue(s.Env, v)
 		}
-		if err := s.apply(&c, v); err != nil {
-			failed[s.env] = true
+		if err := s.Apply(&c, v); err != nil {
+			failed[s.Env] = true
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 		}
 	}
@@ -828,10 +813,10 @@ func printConfigUsage(w io.Writer, all []configSetting) {
 		"Every setting is a flag or an environment variable; a flag beats the environment, which beats the default.\n"+
 		"Pass secrets through the environment: flags are visible to other users in ps.\n\n")
 	for _, s := range all {
-		def := s.def
-		if s.defDoc != "" {
-			def = s.defDoc
+		def := s.Def
+		if s.DefDoc != "" {
+			def = s.DefDoc
 		}
-		_, _ = fmt.Fprintf(w, "  -%s, %s (default: %s)\n        %s\n", flagName(s.env), s.env, def, s.usage)
+		_, _ = fmt.Fprintf(w, "  -%s, %s (default: %s)\n        %s\n", settings.FlagName(s.Env), s.Env, def, s.Usage)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
@@ -16,9 +17,9 @@ import (
 
 func adminSettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_ADMIN_TOKEN", defDoc: "unset: the admin listener must be on loopback", secret: true,
-			usage: fmt.Sprintf("bearer token every admin route but /healthz and /readyz requires (at least %d bytes); required when TURNSTILE_ADMIN_ADDR is not loopback", server.MinAdminTokenBytes),
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_ADMIN_TOKEN", DefDoc: "unset: the admin listener must be on loopback", Secret: true,
+			Usage: fmt.Sprintf("bearer token every admin route but /healthz and /readyz requires (at least %d bytes); required when TURNSTILE_ADMIN_ADDR is not loopback", server.MinAdminTokenBytes),
+			Apply: func(c *Config, v string) error {
 				switch {
 				case v == "":
 					return nil
@@ -30,15 +31,15 @@ func adminSettings() []configSetting {
 				c.AdminToken = Secret(v)
 				return nil
 			}},
-		{env: "TURNSTILE_ADMIN_METRICS_OPEN", def: "false",
-			usage: "true: /metrics answers without TURNSTILE_ADMIN_TOKEN (for a scraper that cannot send it); the other admin routes still need it",
-			apply: boolSetting(func(c *Config) *bool { return &c.AdminMetricsOpen })},
-		intConfigSetting("TURNSTILE_TIMELINE_MAX", timeline.DefaultMaxEntries, "entries (turns and events) a session's timeline keeps in Redis, the newest", 1, 10000,
+		{Env: "TURNSTILE_ADMIN_METRICS_OPEN", Def: "false",
+			Usage: "true: /metrics answers without TURNSTILE_ADMIN_TOKEN (for a scraper that cannot send it); the other admin routes still need it",
+			Apply: settings.Bool(func(c *Config) *bool { return &c.AdminMetricsOpen })},
+		settings.Int("TURNSTILE_TIMELINE_MAX", timeline.DefaultMaxEntries, "entries (turns and events) a session's timeline keeps in Redis, the newest", 1, 10000,
 			func(c *Config) *int { return &c.TimelineMax }),
-		{env: "TURNSTILE_EVENTS_STREAM", defDoc: "unset: no stream",
-			usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
-			apply: plainString(func(c *Config) *string { return &c.EventsStream })},
-		intConfigSetting("TURNSTILE_EVENTS_MAXLEN", store.DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
+		{Env: "TURNSTILE_EVENTS_STREAM", DefDoc: "unset: no stream",
+			Usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
+			Apply: plainString(func(c *Config) *string { return &c.EventsStream })},
+		settings.Int("TURNSTILE_EVENTS_MAXLEN", store.DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
 			func(c *Config) *int { return &c.EventsMaxLen }),
 	}
 }

@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 func blockSettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_BLOCK_STEPS", def: "10m,1h,24h",
-			usage: "comma-separated caps of a user's 1st, 2nd, … block by the model (ignore_user) within TURNSTILE_BLOCK_MEMORY; the last applies to every later one; non-decreasing Go durations",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_BLOCK_STEPS", Def: "10m,1h,24h",
+			Usage: "comma-separated caps of a user's 1st, 2nd, … block by the model (ignore_user) within TURNSTILE_BLOCK_MEMORY; the last applies to every later one; non-decreasing Go durations",
+			Apply: func(c *Config, v string) error {
 				steps, err := parseBlockSteps(v)
 				if err != nil {
 					return err
@@ -22,7 +24,7 @@ func blockSettings() []configSetting {
 				c.BlockSteps = steps
 				return nil
 			}},
-		durConfigSetting("TURNSTILE_BLOCK_MEMORY", "168h", "how long a user's blocks count toward the next one's step after the latest; an operator's unblock forgets them", time.Minute,
+		settings.Duration("TURNSTILE_BLOCK_MEMORY", "168h", "how long a user's blocks count toward the next one's step after the latest; an operator's unblock forgets them", time.Minute,
 			func(c *Config) *time.Duration { return &c.BlockMemory }),
 	}
 }

@@ -5,13 +5,12 @@ package gateway
 // (docs/profiles.md).
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/profiles"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -20,26 +19,26 @@ import (
 
 func sessionContextSettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_CONTEXT_CLAIMS", defDoc: "unset: no claims told",
-			usage: "comma-separated token claims the model is told as facts about the user, e.g. tenant,plan " +
+		{Env: "TURNSTILE_CONTEXT_CLAIMS", DefDoc: "unset: no claims told",
+			Usage: "comma-separated token claims the model is told as facts about the user, e.g. tenant,plan " +
 				"(strings, numbers and booleans; a value with a line break or over 256 bytes is dropped with a log line)",
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				// The same names and values as TURNSTILE_TOOL_CLAIMS.
 				names, err := parseToolClaims(v)
 				c.ContextClaims = names
 				return err
 			}},
-		{env: "TURNSTILE_LIVE_VOICES", defDoc: "Gemini's thirty prebuilt voices (docs/profiles.md)",
-			usage: "comma-separated voices a session.start or a profile may ask for; none: sessions may not pick a voice",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_LIVE_VOICES", DefDoc: "Gemini's thirty prebuilt voices (docs/profiles.md)",
+			Usage: "comma-separated voices a session.start or a profile may ask for; none: sessions may not pick a voice",
+			Apply: func(c *Config, v string) error {
 				voices, err := parseVoices(v)
 				c.LiveVoices = voices
 				return err
 			}},
 		// After TURNSTILE_LIVE_VOICES, which it is checked against.
-		{env: "TURNSTILE_LIVE_VOICE", defDoc: "unset: the model's own voice",
-			usage: "the prebuilt voice Live speaks with when neither the profile nor session.start picks one (e.g. Kore), one of TURNSTILE_LIVE_VOICES",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_LIVE_VOICE", DefDoc: "unset: the model's own voice",
+			Usage: "the prebuilt voice Live speaks with when neither the profile nor session.start picks one (e.g. Kore), one of TURNSTILE_LIVE_VOICES",
+			Apply: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
@@ -79,14 +78,14 @@ func parseVoices(v string) ([]string, error) {
 // profilesSetting is TURNSTILE_PROFILES_DIR; the profiles are loaded by
 // loadProfiles once the tools are known.
 func profilesSetting() configSetting {
-	return configSetting{env: "TURNSTILE_PROFILES_DIR", defDoc: "unset: every session runs the default",
-		usage: "folder of assistant profiles, one <name>.json each (systemPrompt, tools, voice, languageCode, budgets, greeting); the token's profile claim picks one (docs/profiles.md)",
-		apply: func(c *Config, v string) error {
+	return configSetting{Env: "TURNSTILE_PROFILES_DIR", DefDoc: "unset: every session runs the default",
+		Usage: "folder of assistant profiles, one <name>.json each (systemPrompt, tools, voice, languageCode, budgets, greeting); the token's profile claim picks one (docs/profiles.md)",
+		Apply: func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
-			if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
-				return errors.New("not a readable folder")
+			if err := settings.Folder(v); err != nil {
+				return err
 			}
 			c.ProfilesDir = v
 			return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/store"
 )
 
@@ -11,11 +12,11 @@ import (
 // kept out (docs/operations.md, "Abuse cooldown").
 func abuseCooldownSettings() []configSetting {
 	return []configSetting{
-		durConfigSetting("TURNSTILE_ABUSE_COOLDOWN", "1m", "after a connection is closed 4008 for rate abuse, its user's new connections and resumes are refused (HTTP 429, Retry-After) on every node this long; doubled for each repeat; 0s: no cooldown (not applied in dev mode)", 0,
+		settings.Duration("TURNSTILE_ABUSE_COOLDOWN", "1m", "after a connection is closed 4008 for rate abuse, its user's new connections and resumes are refused (HTTP 429, Retry-After) on every node this long; doubled for each repeat; 0s: no cooldown (not applied in dev mode)", 0,
 			func(c *Config) *time.Duration { return &c.AbuseCooldown }),
-		durConfigSetting("TURNSTILE_ABUSE_COOLDOWN_MAX", "1h", "the longest abuse cooldown, however many repeats (at least TURNSTILE_ABUSE_COOLDOWN)", time.Second,
+		settings.Duration("TURNSTILE_ABUSE_COOLDOWN_MAX", "1h", "the longest abuse cooldown, however many repeats (at least TURNSTILE_ABUSE_COOLDOWN)", time.Second,
 			func(c *Config) *time.Duration { return &c.AbuseCooldownMax }),
-		durConfigSetting("TURNSTILE_ABUSE_COOLDOWN_MEMORY", "24h", "how long after an abuse cooldown ends another rate abuse of the user still counts as a repeat (and doubles the cooldown)", time.Second,
+		settings.Duration("TURNSTILE_ABUSE_COOLDOWN_MEMORY", "24h", "how long after an abuse cooldown ends another rate abuse of the user still counts as a repeat (and doubles the cooldown)", time.Second,
 			func(c *Config) *time.Duration { return &c.AbuseCooldownMemory }),
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"unicode"
 )
@@ -76,25 +75,6 @@ func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]st
 		}
 	}
 	return errs
-}
-
-// optionalInt parses a whole number of at least lo; an empty value leaves
-// the field at 0, for a default that edgeChecks derives.
-func optionalInt(lo int, field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if v == "" {
-			return nil
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		switch {
-		case err != nil:
-			return errors.New("not a whole number")
-		case n < lo:
-			return fmt.Errorf("must be at least %d", lo)
-		}
-		*field(c) = n
-		return nil
-	}
 }
 
 // plainString takes a value without control characters or surrounding

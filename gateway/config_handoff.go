@@ -7,33 +7,32 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 
 	"github.com/turnstile-gw/turnstile/handoff"
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 func handoffSettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_HANDOFF_URL", defDoc: "unset: hand-offs reach the browser, the timeline and the event stream only",
-			usage: "http(s) URL that receives a signed JSON POST when the model hands a conversation to a person (request_human), " +
+		{Env: "TURNSTILE_HANDOFF_URL", DefDoc: "unset: hand-offs reach the browser, the timeline and the event stream only",
+			Usage: "http(s) URL that receives a signed JSON POST when the model hands a conversation to a person (request_human), " +
 				"retried on 5xx, 408, 429 and network errors, 4 attempts",
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				if v == "" {
 					return nil
 				}
-				u, err := url.Parse(v)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return errors.New("must be an absolute http:// or https:// URL")
+				if _, err := settings.AbsoluteURL(v, "http", "https"); err != nil {
+					return err
 				}
 				c.HandoffURL = v
 				return nil
 			}},
-		{env: "TURNSTILE_HANDOFF_SIGNING_SECRET", defDoc: "unset: TURNSTILE_TOOLS_SIGNING_SECRET, else unsigned", secret: true,
-			usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on the hand-off POST (the scheme of tool requests), "+
+		{Env: "TURNSTILE_HANDOFF_SIGNING_SECRET", DefDoc: "unset: TURNSTILE_TOOLS_SIGNING_SECRET, else unsigned", Secret: true,
+			Usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on the hand-off POST (the scheme of tool requests), "+
 				"at least %d bytes; unset, the tools' signing secret signs it (prefer the environment: flags show in ps)", minToolsSigningSecret),
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				if err := checkSigningSecret(v); err != nil || v == "" {
 					return err
 				}

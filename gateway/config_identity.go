@@ -17,18 +17,18 @@ const minToolsSigningSecret = 32
 
 func toolIdentitySettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_TOOL_CLAIMS", defDoc: "unset: no claims forwarded",
-			usage: "comma-separated token claims forwarded to HTTP tools as Turnstile-Claim-<name> and to MCP tools in _meta turnstile/claims, " +
+		{Env: "TURNSTILE_TOOL_CLAIMS", DefDoc: "unset: no claims forwarded",
+			Usage: "comma-separated token claims forwarded to HTTP tools as Turnstile-Claim-<name> and to MCP tools in _meta turnstile/claims, " +
 				"e.g. tenant,plan (strings, numbers and booleans; a value with a line break or over 256 bytes is dropped with a log line)",
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				names, err := parseToolClaims(v)
 				c.ToolClaims = names
 				return err
 			}},
-		{env: "TURNSTILE_TOOLS_SIGNING_SECRET", defDoc: "unset: tool requests are not signed", secret: true,
-			usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on HTTP tool requests (t=<unix>,v1=<hex HMAC of \"t.body\">), "+
+		{Env: "TURNSTILE_TOOLS_SIGNING_SECRET", DefDoc: "unset: tool requests are not signed", Secret: true,
+			Usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on HTTP tool requests (t=<unix>,v1=<hex HMAC of \"t.body\">), "+
 				"at least %d bytes (prefer the environment: flags show in ps)", minToolsSigningSecret),
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				if err := checkSigningSecret(v); err != nil {
 					return err
 				}

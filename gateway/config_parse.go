@@ -6,79 +6,20 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 	"github.com/turnstile-gw/turnstile/transport"
 )
-
-func intConfigSetting(env string, def int, usage string, lo, hi int, field func(*Config) *int) configSetting {
-	bound := fmt.Sprintf("at least %d", lo)
-	if hi >= 0 {
-		bound = fmt.Sprintf("between %d and %d", lo, hi)
-	}
-	return configSetting{env: env, def: strconv.Itoa(def), usage: fmt.Sprintf("%s (%s)", usage, bound),
-		apply: func(c *Config, v string) error {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			switch {
-			case err != nil:
-				return errors.New("not a whole number")
-			case n < lo || (hi >= 0 && n > hi):
-				return fmt.Errorf("must be %s", bound)
-			}
-			*field(c) = n
-			return nil
-		}}
-}
-
-// floatConfigSetting is a number that may be fractional, at least lo.
-func floatConfigSetting(env, def, usage string, lo float64, field func(*Config) *float64) configSetting {
-	bound := "at least " + strconv.FormatFloat(lo, 'f', -1, 64)
-	return configSetting{env: env, def: def, usage: fmt.Sprintf("%s (%s)", usage, bound),
-		apply: func(c *Config, v string) error {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			switch {
-			case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
-				return errors.New("not a number")
-			case f < lo:
-				return errors.New("must be " + bound)
-			}
-			*field(c) = f
-			return nil
-		}}
-}
-
-func durConfigSetting(env, def, usage string, lo time.Duration, field func(*Config) *time.Duration) configSetting {
-	bound := "must be greater than 0"
-	if lo == 0 {
-		bound = "must not be negative"
-	}
-	if lo > time.Nanosecond {
-		bound = "must be at least " + lo.String()
-	}
-	return configSetting{env: env, def: def, usage: usage + " (Go duration such as 500ms, 5s, 1m30s)",
-		apply: func(c *Config, v string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(v))
-			switch {
-			case err != nil:
-				return errors.New("not a duration (use a unit: 500ms, 5s, 1m30s)")
-			case d < lo:
-				return errors.New(bound)
-			}
-			*field(c) = d
-			return nil
-		}}
-}
 
 // parsePolicy loads and validates the policy file. Its errors name the file,
 // line and key; tool names are checked against the registry when the
@@ -87,12 +28,8 @@ func parsePolicy(c *Config, v string) error {
 	if v == "" {
 		return nil
 	}
-	fi, err := os.Stat(v)
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot use policy file: %w", err)
-	case !fi.Mode().IsRegular():
-		return errors.New("is not a regular file")
+	if err := settings.RegularFile(v, "policy file"); err != nil {
+		return err
 	}
 	p, err := tools.LoadPolicy(v)
 	if err != nil {
@@ -109,12 +46,8 @@ func parseToolsDirPath(c *Config, v string) error {
 	if v == "" {
 		return nil
 	}
-	fi, err := os.Stat(v)
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot use folder: %w", err)
-	case !fi.IsDir():
-		return errors.New("is not a directory")
+	if err := settings.Folder(v); err != nil {
+		return err
 	}
 	c.ToolsDir = v
 	return nil
@@ -124,12 +57,8 @@ func parseMCPConfigPath(c *Config, v string) error {
 	if v == "" {
 		return nil
 	}
-	fi, err := os.Stat(v)
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot use MCP config file: %w", err)
-	case !fi.Mode().IsRegular():
-		return errors.New("is not a regular file")
+	if err := settings.RegularFile(v, "MCP config file"); err != nil {
+		return err
 	}
 	c.MCPConfigFile = v
 	return nil
@@ -288,17 +217,8 @@ func parseBaseURL(c *Config, v string) error {
 	if v == "" {
 		return nil
 	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return errors.New("not a valid URL")
-	}
-	switch u.Scheme {
-	case "http", "https", "ws", "wss":
-	default:
-		return errors.New("must be an absolute http, https, ws or wss URL")
-	}
-	if u.Host == "" {
-		return errors.New("has no host")
+	if _, err := settings.AbsoluteURL(v, "http", "https", "ws", "wss"); err != nil {
+		return err
 	}
 	c.GeminiBaseURL = SecretURL(v)
 	return nil
@@ -309,15 +229,10 @@ func parseOpenAIBaseURL(c *Config, v string) error {
 	if v == "" {
 		return nil
 	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return errors.New("not a valid URL")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("must be an absolute http or https URL, e.g. http://localhost:11434/v1")
-	}
-	if u.Host == "" {
-		return errors.New("has no host")
+	if _, err := settings.AbsoluteURL(v, "http", "https"); errors.Is(err, settings.ErrURLScheme) {
+		return fmt.Errorf("%w, e.g. http://localhost:11434/v1", err)
+	} else if err != nil {
+		return err
 	}
 	c.OpenAIBaseURL = SecretURL(v)
 	return nil

@@ -6,47 +6,34 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
 func demoSetting() configSetting {
-	return configSetting{env: "TURNSTILE_DEMO", def: "false",
-		usage: "true: serve the offline demo model on a non-loopback address on purpose (a public demo); without it such a gateway needs model credentials",
-		apply: boolSetting(func(c *Config) *bool { return &c.Demo })}
+	return configSetting{Env: "TURNSTILE_DEMO", Def: "false",
+		Usage: "true: serve the offline demo model on a non-loopback address on purpose (a public demo); without it such a gateway needs model credentials",
+		Apply: settings.Bool(func(c *Config) *bool { return &c.Demo })}
 }
 
 func useVertexSetting() configSetting {
-	return configSetting{env: "GOOGLE_GENAI_USE_VERTEXAI", def: "false",
-		usage: "true: Gemini (text and Live) through Vertex AI, with GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and application default credentials, instead of the Gemini API and GEMINI_API_KEY",
-		apply: boolSetting(func(c *Config) *bool { return &c.UseVertexAI })}
+	return configSetting{Env: "GOOGLE_GENAI_USE_VERTEXAI", Def: "false",
+		Usage: "true: Gemini (text and Live) through Vertex AI, with GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and application default credentials, instead of the Gemini API and GEMINI_API_KEY",
+		Apply: settings.Bool(func(c *Config) *bool { return &c.UseVertexAI })}
 }
 
 func vertexProjectSetting() configSetting {
-	return configSetting{env: "GOOGLE_CLOUD_PROJECT", defDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
-		usage: "Google Cloud project id for Vertex AI", apply: vertexName(func(c *Config) *string { return &c.VertexProject })}
+	return configSetting{Env: "GOOGLE_CLOUD_PROJECT", DefDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
+		Usage: "Google Cloud project id for Vertex AI", Apply: vertexName(func(c *Config) *string { return &c.VertexProject })}
 }
 
 func vertexLocationSetting() configSetting {
-	return configSetting{env: "GOOGLE_CLOUD_LOCATION", defDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
-		usage: "Vertex AI region, e.g. us-central1 or europe-west4 (one that serves both models, the Live one included)",
-		apply: vertexName(func(c *Config) *string { return &c.VertexLocation })}
-}
-
-// boolSetting parses true/false (also 1/0, as the genai SDK reads
-// GOOGLE_GENAI_USE_VERTEXAI).
-func boolSetting(field func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			return errors.New("must be true or false")
-		}
-		*field(c) = b
-		return nil
-	}
+	return configSetting{Env: "GOOGLE_CLOUD_LOCATION", DefDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
+		Usage: "Vertex AI region, e.g. us-central1 or europe-west4 (one that serves both models, the Live one included)",
+		Apply: vertexName(func(c *Config) *string { return &c.VertexLocation })}
 }
 
 // vertexName accepts a project id or a location: they go into URL paths

@@ -17,12 +17,12 @@ import (
 
 func telephonySettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_PUBLIC_URL", defDoc: "unset: the request's own host (a gateway reached directly)",
-			usage: "the gateway's public base URL as callers reach it (https://gw.example.com, behind any proxy): the URL carriers sign, and the base of the stream URL in TwiML",
-			apply: parsePublicURL},
-		{env: "TWILIO_AUTH_TOKEN", defDoc: "unset: phone calls only on a loopback address, unsigned", secret: true,
-			usage: "the Twilio account's auth token: X-Twilio-Signature is checked on the voice webhook and the stream upgrade, and the call parameters are signed with a key derived from it (prefer the environment: flags show in ps)",
-			apply: parseKey(func(c *Config) *Secret { return &c.TwilioAuthToken })},
+		{Env: "TURNSTILE_PUBLIC_URL", DefDoc: "unset: the request's own host (a gateway reached directly)",
+			Usage: "the gateway's public base URL as callers reach it (https://gw.example.com, behind any proxy): the URL carriers sign, and the base of the stream URL in TwiML",
+			Apply: parsePublicURL},
+		{Env: "TWILIO_AUTH_TOKEN", DefDoc: "unset: phone calls only on a loopback address, unsigned", Secret: true,
+			Usage: "the Twilio account's auth token: X-Twilio-Signature is checked on the voice webhook and the stream upgrade, and the call parameters are signed with a key derived from it (prefer the environment: flags show in ps)",
+			Apply: parseKey(func(c *Config) *Secret { return &c.TwilioAuthToken })},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
@@ -611,7 +612,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		t.Fatalf("-h: got %v, want flag.ErrHelp", err)
 	}
 	for _, s := range configSettings() {
-		line := fmt.Sprintf("-%s, %s (default: ", flagName(s.env), s.env)
+		line := fmt.Sprintf("-%s, %s (default: ", settings.FlagName(s.Env), s.Env)
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("usage lacks %q", line)
 		}
@@ -628,13 +629,13 @@ func TestFlagNamesDeriveFromVariables(t *testing.T) {
 		"TURNSTILE_ADDR": "addr", "GEMINI_API_KEY": "gemini-api-key", "REDIS_URL": "redis-url",
 		"TURNSTILE_MAX_TOOL_ITERATIONS": "max-tool-iterations",
 	} {
-		if got := flagName(env); got != want {
-			t.Errorf("flagName(%s) = %s, want %s", env, got, want)
+		if got := settings.FlagName(env); got != want {
+			t.Errorf("settings.FlagName(%s) = %s, want %s", env, got, want)
 		}
 	}
 	for _, s := range configSettings() {
-		if _, err := loadTestConfig(t, []string{"-" + flagName(s.env) + "=" + s.def}, nil); err != nil {
-			t.Errorf("flag twin of %s with its default: %v", s.env, err)
+		if _, err := loadTestConfig(t, []string{"-" + settings.FlagName(s.Env) + "=" + s.Def}, nil); err != nil {
+			t.Errorf("flag twin of %s with its default: %v", s.Env, err)
 		}
 	}
 }
@@ -713,8 +714,8 @@ func TestEverySettingHasARowInConfigurationMD(t *testing.T) {
 	doc := string(raw)
 	known := map[string]bool{}
 	for _, s := range configSettings() {
-		known[s.env] = true
-		if row := "| `" + s.env + "` | `-" + flagName(s.env) + "` |"; !strings.Contains(doc, row) {
+		known[s.Env] = true
+		if row := "| `" + s.Env + "` | `-" + settings.FlagName(s.Env) + "` |"; !strings.Contains(doc, row) {
 			t.Errorf("docs/configuration.md has no row starting %q", row)
 		}
 	}

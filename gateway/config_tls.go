@@ -4,24 +4,23 @@ package gateway
 // the proxies whose forwarding headers name the client.
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/server"
 )
 
 func networkSettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_TLS_CERT_FILE", defDoc: "unset: plain HTTP",
-			usage: "PEM certificate (chain) both listeners serve TLS 1.2+ with, read again when the file changes; needs TURNSTILE_TLS_KEY_FILE",
-			apply: tlsFile(func(c *Config) *string { return &c.TLSCertFile })},
-		{env: "TURNSTILE_TLS_KEY_FILE", defDoc: "unset: plain HTTP",
-			usage: "PEM private key of TURNSTILE_TLS_CERT_FILE, read again when the file changes",
-			apply: tlsFile(func(c *Config) *string { return &c.TLSKeyFile })},
-		{env: "TURNSTILE_TRUSTED_PROXIES", defDoc: "unset: the TCP peer is the client",
-			usage: "comma-separated CIDRs or IPs of the proxies in front of the gateway, e.g. 10.0.0.0/8; their X-Forwarded-For (or Forwarded) names the client, anyone else's is ignored",
-			apply: func(c *Config, v string) error {
+		{Env: "TURNSTILE_TLS_CERT_FILE", DefDoc: "unset: plain HTTP",
+			Usage: "PEM certificate (chain) both listeners serve TLS 1.2+ with, read again when the file changes; needs TURNSTILE_TLS_KEY_FILE",
+			Apply: tlsFile(func(c *Config) *string { return &c.TLSCertFile })},
+		{Env: "TURNSTILE_TLS_KEY_FILE", DefDoc: "unset: plain HTTP",
+			Usage: "PEM private key of TURNSTILE_TLS_CERT_FILE, read again when the file changes",
+			Apply: tlsFile(func(c *Config) *string { return &c.TLSKeyFile })},
+		{Env: "TURNSTILE_TRUSTED_PROXIES", DefDoc: "unset: the TCP peer is the client",
+			Usage: "comma-separated CIDRs or IPs of the proxies in front of the gateway, e.g. 10.0.0.0/8; their X-Forwarded-For (or Forwarded) names the client, anyone else's is ignored",
+			Apply: func(c *Config, v string) error {
 				p, err := server.ParseTrustedProxies(v)
 				if err != nil {
 					return err
@@ -38,12 +37,8 @@ func tlsFile(field func(*Config) *string) func(*Config, string) error {
 		if v == "" {
 			return nil
 		}
-		fi, err := os.Stat(v)
-		switch {
-		case err != nil:
-			return fmt.Errorf("cannot use file: %w", err)
-		case !fi.Mode().IsRegular():
-			return errors.New("is not a regular file")
+		if err := settings.RegularFile(v, ""); err != nil {
+			return err
 		}
 		*field(c) = v
 		return nil

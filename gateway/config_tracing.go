@@ -13,11 +13,11 @@ import (
 // (loadTracing; docs/configuration.md lists them apart).
 func tracingSettings() []configSetting {
 	return []configSetting{
-		{env: "TURNSTILE_PSEUDONYM_KEY", secret: true,
-			defDoc: "unset: derived from TURNSTILE_AUTH_SECRET; without one, random at each start",
-			usage: "HMAC key of the user pseudonyms in traces (u_ and 32 hex digits), at least 32 bytes; the same on every node " +
+		{Env: "TURNSTILE_PSEUDONYM_KEY", Secret: true,
+			DefDoc: "unset: derived from TURNSTILE_AUTH_SECRET; without one, random at each start",
+			Usage: "HMAC key of the user pseudonyms in traces (u_ and 32 hex digits), at least 32 bytes; the same on every node " +
 				"for stable pseudonyms",
-			apply: func(c *Config, v string) error {
+			Apply: func(c *Config, v string) error {
 				if v != "" && len(v) < pseudonym.MinKeyBytes {
 					return fmt.Errorf("must be at least %d bytes", pseudonym.MinKeyBytes)
 				}

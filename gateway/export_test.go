@@ -34,7 +34,7 @@ const (
 func SettingEnvs() []string {
 	var envs []string
 	for _, s := range configSettings() {
-		envs = append(envs, s.env)
+		envs = append(envs, s.Env)
 	}
 	return envs
 }

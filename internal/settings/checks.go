@@ -1,0 +1,79 @@
+package settings
+
+// The checks of values that several settings share. Each error leaves the
+// value out: the caller names the setting and shows the value (or not, for
+// a secret).
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Folder checks that path is an existing directory.
+func Folder(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use folder: %w", err)
+	case !fi.IsDir():
+		return errors.New("is not a directory")
+	}
+	return nil
+}
+
+// RegularFile checks that path is an existing regular file; what names it
+// in the error ("policy file"; "" is "file").
+func RegularFile(path, what string) error {
+	if what == "" {
+		what = "file"
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot use %s: %w", what, err)
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	return nil
+}
+
+// ErrURLScheme is AbsoluteURL's error for a URL of another scheme (or
+// none), for a caller that adds an example.
+var ErrURLScheme = errors.New("not of an accepted scheme")
+
+// AbsoluteURL parses v as an absolute URL of one of schemes (lower case)
+// with a host. Its errors never quote v: a URL may carry a password.
+func AbsoluteURL(v string, schemes ...string) (*url.URL, error) {
+	u, err := url.Parse(v)
+	if err != nil {
+		return nil, errors.New("not a valid URL")
+	}
+	ok := false
+	for _, s := range schemes {
+		ok = ok || u.Scheme == s
+	}
+	if !ok {
+		return nil, &schemeError{schemes}
+	}
+	if u.Host == "" {
+		return nil, errors.New("has no host")
+	}
+	return u, nil
+}
+
+// schemeError says which schemes a URL may have: "must be an absolute
+// http or https URL".
+type schemeError struct{ schemes []string }
+
+func (e *schemeError) Error() string {
+	list := e.schemes[0]
+	if n := len(e.schemes); n > 1 {
+		list = strings.Join(e.schemes[:n-1], ", ") + " or " + e.schemes[n-1]
+	}
+	return "must be an absolute " + list + " URL"
+}
+
+func (e *schemeError) Is(target error) bool { return target == ErrURLScheme }

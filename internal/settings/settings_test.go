@@ -1,0 +1,136 @@
+package settings
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type part struct {
+	N int
+	D time.Duration
+	F float64
+	B bool
+}
+
+type whole struct {
+	Name string
+	Part part
+}
+
+func TestLiftedRowsFillTheirPartOfTheWhole(t *testing.T) {
+	rows := Lift([]Setting[part]{
+		Int("X_N", 3, "n", 1, 10, func(p *part) *int { return &p.N }),
+		Duration("X_D", "1s", "d", time.Second, func(p *part) *time.Duration { return &p.D }),
+		Float("X_F", "0.5", "f", 0.1, func(p *part) *float64 { return &p.F }),
+		{Env: "X_B", Def: "false", Apply: Bool(func(p *part) *bool { return &p.B })},
+	}, func(w *whole) *part { return &w.Part })
+	var w whole
+	for _, r := range rows {
+		if err := r.Apply(&w, map[string]string{"X_N": "7", "X_D": "2m", "X_F": "1.5", "X_B": "true"}[r.Env]); err != nil {
+			t.Fatalf("%s: %v", r.Env, err)
+		}
+	}
+	if want := (part{N: 7, D: 2 * time.Minute, F: 1.5, B: true}); w.Part != want {
+		t.Errorf("part = %+v, want %+v", w.Part, want)
+	}
+	if rows[0].Def != "3" || rows[0].Usage != "n (between 1 and 10)" || rows[1].Usage != "d (Go duration such as 500ms, 5s, 1m30s)" {
+		t.Errorf("rows lost their default or usage: %+v %+v", rows[0], rows[1])
+	}
+}
+
+func TestOutOfBoundsValuesAreRefusedNamingTheBound(t *testing.T) {
+	var p part
+	for _, tc := range []struct {
+		row  Setting[part]
+		v    string
+		want string
+	}{
+		{Int("N", 0, "", 0, -1, func(p *part) *int { return &p.N }), "-1", "must be at least 0"},
+		{Int("N", 0, "", 1, 5, func(p *part) *int { return &p.N }), "6", "must be between 1 and 5"},
+		{Int("N", 0, "", 1, 5, func(p *part) *int { return &p.N }), "two", "not a whole number"},
+		{Duration("D", "", "", time.Nanosecond, func(p *part) *time.Duration { return &p.D }), "0s", "must be greater than 0"},
+		{Duration("D", "", "", 0, func(p *part) *time.Duration { return &p.D }), "-1s", "must not be negative"},
+		{Duration("D", "", "", time.Minute, func(p *part) *time.Duration { return &p.D }), "5s", "must be at least 1m0s"},
+		{Duration("D", "", "", 0, func(p *part) *time.Duration { return &p.D }), "5", "not a duration (use a unit: 500ms, 5s, 1m30s)"},
+		{Float("F", "", "", 1, func(p *part) *float64 { return &p.F }), "NaN", "not a number"},
+		{Float("F", "", "", 1, func(p *part) *float64 { return &p.F }), "0.5", "must be at least 1"},
+		{Setting[part]{Apply: Bool(func(p *part) *bool { return &p.B })}, "yes", "must be true or false"},
+		{Setting[part]{Apply: OptionalInt(1, func(p *part) *int { return &p.N })}, "0", "must be at least 1"},
+	} {
+		if err := tc.row.Apply(&p, tc.v); err == nil || err.Error() != tc.want {
+			t.Errorf("%s=%q: err %v, want %q", tc.row.Env, tc.v, err, tc.want)
+		}
+	}
+	if p != (part{}) {
+		t.Errorf("a refused value was stored: %+v", p)
+	}
+}
+
+func TestFolderAndFileChecksSayWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		err  error
+		want string // "" = no error
+	}{
+		{Folder(dir), ""},
+		{Folder(file), "is not a directory"},
+		{Folder(missing), "cannot use folder: "},
+		{RegularFile(file, ""), ""},
+		{RegularFile(dir, "policy file"), "is not a regular file"},
+		{RegularFile(missing, "policy file"), "cannot use policy file: "},
+		{RegularFile(missing, ""), "cannot use file: "},
+	} {
+		switch {
+		case tc.want == "" && tc.err != nil:
+			t.Errorf("unexpected error %v", tc.err)
+		case tc.want != "" && (tc.err == nil || !strings.HasPrefix(tc.err.Error(), tc.want)):
+			t.Errorf("err %v, want one starting %q", tc.err, tc.want)
+		}
+	}
+}
+
+func TestAbsoluteURLNamesTheAcceptedSchemesAndHidesTheValue(t *testing.T) {
+	for _, tc := range []struct {
+		v       string
+		schemes []string
+		want    string // "" = accepted
+	}{
+		{"https://h.example/x", []string{"http", "https"}, ""},
+		{"wss://h.example", []string{"http", "https", "ws", "wss"}, ""},
+		{"ftp://user:pw@h.example", []string{"http", "https"}, "must be an absolute http or https URL"},
+		{"h.example/x", []string{"https"}, "must be an absolute https URL"},
+		{"ftp://h", []string{"http", "https", "ws", "wss"}, "must be an absolute http, https, ws or wss URL"},
+		{"http://", []string{"http"}, "has no host"},
+		{"http://pw@h\x7f", []string{"http"}, "not a valid URL"},
+	} {
+		_, err := AbsoluteURL(tc.v, tc.schemes...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.v, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%q: err %v, want %q", tc.v, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "pw"):
+			t.Errorf("%q: the error shows the value: %v", tc.v, err)
+		}
+		if strings.HasPrefix(tc.want, "must be") && !errors.Is(err, ErrURLScheme) {
+			t.Errorf("%q: a scheme error is not ErrURLScheme", tc.v)
+		}
+	}
+}
+
+func TestFlagNameDerivesFromTheVariable(t *testing.T) {
+	for env, want := range map[string]string{"TURNSTILE_MAX_CALLS": "max-calls", "REDIS_URL": "redis-url"} {
+		if got := FlagName(env); got != want {
+			t.Errorf("FlagName(%s) = %s, want %s", env, got, want)
+		}
+	}
+}
