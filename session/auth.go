@@ -1,59 +1,17 @@
 package session
 
 import (
-	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
-// A connection lasts as long as its token, plus AuthLeeway: then it is
-// closed 4001, unless the browser sent a fresh token of the same user with
-// an auth message first.
-
-// expiry is the connection's token deadline and the timer that enforces
-// it. The reader (auth) and the connection's end use it; it locks.
-type expiry struct {
-	mu      sync.Mutex
-	at      time.Time // when the token expires; zero: never
-	timer   Timer
-	stopped bool // the connection ended: never armed again
-}
-
-// arm (re)starts the timer: expired runs at at+leeway on clock; a zero at
-// never expires.
-func (e *expiry) arm(at time.Time, leeway time.Duration, clock Clock, expired func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.timer != nil {
-		e.timer.Stop()
-		e.timer = nil
+// tokenExpired closes the connection 4001: its token expired without a
+// refresh (expiry.go).
+func (c *conn) tokenExpired() {
+	if c.out.close(protocol.DisconnectTokenExpired, false) {
+		c.refused(limitTokenExpired, c.m.now())
 	}
-	e.at = at
-	if at.IsZero() || e.stopped {
-		return
-	}
-	e.timer = clock.AfterFunc(at.Add(leeway).Sub(clock.Now()), expired)
-}
-
-// stop stops the timer for good.
-func (e *expiry) stop() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stopped = true
-	if e.timer != nil {
-		e.timer.Stop()
-	}
-}
-
-// armExpiry (re)starts the timer for a token that expires at; a zero time
-// never expires.
-func (c *conn) armExpiry(at time.Time) {
-	c.exp.arm(at, c.m.cfg.AuthLeeway, c.m.cfg.Clock, func() {
-		if c.out.close(protocol.DisconnectTokenExpired, false) {
-			c.refused(limitTokenExpired, c.m.now())
-		}
-	})
 }
 
 // reauth takes a fresh token (auth): the same user's valid token moves the
@@ -75,7 +33,7 @@ func (c *conn) reauth(token string) bool {
 		}
 		return false
 	}
-	c.armExpiry(id.ExpiresAt)
+	c.exp.arm(id.ExpiresAt)
 	ok := protocol.AuthOK{}
 	if !id.ExpiresAt.IsZero() {
 		ok.ExpiresAt = id.ExpiresAt.UTC().Format(time.RFC3339)

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
@@ -37,9 +36,6 @@ type conn struct {
 	limitKey string
 	id       Identity // as the edge admitted it (channel, prompt, pinned)
 	log      *slog.Logger
-	// expires is when the token that admitted the connection expires
-	// (zero: never); the expiry timer starts from it.
-	expires time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -65,27 +61,18 @@ type conn struct {
 	wend     chan struct{}
 	wendOnce sync.Once
 
-	audioIn prometheus.Counter    // browser audio frames, resolved once
-	stats   *metrics.SessionStats // the session's context and tool-call figures, once ready
-	tl      *timeline.Recorder    // the session's timeline, once ready (nil before)
+	stats *metrics.SessionStats // the session's context and tool-call figures, once ready
+	tl    *timeline.Recorder    // the session's timeline, once ready (nil before)
+	relay relayStats            // audio frames in, and their time through the gateway (relaystats.go)
 
-	// relayIn and relayOut time one audio frame in voice.RelaySampleEvery
-	// through the gateway (turnstile_relay_added_seconds), resolved once;
-	// micFrames counts the reader's frames for that sampling.
-	relayIn, relayOut prometheus.Observer
-	micFrames         uint
-
-	rates    rates                    // the reader's limiters
-	refusals *limitCounters           // turnstile_refusals_total of this channel
-	logs     atomic.Pointer[connLogs] // made at the first refusal or "too slow" (limitlog.go)
-	exp      expiry                   // the token's deadline
+	rates    rates    // the reader's limiters (rates.go)
+	refusals refusals // counted and logged (refusals.go)
+	exp      expiry   // the token's deadline (expiry.go)
 	// Liveness, for the node's keepalive goroutine.
 	started  atomic.Bool  // session.ready was sent
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
 	pings    pinger
-	// Ownership: the epoch this connection holds the session with (0 until
-	// known), and the newest announced by the store.
-	epoch, seen atomic.Int64
+	owner    ownership // the epoch it holds its session with (ownership.go)
 	// connectsUntil (unix ns): the upstream-connect budget refused until
 	// then; opens are refused here without asking the store.
 	connectsUntil atomic.Int64
@@ -93,18 +80,18 @@ type conn struct {
 
 func newConn(m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
-		m: m, wire: wire, user: id.User, id: id, limitKey: id.User, expires: id.ExpiresAt,
+		m: m, wire: wire, user: id.User, id: id, limitKey: id.User,
 		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
-		done:    make(chan struct{}),
-		st:      &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
-		audioIn: m.Metrics.BrowserAudio(),
-		rates:   newRates(m.cfg),
+		done:  make(chan struct{}),
+		st:    &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
+		relay: newRelayStats(m.Metrics, id.Channel),
+		rates: newRates(m.cfg),
 	}
-	c.relayIn = m.Metrics.RelayObserver(id.Channel, metrics.RelayIn)
-	c.relayOut = m.Metrics.RelayObserver(id.Channel, metrics.RelayOut)
-	if c.refusals = m.refusals[id.Channel]; c.refusals == nil {
-		c.refusals = newLimitCounters(m.Metrics, id.Channel)
+	c.refusals.node = &m.limitLogs
+	if c.refusals.counters = m.refusals[id.Channel]; c.refusals.counters == nil {
+		c.refusals.counters = newLimitCounters(m.Metrics, id.Channel)
 	}
+	c.exp.init(m.cfg.AuthLeeway, m.cfg.Clock, c.tokenExpired)
 	if id.ClientIP != "" {
 		c.log = c.log.With("client_ip", id.ClientIP)
 	}
@@ -141,7 +128,7 @@ func (c *conn) run(fresh bool, done func()) {
 			c.log.Info("session written back to a store that had lost it")
 			c.m.restoreBlock(ctx, c.user, c.st.currentBlock())
 		}}
-	c.armExpiry(c.expires)
+	c.exp.arm(c.id.ExpiresAt)
 	// Reads and writes run without a context of their own (a context per
 	// frame costs an allocation per audio frame); ending the connection
 	// drops the socket, which ends a read, a write or a close handshake in
@@ -181,6 +168,7 @@ func (c *conn) end(ok bool, started time.Time) {
 	default:
 	}
 	c.cancel()
+	c.out.later.Wait()
 	c.waitInputs() // before stop: the inputs start no turn after it
 	c.act.stop()
 	c.q.stopWriters()
@@ -222,7 +210,7 @@ func (c *conn) readLoop() {
 		now := clock.Wall.Now()
 		c.alive(now)
 		if binary {
-			c.audioIn.Inc()
+			c.relay.audioIn.Inc()
 			c.micAudio(now, data)
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 // The store announces each new owner to every node (Watch); a node closes
 // its older connection of that session at once (4005), even when idle.
 // The epoch a connection learns before its own is known (a resume racing
-// another) is kept in seen and compared when its own arrives.
+// another) is kept and compared when its own arrives (ownership.go).
 
 // watcher is the manager as the store's Watch sees it.
 type watcher struct{ m *Manager }
@@ -57,7 +57,7 @@ func (w watcher) checkLive() {
 	var conns []*conn
 	var ids []string
 	for id, c := range m.live {
-		if c.epoch.Load() != 0 {
+		if c.owner.epoch() != 0 {
 			conns, ids = append(conns, c), append(ids, id)
 		}
 	}
@@ -72,7 +72,7 @@ func (w watcher) checkLive() {
 		return // Redis failed again; the next check comes
 	}
 	for i, c := range conns {
-		switch e, own := epochs[i], c.epoch.Load(); {
+		switch e, own := epochs[i], c.owner.epoch(); {
 		case e > own:
 			c.ownerSeen(e)
 		case e < own || c.pst.needsRestore():
@@ -86,13 +86,7 @@ func (w watcher) checkLive() {
 // ownerSeen notes that epoch owns the connection's session; an epoch newer
 // than the connection's own ends it.
 func (c *conn) ownerSeen(epoch int64) {
-	for {
-		old := c.seen.Load()
-		if epoch <= old || c.seen.CompareAndSwap(old, epoch) {
-			break
-		}
-	}
-	if own := c.epoch.Load(); own != 0 && epoch > own {
+	if c.owner.announce(epoch) {
 		c.takenOver()
 	}
 }
@@ -110,8 +104,7 @@ func (c *conn) takenOver() {
 // reports false (and ends the connection) when a newer one was already
 // announced.
 func (c *conn) owned(epoch int64) bool {
-	c.epoch.Store(epoch)
-	if c.seen.Load() > epoch {
+	if !c.owner.take(epoch) {
 		c.fence()
 		return false
 	}

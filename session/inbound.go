@@ -4,9 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/session/voice"
 )
 
 // What the browser sends, read by the connection's reader: its text
@@ -69,7 +67,7 @@ func (c *conn) input(msg protocol.ClientMessage) {
 // is the reader's buffer and is not kept. Audio is paced (MicPace) before
 // anything else, in text mode too.
 func (c *conn) micAudio(now time.Time, pcm []byte) {
-	if c.rates.mic != nil && len(pcm) > micBytesPerSecond {
+	if c.rates.pacesAudio() && len(pcm) > micBytesPerSecond {
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must be at most 1 s (32000 bytes)", false, 0))
 		return
 	}
@@ -86,9 +84,7 @@ func (c *conn) micAudio(now time.Time, pcm []byte) {
 		if _, blocked := c.st.blocked(); !blocked && v.Mic(now, pcm) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
-			if c.micFrames++; c.micFrames%voice.RelaySampleEvery == 0 {
-				c.relayIn.Observe(clock.Wall.Since(now).Seconds())
-			}
+			c.relay.micSent(now)
 		}
 	}
 }

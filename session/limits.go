@@ -6,10 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
-
-	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -70,110 +66,53 @@ var limits = [numLimits]limitInfo{
 // String is the limit's metric label.
 func (l limit) String() string { return limits[l].label }
 
-// limitCounters are the limits' turnstile_refusals_total series of one
-// channel, looked up once (a refusal on the audio path allocates nothing).
-type limitCounters [numLimits]prometheus.Counter
-
-func newLimitCounters(m *metrics.Metrics, ch metrics.Channel) *limitCounters {
-	var lc limitCounters
-	for l := range numLimits {
-		lc[l] = m.RefusalCounter(l.String(), ch)
-	}
-	return &lc
-}
-
-// Audio is 16 kHz PCM16 from the browser: bytes per second of real time.
-const micBytesPerSecond = 16000 * 2
-
-// rateNoticeEvery bounds how often one connection is told rate_limited
-// (per kind); the drops in between are silent.
-const rateNoticeEvery = time.Second
-
-// overBreak is how long a connection must stay within its rate for a run
-// of refusals to end (see RateAbuseAfter).
-const overBreak = time.Second
-
-// rates are a connection's message and audio limiters. Only the reader
-// uses them, so they need no lock; rate.Limiter allocates nothing.
-type rates struct {
-	msg, mic   *rate.Limiter // nil: no limit
-	msgRun     overRun
-	micRun     overRun
-	abuseAfter time.Duration
-}
-
-// overRun is a run of refusals with no break of overBreak between them.
-type overRun struct {
-	since, last, noticed time.Time
-}
-
-// note records a refusal at now; it reports whether the browser should be
-// told (at most once per rateNoticeEvery) and whether the run has lasted
-// past abuse.
-func (r *overRun) note(now time.Time, abuse time.Duration) (notify, abusive bool) {
-	if now.Sub(r.last) > overBreak {
-		r.since = now
-	}
-	r.last = now
-	if now.Sub(r.noticed) >= rateNoticeEvery {
-		r.noticed, notify = now, true
-	}
-	return notify, now.Sub(r.since) >= abuse
-}
-
-func newRates(cfg Config) rates {
-	r := rates{abuseAfter: cfg.RateAbuseAfter}
-	if cfg.MessageRate > 0 {
-		r.msg = rate.NewLimiter(rate.Limit(cfg.MessageRate), max(cfg.MessageBurst, 1))
-	}
-	if cfg.MicPace > 0 {
-		// A one-second burst; a frame longer than that is refused as such.
-		r.mic = rate.NewLimiter(rate.Limit(cfg.MicPace*micBytesPerSecond), micBytesPerSecond)
-	}
-	return r
-}
-
 // allowMessage takes one text frame against the message rate; false
 // drops it. It may close the connection (4008).
 func (c *conn) allowMessage(now time.Time) bool {
-	if c.rates.msg == nil || c.rates.msg.AllowN(now, 1) {
-		return true
-	}
-	c.overRate(now, limitMessageRate, &c.rates.msgRun,
+	return c.overRate(now, c.rates.message(now), limitMessageRate,
 		"too many messages: this one was dropped; slow down")
-	return false
 }
 
 // allowMic takes n bytes of microphone audio against its pace; false drops
 // them. It may close the connection (4008).
 func (c *conn) allowMic(now time.Time, n int) bool {
-	if c.rates.mic == nil || c.rates.mic.AllowN(now, n) {
+	return c.overRate(now, c.rates.audio(now, n), limitAudioRate,
+		"microphone audio faster than real time: some was dropped")
+}
+
+// overRate acts on a frame's rate verdict v; it reports whether the frame
+// is handled.
+func (c *conn) overRate(now time.Time, v rateVerdict, l limit, msg string) bool {
+	if v == rateOK {
 		return true
 	}
-	c.overRate(now, limitAudioRate, &c.rates.micRun,
-		"microphone audio faster than real time: some was dropped")
+	c.refused(l, now)
+	switch v {
+	case rateAbuse:
+		c.abuse()
+	case rateNotify:
+		c.send(protocol.NewError(protocol.CodeRateLimited, msg, true, 0))
+	}
 	return false
 }
 
-func (c *conn) overRate(now time.Time, l limit, run *overRun, msg string) {
-	notify, abusive := run.note(now, c.rates.abuseAfter)
-	c.refused(l, now)
-	if abusive {
-		if !c.out.decided() && c.out.close(c.abuseClose(), false) {
-			c.refused(limitRateAbuse, now)
-		}
+// abuse closes the connection 4008 for rate abuse, once a close is not
+// decided already. The user's abuse cooldown starts in the store first
+// (the close tells the browser how long it lasts), on a goroutine of its
+// own: the reader does not wait for Redis. The connection's end waits for
+// it (closer.later).
+func (c *conn) abuse() {
+	if c.out.decided() {
 		return
 	}
-	if notify {
-		c.send(protocol.NewError(protocol.CodeRateLimited, msg, true, 0))
-	}
-}
-
-// abuseClose starts the user's abuse cooldown and returns the 4008 for
-// rate abuse that tells the browser how long to wait (coolDown).
-func (c *conn) abuseClose() protocol.Disconnect {
-	d, _ := c.coolDown(protocol.DisconnectRateAbuse)
-	return d
+	c.out.later.Add(1)
+	go func() {
+		defer c.out.later.Done()
+		d, _ := c.coolDown(protocol.DisconnectRateAbuse)
+		if c.ctx.Err() == nil && c.out.close(d, false) {
+			c.refused(limitRateAbuse, c.m.now())
+		}
+	}()
 }
 
 // coolDown starts the user's abuse cooldown (across nodes: the edge refuses
@@ -225,21 +164,10 @@ func (c *conn) allowVoiceStart() bool {
 // that a client meets by reconnecting in a loop (a new connection each
 // time) are logged at most once a minute per node and reason instead.
 func (c *conn) refused(l limit, now time.Time) {
-	c.refusals[l].Inc()
-	n, ok := 0, false
-	if l.perNode() {
-		n, ok = c.m.limitLogs.Note(limits[l].label, now, 1)
-	} else {
-		n, ok = c.throttles().limits[l].Note(now, 1)
-	}
-	if ok {
+	if n, ok := c.refusals.note(l, now); ok {
 		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
 	}
 }
-
-// perNode reports whether l's log lines are throttled per node rather than
-// per connection.
-func (l limit) perNode() bool { return l == limitLiveConnects || l == limitResumes }
 
 // allowNewSession counts a new session against the user's new sessions per
 // minute, across nodes (one round trip; resumes do not count). Over it,

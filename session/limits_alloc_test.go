@@ -17,7 +17,7 @@ func limitedConn(cfg Config) *conn {
 	m := &Manager{cfg: cfg, Deps: Deps{Metrics: metrics.New(prometheus.NewRegistry(), metrics.Build{}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	c := &conn{m: m, q: newQueue(1 << 20), log: m.Log, rates: newRates(cfg),
-		refusals: newLimitCounters(m.Metrics, metrics.ChannelBrowser)}
+		refusals: refusals{counters: newLimitCounters(m.Metrics, metrics.ChannelBrowser), node: &m.limitLogs}}
 	c.out.closing = make(chan struct{})
 	return c
 }

@@ -9,31 +9,6 @@ import (
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
-func TestOverRunNotifiesOnceASecondAndFlagsARunPastTheAbuseTime(t *testing.T) {
-	var r overRun
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	notices := 0
-	for ms := 0; ms < 9990; ms += 10 {
-		notify, abusive := r.note(t0.Add(time.Duration(ms)*time.Millisecond), 10*time.Second)
-		if abusive {
-			t.Fatalf("flagged after %d ms of a 10 s limit", ms)
-		}
-		if notify {
-			notices++
-		}
-	}
-	if notices != 10 {
-		t.Fatalf("%d notices in 10 s of refusals, want one a second", notices)
-	}
-	if _, abusive := r.note(t0.Add(10*time.Second), 10*time.Second); !abusive {
-		t.Fatal("a run of 10 s not flagged")
-	}
-	// A break of more than a second starts a new run.
-	if _, abusive := r.note(t0.Add(11500*time.Millisecond), 10*time.Second); abusive {
-		t.Fatal("a refusal after a break is still the old run")
-	}
-}
-
 func TestFitContextKeepsTheCurrentTurnAndWholeRounds(t *testing.T) {
 	big := strings.Repeat("x", 4000)
 	h := []transport.Entry{user(big), modelCall("1"), toolResult("1"), model(big), user(big), model(big), user("now")}

@@ -208,7 +208,7 @@ func (m *Manager) forget(c *conn) {
 	delete(m.all, c)
 	if id := c.st.record().ID; m.live[id] == c {
 		delete(m.live, id)
-		if own := c.epoch.Load(); own != 0 && c.seen.Load() <= own {
+		if c.owner.current() {
 			rec, _, pending := c.st.snapshot()
 			hist, sizes := c.st.historyAndSizes()
 			m.recent.keep(rec, hist, sizes, pending, c.st.currentBlock())

@@ -36,7 +36,7 @@ func (c *conn) tooSlow() {
 	if !c.out.closeNow(protocol.DisconnectTooSlow) {
 		return
 	}
-	if n, ok := c.throttles().slow.Note(c.m.now(), 1); ok {
+	if n, ok := c.refusals.tooSlow(c.m.now()); ok {
 		c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes,
 			"count", n)
 	}
@@ -71,6 +71,10 @@ type closer struct {
 	once    sync.Once
 	closing chan struct{} // closed when a close is decided
 	onClose func()        // called once a close is decided: asks the writer to close
+
+	// later are the closes decided after a store round trip (abuse); the
+	// connection's end waits for them.
+	later sync.WaitGroup
 
 	mu     sync.Mutex
 	d      protocol.Disconnect
@@ -210,7 +214,7 @@ func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
 			} else if !f.received.IsZero() {
-				c.relayOut.Observe(clock.Wall.Since(f.received).Seconds())
+				c.relay.written(f.received)
 			}
 			c.watchdog.end()
 		}
