@@ -9,9 +9,9 @@ import (
 
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/textturn"
+	"github.com/turnstile-gw/turnstile/session/turnrec"
 	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/store"
-	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -189,30 +189,20 @@ func (a *activity) launch(turn int, text, note string, adm *admission) {
 // A turn its admission refuses ends at once, leaving no trace.
 func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string, adm *admission) {
 	c := a.c
-	rec := c.st.record()
-	ctx, span := c.m.Tracing.StartTurn(ctx, tracing.Turn{Session: rec.ID, User: c.user, N: turn,
-		Mode: string(protocol.ModeText), Link: c.traceLink})
-	if tracing.Capturing(ctx) {
-		span.SetAttributes(tracing.Messages("user", input))
-	}
-	ot := c.conv.Turn(turn, protocol.ModeText)
+	tr := turnrec.Begin(ctx, c.turnDeps(), turn, protocol.ModeText)
 	var ignored []protocol.IgnoredIntent
 	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log, Observe: c.observeRequest}
 	if adm != nil {
 		deps.Admitted = adm.wait
 	}
-	reason := textturn.Run(ctx, c.textConfig(), deps, textHost{c: c, ignored: &ignored}, ot, note)
+	reason := textturn.Run(tr.Ctx, c.textConfig(), deps, textHost{c: c, ignored: &ignored}, tr.Policy, note)
 	if reason == textturn.ReasonNotAdmitted {
 		// startTextTurn refuses the turn and clears it; a trace shows a turn
 		// (and its cancelled model request) that was not admitted.
-		tracing.EndTurn(span, string(reason))
+		tr.Drop(reason)
 		return
 	}
-	ot.End(ctx, reason) // nothing of this turn runs on; counted and logged
-	// Ended before turn.done goes out: a client that saw turn.done finds
-	// the whole trace in the exporter's queue.
-	tracing.EndTurn(span, string(reason))
-	c.endTextTurn(turn, reason)
+	tr.End(turnrec.End{Reason: reason, Input: input})
 
 	// turn.done goes out and the turn is cleared in one step, so that a
 	// browser answering turn.done at once is never told a turn is running.

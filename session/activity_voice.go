@@ -77,8 +77,8 @@ func (a *activity) startVoice(reason, handle string) {
 	if reason == "resume" {
 		why = metrics.ConnectResume
 	}
-	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Conversation: c.conv,
-		Metrics: c.m.Metrics, Log: c.log, Tracing: c.m.Tracing, TraceLink: c.traceLink,
+	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Turns: c.turnDeps(),
+		Metrics: c.m.Metrics, Log: c.log,
 		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
 		voiceHost{c}, handle, why)
 

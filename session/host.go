@@ -150,17 +150,6 @@ func (h voiceHost) IntentApplied(turn int, typ intents.Type, applied bool) {
 	h.c.intentApplied(turn, typ, applied)
 }
 
-// EndTurn stores a voice turn's transcripts with the newest handle, off the
-// audio path, and reads the user's block in the same round trip: a block
-// set on another node ends voice at this turn's end.
-func (h voiceHost) EndTurn(end voice.TurnEnd) {
-	c := h.c
-	c.st.append(end.Entries)
-	c.st.update(func(rec *store.Record) { rec.ResumeHandle = end.Handle })
-	t, ok := c.tl.Finish(end.Turn, string(end.Reason), end.Input, end.Answer, end.VoiceResponse)
-	c.storeTurnEnd(end.Entries, t, ok)
-}
-
 // SaveHandle stores the newest resumption handle, off the audio path.
 func (h voiceHost) SaveHandle(handle string) {
 	c := h.c

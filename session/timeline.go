@@ -22,13 +22,6 @@ func (c *conn) startTimeline(rec store.Record) {
 	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.user), c.m.cfg.Node, c.m.cfg.Clock.Now)
 }
 
-// endTextTurn writes a text turn's end: its timeline entry and the events
-// waiting, with a read of the user's block, off the turn's path.
-func (c *conn) endTextTurn(turn int, reason protocol.TurnEnd) {
-	t, ok := c.tl.Finish(turn, string(reason), "", "", 0)
-	c.storeTurnEnd(nil, t, ok)
-}
-
 // storeTurnEnd queues a turn's end: entries for the history, the turn's
 // timeline entry (when ok) and the events waiting, and the user's block
 // read back. A block set on another node meanwhile applies here.

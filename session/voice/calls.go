@@ -22,7 +22,7 @@ func (v *Session) toolCall(calls []transport.FunctionCall) {
 	v.rounds.Add(1)
 	go func() {
 		defer v.rounds.Done()
-		rd := t.ot.Round(t.ctx, calls, v.h.ToolEvents(t.n))
+		rd := t.Policy.Round(t.Ctx, calls, v.h.ToolEvents(t.N))
 		v.afterRound(t, rd)
 	}()
 }
@@ -34,7 +34,7 @@ func (v *Session) toolCall(calls []transport.FunctionCall) {
 // finalization, so that turn.done precedes anything the model says next.
 func (v *Session) afterRound(t *turn, rd orchestrator.Round) {
 	intents.Apply(rd.Intents, target{v, t}, func(in intents.Intent, applied bool) {
-		v.h.IntentApplied(t.n, in.Type, applied)
+		v.h.IntentApplied(t.N, in.Type, applied)
 	})
 	v.mu.Lock()
 	show := rd.End != nil && t.terminal == nil
@@ -49,14 +49,14 @@ func (v *Session) afterRound(t *turn, rd orchestrator.Round) {
 	if show {
 		// In voice the exact text reaches the browser; the model was told
 		// not to add to it, and whatever it still says is not shown.
-		v.h.Send(protocol.TextDone{Turn: t.n, Text: rd.End.Text})
+		v.h.Send(protocol.TextDone{Turn: t.N, Text: rd.End.Text})
 	}
 	if finalize {
 		v.finalize(t)
 	}
 	if len(rd.Responses) > 0 {
 		if err := up.SendToolResponses(rd.Responses); err != nil {
-			v.d.Log.WarnContext(t.ctx, "voice: could not send tool responses", "turn", t.n, "err", err)
+			v.d.Log.WarnContext(t.Ctx, "voice: could not send tool responses", "turn", t.N, "err", err)
 		}
 	}
 }
@@ -87,7 +87,7 @@ func (g target) EndVoiceSession() bool {
 // HandOff hands the conversation to a person, then ends voice as
 // end_voice_session does: the model's closing words are spoken first.
 func (g target) HandOff(reason, summary string) bool {
-	g.v.h.HandOff(g.t.n, reason, summary)
+	g.v.h.HandOff(g.t.N, reason, summary)
 	g.v.End("handoff")
 	return true
 }
@@ -96,7 +96,7 @@ func (g target) SuppressAudio() bool {
 	g.v.mu.Lock()
 	g.t.suppressAudio = true
 	g.v.mu.Unlock()
-	tracing.Event(g.t.ctx, tracing.EventSuppressAudio)
+	tracing.Event(g.t.Ctx, tracing.EventSuppressAudio)
 	return true
 }
 
@@ -104,6 +104,6 @@ func (g target) SuppressTranscript() bool {
 	g.v.mu.Lock()
 	g.t.suppressTranscript = true
 	g.v.mu.Unlock()
-	tracing.Event(g.t.ctx, tracing.EventSuppressScript)
+	tracing.Event(g.t.Ctx, tracing.EventSuppressScript)
 	return true
 }

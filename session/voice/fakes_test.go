@@ -16,6 +16,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/turnrec"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -142,10 +143,9 @@ type fakeHost struct {
 	handoffs []string
 	// drained is what AudioDrained returns; nil: a closed channel (no
 	// audio waiting).
-	drained  chan struct{}
-	history  []transport.Entry
-	applied  []intents.Type
-	onEndTrn func(turn int)
+	drained chan struct{}
+	history []transport.Entry
+	applied []intents.Type
 	// responses are the finished turns' VoiceResponse, in order.
 	responses []time.Duration
 }
@@ -181,16 +181,14 @@ func (h *fakeHost) BeginTurn() int {
 	h.turn++
 	return h.turn
 }
-func (h *fakeHost) EndTurn(end TurnEnd) {
+
+// TurnEnded is the session's record of a finished turn (turnrec.Sink).
+func (h *fakeHost) TurnEnded(end turnrec.End) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.entries = append(h.entries, end.Entries...)
 	h.handles = append(h.handles, end.Handle)
 	h.responses = append(h.responses, end.VoiceResponse)
-	f := h.onEndTrn
-	h.mu.Unlock()
-	if f != nil {
-		f(end.Turn)
-	}
 }
 func (h *fakeHost) SaveHandle(handle string) {
 	h.mu.Lock()
@@ -362,7 +360,9 @@ func newRigOn(t *testing.T, clk clock.Clock, host *fakeHost) *rig {
 	orch := orchestrator.New(reg, m, log)
 	live := newFakeLive()
 	v, err := Start(t.Context(), Config{DrainMax: time.Second}, Deps{Live: live,
-		Conversation: orch.Open(orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}), Metrics: m, Log: log,
+		Turns: turnrec.Deps{Conversation: orch.Open(orchestrator.Session{ID: "s1", UserID: "u1", Channel: metrics.ChannelBrowser}),
+			Sink: host},
+		Metrics: m, Log: log,
 		Clock: clk}, host, "", metrics.ConnectVoiceStart)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/turnrec"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -122,7 +123,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		show := !t.suppressTranscript
 		v.mu.Unlock()
 		if show {
-			v.h.Send(protocol.TranscriptInput{Turn: t.n, Text: ev.Text})
+			v.h.Send(protocol.TranscriptInput{Turn: t.N, Text: ev.Text})
 		}
 	case transport.LiveOutputTranscript, transport.LiveText:
 		v.mu.Lock()
@@ -131,7 +132,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		show := !t.suppressTranscript && !t.quiet()
 		v.mu.Unlock()
 		if show {
-			v.h.Send(protocol.TranscriptOutput{Turn: t.n, Text: ev.Text})
+			v.h.Send(protocol.TranscriptOutput{Turn: t.N, Text: ev.Text})
 		}
 	case transport.LiveGenerationComplete:
 		v.mu.Lock()
@@ -148,7 +149,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		open := append([]*turn(nil), v.open...)
 		v.mu.Unlock()
 		for _, t := range open {
-			t.ot.Cancel(ev.IDs...)
+			t.Policy.Cancel(ev.IDs...)
 		}
 		v.d.Log.Info("voice: upstream cancelled tool calls", "calls", ev.IDs)
 	case transport.LiveGoAway:
@@ -186,11 +187,9 @@ func (v *Session) ensureTurnLocked() *turn {
 		return v.cur
 	}
 	n := v.h.BeginTurn()
-	t := &turn{n: n, ot: v.d.Conversation.Turn(n, protocol.ModeVoice)}
-	t.ctx, t.span = v.d.Tracing.StartTurn(v.ctx, tracing.Turn{Session: v.s.ID, User: v.s.UserID,
-		N: n, Mode: string(protocol.ModeVoice), Link: v.d.TraceLink})
+	t := &turn{Turn: turnrec.Begin(v.ctx, v.d.Turns, n, protocol.ModeVoice)}
 	for _, ev := range v.traceNotes {
-		t.span.AddEvent(ev.name, trace.WithAttributes(ev.attrs...))
+		t.Span.AddEvent(ev.name, trace.WithAttributes(ev.attrs...))
 	}
 	v.traceNotes = nil
 	v.cur = t
@@ -216,7 +215,7 @@ func (v *Session) answered(t *turn, d time.Duration) {
 	if v.response != nil {
 		v.response.Observe(d.Seconds())
 	}
-	t.span.SetAttributes(tracing.AttrVoiceResponseMs.Int64(d.Milliseconds()))
+	t.Span.SetAttributes(tracing.AttrVoiceResponseMs.Int64(d.Milliseconds()))
 }
 
 // interrupted handles a barge-in: the browser drops the rest of the answer,
@@ -232,10 +231,10 @@ func (v *Session) interrupted() {
 	t.interrupted = true
 	v.mu.Unlock()
 	v.h.DropAudio()
-	v.h.Send(protocol.Interrupted{Turn: t.n})
-	t.ot.CancelAll()
-	tracing.Event(t.ctx, tracing.EventBargeIn)
-	v.d.Log.InfoContext(t.ctx, "voice: barge-in", "turn", t.n)
+	v.h.Send(protocol.Interrupted{Turn: t.N})
+	t.Policy.CancelAll()
+	tracing.Event(t.Ctx, tracing.EventBargeIn)
+	v.d.Log.InfoContext(t.Ctx, "voice: barge-in", "turn", t.N)
 }
 
 // turnComplete ends the model's turn: the turn is finalized once its calls
@@ -299,7 +298,7 @@ func (v *Session) sendUserTurn(u userTurn) {
 	v.mu.Unlock()
 	if err := up.SendText(u.text); err != nil {
 		v.d.Log.Warn("voice: could not send input to the model", "kind", u.kind, "err", err)
-		v.h.Send(protocol.NewError(protocol.CodeUpstreamUnavailable, "the message could not reach the model", true, t.n))
+		v.h.Send(protocol.NewError(protocol.CodeUpstreamUnavailable, "the message could not reach the model", true, t.N))
 	}
 }
 
@@ -335,28 +334,25 @@ func (v *Session) finalize(t *turn) {
 	ending := v.ending != "" && v.drain
 	v.mu.Unlock()
 
-	// Nothing of the turn runs on; it is counted and logged.
-	t.ot.End(t.ctx, reason)
-	traceTranscripts(t.ctx, in, out)
-	// Ended before turn.done goes out, as in text.
-	tracing.EndTurn(t.span, string(reason))
 	var entries []transport.Entry
 	if t.gateway != "" {
-		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: t.gateway, Kind: "confirmation", Turn: t.n})
+		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: t.gateway, Kind: "confirmation", Turn: t.N})
 	}
 	if in != "" {
-		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: in, Turn: t.n})
+		entries = append(entries, transport.Entry{Role: transport.RoleUser, Text: in, Turn: t.N})
 	}
 	if out != "" {
-		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out, Turn: t.n})
+		entries = append(entries, transport.Entry{Role: transport.RoleModel, Text: out, Turn: t.N})
 	}
 	input := in
 	if input == "" {
 		input = t.gateway
 	}
-	v.h.EndTurn(TurnEnd{Turn: t.n, Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
+	// Nothing of the turn runs on; it is recorded as a text turn is, before
+	// turn.done goes out.
+	t.End(turnrec.End{Reason: reason, Entries: entries, Handle: handle, Input: input, Answer: out,
 		VoiceResponse: response})
-	v.h.Send(protocol.TurnDone{Turn: t.n, Reason: reason})
+	v.h.Send(protocol.TurnDone{Turn: t.N, Reason: reason})
 	v.signalIdle()
 	if ending && idle {
 		v.closeUpstreamWhenIdle()
@@ -397,7 +393,7 @@ func (v *Session) finishEnding(up transport.LiveSession) {
 	open := append([]*turn(nil), v.open...)
 	v.mu.Unlock()
 	for _, t := range open {
-		t.ot.CancelAll()
+		t.Policy.CancelAll()
 	}
 	if drain {
 		v.waitDrained()
@@ -438,7 +434,7 @@ func (v *Session) failTurns(why error) {
 	v.cur, v.speaking = nil, false
 	n := 0
 	if len(open) > 0 {
-		n = open[len(open)-1].n
+		n = open[len(open)-1].N
 	}
 	v.mu.Unlock()
 	v.h.Send(protocol.NewError(protocol.CodeUpstreamClosed, msg+"; reconnecting", true, n))
@@ -452,7 +448,7 @@ func (v *Session) failTurns(why error) {
 
 // failOpen finalizes a turn that cannot complete, as an error.
 func (v *Session) failOpen(t *turn) {
-	t.ot.CancelAll()
+	t.Policy.CancelAll()
 	v.mu.Lock()
 	done := t.finalized
 	t.failed = true

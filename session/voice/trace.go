@@ -1,12 +1,8 @@
 package voice
 
 import (
-	"context"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/turnstile-gw/turnstile/tracing"
 )
 
 // traceNote is a span event waiting for the next turn.
@@ -23,7 +19,7 @@ const maxTraceNotes = 8
 // or keeps it for the next turn's span when none is open. Called with v.mu
 // held; with tracing off it does nothing.
 func (v *Session) traceEventLocked(name string, attrs ...attribute.KeyValue) {
-	if v.d.Tracing == nil {
+	if v.d.Turns.Tracing == nil {
 		return
 	}
 	if len(v.open) == 0 {
@@ -33,21 +29,6 @@ func (v *Session) traceEventLocked(name string, attrs ...attribute.KeyValue) {
 		return
 	}
 	for _, t := range v.open {
-		t.span.AddEvent(name, trace.WithAttributes(attrs...))
-	}
-}
-
-// traceTranscripts puts a voice turn's transcripts on its root span, when
-// message content is captured.
-func traceTranscripts(ctx context.Context, in, out string) {
-	if !tracing.Capturing(ctx) {
-		return
-	}
-	span := trace.SpanFromContext(ctx)
-	if in != "" {
-		span.SetAttributes(tracing.Messages("user", in))
-	}
-	if out != "" {
-		span.SetAttributes(tracing.Messages("assistant", out))
+		t.Span.AddEvent(name, trace.WithAttributes(attrs...))
 	}
 }

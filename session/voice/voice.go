@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/audio"
 	"github.com/turnstile-gw/turnstile/intents"
@@ -30,7 +29,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/tracing"
+	"github.com/turnstile-gw/turnstile/session/turnrec"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -53,12 +52,6 @@ type Host interface {
 	ToolEvents(turn int) orchestrator.Events
 	// BeginTurn starts the session's next turn and returns its number.
 	BeginTurn() int
-	// EndTurn adds a finished turn's entries to the history and stores
-	// them with the newest resumption handle and the turn's timeline
-	// entry, off the audio path. The host reads the user's block in the
-	// same store round trip and, when another node has blocked the user,
-	// calls Block.
-	EndTurn(end TurnEnd)
 	// SaveHandle stores the newest resumption handle, off the audio path.
 	SaveHandle(handle string)
 	// TakePending returns and clears a SET_PENDING_MESSAGE waiting for the
@@ -79,20 +72,6 @@ type Host interface {
 	Ended(reason string)
 	// Lost says that the upstream could not be restored.
 	Lost(err error)
-}
-
-// TurnEnd is a finished voice turn, as the host stores it.
-type TurnEnd struct {
-	Turn    int
-	Reason  protocol.TurnEnd // the turn.done reason
-	Entries []transport.Entry
-	Handle  string // the newest resumption handle
-	// Input and Answer are the turn's transcripts (or the gateway's note,
-	// and a terminal tool's text).
-	Input, Answer string
-	// VoiceResponse is the voice-to-voice latency of the turn (the end of
-	// the user's speech to the first answer audio sent); 0 when unknown.
-	VoiceResponse time.Duration
 }
 
 // Defaults of Config.
@@ -152,15 +131,11 @@ func (c *Config) defaults() {
 // Deps are what a voice side talks to.
 type Deps struct {
 	Live transport.LiveModel
-	// Conversation is the session's policy: each voice turn is one of its
-	// turns, recorded by orchestrator.Turn.End as text turns are.
-	Conversation *orchestrator.Conversation
-	Metrics      *metrics.Metrics
-	Log          *slog.Logger
-	// Tracing makes each voice turn's trace, linked to TraceLink when it
-	// is valid; nil: tracing is off.
-	Tracing   *tracing.Provider
-	TraceLink trace.SpanContext
+	// Turns begin every voice turn as text turns begin (its policy turn,
+	// its trace); turnrec.Turn.End records each, as it records text turns.
+	Turns   turnrec.Deps
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 	// Clock times the drain of the goodbye's audio (Config.DrainMax);
 	// nil: the system clock.
 	Clock clock.Clock
@@ -189,7 +164,7 @@ type Session struct {
 	cfg Config
 	d   Deps
 	h   Host
-	s   orchestrator.Session // who the turns belong to (d.Conversation's)
+	s   orchestrator.Session // who the turns belong to (d.Turns.Conversation's)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -230,12 +205,10 @@ type Session struct {
 // turn is one voice turn: from its first event to its turnComplete, and
 // until every call made in it is answered or cancelled.
 type turn struct {
-	n  int
-	ot *orchestrator.Turn
-	// ctx carries the turn's root span (v.ctx itself with tracing off):
-	// its tool rounds run, and its log lines are written, with it.
-	ctx                               context.Context
-	span                              trace.Span
+	// Turn is the turn's number, policy and trace (its Ctx is v.ctx's with
+	// the turn's root span): its tool rounds run, and its log lines are
+	// written, with its Ctx.
+	*turnrec.Turn
 	in, out                           strings.Builder
 	gateway                           string // input the gateway wrote (a confirmation outcome)
 	interrupted                       bool
@@ -289,7 +262,7 @@ type userTurn struct {
 func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reason metrics.ConnectReason) (*Session, error) {
 	cfg.defaults()
 	d.Clock = clock.Or(d.Clock)
-	v := &Session{cfg: cfg, d: d, h: h, s: d.Conversation.Session(), done: make(chan struct{})}
+	v := &Session{cfg: cfg, d: d, h: h, s: d.Turns.Conversation.Session(), done: make(chan struct{})}
 	if d.Metrics != nil {
 		v.response = d.Metrics.VoiceResponseObserver(v.s.Channel)
 	}

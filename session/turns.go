@@ -1,0 +1,33 @@
+package session
+
+import (
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/turnrec"
+	"github.com/turnstile-gw/turnstile/store"
+)
+
+// turnDeps are what every turn of the session begins with, text or voice
+// (turnrec.Begin): its policy, its trace and, at its end, turnSink.
+func (c *conn) turnDeps() turnrec.Deps {
+	return turnrec.Deps{Conversation: c.conv, Tracing: c.m.Tracing, Link: c.traceLink, Sink: turnSink{c}}
+}
+
+// turnSink is the session's record of a finished turn, text or voice.
+type turnSink struct{ c *conn }
+
+// TurnEnded adds the turn's entries not stored yet (a voice turn's
+// transcripts) to the history, with a voice turn's newest resumption
+// handle, closes its timeline entry, and queues the store write, which
+// reads the user's block in the same round trip: a block set on another
+// node meanwhile applies here (in voice, it ends voice).
+func (s turnSink) TurnEnded(e turnrec.End) {
+	c := s.c
+	if len(e.Entries) > 0 {
+		c.st.append(e.Entries)
+	}
+	if e.Mode == protocol.ModeVoice {
+		c.st.update(func(rec *store.Record) { rec.ResumeHandle = e.Handle })
+	}
+	t, ok := c.tl.Finish(e.N, string(e.Reason), e.Input, e.Answer, e.VoiceResponse)
+	c.storeTurnEnd(e.Entries, t, ok)
+}
