@@ -15,6 +15,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/store"
 )
 
 // startPingFlood sends a ping message every 10 ms until the connection
@@ -65,7 +66,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
 	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.MessageRate, cfg.MessageBurst, cfg.RateAbuseAfter = 2, 3, time.Second
-	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
+	cfg.AbuseCooldown = store.CooldownPolicy{First: time.Minute, Max: time.Hour, Memory: 24 * time.Hour}
 	// The cooldowns go by the store's clock: it moves only when told.
 	clock := clock.NewFake(time.Now())
 	cfg.Clock = clock
@@ -127,7 +128,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 func TestAResumeLoopRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
 	cfg := budgetConfig(t, redistest.Start(t), 0, 0)
 	cfg.ResumesPerMinute, cfg.UserResumesPerMinute = 1, 100
-	cfg.AbuseCooldown, cfg.AbuseCooldownMax, cfg.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
+	cfg.AbuseCooldown = store.CooldownPolicy{First: time.Minute, Max: time.Hour, Memory: 24 * time.Hour}
 	// The cooldown goes by the store's clock: it moves only when told.
 	cfg.Clock = clock.NewFake(time.Now())
 	a, b := startGateway(t, cfg, fakegemini.NewScript()), startGateway(t, cfg, fakegemini.NewScript())

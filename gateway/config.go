@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,12 +89,10 @@ type Config struct {
 	ModelTimeout    time.Duration // deadline of one model call
 	SystemPrompt    string
 
-	ConfirmTTL               time.Duration   // life of a confirmation and of an approval
-	BlockSteps               []time.Duration // caps of a user's 1st, 2nd, … model-imposed block
-	BlockMemory              time.Duration   // how long blocks count toward escalation
-	RestrictOutput           bool            // the model must answer through tools
-	RestrictionMessage       string          // "" = the session's default message
-	RestrictionMaxInjections int             // 0 = bounded by MaxToolIterations only
+	ConfirmTTL               time.Duration // life of a confirmation and of an approval
+	RestrictOutput           bool          // the model must answer through tools
+	RestrictionMessage       string        // "" = the session's default message
+	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
 
@@ -143,31 +142,10 @@ type Config struct {
 	// default that conflicted with an explicit value, a value below its
 	// minimum taken as the minimum); logged at start.
 	Warnings []string
-	// What one connection, session or user may do (the edge's session
-	// limits; see docs/operations.md, "Limits").
-	MessageRate          float64       // text frames per second per connection
-	MessageBurst         int           // text frames in a burst
-	RateAbuseAfter       time.Duration // over a rate this long without a break: close 4008
-	MicPace              float64       // microphone audio, times real time
-	TurnsPerMinute       int           // typed turns per user across nodes; 0 = no limit
-	VoiceStartsPerMinute int           // moves into voice per session; 0 = no limit
-	NewSessionsPerMinute int           // new sessions per user across nodes; 0 = no limit
-	ContextMaxTokens     int           // estimated tokens of a whole model request
-	HistoryMaxBytes      int           // a session's stored history, JSON bytes
-	ResumeHistoryMax     int           // history entries session.ready carries
-	PingInterval         time.Duration // WebSocket pings to every started connection
-	IdleTimeout          time.Duration // no message nor pong this long: close 4104
-	RecentSessionsBytes  int           // history of sessions served lately kept to write back to an emptied Redis
-	UserStorageBytes     int           // history all of a user's sessions keep in Redis; 0 = no quota
-	// After a 4008 for rate abuse: the user's first cooldown (0: none),
-	// the longest, and how long repeats are remembered.
-	AbuseCooldown, AbuseCooldownMax, AbuseCooldownMemory time.Duration
-	// The upstream-connect budget (Live opens of every reason) and the
-	// resume limits, per session and per user across nodes; 0 = no limit.
-	LiveConnectsPerMinute     int
-	UserLiveConnectsPerMinute int
-	ResumesPerMinute          int
-	UserResumesPerMinute      int
+	// What one connection, session or user may do, and the blocks the
+	// model imposes: the session's own settings (session/settings.go).
+	session.Limits
+	UserStorageBytes int // history all of a user's sessions keep in Redis; 0 = no quota
 	// Clock is not a setting: nil is the system clock; tests inject one to
 	// move token expiries.
 	Clock session.Clock
@@ -285,8 +263,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Float64("message_rate", c.MessageRate),
 		slog.Int("message_burst", c.MessageBurst),
 		slog.Duration("rate_abuse_after", c.RateAbuseAfter),
-		slog.Duration("abuse_cooldown", c.AbuseCooldown),
-		slog.Duration("abuse_cooldown_max", c.AbuseCooldownMax),
+		slog.Duration("abuse_cooldown", c.AbuseCooldown.First),
+		slog.Duration("abuse_cooldown_max", c.AbuseCooldown.Max),
 		slog.Float64("mic_pace", c.MicPace),
 		slog.Int("turns_per_minute", c.TurnsPerMinute),
 		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
@@ -599,44 +577,23 @@ func configSettings() []configSetting {
 			}},
 		settings.Duration("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, append(append(append(append(append(append(sessionLimitSettings(), abuseCooldownSettings()...), upstreamBudgetSettings()...), networkSettings()...), tracingSettings()...), adminSettings()...),
-		append(append(append(append(blockSettings(), unauthSettings()...), toolIdentitySettings()...), sessionContextSettings()...),
-			handoffSettings()...)...)...)
+	}, slices.Concat(
+		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
+		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
+		networkSettings(), tracingSettings(), adminSettings(), sessionSettings(session.BlockSettings()),
+		unauthSettings(), toolIdentitySettings(), sessionContextSettings(), handoffSettings())...)
 }
 
-// sessionLimitSettings are what one connection, session or user may do.
-// Each default comfortably allows the web client and a person using it.
-func sessionLimitSettings() []configSetting {
-	return []configSetting{
-		settings.Float("TURNSTILE_MESSAGE_RATE", "10", "text frames per second one connection may send (ping included, session.start not); excess is dropped and answered rate_limited", 0.01,
-			func(c *Config) *float64 { return &c.MessageRate }),
-		settings.Int("TURNSTILE_MESSAGE_BURST", 40, "text frames one connection may send at once above TURNSTILE_MESSAGE_RATE", 1, -1,
-			func(c *Config) *int { return &c.MessageBurst }),
-		settings.Duration("TURNSTILE_RATE_ABUSE_AFTER", "10s", "a connection over its message or audio rate this long without a one-second break is closed 4008", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.RateAbuseAfter }),
-		settings.Float("TURNSTILE_MIC_PACE", "1.25", "microphone audio accepted, in times real time (16 kHz PCM16, one-second burst); excess is dropped and answered rate_limited", 1,
-			func(c *Config) *float64 { return &c.MicPace }),
-		settings.Int("TURNSTILE_TURNS_PER_MINUTE", 20, "turns one user may type per minute across all nodes (in dev mode, per connection); 0: no limit", 0, -1,
-			func(c *Config) *int { return &c.TurnsPerMinute }),
-		settings.Int("TURNSTILE_VOICE_STARTS_PER_MINUTE", 6, "moves into voice per session and minute (voice.start, start_voice_session, session.start in voice; not resumes); 0: no limit", 0, -1,
-			func(c *Config) *int { return &c.VoiceStartsPerMinute }),
-		settings.Int("TURNSTILE_NEW_SESSIONS_PER_MINUTE", 30, "new sessions one user may start per minute across all nodes (in dev mode, per connection; resumes do not count); over it: rate_limited and close 4008; 0: no limit", 0, -1,
-			func(c *Config) *int { return &c.NewSessionsPerMinute }),
-		settings.Int("TURNSTILE_CONTEXT_MAX_TOKENS", 32000, "estimated tokens (characters/4) of one model request: system instruction, tool declarations and history; the oldest history is left out first", 1000, -1,
-			func(c *Config) *int { return &c.ContextMaxTokens }),
-		settings.Int("TURNSTILE_HISTORY_MAX_BYTES", 512<<10, "bytes of history (JSON) kept per session, in memory and in Redis, on top of TURNSTILE_HISTORY_MAX", 16<<10, -1,
-			func(c *Config) *int { return &c.HistoryMaxBytes }),
-		settings.Int("TURNSTILE_RESUME_HISTORY_MAX", 50, "history entries session.ready carries on resume (never more than fits the send queue); older ones are paged with history requests", 1, -1,
-			func(c *Config) *int { return &c.ResumeHistoryMax }),
-		settings.Duration("TURNSTILE_PING_INTERVAL", "30s", "how often every started connection gets a WebSocket ping", time.Millisecond,
-			func(c *Config) *time.Duration { return &c.PingInterval }),
-		settings.Duration("TURNSTILE_IDLE_TIMEOUT", "90s", "a started connection that sent nothing and answered no ping this long is closed 4104 (more than TURNSTILE_PING_INTERVAL)", time.Millisecond,
-			func(c *Config) *time.Duration { return &c.IdleTimeout }),
-		settings.Int("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
-			func(c *Config) *int { return &c.RecentSessionsBytes }),
-		settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
-			func(c *Config) *int { return &c.UserStorageBytes }),
-	}
+// userStorageSetting is the store's per-user quota, listed with the
+// session limits.
+func userStorageSetting() configSetting {
+	return settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
+		func(c *Config) *int { return &c.UserStorageBytes })
+}
+
+// sessionSettings lifts a table of the session's limits into the gateway's.
+func sessionSettings(rows []settings.Setting[session.Limits]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *session.Limits { return &c.Limits })
 }
 
 const minAuthSecret = 32
@@ -751,7 +708,9 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
 	errs = append(errs, tlsChecks(*c, failed, shown)...)
 	errs = append(errs, adminChecks(c, failed, shown)...)
-	errs = append(errs, cooldownChecks(*c, failed, shown)...)
+	if !failed["TURNSTILE_ABUSE_COOLDOWN"] && !failed["TURNSTILE_ABUSE_COOLDOWN_MAX"] && c.AbuseCooldown.First > c.AbuseCooldown.Max {
+		errs = append(errs, fmt.Errorf("%s: must not exceed %s", shown["TURNSTILE_ABUSE_COOLDOWN"], shown["TURNSTILE_ABUSE_COOLDOWN_MAX"]))
+	}
 	return errs
 }
 

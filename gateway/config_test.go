@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
@@ -96,7 +97,7 @@ func withDefaultSessionLimits(c *Config) {
 	c.AuthLeeway, c.PingInterval, c.IdleTimeout = 30*time.Second, 30*time.Second, 90*time.Second
 	c.RecentSessionsBytes = 64 << 20
 	c.UserStorageBytes = 20 << 20
-	c.AbuseCooldown, c.AbuseCooldownMax, c.AbuseCooldownMemory = time.Minute, time.Hour, 24*time.Hour
+	c.AbuseCooldown = store.CooldownPolicy{First: time.Minute, Max: time.Hour, Memory: 24 * time.Hour}
 	c.TimelineMax, c.EventsMaxLen = 200, 100000
 }
 

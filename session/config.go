@@ -6,7 +6,6 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/profiles"
-	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -54,83 +53,13 @@ type Config struct {
 	// replaces on this node to end, so that it reads that connection's
 	// last writes; default 2 s.
 	TakeoverWait time.Duration
-	// BlockSteps cap the blocks the model imposes (ignore_user): a user's
-	// n-th block within BlockMemory lasts at most BlockSteps[n-1], the last
-	// step for every later one (block.go); default DefaultBlockSteps.
-	BlockSteps []time.Duration
-	// BlockMemory is how long a user's blocks count toward escalation
-	// after the latest one; default DefaultBlockMemory.
-	BlockMemory time.Duration
 
-	// The edge limits. For each, zero means no limit (the gateway's
-	// configuration supplies the defaults).
-	//
-	// MessageRate and MessageBurst bound the text frames of one connection
-	// (session.start aside): excess is dropped and answered rate_limited.
-	MessageRate  float64 // frames per second
-	MessageBurst int
-	// MicPace bounds microphone audio to this many times real time (16 kHz
-	// PCM16, with a one-second burst); excess is dropped and answered
-	// rate_limited.
-	MicPace float64
-	// RateAbuseAfter: a connection over its message or audio rate this
-	// long without a break closes 4008; default 10 s.
-	RateAbuseAfter time.Duration
-	// AbuseCooldown: after a 4008 for rate abuse the user may not connect
-	// nor resume, on any node, for this long (the edge refuses the
-	// upgrade), escalating on repeats; the close reason says how long.
-	// Zero First: no cooldown. Not applied in dev mode.
-	AbuseCooldown store.CooldownPolicy
-	// TurnsPerMinute bounds the turns a user types, across nodes (in dev
-	// mode, per connection).
-	TurnsPerMinute int
-	// VoiceStartsPerMinute bounds the moves into voice of one session
-	// (voice.start, start_voice_session, session.start in voice; resumes
-	// do not count).
-	VoiceStartsPerMinute int
-	// NewSessionsPerMinute bounds the new sessions a user starts, across
-	// nodes (in dev mode, per connection); resumes do not count. It bounds
-	// what one user can write to Redis: every new session is kept for the
-	// session TTL.
-	NewSessionsPerMinute int
-	// LiveConnectsPerMinute and UserLiveConnectsPerMinute are the
-	// upstream-connect budget: the Live connections opened for one session,
-	// and for one user's sessions (in dev mode, per connection), across
-	// nodes, whatever the reason (voice.start, a resume in voice, goAway,
-	// reconnects). Beyond it the browser is told rate_limited and the
-	// session stays in text.
-	LiveConnectsPerMinute     int
-	UserLiveConnectsPerMinute int
-	// ResumesPerMinute and UserResumesPerMinute bound the resumes of one
-	// session and of one user (in dev mode, per connection), across
-	// nodes; beyond them: rate_limited and close 4008.
-	ResumesPerMinute     int
-	UserResumesPerMinute int
-	// ContextMaxTokens bounds the estimated size (chars/4) of a model
-	// request: system instruction, tool declarations and history. The
-	// oldest history goes first; the current turn always stays.
-	ContextMaxTokens int
-	// HistoryMaxBytes bounds a session's history (its JSON), in memory and
-	// in the store, on top of HistoryMax entries.
-	HistoryMaxBytes int
-	// ResumeHistoryMax bounds the entries session.ready carries (older
-	// ones are paged with history requests). Whatever it is, session.ready
-	// and history answers are cut to fit the send queue.
-	ResumeHistoryMax int
+	// Limits are what one connection, session or user may do, and the
+	// blocks the model imposes: the package's own settings (settings.go).
+	Limits
 	// AuthLeeway is how long past its token's expiry a connection lasts
 	// without an auth refresh before it is closed 4001.
 	AuthLeeway time.Duration
-	// PingInterval: WebSocket pings go to every started connection this
-	// often. IdleTimeout: a started connection that sent nothing and
-	// answered no ping for this long is closed 4104 (checked every
-	// PingInterval, or IdleTimeout/4 without pings).
-	PingInterval time.Duration
-	IdleTimeout  time.Duration
-	// RecentSessionsBytes bounds the history (JSON bytes) of the copies
-	// this node keeps of the sessions whose connection ended here in the
-	// last IdleTimeout, to write them back should Redis lose them (see
-	// recent.go); 0: none kept.
-	RecentSessionsBytes int
 	// Clock is the session's one clock: token expiry timers, blocks, the
 	// turn and connect limits' waits, timelines, refusal log throttles;
 	// default the system clock. Liveness (pings, idle), message rates and

@@ -26,7 +26,7 @@ func limitedConn(cfg Config) *conn {
 // allocates nothing, and neither does a dropped one (but for the
 // rate_limited notice, at most once a second).
 func TestMicPacingAllocatesNothingPerFrame(t *testing.T) {
-	c := limitedConn(Config{MicPace: 1.25})
+	c := limitedConn(Config{Limits: Limits{MicPace: 1.25}})
 	now := time.Now()
 	if a := testing.AllocsPerRun(1000, func() {
 		now = now.Add(40 * time.Millisecond) // real time: every frame passes
@@ -51,7 +51,7 @@ func TestMicPacingAllocatesNothingPerFrame(t *testing.T) {
 }
 
 func BenchmarkMicPacing(b *testing.B) {
-	c := limitedConn(Config{MicPace: 1.25})
+	c := limitedConn(Config{Limits: Limits{MicPace: 1.25}})
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
