@@ -8,7 +8,7 @@ import (
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestMessageRateLetsTheBurstThroughThenDropsAndTellsOnceASecond(t *testing.T) {
-	r := newRates(Config{MessageRate: 2, MessageBurst: 3, RateAbuseAfter: 10 * time.Second})
+	r := newRates(Config{Limits: Limits{MessageRate: 2, MessageBurst: 3, RateAbuseAfter: 10 * time.Second}})
 	for i := range 3 {
 		if v := r.message(t0); v != rateOK {
 			t.Fatalf("message %d of a burst of 3: %v, want it handled", i+1, v)
@@ -32,7 +32,7 @@ func TestMessageRateLetsTheBurstThroughThenDropsAndTellsOnceASecond(t *testing.T
 }
 
 func TestRateAbuseIsGivenOnceAfterARunOfTheAbuseTime(t *testing.T) {
-	r := newRates(Config{MessageRate: 1, MessageBurst: 1, RateAbuseAfter: 3 * time.Second})
+	r := newRates(Config{Limits: Limits{MessageRate: 1, MessageBurst: 1, RateAbuseAfter: 3 * time.Second}})
 	abuses, first := 0, time.Duration(0)
 	for ms := 0; ms <= 5000; ms += 10 { // 100 a second against 1 a second
 		at := time.Duration(ms) * time.Millisecond
@@ -49,7 +49,7 @@ func TestRateAbuseIsGivenOnceAfterARunOfTheAbuseTime(t *testing.T) {
 }
 
 func TestMicPaceDropsAudioFasterThanRealTime(t *testing.T) {
-	r := newRates(Config{MicPace: 1, RateAbuseAfter: 10 * time.Second})
+	r := newRates(Config{Limits: Limits{MicPace: 1, RateAbuseAfter: 10 * time.Second}})
 	if !r.pacesAudio() {
 		t.Fatal("a pace of 1 does not pace audio")
 	}
