@@ -15,6 +15,7 @@ import (
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -147,6 +148,9 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		verifier = auth
 	}
 	desk := handoffDesk(cfg, m, gw, log)
+	// The descriptors browser and model connections share (0 when the
+	// open-file limit is unknown: not counted).
+	files := fdroom.New(connectionRoom(cfg.FileLimit))
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,
@@ -178,7 +182,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}, session.Deps{
 		Store: st,
 		Model: textModel,
-		Live:  geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{}),
+		Live:  fdroom.Live(files, geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{})),
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{
 			Text:         budget(cfg, "text", cfg.TextMaxRetrieval, cfg.TextMaxCalls),
 			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
@@ -229,6 +233,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Telephony: telephonyEdge(cfg, log),
 		Admin:     st,
 		Cooldowns: st,
+		Files:     files,
 	})
 	gw.closers = append(gw.closers, gw.edge.Close)
 	return gw, nil

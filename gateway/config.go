@@ -544,7 +544,7 @@ func configSettings() []configSetting {
 			func(c *Config) *time.Duration { return &c.HTTPIdleTimeout }),
 		settings.Int("TURNSTILE_HTTP_MAX_HEADER_BYTES", 16<<10, "largest request headers accepted, in bytes (431 beyond)", 8<<10, 1<<20,
 			func(c *Config) *int { return &c.HTTPMaxHeaderBytes }),
-		{Env: "TURNSTILE_MAX_CONNECTIONS", DefDoc: "half of what the open-file limit leaves after 256 for Redis, the model and files",
+		{Env: "TURNSTILE_MAX_CONNECTIONS", DefDoc: "what the open-file limit leaves after 256 for Redis, the model's HTTP and files (shared with voice sessions' model connections)",
 			Usage: "open connections on the public listener; more are closed at accept (at least 1, and room must remain below the open-file limit)",
 			Apply: settings.OptionalInt(1, func(c *Config) *int { return &c.MaxConnections })},
 		{Env: "TURNSTILE_MAX_SESSIONS", DefDoc: "10000, or 90% of TURNSTILE_MAX_CONNECTIONS if lower",

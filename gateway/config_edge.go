@@ -24,14 +24,16 @@ const (
 	unknownFileLimitConnections = 10000
 )
 
-// connectionRoom is the most public connections a process with this
-// open-file limit can take: half of what remains after reservedFiles, since
-// each voice session also holds a connection to the model. 0: none.
+// connectionRoom is the descriptors a process with this open-file limit
+// has for connections: what remains after reservedFiles. A browser
+// connection holds one (an idle or text session no more), a voice session's
+// model connection one more, taken when it is dialled and refused when none
+// is left (internal/fdroom); it is also the most public connections. 0: none.
 func connectionRoom(fileLimit uint64) int {
 	if fileLimit <= reservedFiles {
 		return 0
 	}
-	return int(min((fileLimit-reservedFiles)/2, 1<<30))
+	return int(min(fileLimit-reservedFiles, 1<<30))
 }
 
 // edgeChecks resolves the connection and session caps and checks them
@@ -51,9 +53,8 @@ func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]st
 		c.MaxConnections = room
 	case c.FileLimit > 0 && c.MaxConnections > room:
 		errs = append(errs, fmt.Errorf("%s: leaves no room below the open-file limit (RLIMIT_NOFILE %d): at most %d "+
-			"(half of what remains after %d descriptors for Redis, the model and files, since each voice session also "+
-			"holds a connection to the model); lower it or raise the limit (ulimit -n)",
-			shown["TURNSTILE_MAX_CONNECTIONS"], c.FileLimit, room, reservedFiles))
+			"(what remains after %d descriptors for Redis, the model's HTTP connections and files); lower it or raise "+
+			"the limit (ulimit -n)", shown["TURNSTILE_MAX_CONNECTIONS"], c.FileLimit, room, reservedFiles))
 	}
 	switch {
 	case failed["TURNSTILE_MAX_SESSIONS"] || failed["TURNSTILE_MAX_CONNECTIONS"]:

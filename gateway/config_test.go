@@ -374,7 +374,7 @@ func TestAnExplicitBudgetClampsAConflictingDefaultWithAWarning(t *testing.T) {
 }
 
 func TestConnectionRoomBelowTheFileLimit(t *testing.T) {
-	for limit, want := range map[uint64]int{0: 0, 256: 0, 258: 1, 1024: 384, 20000: 9872, 1 << 20: 524160} {
+	for limit, want := range map[uint64]int{0: 0, 256: 0, 258: 2, 1024: 768, 20000: 19744, 1 << 20: 1048320} {
 		if got := connectionRoom(limit); got != want {
 			t.Errorf("connectionRoom(%d) = %d, want %d", limit, got, want)
 		}

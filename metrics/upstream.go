@@ -35,7 +35,8 @@ const (
 	ConnectOpened = "opened"
 	// ConnectFailed: the provider refused or did not answer.
 	ConnectFailed = "failed"
-	// ConnectRefused: the budget refused it; nothing was dialled.
+	// ConnectRefused: the budget refused it, or the node had no file
+	// descriptor left for it; nothing was dialled.
 	ConnectRefused = "refused"
 )
 
@@ -45,7 +46,7 @@ var ConnectOutcomes = []string{ConnectOpened, ConnectFailed, ConnectRefused}
 func newUpstreamConnects(f factory) *prometheus.CounterVec {
 	c := f.counterVec("turnstile_upstream_connects_total",
 		"Live upstream connections the gateway tried to open, by reason (voice_start, resume, go_away, reconnect) "+
-			"and outcome (opened, failed, refused by the connect budget).", "reason", "outcome")
+			"and outcome (opened, failed, refused by the connect budget or for want of a file descriptor).", "reason", "outcome")
 	for _, r := range ConnectReasons {
 		for _, o := range ConnectOutcomes {
 			c.WithLabelValues(string(r), o)

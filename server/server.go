@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -107,6 +108,12 @@ type Deps struct {
 	// Cooldowns refuses the upgrades of a user closed 4008 for rate abuse
 	// until its cooldown ends; nil: none.
 	Cooldowns Cooldowns
+
+	// Files are the file descriptors the public listener's connections
+	// share with the voice sessions' model connections: each connection
+	// holds one from accept to close, and one is refused at accept
+	// (max_connections) when none is left; nil: only MaxConnections.
+	Files *fdroom.Room
 }
 
 // Server routes HTTP requests.
@@ -143,7 +150,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, d: d, public: http.NewServeMux(), admin: http.NewServeMux(),
 		throttle: &throttle.Keyed{Every: logEvery}}
 	s.admit = newAdmission(cfg, d, s.throttle)
-	s.conns = newConnTable(cfg, d.Auth.DevMode(), func(reason, client string) {
+	s.conns = newConnTable(cfg, d.Files, d.Auth.DevMode(), func(reason, client string) {
 		s.refused(reason, metrics.ChannelNone, client, nil)
 	})
 	for _, mux := range []*http.ServeMux{s.public, s.admin} {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -41,6 +42,7 @@ const (
 // first: the one closed to make room.
 type connTable struct {
 	max     int           // open connections; 0: no cap
+	files   *fdroom.Room  // the descriptors shared with model connections; nil: none counted
 	share   int           // unauthenticated connections together; 0: no cap
 	perIP   int           // unauthenticated connections of one client; 0: no cap
 	idle    time.Duration // an unauthenticated direct connection idle this long is closed; 0: never
@@ -55,8 +57,8 @@ type connTable struct {
 	byIP   map[string]*list.List // client key → its unauthenticated *tracked, longest idle first
 }
 
-func newConnTable(cfg Config, devMode bool, refused func(reason, client string)) *connTable {
-	t := &connTable{max: cfg.MaxConnections, perIP: cfg.UnauthPerIP, idle: cfg.UnauthIdleTimeout,
+func newConnTable(cfg Config, files *fdroom.Room, devMode bool, refused func(reason, client string)) *connTable {
+	t := &connTable{max: cfg.MaxConnections, files: files, perIP: cfg.UnauthPerIP, idle: cfg.UnauthIdleTimeout,
 		proxies: cfg.TrustedProxies, now: clock.Wall.Now, refused: refused, byIP: map[string]*list.List{}}
 	if t.max > 0 && cfg.UnauthShare > 0 && cfg.UnauthShare < 1 {
 		t.share = max(1, int(float64(t.max)*cfg.UnauthShare))
@@ -136,6 +138,13 @@ func (t *connTable) admit(c net.Conn) *tracked {
 	if reason != "" && victim == nil {
 		t.mu.Unlock()
 		t.refuse(c, reason, tc.client())
+		return nil
+	}
+	// A victim's descriptor passes to the newcomer (it is closed below).
+	if victim == nil && !t.files.Take() {
+		t.mu.Unlock()
+		// Voice sessions' model connections hold the rest.
+		t.refuse(c, metrics.RefusedMaxConnections, c.RemoteAddr().String())
 		return nil
 	}
 	t.open++
@@ -252,6 +261,7 @@ func (t *connTable) release(tc *tracked) {
 	if tc.counted {
 		tc.counted = false
 		t.open--
+		t.files.Give()
 	}
 }
 
@@ -289,5 +299,5 @@ func (c *tracked) client() string {
 func (t *connTable) full() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.max > 0 && t.open >= t.max
+	return (t.max > 0 && t.open >= t.max) || t.files.Full()
 }

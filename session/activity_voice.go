@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 
+	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/voice"
@@ -88,11 +89,19 @@ func (a *activity) startVoice(reason, handle string) {
 		notes := a.notes
 		a.notes = nil
 		a.mu.Unlock()
-		if errors.Is(err, voice.ErrConnectRefused) {
+		switch {
+		case errors.Is(err, voice.ErrConnectRefused):
 			// The budget told the browser; a resumed session stays in
 			// text, in the store too (its record said voice).
 			c.persistMode()
-		} else if c.ctx.Err() == nil {
+		case errors.Is(err, fdroom.ErrFull):
+			c.log.Warn("voice refused: no file descriptor left on this node for the model connection; "+
+				"raise the open-file limit or add nodes", "reason", reason)
+			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
+				"this server has no room for another voice connection right now; the conversation stays in text, try voice again later",
+				true, 0))
+			c.persistMode()
+		case c.ctx.Err() == nil:
 			c.log.Error("voice: upstream unavailable", "err", err)
 			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
 				"voice is unavailable right now; the conversation stays in text", true, 0))

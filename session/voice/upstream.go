@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -15,11 +16,12 @@ import (
 // connect opens an upstream, resuming handle when it is not "". A handle
 // that cannot be resumed gives a new upstream seeded with the history;
 // resumed says which it was. Each dial takes a place in the connect budget
-// first; a refusal is ErrConnectRefused.
+// first; a refusal is ErrConnectRefused. A node with no file descriptor
+// left for it refuses it with fdroom.ErrFull.
 func (v *Session) connect(handle string, reason metrics.ConnectReason) (up transport.LiveSession, resumed bool, err error) {
 	if handle != "" {
 		up, err = v.dial(handle, reason)
-		if err == nil || errors.Is(err, ErrConnectRefused) {
+		if err == nil || errors.Is(err, ErrConnectRefused) || errors.Is(err, fdroom.ErrFull) {
 			return up, err == nil, err
 		}
 		v.d.Log.Warn("voice: could not resume the upstream session; starting a new one", "err", err)
@@ -44,6 +46,10 @@ func (v *Session) dial(handle string, reason metrics.ConnectReason) (transport.L
 	event := metrics.LiveConnect
 	if handle != "" {
 		event = metrics.LiveResume
+	}
+	if errors.Is(err, fdroom.ErrFull) {
+		v.d.Metrics.UpstreamConnect(reason, metrics.ConnectRefused)
+		return nil, err
 	}
 	if err != nil {
 		v.d.Metrics.UpstreamConnect(reason, metrics.ConnectFailed)
