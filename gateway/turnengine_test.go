@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/gateway"
@@ -258,11 +259,18 @@ func TestVoiceCallAnsweredAfterTurnCompleteBelongsToItsTurn(t *testing.T) {
 	})
 	g, script := startVoiceWithTools(t, defaultTestConfig(t), nil, slow)
 	c, _, u := startInVoice(t, g, script)
+	// turnComplete carries the turn's usage, which the gateway reads after
+	// the turnComplete itself: once the usage shows on /metrics, the turn is
+	// complete on the gateway's side, and the call still runs.
 	ids, err := u.CallMidTurn(t.Context(), fakegemini.Tone(200*time.Millisecond),
-		[]fakegemini.Call{{Name: "lookup", Args: map[string]any{}}}, fakegemini.Tone(200*time.Millisecond), nil)
+		[]fakegemini.Call{{Name: "lookup", Args: map[string]any{}}}, fakegemini.Tone(200*time.Millisecond),
+		&genai.UsageMetadata{ResponseTokenCount: 7})
 	must(t, err)
 	fs := c.recvUntil("tool.call")
-	time.Sleep(50 * time.Millisecond) // turnComplete is in; the call still runs
+	testwait.For(t, "the gateway to read turnComplete", func() bool {
+		return selected(t, scrapeSamples(t, g.adminURL+"/metrics"), pqSelector{name: "turnstile_model_tokens_total",
+			matchers: []pqMatcher{{"mode", "=", "voice"}, {"kind", "=", "output"}}}) == 7
+	})
 	close(release)
 	fs = append(fs, c.recvUntil("turn.done")...)
 	res := ofType(events(fs), "tool.result")
