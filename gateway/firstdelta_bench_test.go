@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/stages"
 )
 
 // lastRequest answers like always and keeps the newest request, so that the
@@ -74,15 +78,22 @@ func BenchmarkTextFirstDelta(b *testing.B) {
 
 	viaGateway := make([]time.Duration, 0, b.N)
 	direct := make([]time.Duration, 0, b.N)
+	var gwStages, directStages stageTimes
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		stages.Take()
 		t0 := time.Now()
+		stages.Mark(stages.Sent)
 		c.send(map[string]any{"type": "text", "text": "when do you ship?"})
 		first := time.Duration(0)
 		for {
 			ev := c.next()
+			if ev.typ() == "turn.start" {
+				stages.Mark(stages.ClientStart)
+			}
 			if first == 0 && ev.typ() == "text.delta" {
 				first = time.Since(t0)
+				stages.Mark(stages.ClientDelta)
 			}
 			if ev.typ() == "turn.done" {
 				break
@@ -92,12 +103,14 @@ func BenchmarkTextFirstDelta(b *testing.B) {
 			b.Fatal("a turn without a text.delta")
 		}
 		viaGateway = append(viaGateway, first)
+		gwStages.add(stages.Take())
 
 		req := brain.last()
 		conf := &genai.GenerateContentConfig{
 			SystemInstruction: req.SystemInstruction, Tools: req.Tools, ToolConfig: req.ToolConfig,
 		}
 		t0 = time.Now()
+		stages.Mark(stages.Sent)
 		first = 0
 		for _, err := range client.Models.GenerateContentStream(ctx, req.Model, req.Contents, conf) {
 			if err != nil {
@@ -105,9 +118,11 @@ func BenchmarkTextFirstDelta(b *testing.B) {
 			}
 			if first == 0 {
 				first = time.Since(t0)
+				stages.Mark(stages.ClientDelta)
 			}
 		}
 		direct = append(direct, first)
+		directStages.add(stages.Take())
 	}
 	b.StopTimer()
 	gp50, gp95 := percentiles(viaGateway)
@@ -119,6 +134,47 @@ func BenchmarkTextFirstDelta(b *testing.B) {
 	b.ReportMetric(ms(dp95), "direct-p95-ms")
 	b.ReportMetric(ms(gp50-dp50), "added-p50-ms")
 	b.ReportMetric(ms(gp95-dp95), "added-p95-ms")
+	if stages.On {
+		b.Logf("through the gateway, median ms since the frame was sent:\n%s", gwStages.table())
+		b.Logf("direct, median ms since the call:\n%s", directStages.table())
+	}
+}
+
+// stageTimes collects, per stage, each turn's time since stages.Sent (built
+// with -tags stages).
+type stageTimes [stages.NumStages][]time.Duration
+
+func (st *stageTimes) add(t [stages.NumStages]int64) {
+	for s, at := range t {
+		if at != 0 && t[stages.Sent] != 0 {
+			st[s] = append(st[s], time.Duration(at-t[stages.Sent]))
+		}
+	}
+}
+
+// table lists the stages reached in order of their median, with the median
+// and the step from the stage before.
+func (st *stageTimes) table() string {
+	type row struct {
+		s   stages.Stage
+		p50 time.Duration
+		n   int
+	}
+	var rows []row
+	for s := range st {
+		if len(st[s]) > 0 {
+			p50, _ := percentiles(st[s])
+			rows = append(rows, row{stages.Stage(s), p50, len(st[s])})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.p50, b.p50) })
+	var out strings.Builder
+	prev := time.Duration(0)
+	for _, r := range rows {
+		fmt.Fprintf(&out, "%-13s %7.3f  +%6.3f  (%d turns)\n", r.s, float64(r.p50)/1e6, float64(r.p50-prev)/1e6, r.n)
+		prev = r.p50
+	}
+	return out.String()
 }
 
 // percentiles returns the 50th and 95th percentile of ds (sorting it).

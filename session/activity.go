@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/textturn"
 	"github.com/turnstile-gw/turnstile/session/turnrec"
@@ -116,7 +117,9 @@ func (a *activity) startTextTurn(text, kind string) {
 	// admitting mark) keeps any other turn out meanwhile, and a turn that
 	// waits for its verdict sends nothing before it (textturn.Deps.Admitted).
 	a.mu.Unlock()
+	stages.Mark(stages.Launched)
 	ts := c.persistBegin(user, lim)
+	stages.Mark(stages.Verdict)
 	blocked := c.m.now().Before(ts.Block.Until)
 	refused := blocked || !ts.Allowed || ts.OverQuota || c.closing()
 	a.mu.Lock()
@@ -188,6 +191,7 @@ func (a *activity) launch(turn int, text, note string, adm *admission) {
 // a switch to voice, or the turn telling the model a confirmation outcome.
 // A turn its admission refuses ends at once, leaving no trace.
 func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string, adm *admission) {
+	stages.Mark(stages.TurnRuns)
 	c := a.c
 	tr := turnrec.Begin(ctx, c.turnDeps(), turn, protocol.ModeText)
 	var ignored []protocol.IgnoredIntent

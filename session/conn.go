@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -221,6 +222,7 @@ func (c *conn) readLoop() {
 		if !c.allowMessage(now) {
 			continue
 		}
+		stages.Mark(stages.Read)
 		if !c.handle(data) {
 			return
 		}

@@ -3,6 +3,7 @@ package session
 import (
 	"sync"
 
+	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -82,6 +83,7 @@ func (c *conn) actOnInputs() {
 		}
 		in.mu.Unlock()
 		if c.ctx.Err() == nil {
+			stages.Mark(stages.Input)
 			c.input(msg)
 		}
 	}

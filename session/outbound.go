@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
@@ -213,7 +214,7 @@ func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
 			if err := c.wire.Write(f.binary, f.data); err != nil {
 				c.out.setReason(protocol.DisconnectWriteFailed)
 				ok = false
-			} else if !f.received.IsZero() {
+			} else if stages.Wrote(); !f.received.IsZero() {
 				c.relay.written(f.received)
 			}
 			c.watchdog.end()

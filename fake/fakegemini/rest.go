@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/turnstile-gw/turnstile/fake/fakeserve"
+	"github.com/turnstile-gw/turnstile/internal/stages"
 )
 
 // maxBodyBytes caps a request body; the real API refuses large inline
@@ -17,6 +18,7 @@ const maxBodyBytes = 32 << 20
 
 // handleModels serves the Gemini API's POST /{version}/models/{model}:{method}.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	stages.Mark(stages.FakeGot)
 	model, method, _ := strings.Cut(r.PathValue("rest"), ":")
 	if !hasAPIKey(r) {
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", msgNoAPIKey)
@@ -79,6 +81,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req *Requ
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "* GenerateContentRequest.contents: contents is not specified")
 		return
 	}
+	stages.Mark(stages.FakeDecoded)
 	req.Contents, req.SystemInstruction, req.Tools = wr.Contents, wr.SystemInstruction, wr.Tools
 	req.ToolConfig, req.GenerationConfig, req.Header = wr.ToolConfig, wr.GenerationConfig, r.Header.Clone()
 	log := s.log.With("api", string(req.API), "version", req.APIVersion, "model", model, "method", method)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/stages"
 )
 
 // SSE is an open server-sent event stream: its headers are sent, and each
@@ -71,6 +73,7 @@ func SendChunks[C any](ctx context.Context, sse *SSE, chunks []C, pace func(C) P
 		if err := sse.Data(data); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
 		}
+		stages.Mark(stages.FakeFirst)
 	}
 	return nil
 }

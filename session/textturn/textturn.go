@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -228,6 +229,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 			endChat(span, usage, string(metrics.ModelCancelled))
 			return "", nil, errNotAdmitted
 		}
+		stages.Mark(stages.Admitted)
 		if err != nil {
 			l.d.Metrics.TextModelRequest(Outcome(err))
 			endChat(span, usage, string(Outcome(err)))
@@ -245,6 +247,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 			text.WriteString(delta)
 			if stream {
 				l.h.Send(protocol.TextDelta{Turn: l.turn, Text: delta})
+				stages.Mark(stages.DeltaQueued)
 			}
 		}
 		for _, c := range chunk.Started {

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -77,7 +78,10 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		cfg.ToolConfig = ToolConfig(m.opts.ToolChoice, cfg.Tools)
 		finished := false
 		var usage *transport.Usage
-		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, Contents(history), cfg) {
+		contents := Contents(history)
+		stages.Mark(stages.Built)
+		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, contents, cfg) {
+			stages.Mark(stages.FirstChunk)
 			if err != nil {
 				yield(transport.Chunk{}, classify(ctx, err))
 				return
