@@ -76,8 +76,10 @@ type Deps struct {
 	Model   transport.TextModel
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
-	// Observe, when set, is shown every request before it goes to the
-	// model (for the session's context metrics).
+	// Observe, when set, is shown every request of an admitted turn once
+	// its stream has ended (for the session's context metrics): its
+	// estimate walks the whole history, which the first text.delta does
+	// not wait for.
 	Observe func(req transport.TextRequest)
 	// Admitted, when set, lets the turn's first model request start before
 	// the session knows whether the turn may run (its store round trip runs
@@ -140,12 +142,12 @@ func (l *loop) run(ctx context.Context, note string) protocol.TurnEnd {
 		req := transport.TextRequest{System: system, Tools: l.cfg.Tools,
 			History: append(history[:len(history):len(history)], l.sent...)}
 
-		if l.d.Observe != nil {
-			l.d.Observe(req)
-		}
 		text, calls, err := l.streamOnce(ctx, req, !restrict, announced)
 		if errors.Is(err, errNotAdmitted) {
 			return ReasonNotAdmitted
+		}
+		if l.d.Observe != nil {
+			l.d.Observe(req)
 		}
 		if err != nil {
 			return l.failed(ctx, err)
