@@ -172,3 +172,26 @@ func TestRemindersMoveToTheTurnNoteAndTheirRejectedAnswersLeave(t *testing.T) {
 		t.Errorf("without reminders: %q %+v, want them unchanged", s, k)
 	}
 }
+
+// BenchmarkContents converts a history of 200 entries (100 exchanges, every
+// tenth with a tool round), as a long conversation's every request does.
+//
+//	go test -run '^$' -bench BenchmarkContents -benchmem ./transport/geminitext
+func BenchmarkContents(b *testing.B) {
+	var h []transport.Entry
+	for i := 0; len(h) < 200; i++ {
+		h = append(h, transport.Entry{Role: transport.RoleUser, Text: "when do you ship?"})
+		if i%10 == 0 {
+			h = append(h,
+				transport.Entry{Role: transport.RoleModel, Calls: []transport.FunctionCall{
+					{ID: "fc", Name: "kb_search", Args: map[string]any{"query": "shipping"}}}},
+				transport.Entry{Role: transport.RoleTool, Results: []transport.FunctionResult{
+					{ID: "fc", Name: "kb_search", Response: map[string]any{"output": "two days"}}}})
+		}
+		h = append(h, transport.Entry{Role: transport.RoleModel, Text: "Beans ship within two business days of roasting."})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		geminitext.Contents(h)
+	}
+}

@@ -250,49 +250,67 @@ func parseProtoDuration(s string) (time.Duration, error) {
 // role merge into one content (a failed turn leaves two user entries in a
 // row, which the API would otherwise refuse).
 func Contents(history []transport.Entry) []*genai.Content {
-	synthetic := map[string]bool{}
-	var out []*genai.Content
-	add := func(role string, parts ...*genai.Part) {
-		if len(parts) == 0 {
-			return
-		}
+	// A long history is converted for every request: its parts, calls and
+	// responses come from one slab each, and each content's parts are one
+	// run of a shared slice (merging extends the run), rather than an
+	// allocation per part.
+	if len(history) == 0 {
+		return nil
+	}
+	var nParts, nCalls, nResults int
+	for _, e := range history {
+		nParts += 1 + len(e.Calls) + len(e.Results)
+		nCalls += len(e.Calls)
+		nResults += len(e.Results)
+	}
+	parts := make([]genai.Part, 0, nParts)
+	refs := make([]*genai.Part, 0, nParts)
+	calls := make([]genai.FunctionCall, 0, nCalls)
+	responses := make([]genai.FunctionResponse, 0, nResults)
+	contents := make([]genai.Content, 0, len(history))
+	out := make([]*genai.Content, 0, len(history))
+	var synthetic map[string]bool
+	start := 0 // where the last content's parts begin in refs
+	add := func(role string, p genai.Part) {
+		parts = append(parts, p)
+		refs = append(refs, &parts[len(parts)-1])
 		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			out[n-1].Parts = refs[start:len(refs):len(refs)]
 			return
 		}
-		out = append(out, &genai.Content{Role: role, Parts: parts})
+		start = len(refs) - 1
+		contents = append(contents, genai.Content{Role: role, Parts: refs[start:len(refs):len(refs)]})
+		out = append(out, &contents[len(contents)-1])
 	}
 	for _, e := range history {
 		switch e.Role {
 		case transport.RoleUser:
-			add(genai.RoleUser, &genai.Part{Text: e.Text})
+			add(genai.RoleUser, genai.Part{Text: e.Text})
 		case transport.RoleModel:
-			var parts []*genai.Part
 			if e.Text != "" {
-				parts = append(parts, &genai.Part{Text: e.Text})
+				add(genai.RoleModel, genai.Part{Text: e.Text})
 			}
 			for _, c := range e.Calls {
 				id := c.ID
 				if c.Synthetic {
+					if synthetic == nil {
+						synthetic = map[string]bool{}
+					}
 					synthetic[c.ID] = true
 					id = ""
 				}
-				parts = append(parts, &genai.Part{
-					FunctionCall:     &genai.FunctionCall{ID: id, Name: c.Name, Args: c.Args},
-					ThoughtSignature: c.Signature,
-				})
+				calls = append(calls, genai.FunctionCall{ID: id, Name: c.Name, Args: c.Args})
+				add(genai.RoleModel, genai.Part{FunctionCall: &calls[len(calls)-1], ThoughtSignature: c.Signature})
 			}
-			add(genai.RoleModel, parts...)
 		case transport.RoleTool:
-			parts := make([]*genai.Part, 0, len(e.Results))
 			for _, r := range e.Results {
 				id := r.ID
 				if synthetic[r.ID] {
 					id = ""
 				}
-				parts = append(parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: r.Name, Response: r.Response}})
+				responses = append(responses, genai.FunctionResponse{ID: id, Name: r.Name, Response: r.Response})
+				add(genai.RoleUser, genai.Part{FunctionResponse: &responses[len(responses)-1]})
 			}
-			add(genai.RoleUser, parts...)
 		}
 	}
 	return out
