@@ -231,7 +231,8 @@ func TestDashboardAndAlertsUseOnlyWhatAFreshGatewayExposes(t *testing.T) {
 		"turnstile_confirmations_total", "turnstile_upstream_events_total", "turnstile_model_requests_total",
 		"turnstile_redis_duration_seconds_bucket", "turnstile_redis_errors_total", "turnstile_browser_disconnects_total",
 		"process_cpu_seconds_total", "process_resident_memory_bytes", "go_goroutines", "turnstile_ready",
-		"turnstile_sessions_refused_total", "turnstile_session_context_tokens", "turnstile_session_context_budget_tokens"} {
+		"turnstile_sessions_refused_total", "turnstile_session_context_tokens", "turnstile_session_context_budget_tokens",
+		"turnstile_relay_added_seconds_bucket", "go_sched_latencies_seconds_bucket"} {
 		if !strings.Contains(all.String(), m) {
 			t.Errorf("no panel or alert uses %s", m)
 		}
