@@ -204,20 +204,10 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			"allowed on loopback only")
 	}
 	gw.edge = server.New(server.Config{
-		AllowedOrigins:     cfg.AllowedOrigins,
-		ReadHeaderTimeout:  cfg.HTTPReadHeaderTimeout,
-		IdleTimeout:        cfg.HTTPIdleTimeout,
-		MaxHeaderBytes:     cfg.HTTPMaxHeaderBytes,
-		MaxConnections:     cfg.MaxConnections,
-		MaxSessions:        cfg.MaxSessions,
-		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
-		LeaseTTL:           cfg.UserLeaseTTL,
-		TrustedProxies:     cfg.TrustedProxies,
-		UnauthPerIP:        cfg.UnauthPerIP,
-		UnauthShare:        cfg.UnauthShare,
-		UnauthIdleTimeout:  cfg.UnauthIdleTimeout,
-		AdminToken:         string(cfg.AdminToken),
-		AdminMetricsOpen:   cfg.AdminMetricsOpen,
+		AllowedOrigins:   cfg.AllowedOrigins,
+		Edge:             cfg.Edge,
+		AdminToken:       string(cfg.AdminToken),
+		AdminMetricsOpen: cfg.AdminMetricsOpen,
 	}, server.Deps{
 		Sessions:  gw.sessions,
 		Auth:      auth,

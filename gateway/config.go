@@ -106,29 +106,21 @@ type Config struct {
 	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
 	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
 
-	// The edge: listeners, HTTP limits, admission and tokens.
-	AdminAddr             string                // host:port of /metrics, /metrics/summary, /healthz, /readyz
-	HTTPReadHeaderTimeout time.Duration         // a request's headers must arrive within this
-	HTTPIdleTimeout       time.Duration         // an idle keep-alive connection is closed after this
-	HTTPMaxHeaderBytes    int                   // request headers larger than this are refused (431)
-	MaxConnections        int                   // open connections on the public listener, enforced at accept
-	MaxSessions           int                   // upgraded connections on this node (503 beyond)
-	MaxSessionsPerUser    int                   // one user's open connections across all nodes (429 beyond); 0 = no limit
-	UserLeaseTTL          time.Duration         // life of a per-user connection lease without renewal
-	AuthMaxTTL            time.Duration         // a token's exp may be at most this far away
-	AuthLeeway            time.Duration         // clock skew tolerated for exp, nbf and AuthMaxTTL
-	AuthAudience          string                // "" = aud not checked
-	AuthIssuer            string                // "" = iss not checked
-	AuthJWKSURL           string                // "" = no RS256/ES256/EdDSA tokens
-	AuthJWKSRefresh       time.Duration         // how often the JWKS is fetched again
-	FileLimit             uint64                // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
-	TLSCertFile           string                // PEM certificate of both listeners; "" = plain HTTP
-	TLSKeyFile            string                // its PEM key
-	TrustedProxies        server.TrustedProxies // whose X-Forwarded-For / Forwarded name the client
-	// Connections that have not authenticated (config_unauth.go).
-	UnauthPerIP       int           // per client IP; 0 = no limit
-	UnauthShare       float64       // of MaxConnections, together
-	UnauthIdleTimeout time.Duration // closed after this long without a request
+	// The edge: listeners, admission and tokens.
+	AdminAddr       string        // host:port of /metrics, /metrics/summary, /healthz, /readyz
+	AuthMaxTTL      time.Duration // a token's exp may be at most this far away
+	AuthLeeway      time.Duration // clock skew tolerated for exp, nbf and AuthMaxTTL
+	AuthAudience    string        // "" = aud not checked
+	AuthIssuer      string        // "" = iss not checked
+	AuthJWKSURL     string        // "" = no RS256/ES256/EdDSA tokens
+	AuthJWKSRefresh time.Duration // how often the JWKS is fetched again
+	FileLimit       uint64        // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
+	TLSCertFile     string        // PEM certificate of both listeners; "" = plain HTTP
+	TLSKeyFile      string        // its PEM key
+	// The listener's limits — HTTP timeouts, connection and session caps,
+	// trusted proxies, unauthenticated connections: the edge's own
+	// settings (server/settings.go).
+	server.Edge
 
 	// The admin listener's timelines and operator actions, and the event
 	// stream (config_admin.go).
@@ -247,7 +239,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("events_stream", c.EventsStream),
 		slog.Int("events_maxlen", c.EventsMaxLen),
 		slog.Duration("http_read_header_timeout", c.HTTPReadHeaderTimeout),
-		slog.Duration("http_idle_timeout", c.HTTPIdleTimeout),
+		slog.Duration("http_idle_timeout", c.Edge.HTTPIdleTimeout),
 		slog.Int("http_max_header_bytes", c.HTTPMaxHeaderBytes),
 		slog.Int("max_connections", c.MaxConnections),
 		slog.Int("max_sessions", c.MaxSessions),
@@ -277,7 +269,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("history_max_bytes", c.HistoryMaxBytes),
 		slog.Int("resume_history_max", c.ResumeHistoryMax),
 		slog.Duration("ping_interval", c.PingInterval),
-		slog.Duration("idle_timeout", c.IdleTimeout),
+		slog.Duration("idle_timeout", c.Limits.IdleTimeout),
 		slog.Any("block_steps", c.BlockSteps),
 		slog.Duration("block_memory", c.BlockMemory),
 		slog.String("tls_cert_file", c.TLSCertFile),
@@ -337,7 +329,7 @@ const DefaultSystemPrompt = "You are a friendly customer-support assistant. " +
 type configSetting = settings.Setting[Config]
 
 func configSettings() []configSetting {
-	return append([]configSetting{
+	return slices.Concat([]configSetting{
 		{Env: "TURNSTILE_ADDR", Def: "127.0.0.1:8080", Usage: "listen address, host:port", Apply: parseAddr},
 		// Before REDIS_URL, which is checked against the mode.
 		{Env: "TURNSTILE_REDIS_MODE", Def: string(store.RedisSingle),
@@ -538,22 +530,7 @@ func configSettings() []configSetting {
 				c.AdminAddr = v
 				return nil
 			}},
-		settings.Duration("TURNSTILE_HTTP_READ_HEADER_TIMEOUT", "5s", "a request's headers must arrive within this, or the connection is closed", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout }),
-		settings.Duration("TURNSTILE_HTTP_IDLE_TIMEOUT", "60s", "an idle keep-alive connection is closed after this", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.HTTPIdleTimeout }),
-		settings.Int("TURNSTILE_HTTP_MAX_HEADER_BYTES", 16<<10, "largest request headers accepted, in bytes (431 beyond)", 8<<10, 1<<20,
-			func(c *Config) *int { return &c.HTTPMaxHeaderBytes }),
-		{Env: "TURNSTILE_MAX_CONNECTIONS", DefDoc: "what the open-file limit leaves after 256 for Redis, the model's HTTP and files (shared with voice sessions' model connections)",
-			Usage: "open connections on the public listener; more are closed at accept (at least 1, and room must remain below the open-file limit)",
-			Apply: settings.OptionalInt(1, func(c *Config) *int { return &c.MaxConnections })},
-		{Env: "TURNSTILE_MAX_SESSIONS", DefDoc: "10000, or 90% of TURNSTILE_MAX_CONNECTIONS if lower",
-			Usage: "WebSocket sessions on this node; more are refused with HTTP 503 and Retry-After before the upgrade (at least 1)",
-			Apply: settings.OptionalInt(1, func(c *Config) *int { return &c.MaxSessions })},
-		settings.Int("TURNSTILE_MAX_SESSIONS_PER_USER", 10, "open WebSocket connections of one user across all nodes; more are refused with HTTP 429 and Retry-After (0: no limit; not applied in dev mode)", 0, -1,
-			func(c *Config) *int { return &c.MaxSessionsPerUser }),
-		settings.Duration("TURNSTILE_USER_LEASE_TTL", "30s", "how long a connection still counts for its user after its node stopped renewing it (died); renewed three times per TTL", time.Second,
-			func(c *Config) *time.Duration { return &c.UserLeaseTTL }),
+	}, edgeSettings(server.EdgeSettings()), []configSetting{
 		settings.Duration("TURNSTILE_AUTH_MAX_TTL", "24h", "a token whose exp is further away than this is refused", time.Minute,
 			func(c *Config) *time.Duration { return &c.AuthMaxTTL }),
 		settings.Duration("TURNSTILE_AUTH_LEEWAY", "30s", "clock difference tolerated with the token issuer (exp, nbf, TURNSTILE_AUTH_MAX_TTL)", time.Nanosecond,
@@ -577,11 +554,11 @@ func configSettings() []configSetting {
 			}},
 		settings.Duration("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
 			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	}, slices.Concat(
+	},
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), sessionSettings(session.BlockSettings()),
-		unauthSettings(), toolIdentitySettings(), sessionContextSettings(), handoffSettings())...)
+		edgeSettings(server.UnauthSettings()), toolIdentitySettings(), sessionContextSettings(), handoffSettings())
 }
 
 // userStorageSetting is the store's per-user quota, listed with the
@@ -589,6 +566,11 @@ func configSettings() []configSetting {
 func userStorageSetting() configSetting {
 	return settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
 		func(c *Config) *int { return &c.UserStorageBytes })
+}
+
+// edgeSettings lifts a table of the edge's limits into the gateway's.
+func edgeSettings(rows []settings.Setting[server.Edge]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *server.Edge { return &c.Edge })
 }
 
 // sessionSettings lifts a table of the session's limits into the gateway's.
@@ -701,7 +683,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset and so is TURNSTILE_AUTH_JWKS_URL (dev mode, anonymous users), "+
 			"and the address is not loopback; set one of them or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
 	}
-	if !failed["TURNSTILE_PING_INTERVAL"] && !failed["TURNSTILE_IDLE_TIMEOUT"] && c.IdleTimeout <= c.PingInterval {
+	if !failed["TURNSTILE_PING_INTERVAL"] && !failed["TURNSTILE_IDLE_TIMEOUT"] && c.Limits.IdleTimeout <= c.PingInterval {
 		errs = append(errs, fmt.Errorf("%s: must be longer than %s (a connection that answers pings must never look idle)",
 			shown["TURNSTILE_IDLE_TIMEOUT"], shown["TURNSTILE_PING_INTERVAL"]))
 	}

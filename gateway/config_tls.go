@@ -11,24 +11,14 @@ import (
 )
 
 func networkSettings() []configSetting {
-	return []configSetting{
+	return append([]configSetting{
 		{Env: "TURNSTILE_TLS_CERT_FILE", DefDoc: "unset: plain HTTP",
 			Usage: "PEM certificate (chain) both listeners serve TLS 1.2+ with, read again when the file changes; needs TURNSTILE_TLS_KEY_FILE",
 			Apply: tlsFile(func(c *Config) *string { return &c.TLSCertFile })},
 		{Env: "TURNSTILE_TLS_KEY_FILE", DefDoc: "unset: plain HTTP",
 			Usage: "PEM private key of TURNSTILE_TLS_CERT_FILE, read again when the file changes",
 			Apply: tlsFile(func(c *Config) *string { return &c.TLSKeyFile })},
-		{Env: "TURNSTILE_TRUSTED_PROXIES", DefDoc: "unset: the TCP peer is the client",
-			Usage: "comma-separated CIDRs or IPs of the proxies in front of the gateway, e.g. 10.0.0.0/8; their X-Forwarded-For (or Forwarded) names the client, anyone else's is ignored",
-			Apply: func(c *Config, v string) error {
-				p, err := server.ParseTrustedProxies(v)
-				if err != nil {
-					return err
-				}
-				c.TrustedProxies = p
-				return nil
-			}},
-	}
+	}, edgeSettings(server.ProxySettings())...)
 }
 
 // tlsFile takes the path of a readable regular file.

@@ -66,7 +66,7 @@ type admission struct {
 
 func newAdmission(cfg Config, d Deps, throttle *throttle.Keyed) *admission {
 	a := &admission{
-		maxSessions: cfg.MaxSessions, perUser: cfg.MaxSessionsPerUser, store: d.Leases, ttl: cfg.LeaseTTL,
+		maxSessions: cfg.MaxSessions, perUser: cfg.MaxSessionsPerUser, store: d.Leases, ttl: cfg.UserLeaseTTL,
 		log: d.Log, throttle: throttle, held: map[string]map[string]struct{}{}, kick: make(chan struct{}, 1),
 	}
 	if a.ttl <= 0 {

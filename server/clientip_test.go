@@ -113,7 +113,7 @@ func TestRefusalLogNamesTheForwardedClientOnlyFromATrustedProxy(t *testing.T) {
 			t.Cleanup(auth.Close)
 			logs := &logBuffer{}
 			reg := prometheus.NewRegistry()
-			s := New(Config{TrustedProxies: trusted}, Deps{Auth: auth, Store: pingOK{}, Metrics: metrics.New(reg, metrics.Build{}),
+			s := New(Config{Edge: Edge{TrustedProxies: trusted}}, Deps{Auth: auth, Store: pingOK{}, Metrics: metrics.New(reg, metrics.Build{}),
 				Gatherer: reg, Log: slog.New(slog.NewTextHandler(logs, nil))})
 			t.Cleanup(s.Close)
 			addr := serve(t, s.PublicServer(), s.LimitListener)

@@ -114,7 +114,7 @@ func (c *rawConn) closedWithin(d time.Duration) bool {
 }
 
 func TestStalledHeadersAndIdleKeepAlivesAreCut(t *testing.T) {
-	s := newTestServer(t, Config{ReadHeaderTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond}, nil)
+	s := newTestServer(t, Config{Edge: Edge{HTTPReadHeaderTimeout: 200 * time.Millisecond, HTTPIdleTimeout: 300 * time.Millisecond}}, nil)
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 
 	stalled := dialRaw(t, addr)
@@ -165,7 +165,7 @@ func TestHeadersOverTheCapAreRefused(t *testing.T) {
 }
 
 func TestConnectionCapClosesNewConnectionsAndKeepsOpenOnesServed(t *testing.T) {
-	s := newTestServer(t, Config{MaxConnections: 3}, nil)
+	s := newTestServer(t, Config{Edge: Edge{MaxConnections: 3}}, nil)
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 
 	probe := dialRaw(t, addr) // a load balancer's keep-alive health check

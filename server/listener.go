@@ -40,9 +40,9 @@ func (s *Server) AdminServer() *http.Server { return s.httpServer(s.AdminHandler
 func (s *Server) httpServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		ReadHeaderTimeout: s.cfg.HTTPReadHeaderTimeout,
+		IdleTimeout:       s.cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:    s.cfg.HTTPMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.d.Log.Handler(), slog.LevelWarn),
 	}
 }

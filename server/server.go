@@ -44,35 +44,9 @@ type Config struct {
 	// ReadyTimeout bounds the store ping of /readyz; default 1 s.
 	ReadyTimeout time.Duration
 
-	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout
-	IdleTimeout       time.Duration // keep-alive; default DefaultIdleTimeout
-	MaxHeaderBytes    int           // default DefaultMaxHeaderBytes
-	// MaxConnections caps open connections on the public listener (see
-	// LimitListener); 0: no cap.
-	MaxConnections int
-	// MaxSessions caps upgraded connections on this node (HTTP 503 beyond).
-	MaxSessions int
-	// MaxSessionsPerUser caps one user's open connections across all
-	// nodes (HTTP 429 beyond); needs Deps.Leases. Not applied in dev mode.
-	MaxSessionsPerUser int
-	// LeaseTTL is the life of a per-user lease without renewal; default
-	// DefaultLeaseTTL.
-	LeaseTTL time.Duration
-	// TrustedProxies are the proxies whose X-Forwarded-For or Forwarded
-	// name the client (in logs, the session and UnauthPerIP); empty: the
-	// TCP peer is.
-	TrustedProxies TrustedProxies
-	// UnauthPerIP caps the unauthenticated connections (not upgraded yet)
-	// of one client IP (an IPv6 /64) on the public listener; 0: no cap.
-	// Not applied in dev mode. See unauth.go.
-	UnauthPerIP int
-	// UnauthShare is the share of MaxConnections unauthenticated
-	// connections may hold together (0 or 1: no cap of their own).
-	UnauthShare float64
-	// UnauthIdleTimeout closes an unauthenticated keep-alive connection
-	// with no request (not a trusted proxy's: those keep IdleTimeout);
-	// default DefaultUnauthIdleTimeout.
-	UnauthIdleTimeout time.Duration
+	// Edge are the listener's limits: HTTP timeouts, connection and
+	// session caps, proxies, unauthenticated connections (settings.go).
+	Edge
 	// AdminToken, when set, is the bearer token every admin route but
 	// /healthz and /readyz requires (and /metrics unless
 	// AdminMetricsOpen).
@@ -135,14 +109,14 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = time.Second
 	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	if cfg.HTTPReadHeaderTimeout <= 0 {
+		cfg.HTTPReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
+	if cfg.HTTPIdleTimeout <= 0 {
+		cfg.HTTPIdleTimeout = DefaultIdleTimeout
 	}
-	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	if cfg.HTTPMaxHeaderBytes <= 0 {
+		cfg.HTTPMaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if cfg.UnauthIdleTimeout <= 0 {
 		cfg.UnauthIdleTimeout = DefaultUnauthIdleTimeout

@@ -17,7 +17,7 @@ func BenchmarkUnauthLimits(b *testing.B) {
 		if on {
 			name = "on"
 		}
-		s := newTestServer(b, Config{MaxConnections: 1 << 16, UnauthPerIP: 1 << 10, UnauthShare: 0.5}, hsAuth(b))
+		s := newTestServer(b, Config{Edge: Edge{MaxConnections: 1 << 16, UnauthPerIP: 1 << 10, UnauthShare: 0.5}}, hsAuth(b))
 		srv, wrap := s.httpServer(s.Handler()), func(ln net.Listener) net.Listener { return ln }
 		if on {
 			srv, wrap = s.PublicServer(), s.LimitListener

@@ -42,7 +42,7 @@ func mustDialFrom(t *testing.T, ip, addr string) *rawConn {
 // most that address's cap; everyone else is served.
 func TestIdleConnectionsFromOneIPHoldOnlyTheirCap(t *testing.T) {
 	// Silent connections are held past the test (not cut by the header timeout).
-	s := newTestServer(t, Config{MaxConnections: 400, UnauthPerIP: 8, ReadHeaderTimeout: time.Minute}, hsAuth(t))
+	s := newTestServer(t, Config{Edge: Edge{MaxConnections: 400, UnauthPerIP: 8, HTTPReadHeaderTimeout: time.Minute}}, hsAuth(t))
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 	const flood = 100
 	for range flood {
@@ -70,7 +70,7 @@ func TestIdleConnectionsFromOneIPHoldOnlyTheirCap(t *testing.T) {
 // Over its cap a client loses its connection idle the longest (a page
 // load's keep-alive), not the one it is opening.
 func TestPerIPCapClosesTheClientsLongestIdleConnection(t *testing.T) {
-	s := newTestServer(t, Config{MaxConnections: 100, UnauthPerIP: 2}, hsAuth(t))
+	s := newTestServer(t, Config{Edge: Edge{MaxConnections: 100, UnauthPerIP: 2}}, hsAuth(t))
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 	a, b := mustDialFrom(t, "127.0.0.2", addr), mustDialFrom(t, "127.0.0.2", addr)
 	for _, c := range []*rawConn{a, b} {
@@ -97,7 +97,7 @@ func TestPerIPCapClosesTheClientsLongestIdleConnection(t *testing.T) {
 // Unauthenticated connections of many clients hold at most their share of
 // the node: a newcomer takes the place of the one idle the longest.
 func TestUnauthenticatedShareClosesTheLongestIdleForANewcomer(t *testing.T) {
-	s := newTestServer(t, Config{MaxConnections: 8, UnauthShare: 0.5}, hsAuth(t))
+	s := newTestServer(t, Config{Edge: Edge{MaxConnections: 8, UnauthShare: 0.5}}, hsAuth(t))
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 	var idlers []*rawConn
 	for i := 2; i <= 5; i++ {
@@ -127,8 +127,8 @@ func TestUnauthenticatedShareClosesTheLongestIdleForANewcomer(t *testing.T) {
 // trusted proxy's keeps the HTTP idle timeout (the proxy should close
 // first).
 func TestUnauthenticatedKeepAliveIsClosedAfterItsIdleTimeout(t *testing.T) {
-	s := newTestServer(t, Config{UnauthIdleTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute,
-		TrustedProxies: TrustedProxies{netip.MustParsePrefix("127.0.0.3/32")}}, hsAuth(t))
+	s := newTestServer(t, Config{Edge: Edge{UnauthIdleTimeout: 100 * time.Millisecond, HTTPIdleTimeout: time.Minute,
+		TrustedProxies: TrustedProxies{netip.MustParsePrefix("127.0.0.3/32")}}}, hsAuth(t))
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 	direct, proxy := mustDialFrom(t, "127.0.0.2", addr), mustDialFrom(t, "127.0.0.3", addr)
 	for _, c := range []*rawConn{direct, proxy} {
@@ -163,8 +163,8 @@ func (c *rawConn) getAs(path, client string) (*http.Response, error) {
 // answered 429 with Retry-After; other clients of the same proxy are
 // served.
 func TestPerIPCapBehindATrustedProxyCountsTheForwardedClient(t *testing.T) {
-	s := newTestServer(t, Config{MaxConnections: 100, UnauthPerIP: 1,
-		TrustedProxies: TrustedProxies{netip.MustParsePrefix("127.0.0.2/32")}}, hsAuth(t))
+	s := newTestServer(t, Config{Edge: Edge{MaxConnections: 100, UnauthPerIP: 1,
+		TrustedProxies: TrustedProxies{netip.MustParsePrefix("127.0.0.2/32")}}}, hsAuth(t))
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })

@@ -21,7 +21,7 @@ import (
 // A node that is full says so on /readyz, so that the load balancer sends
 // new users elsewhere; it is ready again as soon as a place frees.
 func TestReadyzIsNotReadyWhileTheNodeIsFull(t *testing.T) {
-	s := newTestServer(t, Config{MaxSessions: 1}, nil)
+	s := newTestServer(t, Config{Edge: Edge{MaxSessions: 1}}, nil)
 	readyz := func() (int, string) {
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
@@ -41,7 +41,7 @@ func TestReadyzIsNotReadyWhileTheNodeIsFull(t *testing.T) {
 	}
 
 	// Every connection taken: the probe itself holds the last one.
-	s = newTestServer(t, Config{MaxConnections: 2}, nil)
+	s = newTestServer(t, Config{Edge: Edge{MaxConnections: 2}}, nil)
 	addr := serve(t, s.PublicServer(), s.LimitListener)
 	other := dialRaw(t, addr)
 	if code, err := other.get("/healthz"); code != 200 || err != nil {
@@ -79,7 +79,7 @@ func idleUnauth(s *Server) int {
 // Under TLS the HTTP server sees the TLS connection; the limits still find
 // the connection under it: an idle unauthenticated keep-alive is closed.
 func TestUnauthenticatedTLSKeepAliveIsClosedAfterItsIdleTimeout(t *testing.T) {
-	s := newTestServer(t, Config{UnauthIdleTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute}, nil)
+	s := newTestServer(t, Config{Edge: Edge{UnauthIdleTimeout: 100 * time.Millisecond, HTTPIdleTimeout: time.Minute}}, nil)
 	cert := tlstest.New(t, "edge")
 	dir := t.TempDir()
 	certFile, keyFile := cert.Files(t, dir)
