@@ -66,7 +66,7 @@ func tokenRedisConfig(t *testing.T) gateway.Config {
 // as live; the event stream holds one record per turn.
 func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 	cfg := tokenRedisConfig(t)
-	cfg.TextMaxRetrieval = 1
+	cfg.Text.MaxRetrieval = 1
 	cfg.EventsStream = "turnstile:test:events"
 	brain := fakegemini.NewScript(callStep(searchCall("shipping"), searchCall("returns")),
 		textStep("Beans ship in two days."), textStep("You are welcome."))

@@ -184,10 +184,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Model: textModel,
 		Live:  fdroom.Live(files, geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{})),
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{
-			Text:         budget(cfg, "text", cfg.TextMaxRetrieval, cfg.TextMaxCalls),
-			Voice:        budget(cfg, "voice", cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls),
+			Budgets:      cfg.budgets(),
 			StoreTimeout: 2 * cfg.RedisTimeout,
-			ConfirmTTL:   cfg.ConfirmTTL,
 			Now:          clk.Now,
 		}, orchestrator.Deps{Registry: registry, Metrics: m, Log: log, Ledger: st, Confirms: st}),
 		Tools:   catalog,
@@ -371,12 +369,17 @@ func metricToolNames(r *tools.Registry) []string {
 	return names
 }
 
-// budget is a mode's per-turn gate: the policy file's, else the settings'.
-func budget(cfg Config, mode protocol.Mode, maxRetrieval, maxCalls int) orchestrator.Budget {
-	if b, ok := cfg.Policy.Budget(mode); ok {
-		return b
+// budgets are the orchestrator's: each mode's gate is the policy file's,
+// else the settings'.
+func (c Config) budgets() orchestrator.Budgets {
+	b := c.Budgets
+	if p, ok := c.Policy.Budget(protocol.ModeText); ok {
+		b.Text = p
 	}
-	return orchestrator.Budget{MaxRetrieval: maxRetrieval, MaxCalls: maxCalls}
+	if p, ok := c.Policy.Budget(protocol.ModeVoice); ok {
+		b.Voice = p
+	}
+	return b
 }
 
 // userStorageQuota is the per-user storage quota the store keeps: none in

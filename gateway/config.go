@@ -15,7 +15,7 @@ import (
 	"unicode"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
-	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
@@ -71,10 +71,10 @@ type Config struct {
 	VertexLocation string // GOOGLE_CLOUD_LOCATION
 	Demo           bool   // TURNSTILE_DEMO: the offline demo model may serve a non-loopback address
 
-	VoiceMaxRetrieval int // retrieval calls per voice turn
-	VoiceMaxCalls     int // tool calls per voice turn
-	TextMaxRetrieval  int // retrieval calls per text turn
-	TextMaxCalls      int // tool calls per text turn
+	// The per-turn budgets (a policy file may override them) and the
+	// confirmations' life: the orchestrator's own settings
+	// (orchestrator/settings.go).
+	orchestrator.Budgets
 	MaxToolIterations int // model↔tool rounds per text turn
 
 	LogLevel        slog.Level
@@ -89,10 +89,9 @@ type Config struct {
 	ModelTimeout    time.Duration // deadline of one model call
 	SystemPrompt    string
 
-	ConfirmTTL               time.Duration // life of a confirmation and of an approval
-	RestrictOutput           bool          // the model must answer through tools
-	RestrictionMessage       string        // "" = the session's default message
-	RestrictionMaxInjections int           // 0 = bounded by MaxToolIterations only
+	RestrictOutput           bool   // the model must answer through tools
+	RestrictionMessage       string // "" = the session's default message
+	RestrictionMaxInjections int    // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
 
@@ -214,10 +213,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("profiles_dir", c.ProfilesDir),
 		slog.String("handoff_url", c.HandoffURL),
 		slog.Any("handoff_signing_secret", c.HandoffSigningSecret),
-		slog.Int("voice_max_retrieval", c.VoiceMaxRetrieval),
-		slog.Int("voice_max_calls", c.VoiceMaxCalls),
-		slog.Int("text_max_retrieval", c.TextMaxRetrieval),
-		slog.Int("text_max_calls", c.TextMaxCalls),
+		slog.Int("voice_max_retrieval", c.Voice.MaxRetrieval),
+		slog.Int("voice_max_calls", c.Voice.MaxCalls),
+		slog.Int("text_max_retrieval", c.Text.MaxRetrieval),
+		slog.Int("text_max_calls", c.Text.MaxCalls),
 		slog.Int("max_tool_iterations", c.MaxToolIterations),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
@@ -430,19 +429,7 @@ func configSettings() []configSetting {
 			Apply: parseMCPConfigPath},
 		settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
-		// The per-turn budgets' defaults are tools.DefaultBudget's, defined once in tools.
-		settings.Int("TURNSTILE_VOICE_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeVoice).MaxRetrieval,
-			"retrieval tool calls allowed per voice turn", 0, -1,
-			func(c *Config) *int { return &c.VoiceMaxRetrieval }),
-		settings.Int("TURNSTILE_VOICE_MAX_CALLS", tools.DefaultBudget(protocol.ModeVoice).MaxCalls,
-			"tool calls allowed per voice turn", 0, -1,
-			func(c *Config) *int { return &c.VoiceMaxCalls }),
-		settings.Int("TURNSTILE_TEXT_MAX_RETRIEVAL", tools.DefaultBudget(protocol.ModeText).MaxRetrieval,
-			"retrieval tool calls allowed per text turn", 0, -1,
-			func(c *Config) *int { return &c.TextMaxRetrieval }),
-		settings.Int("TURNSTILE_TEXT_MAX_CALLS", tools.DefaultBudget(protocol.ModeText).MaxCalls,
-			"tool calls allowed per text turn", 0, -1,
-			func(c *Config) *int { return &c.TextMaxCalls }),
+	}, orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
 		{Env: "TURNSTILE_MAX_TOOL_ITERATIONS", Def: "20",
 			Usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
 			Apply: func(c *Config, v string) error {
@@ -488,8 +475,7 @@ func configSettings() []configSetting {
 				c.SystemPrompt = v
 				return nil
 			}},
-		settings.Duration("TURNSTILE_CONFIRM_TTL", "2m", "how long a confirmation waits for the user, and an approval for the model's repeated call", time.Second,
-			func(c *Config) *time.Duration { return &c.ConfirmTTL }),
+	}, orchestratorSettings(orchestrator.ConfirmSettings()), []configSetting{
 		{Env: "TURNSTILE_RESTRICT_OUTPUT", Def: "false", Usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
 			Apply: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(strings.TrimSpace(v))
@@ -566,6 +552,12 @@ func configSettings() []configSetting {
 func userStorageSetting() configSetting {
 	return settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
 		func(c *Config) *int { return &c.UserStorageBytes })
+}
+
+// orchestratorSettings lifts a table of the orchestrator's budgets into the
+// gateway's.
+func orchestratorSettings(rows []settings.Setting[orchestrator.Budgets]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *orchestrator.Budgets { return &c.Budgets })
 }
 
 // edgeSettings lifts a table of the edge's limits into the gateway's.
@@ -656,8 +648,8 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 		retrieval, calls string
 		r, n             *int
 	}{
-		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "TURNSTILE_VOICE_MAX_CALLS", &c.VoiceMaxRetrieval, &c.VoiceMaxCalls},
-		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "TURNSTILE_TEXT_MAX_CALLS", &c.TextMaxRetrieval, &c.TextMaxCalls},
+		{"TURNSTILE_VOICE_MAX_RETRIEVAL", "TURNSTILE_VOICE_MAX_CALLS", &c.Voice.MaxRetrieval, &c.Voice.MaxCalls},
+		{"TURNSTILE_TEXT_MAX_RETRIEVAL", "TURNSTILE_TEXT_MAX_CALLS", &c.Text.MaxRetrieval, &c.Text.MaxCalls},
 	} {
 		if failed[g.retrieval] || failed[g.calls] || *g.r <= *g.n {
 			continue

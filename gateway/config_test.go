@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
@@ -63,10 +64,12 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := Config{
 		Addr: "127.0.0.1:8080", TextModel: "gemini-2.5-flash", LiveModel: "gemini-2.5-flash-native-audio-preview-12-2025",
-		VoiceMaxRetrieval: 2, VoiceMaxCalls: 3, TextMaxRetrieval: 5, TextMaxCalls: 10, MaxToolIterations: 20,
-		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
+		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
+			Text: orchestrator.Budget{MaxRetrieval: 5, MaxCalls: 10}, ConfirmTTL: 2 * time.Minute},
+		MaxToolIterations: 20,
+		LogLevel:          slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
-		RedisMode: "single", RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt, ConfirmTTL: 2 * time.Minute,
+		RedisMode: "single", RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
 		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto",
 		MCPStartTimeout: 10 * time.Second,
 	}
@@ -142,10 +145,12 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		Addr: "0.0.0.0:9000", RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", GeminiAPIKey: "key-123",
 		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", AuthSecret: testAuthSecret,
 		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
-		VoiceMaxRetrieval: 1, VoiceMaxCalls: 1, TextMaxRetrieval: 0, TextMaxCalls: 4, MaxToolIterations: 1,
-		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
+		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
+			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
+		MaxToolIterations: 1,
+		LogLevel:          slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
-		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.", ConfirmTTL: 2 * time.Minute,
+		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
 		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
 		ToolChoice:      "required",
 		MCPStartTimeout: 10 * time.Second,
@@ -173,9 +178,9 @@ func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
 		check func(Config) bool
 	}{
 		{"flag wins over env", []string{"-addr", "127.0.0.1:2222"}, func(c Config) bool { return c.Addr == "127.0.0.1:2222" }},
-		{"double-dash flag", []string{"--text-max-calls=9"}, func(c Config) bool { return c.TextMaxCalls == 9 }},
-		{"env wins over default", nil, func(c Config) bool { return c.Addr == "127.0.0.1:1111" && c.TextMaxCalls == 7 }},
-		{"default when neither", nil, func(c Config) bool { return c.VoiceMaxCalls == 3 }},
+		{"double-dash flag", []string{"--text-max-calls=9"}, func(c Config) bool { return c.Text.MaxCalls == 9 }},
+		{"env wins over default", nil, func(c Config) bool { return c.Addr == "127.0.0.1:1111" && c.Text.MaxCalls == 7 }},
+		{"default when neither", nil, func(c Config) bool { return c.Voice.MaxCalls == 3 }},
 		{"secret flag twin", []string{"-gemini-api-key", "from-flag"}, func(c Config) bool { return c.GeminiAPIKey == "from-flag" }},
 		{"empty flag restores default", []string{"-gemini-api-key="}, func(c Config) bool { return c.Offline() }},
 	}
@@ -356,11 +361,11 @@ func TestAnExplicitBudgetClampsAConflictingDefaultWithAWarning(t *testing.T) {
 	if err != nil {
 		t.Fatalf("refused: %v", err)
 	}
-	if c.TextMaxCalls != 2 || c.TextMaxRetrieval != 2 {
-		t.Errorf("text budget calls %d retrieval %d, want the retrieval default lowered to 2", c.TextMaxCalls, c.TextMaxRetrieval)
+	if c.Text.MaxCalls != 2 || c.Text.MaxRetrieval != 2 {
+		t.Errorf("text budget calls %d retrieval %d, want the retrieval default lowered to 2", c.Text.MaxCalls, c.Text.MaxRetrieval)
 	}
-	if c.VoiceMaxRetrieval != 4 || c.VoiceMaxCalls != 4 {
-		t.Errorf("voice budget calls %d retrieval %d, want the calls default raised to 4", c.VoiceMaxCalls, c.VoiceMaxRetrieval)
+	if c.Voice.MaxRetrieval != 4 || c.Voice.MaxCalls != 4 {
+		t.Errorf("voice budget calls %d retrieval %d, want the calls default raised to 4", c.Voice.MaxCalls, c.Voice.MaxRetrieval)
 	}
 	warnings := strings.Join(c.Warnings, "\n")
 	for _, want := range []string{

@@ -72,7 +72,7 @@ func TestSixthRetrievalInOneMessageIsRefusedAndTheNextTurnHasFreshBudgets(t *tes
 
 func TestTotalGateSpansTheTurnsIterations(t *testing.T) {
 	cfg := defaultTestConfig(t)
-	cfg.TextMaxCalls = 3
+	cfg.Text.MaxCalls = 3
 	brain := fakegemini.NewScript(
 		callStep(searchCall("shipping"), getCall("shipping")),
 		callStep(searchCall("returns"), getCall("returns-and-refunds")),

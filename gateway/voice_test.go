@@ -319,7 +319,7 @@ func TestVoiceGatesRefuseCallsOverTheTurnsBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := defaultTestConfig(t)
 			if tc.total > 0 {
-				cfg.VoiceMaxRetrieval, cfg.VoiceMaxCalls = tc.retrieval, tc.total
+				cfg.Voice.MaxRetrieval, cfg.Voice.MaxCalls = tc.retrieval, tc.total
 			}
 			g, script := startVoiceGateway(t, cfg, nil)
 			c, _, u := startInVoice(t, g, script)

@@ -198,7 +198,7 @@ func TestDeniedCallNeverRuns(t *testing.T) {
 
 func TestLateAnswerIsExpiredAndNeverRuns(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))
-	c := newConfirmFixtureOn(t, orchestrator.Config{ConfirmTTL: time.Second}, clk)
+	c := newConfirmFixtureOn(t, orchestrator.Config{Budgets: orchestrator.Budgets{ConfirmTTL: time.Second}}, clk)
 	conf := c.request(t, transferArgs())
 	clk.Set(conf.ExpiresAt.Add(20 * time.Millisecond))
 
@@ -217,7 +217,7 @@ func TestLateAnswerIsExpiredAndNeverRuns(t *testing.T) {
 }
 
 func TestConfirmationForgottenLongAfterExpiryIsUnknown(t *testing.T) {
-	c := newConfirmFixture(t, orchestrator.Config{ConfirmTTL: time.Minute})
+	c := newConfirmFixture(t, orchestrator.Config{Budgets: orchestrator.Budgets{ConfirmTTL: time.Minute}})
 	conf := c.request(t, transferArgs())
 	c.r.mr.FastForward(time.Hour)
 	if _, err := c.resolve(conf.Token, true); !errors.Is(err, orchestrator.ErrConfirmUnknown) {
@@ -352,7 +352,7 @@ func TestConfirmationExpiryIsAtLeastTheConfiguredTTL(t *testing.T) {
 	// Ask 0.7 s into a second, so that an expiry rounded to whole seconds
 	// would lose 0.2 s of it.
 	clk := clock.NewFake(time.Date(2026, 11, 27, 4, 0, 0, 700*int(time.Millisecond), time.UTC))
-	c := newConfirmFixtureOn(t, orchestrator.Config{ConfirmTTL: 1500 * time.Millisecond}, clk)
+	c := newConfirmFixtureOn(t, orchestrator.Config{Budgets: orchestrator.Budgets{ConfirmTTL: 1500 * time.Millisecond}}, clk)
 	before := clk.Now()
 	conf := c.request(t, transferArgs())
 	if !conf.ExpiresAt.After(before.Add(1400 * time.Millisecond)) {

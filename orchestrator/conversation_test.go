@@ -102,7 +102,7 @@ func TestConversationLateAnswerIsExpiredAndNamesTheCall(t *testing.T) {
 	r := newRedisStores(t)
 	clk := clock.NewFake(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))
 	r.store = store.NewRedisStore(r.client, store.RedisStoreOptions{Now: clk.Now})
-	f, cv := conversation(t, orchestrator.Config{ConfirmTTL: time.Minute, Now: clk.Now}, r)
+	f, cv := conversation(t, orchestrator.Config{Budgets: orchestrator.Budgets{ConfirmTTL: time.Minute}, Now: clk.Now}, r)
 	conf := askTransfer(t, cv, 1, tools.ModeText)
 	clk.Advance(2 * time.Minute)
 

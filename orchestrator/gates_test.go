@@ -185,10 +185,10 @@ func TestGatesResetForANewTurn(t *testing.T) {
 
 func TestCustomBudgetsApplyPerMode(t *testing.T) {
 	f := newFixture(t)
-	o := f.with(orchestrator.Config{
+	o := f.with(orchestrator.Config{Budgets: orchestrator.Budgets{
 		Text:  orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 2},
 		Voice: orchestrator.Budget{MaxRetrieval: 3, MaxCalls: 4},
-	}, orchestrator.Deps{})
+	}}, orchestrator.Deps{})
 	if got := o.Config().Text; got != (orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 2}) {
 		t.Fatalf("Config().Text = %+v", got)
 	}

@@ -33,8 +33,9 @@ type Budget = tools.Budget
 
 // Config is the orchestrator's policy. Zero values get the defaults noted.
 type Config struct {
-	Text  Budget // default tools.DefaultBudget("text")
-	Voice Budget // default tools.DefaultBudget("voice")
+	// Budgets are the per-turn gates and the confirmations' life: the
+	// package's own settings (settings.go).
+	Budgets
 	// MaxResultBytes bounds the JSON of one response to the model; default
 	// 64 KiB.
 	MaxResultBytes int
@@ -43,9 +44,6 @@ type Config struct {
 	LoopTurns int
 	// StoreTimeout bounds one ledger or confirmation round trip; default 1 s.
 	StoreTimeout time.Duration
-	// ConfirmTTL is how long a confirmation waits for the user, and how long
-	// an approval waits for the model's repeated call; default 2 min.
-	ConfirmTTL time.Duration
 	// Now is the clock confirmations expire by and tool calls are timed
 	// by (latency, soft budgets); default the system clock.
 	Now func() time.Time

@@ -155,7 +155,7 @@ func TestModeChangeWinsOverAHandlerTermination(t *testing.T) {
 // are terminal (finish among them) or end a session are not counted.
 func TestToolsThatEndSomethingAreExemptFromTheBudget(t *testing.T) {
 	f := newFixture(t)
-	o := f.with(orchestrator.Config{Text: orchestrator.Budget{MaxCalls: 1, MaxRetrieval: 1}}, orchestrator.Deps{})
+	o := f.with(orchestrator.Config{Budgets: orchestrator.Budgets{Text: orchestrator.Budget{MaxCalls: 1, MaxRetrieval: 1}}}, orchestrator.Deps{})
 	tr := o.NewTurn(orchestrator.Session{ID: "s", UserID: "u", Mode: tools.ModeText}, 1, nil)
 	if out := handleOne(t, tr, call("1", "noop", nil), nil); !out.Envelope.OK {
 		t.Fatalf("first call: %+v", out.Envelope)
