@@ -195,7 +195,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	c := a.c
 	tr := turnrec.Begin(ctx, c.turnDeps(), turn, protocol.ModeText)
 	var ignored []protocol.IgnoredIntent
-	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log, Observe: c.observeRequest}
+	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log(), Observe: c.observeRequest}
 	if adm != nil {
 		deps.Admitted = adm.wait
 	}

@@ -79,7 +79,7 @@ func (a *activity) startVoice(reason, handle string) {
 		why = metrics.ConnectResume
 	}
 	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Turns: c.turnDeps(),
-		Metrics: c.m.Metrics, Log: c.log,
+		Metrics: c.m.Metrics, Log: c.log(),
 		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
 		voiceHost{c}, handle, why)
 
@@ -95,14 +95,14 @@ func (a *activity) startVoice(reason, handle string) {
 			// text, in the store too (its record said voice).
 			c.persistMode()
 		case errors.Is(err, fdroom.ErrFull):
-			c.log.Warn("voice refused: no file descriptor left on this node for the model connection; "+
+			c.log().Warn("voice refused: no file descriptor left on this node for the model connection; "+
 				"raise the open-file limit or add nodes", "reason", reason)
 			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
 				"this server has no room for another voice connection right now; the conversation stays in text, try voice again later",
 				true, 0))
 			c.persistMode()
 		case c.ctx.Err() == nil:
-			c.log.Error("voice: upstream unavailable", "err", err)
+			c.log().Error("voice: upstream unavailable", "err", err)
 			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
 				"voice is unavailable right now; the conversation stays in text", true, 0))
 		}
@@ -116,7 +116,7 @@ func (a *activity) startVoice(reason, handle string) {
 	a.notes = nil
 	a.mu.Unlock()
 	c.setMode(protocol.ModeVoice, reason)
-	c.log.Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
+	c.log().Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
 	for _, n := range notes {
 		v.Confirmed(n.model)
 	}
@@ -135,7 +135,7 @@ func (a *activity) voiceEnded(reason string) {
 	a.voice.Store(nil)
 	a.mu.Unlock()
 	a.c.setMode(protocol.ModeText, reason)
-	a.c.log.Info("voice ended; back to text", "reason", reason)
+	a.c.log().Info("voice ended; back to text", "reason", reason)
 }
 
 // blockVoice ends voice at once for a block.

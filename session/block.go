@@ -43,7 +43,7 @@ func (c *conn) block(d time.Duration, reason string) {
 	strike, err := c.m.Store.Strike(ctx, c.user, c.m.cfg.BlockMemory)
 	if err != nil {
 		// Unknown count: the block is the shortest, never the longest.
-		c.log.Warn("could not count the user's blocks; this one gets the first step", "err", err)
+		c.log().Warn("could not count the user's blocks; this one gets the first step", "err", err)
 		strike = 1
 	}
 	limit := blockCap(c.m.cfg.BlockSteps, strike)
@@ -52,9 +52,9 @@ func (c *conn) block(d time.Duration, reason string) {
 	b := store.Block{Until: c.m.now().Add(d).UTC().Truncate(time.Second), Reason: reason}
 	if err := c.m.Store.BlockUser(ctx, c.user, b); err != nil {
 		// The block still holds on this node's connections of the user.
-		c.log.Error("could not store a user block; it holds on this node only", "err", err)
+		c.log().Error("could not store a user block; it holds on this node only", "err", err)
 	}
-	c.log.Warn("user blocked", "user", c.user, "until", b.Until, "reason", b.Reason, "strike", strike,
+	c.log().Warn("user blocked", "user", c.user, "until", b.Until, "reason", b.Reason, "strike", strike,
 		"requested_seconds", int64(requested/time.Second), "seconds", int64(d/time.Second))
 	c.m.blockLocal(c.user, b)
 }

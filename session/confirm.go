@@ -38,7 +38,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 		if errors.Is(err, store.ErrSessionGone) {
 			c.pst.restoreSoon() // Redis lost the record: write the session back, the answer can come again
 		}
-		c.log.Warn("confirmation store unavailable", "err", err)
+		c.log().Warn("confirmation store unavailable", "err", err)
 		c.send(protocol.NewError(protocol.CodeStoreUnavailable,
 			"your answer could not be recorded; try again shortly", true, 0))
 		return
@@ -57,7 +57,7 @@ func (c *conn) answerConfirm(token string, approve bool) {
 func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
 	pending, err := c.conv.Pending(c.ctx)
 	if err != nil {
-		c.log.Warn("could not read pending confirmations", "err", err)
+		c.log().Warn("could not read pending confirmations", "err", err)
 		return nil
 	}
 	out := make([]protocol.ConfirmRequest, 0, len(pending))

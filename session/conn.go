@@ -36,7 +36,9 @@ type conn struct {
 	// the user, or in dev mode a key of its own.
 	limitKey string
 	id       Identity // as the edge admitted it (channel, prompt, pinned)
-	log      *slog.Logger
+	// logp is the connection's logger (log); session.start adds the
+	// session's id while the reader and timers may log.
+	logp atomic.Pointer[slog.Logger]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -54,7 +56,10 @@ type conn struct {
 	traceLink trace.SpanContext
 	act       activity
 	in        inbox // the conversation's inputs waiting for its goroutine
-	out       closer
+	// starting is session.start being acted on, by the conversation's
+	// goroutine (start.go, afterStart).
+	starting sync.WaitGroup
+	out      closer
 	// The writer's own (see write): one runs at a time, started by the
 	// queue. wend is closed when a writer has ended for good.
 	watchdog *watchdog
@@ -82,19 +87,20 @@ type conn struct {
 func newConn(m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
 		m: m, wire: wire, user: id.User, id: id, limitKey: id.User,
-		q: newQueue(m.cfg.SendQueueBytes), log: m.Log,
+		q:     newQueue(m.cfg.SendQueueBytes),
 		done:  make(chan struct{}),
 		st:    &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
 		relay: newRelayStats(m.Metrics, id.Channel),
 		rates: newRates(m.cfg),
 	}
+	c.logp.Store(m.Log)
 	c.refusals.node = &m.limitLogs
 	if c.refusals.counters = m.refusals[id.Channel]; c.refusals.counters == nil {
 		c.refusals.counters = newLimitCounters(m.Metrics, id.Channel)
 	}
 	c.exp.init(m.cfg.AuthLeeway, m.cfg.Clock, c.tokenExpired)
 	if id.ClientIP != "" {
-		c.log = c.log.With("client_ip", id.ClientIP)
+		c.logp.Store(c.log().With("client_ip", id.ClientIP))
 	}
 	if id.Anonymous {
 		// Dev mode: every connection is "the" anonymous user; each counts
@@ -110,23 +116,28 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 	return c
 }
 
+// log is the connection's logger: with the session's id once it started.
+func (c *conn) log() *slog.Logger { return c.logp.Load() }
+
 // readBufferSize is a browser reader's pooled buffer (see readBuf); a
 // larger frame grows a buffer the connection keeps (at most
 // MaxMessageBytes).
 const readBufferSize = 4 << 10
 
 // run serves the connection until it ends and leaves nothing running, then
-// calls done. With fresh, a session that has started is served from then on
-// by a new goroutine and run returns: the stack session.start grew (its
-// JSON, its Redis round trips) would otherwise stay with the one goroutine
-// as long as the session is open, idle or not, since the runtime only
-// halves a stack at a collection that finds it mostly unused. The read
-// loop at rest needs a few KiB; one goroutine per session either way.
+// calls done. With fresh, once session.start is read, the connection is
+// read from then on by a new goroutine and run returns: the stack the
+// handshake grew would otherwise stay with the one goroutine as long as the
+// session is open, idle or not, since the runtime only halves a stack at a
+// collection that finds it mostly unused. The read loop at rest needs a
+// few KiB; one goroutine per session either way. (The session's start —
+// its JSON, its Redis round trips — runs on the conversation's goroutine,
+// which ends when it is done.)
 func (c *conn) run(fresh bool, done func()) {
-	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log, ctx: c.ctx,
+	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log(), ctx: c.ctx,
 		fenced: c.fence, restored: func(ctx context.Context) {
 			c.m.Metrics.StoreRestorations.Inc()
-			c.log.Info("session written back to a store that had lost it")
+			c.log().Info("session written back to a store that had lost it")
 			c.m.restoreBlock(ctx, c.user, c.st.currentBlock())
 		}}
 	c.exp.arm(c.id.ExpiresAt)
@@ -146,7 +157,7 @@ func (c *conn) run(fresh bool, done func()) {
 		if ok {
 			c.readLoop()
 		}
-		c.end(ok, started)
+		c.end(started)
 	}
 	if ok && fresh {
 		go serve()
@@ -156,8 +167,8 @@ func (c *conn) run(fresh bool, done func()) {
 }
 
 // end stops what the connection runs once its reader has returned, and
-// accounts for it; ok is whether the session started.
-func (c *conn) end(ok bool, started time.Time) {
+// accounts for it.
+func (c *conn) end(started time.Time) {
 	select {
 	case <-c.out.closing:
 		// Let the writer flush what explains the close, and send the close
@@ -170,7 +181,8 @@ func (c *conn) end(ok bool, started time.Time) {
 	}
 	c.cancel()
 	c.out.later.Wait()
-	c.waitInputs() // before stop: the inputs start no turn after it
+	c.waitInputs()         // before stop: the inputs start no turn after it
+	ok := c.started.Load() // the session started (waitInputs: its start is over)
 	c.act.stop()
 	c.q.stopWriters()
 	c.finalWrite()
@@ -186,7 +198,7 @@ func (c *conn) end(ok bool, started time.Time) {
 		c.stats.Close()
 		c.m.Metrics.SessionEnded(d, c.id.Channel, mode, c.m.now().Sub(started), turns)
 	}
-	c.log.Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
+	c.log().Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
 		"duration_ms", c.m.now().Sub(started).Milliseconds())
 }
 
@@ -201,6 +213,7 @@ func (c *conn) drop() {
 // readLoop handles browser messages until the connection ends.
 func (c *conn) readLoop() {
 	var buf []byte // a browser's wire reads into buffers of its own
+	begun := false // the session has started (afterStart), as the reader knows
 	for {
 		binary, data, err := c.wire.Read(buf)
 		if err != nil {
@@ -212,6 +225,13 @@ func (c *conn) readLoop() {
 		c.alive(now)
 		if binary {
 			c.relay.audioIn.Inc()
+			if !begun {
+				// Read while session.start runs: it goes after, as read then.
+				if !c.afterStart() {
+					continue
+				}
+				begun, now = true, clock.Wall.Now()
+			}
 			c.micAudio(now, data)
 			continue
 		}

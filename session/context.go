@@ -100,7 +100,7 @@ func (c *conn) resumedProfile(name string) *profiles.Profile {
 	}
 	p := c.m.cfg.Profiles[name]
 	if p == nil {
-		c.log.Warn("resumed session's profile is not on this gateway; it runs the default", "profile", name)
+		c.log().Warn("resumed session's profile is not on this gateway; it runs the default", "profile", name)
 	}
 	return p
 }
@@ -160,7 +160,7 @@ func (c *conn) liveVoice() string {
 // refuseStart answers a session.start asking for what it may not have
 // and closes the connection 4002.
 func (c *conn) refuseStart(r *startRefusal) {
-	c.log.Info("session.start refused", "code", r.code, "why", r.msg)
+	c.log().Info("session.start refused", "code", r.code, "why", r.msg)
 	c.send(protocol.NewError(r.code, r.msg, false, 0))
 	c.close(protocol.DisconnectProtocolViolation)
 }

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"iter"
 	"log/slog"
@@ -264,29 +265,52 @@ func (c *core) leave(cl *fakeClient) {
 }
 
 // stallingStore is the store, whose BeginTurn (a typed turn's first
-// write) can be held back.
+// write) and Create (a new session's record) can be held back.
 type stallingStore struct {
 	store.Store
 	gate    atomic.Pointer[chan struct{}] // nil: not held back
-	waiting atomic.Int64                  // BeginTurn calls held back now
+	waiting atomic.Int64                  // calls held back now
+	fail    atomic.Bool                   // Create fails (after the hold)
 }
 
-// stall holds every BeginTurn back until the returned func is called.
+// stall holds every BeginTurn and Create back until the returned func is
+// called.
 func (s *stallingStore) stall() (release func()) {
 	gate := make(chan struct{})
 	s.gate.Store(&gate)
-	return func() { s.gate.Store(nil); close(gate) }
+	var once sync.Once
+	return func() { once.Do(func() { s.gate.Store(nil); close(gate) }) }
+}
+
+// hold waits while the store is stalled, or until ctx ends.
+func (s *stallingStore) hold(ctx context.Context) error {
+	g := s.gate.Load()
+	if g == nil {
+		return nil
+	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	select {
+	case <-*g:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *stallingStore) BeginTurn(ctx context.Context, rec store.Record, user transport.Entry, lim store.TurnLimit) (store.TurnStart, error) {
-	if g := s.gate.Load(); g != nil {
-		s.waiting.Add(1)
-		defer s.waiting.Add(-1)
-		select {
-		case <-*g:
-		case <-ctx.Done():
-			return store.TurnStart{}, ctx.Err()
-		}
+	if err := s.hold(ctx); err != nil {
+		return store.TurnStart{}, err
 	}
 	return s.Store.BeginTurn(ctx, rec, user, lim)
+}
+
+func (s *stallingStore) Create(ctx context.Context, rec store.Record) (store.Record, string, error) {
+	if err := s.hold(ctx); err != nil {
+		return store.Record{}, "", err
+	}
+	if s.fail.Load() {
+		return store.Record{}, "", errors.New("redis: connection refused")
+	}
+	return s.Store.Create(ctx, rec)
 }

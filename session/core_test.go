@@ -154,6 +154,62 @@ func TestPingIsAnsweredWhileATypedTurnWaitsForTheStore(t *testing.T) {
 	}
 }
 
+func TestPingIsAnsweredWhileSessionStartWaitsForTheStore(t *testing.T) {
+	c := newCore(t, say("answered after the start"))
+	release := c.store.stall()
+	cl := c.connect()
+	cl.send(map[string]any{"type": "session.start"})
+	testwait.For(t, "the session's record to wait on the store", func() bool { return c.store.waiting.Load() == 1 })
+	// The reader does not start the session itself: it reads and answers
+	// the ping while the store holds the start back.
+	cl.send(map[string]any{"type": "ping"})
+	cl.next("pong")
+	// Typed text read before session.ready waits for the start, as it did.
+	cl.send(map[string]any{"type": "text", "text": "hi"})
+	cl.send(map[string]any{"type": "ping"})
+	cl.next("pong")
+	for _, ev := range cl.seen {
+		if ev.Type != "pong" {
+			t.Fatalf("%s before the store answered: %+v", ev.Type, cl.seen)
+		}
+	}
+	release()
+	if ready := cl.next("session.ready"); ready.SessionID == "" {
+		t.Fatalf("session.ready %+v, want the new session", ready)
+	}
+	if ev := cl.next("turn.start"); ev.Turn != 1 || ev.Text != "hi" {
+		t.Errorf("turn.start %+v, want the text sent before session.ready as turn 1", ev)
+	}
+	if ev := cl.next("text.done"); ev.Text != "answered after the start" {
+		t.Errorf("text.done %+v, want the answer", ev)
+	}
+}
+
+func TestSessionStartRefusedByTheStoreDropsWhatWasSentAfterIt(t *testing.T) {
+	c := newCore(t, say("never asked"))
+	release := c.store.stall()
+	defer release()
+	cl := c.connect()
+	cl.send(map[string]any{"type": "session.start"})
+	testwait.For(t, "the session's record to wait on the store", func() bool { return c.store.waiting.Load() == 1 })
+	cl.send(map[string]any{"type": "text", "text": "hi"})
+	cl.send(map[string]any{"type": "ping"})
+	cl.next("pong") // the text is read, and waits for the start
+	c.store.fail.Store(true)
+	release()
+	if ev := cl.next("error"); ev.Code != "store_unavailable" {
+		t.Fatalf("error %+v, want store_unavailable", ev)
+	}
+	testwait.For(t, "the connection to close", func() bool { return cl.w.code.Load() != 0 })
+	if code := cl.w.code.Load(); code != 4103 {
+		t.Errorf("closed with %d, want 4103 (store unavailable)", code)
+	}
+	c.leave(cl)
+	if n := len(c.model.requests()); n != 0 {
+		t.Errorf("%d model requests: the text sent after a refused session.start was acted on", n)
+	}
+}
+
 func TestTurnCancelSentRightAfterTheTextCancelsThatTurn(t *testing.T) {
 	c := newCore(t, say("never shown"), say("the next answer"))
 	c.model.hold = make(chan struct{}) // the model answers nothing until cancelled

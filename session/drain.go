@@ -46,7 +46,7 @@ func (c *conn) drain(ctx context.Context) {
 		case <-ctx.Done():
 		case <-t.C:
 			if v := c.act.voiceSide(); v != nil {
-				c.log.Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
+				c.log().Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
 				c.m.Metrics.Telephony(c.id.Channel, metrics.TelephonyDrainGoodbye)
 				v.Notice(goodbyeNotice)
 			}

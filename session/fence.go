@@ -117,7 +117,7 @@ func (c *conn) owned(epoch int64) bool {
 // persister calls it while a turn's start may hold the activity's.
 func (c *conn) fence() {
 	if c.out.close(protocol.DisconnectTakenOver, false) {
-		// The node's logger: c.log is the connection's own until its
+		// The node's logger: c.log() is the connection's own until its
 		// session is ready, and this runs on the node's watcher.
 		c.m.Log.Info("session resumed by another connection; closing this one", "session", c.st.record().ID)
 	}

@@ -60,7 +60,7 @@ func (c *conn) handOff(turn int, reason, summary string) {
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
 		return c.m.Store.HandOff(ctx, rec, h, entry, record)
 	})
-	c.log.Warn("conversation handed to a person", "turn", turn, "reason", reason)
+	c.log().Warn("conversation handed to a person", "turn", turn, "reason", reason)
 	if c.m.Desk != nil {
 		c.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: c.user, Turn: turn, Reason: reason, Summary: summary,
 			At: h.At, Node: c.m.cfg.Node})
@@ -105,7 +105,7 @@ type confirmNote struct{ model, held string }
 // browser is answered handoff.pending. The approval itself stands for its
 // usual time (ConfirmTTL), as any approval the model has not used.
 func (c *conn) holdConfirmation(n confirmNote) {
-	c.log.Info("confirmation answered while handed off: kept for the person, no model turn")
+	c.log().Info("confirmation answered while handed off: kept for the person, no model turn")
 	c.hold(transport.Entry{Role: transport.RoleUser, Text: n.held, Turn: c.st.record().Turn, Kind: "confirmation"})
 }
 
@@ -118,7 +118,7 @@ func (c *conn) handedBack() {
 		return // a connection not started yet reads the record as it is now
 	}
 	c.send(protocol.HandoffEnded{})
-	c.log.Info("conversation handed back to the model by an operator")
+	c.log().Info("conversation handed back to the model by an operator")
 }
 
 // HandedBack: an operator handed the session back (store.EndHandoff).

@@ -68,7 +68,7 @@ func (h textHost) Apply(turn int, ins []intents.Intent) {
 			h.c.intentApplied(turn, in.Type, applied)
 			return
 		}
-		h.c.log.Info("intent ignored: voice only", "turn", turn, "intent", string(in.Type), "why", why)
+		h.c.log().Info("intent ignored: voice only", "turn", turn, "intent", string(in.Type), "why", why)
 		if h.ignored != nil {
 			*h.ignored = append(*h.ignored, protocol.IgnoredIntent{Type: string(in.Type), Reason: why})
 		}
@@ -159,7 +159,7 @@ func (h voiceHost) SaveHandle(handle string) {
 
 func (h voiceHost) Lost(err error) {
 	c := h.c
-	c.log.Error("voice: upstream lost", "err", err)
+	c.log().Error("voice: upstream lost", "err", err)
 	c.m.Metrics.Upstream(metrics.LiveError, metrics.UpstreamCodeLost)
 	c.send(protocol.NewError(protocol.CodeUpstreamLost, "the voice connection to the model could not be restored", true, 0))
 	c.close(protocol.DisconnectUpstreamLost)
@@ -169,10 +169,10 @@ func (h voiceHost) Lost(err error) {
 func (c *conn) intentApplied(turn int, typ intents.Type, applied bool) {
 	if applied {
 		c.m.Metrics.IntentApplied(typ)
-		c.log.Info("intent applied", "turn", turn, "intent", typ)
+		c.log().Info("intent applied", "turn", turn, "intent", typ)
 		return
 	}
-	c.log.Info("intent not applicable in this mode", "turn", turn, "intent", typ, "mode", c.st.mode())
+	c.log().Info("intent not applicable in this mode", "turn", turn, "intent", typ, "mode", c.st.mode())
 }
 
 // setMode records a mode change, counts it, tells the browser and stores

@@ -8,9 +8,9 @@ import (
 )
 
 // What the browser sends, read by the connection's reader: its text
-// messages (handle: pings and auth answered at once, the conversation's
-// inputs handed to its goroutine, inbox.go) and its microphone audio
-// (micAudio, sent up by the reader itself).
+// messages (handle: pings answered at once, auth once the session has
+// started, the conversation's inputs handed to its goroutine, inbox.go)
+// and its microphone audio (micAudio, sent up by the reader itself).
 
 // handle acts on one text frame; false ends the connection.
 func (c *conn) handle(data []byte) bool {
@@ -24,21 +24,29 @@ func (c *conn) handle(data []byte) bool {
 	}
 	c.m.Metrics.BrowserMessage(msg.Type)
 	switch msg.Type {
+	case protocol.TypePing:
+		c.send(protocol.Pong{}) // at once, even while session.start waits for the store
+		return true
+	case protocol.TypeSessionStart, protocol.TypeAuth, protocol.TypeAudioEnd:
+	default:
+		c.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
+		return true
+	}
+	if !c.afterStart() {
+		return true // the session did not start: the connection is closing
+	}
+	switch msg.Type {
 	case protocol.TypeSessionStart:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "the session has already started", false, 0))
 		c.close(protocol.DisconnectProtocolViolation)
 		return false
-	case protocol.TypePing:
-		c.send(protocol.Pong{})
 	case protocol.TypeAuth:
 		return c.reauth(msg.Token)
-	case protocol.TypeAudioEnd:
+	default: // audio.end
 		// With the audio it ends, which the reader sends up itself.
 		if v := c.act.voiceSide(); v != nil {
 			v.AudioEnd()
 		}
-	default:
-		c.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
 	}
 	return true
 }

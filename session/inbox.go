@@ -7,12 +7,14 @@ import (
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
-// The conversation's inputs — what the user types, their answers to
-// confirmations, the moves into and out of voice, turn.cancel, history
-// pages — are acted on in order by a goroutine of their own, not by the
-// connection's reader: the reader never waits for the store (a typed
-// turn's first write, a confirmation's answer, the turn and voice-start
-// limits), and microphone audio, pings and auth never wait behind Redis.
+// The conversation's inputs — session.start first, then what the user
+// types, their answers to confirmations, the moves into and out of voice,
+// turn.cancel, history pages — are acted on in order by a goroutine of
+// their own, not by the connection's reader: the reader never waits for
+// the store (the session's start or resume, a typed turn's first write, a
+// confirmation's answer, the turn and voice-start limits), and pings never
+// wait behind Redis, nor do microphone audio and auth once the session has
+// started.
 // The goroutine runs while inputs wait and ends when none do: an idle
 // session holds no goroutine for it.
 
@@ -63,7 +65,8 @@ func (c *conn) enqueue(msg protocol.ClientMessage) {
 
 // actOnInputs is the conversation's goroutine: it acts on the inputs in
 // the order they came until none waits. Inputs left when the connection
-// ends are dropped.
+// ends are dropped, and so are those after a session.start that did not
+// start the session (the connection is closing).
 func (c *conn) actOnInputs() {
 	defer c.in.wg.Done()
 	in := &c.in
@@ -82,7 +85,10 @@ func (c *conn) actOnInputs() {
 			in.space = nil
 		}
 		in.mu.Unlock()
-		if c.ctx.Err() == nil {
+		switch {
+		case msg.Type == protocol.TypeSessionStart:
+			c.begin(msg) // whatever the context: the reader may wait for it
+		case c.ctx.Err() == nil && c.started.Load():
 			stages.Mark(stages.Input)
 			c.input(msg)
 		}

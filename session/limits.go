@@ -129,11 +129,11 @@ func (c *conn) coolDown(d protocol.Disconnect) (protocol.Disconnect, time.Durati
 	defer cancel()
 	cd, err := c.m.Store.StartCooldown(ctx, c.user, p)
 	if err != nil {
-		c.log.Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err,
+		c.log().Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err,
 			"abuse", d.Label)
 		return d, 0
 	}
-	c.log.Warn("abuse cooldown: the user may not connect nor resume until it ends",
+	c.log().Warn("abuse cooldown: the user may not connect nor resume until it ends",
 		"until", cd.Until, "cooldown", cd.Left.Round(time.Second), "strikes", cd.Strikes, "abuse", d.Label)
 	return d.WithRetryAfter(cd.Left), cd.Left
 }
@@ -165,7 +165,7 @@ func (c *conn) allowVoiceStart() bool {
 // time) are logged at most once a minute per node and reason instead.
 func (c *conn) refused(l limit, now time.Time) {
 	if n, ok := c.refusals.note(l, now); ok {
-		c.log.Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
+		c.log().Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
 	}
 }
 

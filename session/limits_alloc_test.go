@@ -16,8 +16,9 @@ func limitedConn(cfg Config) *conn {
 	cfg.defaults()
 	m := &Manager{cfg: cfg, Deps: Deps{Metrics: metrics.New(prometheus.NewRegistry(), metrics.Build{}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
-	c := &conn{m: m, q: newQueue(1 << 20), log: m.Log, rates: newRates(cfg),
+	c := &conn{m: m, q: newQueue(1 << 20), rates: newRates(cfg),
 		refusals: refusals{counters: newLimitCounters(m.Metrics, metrics.ChannelBrowser), node: &m.limitLogs}}
+	c.logp.Store(m.Log)
 	c.out.closing = make(chan struct{})
 	return c
 }

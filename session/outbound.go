@@ -14,7 +14,7 @@ import (
 func (c *conn) send(v protocol.Event) {
 	b, err := protocol.Encode(v)
 	if err != nil {
-		c.log.Error("cannot encode event", "err", err)
+		c.log().Error("cannot encode event", "err", err)
 		return
 	}
 	if !c.q.push(b) {
@@ -38,7 +38,7 @@ func (c *conn) tooSlow() {
 		return
 	}
 	if n, ok := c.refusals.tooSlow(c.m.now()); ok {
-		c.log.Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes,
+		c.log().Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes,
 			"count", n)
 	}
 }
@@ -52,7 +52,7 @@ func (c *conn) reply(build func(budget int) protocol.Event) {
 	for range 4 {
 		b, err := protocol.Encode(build(budget))
 		if err != nil {
-			c.log.Error("cannot encode event", "err", err)
+			c.log().Error("cannot encode event", "err", err)
 			return
 		}
 		if c.q.push(b) {

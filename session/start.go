@@ -16,7 +16,9 @@ import (
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
-// handshake reads session.start and answers session.ready, or closes.
+// handshake reads session.start and hands it to the conversation's
+// goroutine (inbox.go), which starts the session (begin) while the reader
+// reads on; or it closes. It reports whether the reader goes on.
 func (c *conn) handshake() bool {
 	timer := clock.Wall.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
 	defer timer.Stop()
@@ -43,7 +45,34 @@ func (c *conn) handshake() bool {
 	}
 	c.m.Metrics.BrowserMessage(msg.Type)
 	timer.Stop()
-	return c.start(msg)
+	c.starting.Add(1)
+	c.enqueue(msg) // the first input: the ones read after it wait for it
+	return true
+}
+
+// begin acts on session.start, on the conversation's goroutine: the
+// store's round trips of a start or a resume do not hold up the reader,
+// which answers pings meanwhile. A start that fails has closed the
+// connection (or its context ended).
+func (c *conn) begin(msg protocol.ClientMessage) {
+	defer c.starting.Done()
+	if c.ctx.Err() != nil {
+		return
+	}
+	if !c.start(msg) && !c.closing() {
+		c.cancel() // nothing to tell the browser: end the connection
+	}
+}
+
+// afterStart waits until session.start has been acted on, and reports
+// whether the session started. The reader calls it before what it read
+// that must come after the start — microphone audio, audio.end, auth,
+// another session.start — which wait for it as they did when the reader
+// started the session itself; pings are answered at once, and the
+// conversation's inputs wait behind the start in the inbox.
+func (c *conn) afterStart() bool {
+	c.starting.Wait()
+	return c.started.Load()
 }
 
 func (c *conn) start(msg protocol.ClientMessage) bool {
@@ -83,7 +112,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		case errors.Is(err, store.ErrResumeRefused):
 			c.m.Metrics.ResumeRefused.Inc()
 			c.m.Metrics.RefuseSession("resume_refused", c.id.Channel)
-			c.log.Info("resume refused", "session", msg.Resume.SessionID)
+			c.log().Info("resume refused", "session", msg.Resume.SessionID)
 			c.send(protocol.NewError(protocol.CodeResumeRefused,
 				"this session cannot be resumed; start a new one", false, 0))
 			c.close(protocol.DisconnectResumeRefused)
@@ -97,7 +126,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.asks.profile = c.resumedProfile(rec.Profile)
 		rec.Mode = protocol.ModeText // until the upstream is up again
 		if rec.RegistryVersion != ready.RegistryVersion {
-			c.log.Warn("resumed session moves to another tool registry version",
+			c.log().Warn("resumed session moves to another tool registry version",
 				"session", rec.ID, "was", rec.RegistryVersion, "now", ready.RegistryVersion)
 			ready.RegistryChanged = true
 			rec.RegistryVersion = ready.RegistryVersion
@@ -142,11 +171,11 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		c.ts = c.m.toolsetFor(c.asks.profile)
 		ready.Tools = c.ts.text.listed
 	}
-	c.log = c.log.With("session", ready.SessionID)
-	c.pst.log = c.log
+	c.logp.Store(c.log().With("session", ready.SessionID))
+	c.pst.log = c.log()
 	c.stats = c.m.Metrics.OpenSession()
 	c.conv = c.m.Orchestrator.Open(orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel,
-		Tools: c.ts.reg, Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log, Claims: c.id.Claims,
+		Tools: c.ts.reg, Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log(), Claims: c.id.Claims,
 		Budgets: c.asks.budgets()})
 	if ready.Resumed {
 		ready.PendingConfirmations = c.pendingConfirmations()
@@ -160,7 +189,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.started.Store(true) // after conv: the loop-state view reads it once started
 	c.m.kickPresence()
 	c.m.Metrics.SessionLive(c.id.Channel)
-	c.log.Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
+	c.log().Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
 		"profile", c.asks.profileName(),
 		"init_tokens_estimate", c.ts.text.tokens)
 	if h := c.st.record().Handoff; h.Active() {
@@ -186,7 +215,7 @@ func (c *conn) sendReady(ready protocol.SessionReady) {
 	}
 	bare, err := protocol.Encode(ready)
 	if err != nil {
-		c.log.Error("cannot encode event", "err", err)
+		c.log().Error("cannot encode event", "err", err)
 		return
 	}
 	budget := min(c.m.cfg.SendQueueBytes/2, c.q.free()) - len(bare) - historyOverhead
@@ -250,7 +279,7 @@ func (c *conn) notRestoredYet(id string) bool {
 	if !restoring {
 		return false
 	}
-	c.log.Info("resume of a session the store lost and has not got back yet; told to retry", "session", id)
+	c.log().Info("resume of a session the store lost and has not got back yet; told to retry", "session", id)
 	c.refuseForStore("restoring", protocol.DisconnectRestoring,
 		"the session store restarted and this session is being restored; reconnect and resume in a moment")
 	return true
@@ -259,7 +288,7 @@ func (c *conn) notRestoredYet(id string) bool {
 // storeDown refuses the session because the store could not be reached;
 // it reports false, the handshake's result.
 func (c *conn) storeDown(err error) bool {
-	c.log.Error("session store unavailable; refusing the session", "err", err)
+	c.log().Error("session store unavailable; refusing the session", "err", err)
 	c.refuseForStore("store_unavailable", protocol.DisconnectStoreUnavailable,
 		"session state is unavailable right now; try again shortly")
 	return false

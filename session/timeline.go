@@ -54,7 +54,7 @@ func (c *conn) takeEvents() [][]byte {
 func marshalEntry(c *conn, v any) []byte {
 	b, err := store.MarshalJSON(v)
 	if err != nil {
-		c.log.Error("cannot encode a timeline entry", "err", err)
+		c.log().Error("cannot encode a timeline entry", "err", err)
 		return nil
 	}
 	return b
@@ -78,7 +78,7 @@ func (c *conn) leave(d protocol.Disconnect) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.StoreTimeout)
 	defer cancel()
 	if err := c.m.Store.Leave(ctx, rec, c.m.cfg.Node, c.takeEvents()); err != nil {
-		c.log.Warn("could not record the session's close", "err", err)
+		c.log().Warn("could not record the session's close", "err", err)
 	}
 }
 

@@ -115,6 +115,6 @@ func (c *conn) refundResume(sessionID, member string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
 	defer cancel()
 	if err := c.m.Store.UncountLimits(ctx, member, c.resumeLimits(sessionID)...); err != nil {
-		c.log.Debug("resume limit: could not take back a resume the store did not serve", "err", err)
+		c.log().Debug("resume limit: could not take back a resume the store did not serve", "err", err)
 	}
 }
