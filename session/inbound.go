@@ -25,7 +25,13 @@ func (c *conn) handle(data []byte) bool {
 	c.m.Metrics.BrowserMessage(msg.Type)
 	switch msg.Type {
 	case protocol.TypePing:
-		c.send(protocol.Pong{}) // at once, even while session.start waits for the store
+		// At once while session.start waits for the store; once
+		// session.ready is out, after the rest of the start (a voice
+		// resume, the greeting), as it came before.
+		if c.started.Load() {
+			c.afterStart()
+		}
+		c.send(protocol.Pong{})
 		return true
 	case protocol.TypeSessionStart, protocol.TypeAuth, protocol.TypeAudioEnd:
 	default:

@@ -67,9 +67,10 @@ func (c *conn) begin(msg protocol.ClientMessage) {
 // afterStart waits until session.start has been acted on, and reports
 // whether the session started. The reader calls it before what it read
 // that must come after the start — microphone audio, audio.end, auth,
-// another session.start — which wait for it as they did when the reader
-// started the session itself; pings are answered at once, and the
-// conversation's inputs wait behind the start in the inbox.
+// another session.start, and a ping once session.ready is out — which
+// wait for it as they did when the reader started the session itself. A
+// ping read before session.ready is answered at once (the store may be
+// slow), and the conversation's inputs wait behind the start in the inbox.
 func (c *conn) afterStart() bool {
 	c.starting.Wait()
 	return c.started.Load()
@@ -181,12 +182,15 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		ready.PendingConfirmations = c.pendingConfirmations()
 	}
 	c.startTimeline(rec)
+	c.alive(clock.Wall.Now())
+	// After conv: the loop-state view reads it once started. Before
+	// session.ready: a ping read after it waits for the rest of the start
+	// (handle).
+	c.started.Store(true)
 	c.sendReady(ready)
 	if !ready.Resumed {
 		c.greet() // a resumed session was greeted when it started
 	}
-	c.alive(clock.Wall.Now())
-	c.started.Store(true) // after conv: the loop-state view reads it once started
 	c.m.kickPresence()
 	c.m.Metrics.SessionLive(c.id.Channel)
 	c.log().Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
