@@ -68,7 +68,7 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		"browser_disconnects_total":         {"reason", DisconnectReasons()},
 		"refusals_total":                    {"reason", refusalReasons},
 		"sessions_refused_total":            {"reason", SessionRefusalReasons},
-		"redis_duration_seconds":            {"op", RedisOps},
+		"redis_duration_seconds":            {"op", labelValues(RedisOps)},
 		"model_requests_total":              {"outcome", labelValues(ModelOutcomes)},
 		"sessions_started_total":            {"kind", labelValues(SessionStartKinds)},
 		"loop_detections_total":             {"rule", labelValues(loopdetect.Rules)},

@@ -1,20 +1,22 @@
 package metrics
 
 import (
-	"github.com/turnstile-gw/turnstile/intents"
-	"github.com/turnstile-gw/turnstile/loopdetect"
 	"strings"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // The closed label sets of the collectors. New creates every series of
 // these sets at zero, so that dashboards and alerts see a metric before its
 // first event (a rate over a series that does not exist yet is no data, not
-// 0). Sets owned by other packages are copied here because those packages
-// sit above this one; metrics' tests check each copy against its source.
+// 0). Each set is declared once, beside its type: in the package it
+// belongs to (protocol, intents, loopdetect, tools, transport), or here when
+// that package sits above this one (the gates, the store's ops).
 var (
 	// Channels label the per-session metrics (see Channel).
 	Channels = []Channel{ChannelBrowser, ChannelTwilio}
@@ -43,25 +45,10 @@ var (
 	ModelOutcomes     = []ModelOutcome{ModelOK, ModelRateLimited, ModelServerError, ModelClientError, ModelTruncated,
 		ModelRefused, ModelTimeout, ModelUnavailable, ModelCancelled, ModelError}
 
-	// RedisOps label the session-store metrics (the ops store.RedisStore
-	// reports to its Observe hook).
-	RedisOps = []string{"create", "resume", "load", "append", "restore", "turns", "watch", "epochs", "ping", "ledger",
-		"confirm", "block", "lease_acquire", "lease_renew", "lease_release", "lease_count",
-		"leave", "live", "timeline", "operator",
-		"cooldown", // abuse cooldowns (a 4008 for rate abuse; checked before each upgrade)
-		"handoff",  // a session handed to a person (request_human)
-	}
-
 	// ConfirmationOutcomes label turnstile_confirmations_total (see
 	// ConfirmationOutcome).
 	ConfirmationOutcomes = []ConfirmationOutcome{ConfirmRequested, ConfirmApproved, ConfirmDenied, ConfirmExpired,
 		ConfirmConsumed, ConfirmInvalid}
-
-	// ToolErrorTypes are tools.ErrorType's values; a tool call's outcome
-	// label is "ok" or one of them in lower case.
-	ToolErrorTypes = []string{"VALIDATION", "NOT_FOUND", "INTERNAL", "MODE_RESTRICTED", "BUDGET_EXCEEDED",
-		"CONFIRMATION_REQUIRED", "LOOP_DETECTED", "TIMEOUT", "UNTRUSTED_CONTEXT", "SESSION_INACTIVE", "TRANSIENT",
-		"PERMANENT", "CONFLICT", "AUTH", "RATE_LIMIT"}
 
 	// UnknownTool is the tool label of calls to a tool the registry does
 	// not have (orchestrator).
@@ -157,8 +144,8 @@ func (c Channel) String() string {
 // lower-case error types.
 func ToolOutcomes() []string {
 	out := []string{"ok"}
-	for _, t := range ToolErrorTypes {
-		out = append(out, strings.ToLower(t))
+	for _, t := range tools.ErrorTypes {
+		out = append(out, strings.ToLower(string(t)))
 	}
 	return out
 }
@@ -243,8 +230,8 @@ func (m *Metrics) initZero() {
 		m.BrowserDisconnect.WithLabelValues(r)
 	}
 	for _, op := range RedisOps {
-		m.RedisDuration.WithLabelValues(op)
-		m.RedisErrors.WithLabelValues(op)
+		m.RedisDuration.WithLabelValues(string(op))
+		m.RedisErrors.WithLabelValues(string(op))
 	}
 	for _, r := range loopdetect.Rules {
 		m.LoopDetections.WithLabelValues(string(r))

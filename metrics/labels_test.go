@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/loopdetect"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -163,7 +164,7 @@ func TestLabelSetsMatchTheirSources(t *testing.T) {
 	}{
 		{"intents", "Type", labelValues(intents.Types)},
 		{"loopdetect", "Rule", labelValues(loopdetect.Rules)},
-		{"tools", "ErrorType", ToolErrorTypes},
+		{"tools", "ErrorType", labelValues(tools.ErrorTypes)},
 		{"protocol", "Mode", labelValues(protocol.Modes)},
 		{"protocol", "TurnEnd", labelValues(protocol.TurnEndReasons)},
 		{"transport", "Provider", labelValues(transport.Providers)},
@@ -176,6 +177,7 @@ func TestLabelSetsMatchTheirSources(t *testing.T) {
 		{"metrics", "TelephonyEvent", labelValues(TelephonyEventNames)},
 		{"metrics", "ModelOutcome", labelValues(ModelOutcomes)},
 		{"metrics", "ConfirmationOutcome", labelValues(ConfirmationOutcomes)},
+		{"metrics", "RedisOp", labelValues(RedisOps)},
 	} {
 		src := stringConstsOfType(t, filepath.Join(repoRoot, c.dir), c.typ)
 		if len(src) == 0 || !sameSet(src, c.ours) {
@@ -183,23 +185,24 @@ func TestLabelSetsMatchTheirSources(t *testing.T) {
 		}
 	}
 
-	// The ops the store reports: s.call(ctx, "op", …).
-	var ops []string
+	// The store reports each call with one of the RedisOp constants
+	// (s.call(ctx, metrics.RedisX, …)), never a literal the type would
+	// take without a constant of the set.
 	for _, f := range parsePackage(t, filepath.Join(repoRoot, "store")) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) >= 2 {
 				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "call" {
-					if lit, ok := call.Args[1].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						s, _ := strconv.Unquote(lit.Value)
-						ops = append(ops, s)
+					var pkg *ast.Ident
+					if op, ok := call.Args[1].(*ast.SelectorExpr); ok {
+						pkg, _ = op.X.(*ast.Ident)
+					}
+					if pkg == nil || pkg.Name != "metrics" {
+						t.Errorf("a store call passes %T as its op, want a metrics.RedisOp constant", call.Args[1])
 					}
 				}
 			}
 			return true
 		})
-	}
-	if len(ops) == 0 || !sameSet(ops, RedisOps) {
-		t.Errorf("the store reports ops %v, metrics initialises %v", ops, RedisOps)
 	}
 
 	// The model outcomes are declared once, as metrics.ModelOutcome: no

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -300,15 +299,6 @@ func (m *Metrics) InitSpansDropped(reasons []string) {
 // tracing.DropReasons).
 func (m *Metrics) SpansDropped(reason string, n int) {
 	m.TraceSpansDropped.WithLabelValues(reason).Add(float64(n))
-}
-
-// ObserveRedis records one session-store operation; it has the shape the
-// store's Observe hook wants.
-func (m *Metrics) ObserveRedis(op string, d time.Duration, err error) {
-	m.RedisDuration.WithLabelValues(op).Observe(d.Seconds())
-	if err != nil {
-		m.RedisErrors.WithLabelValues(op).Inc()
-	}
 }
 
 // AddModelTokens counts the tokens one text model request of a session of

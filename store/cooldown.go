@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // Abuse cooldowns: after a connection is closed for rate abuse (4008), its
@@ -44,7 +45,7 @@ func (s *RedisStore) StartCooldown(ctx context.Context, user string, p CooldownP
 		return Cooldown{}, fmt.Errorf("start cooldown: policy %+v: need 0 < First <= Max and Memory >= 0", p)
 	}
 	var cd Cooldown
-	err := s.call(ctx, "cooldown", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisCooldown, func(ctx context.Context) error {
 		now := s.now()
 		until, strikes, err := s.escalate(ctx, cooldownKey(user), now, escalation{first: p.First, longest: p.Max, memory: p.Memory})
 		if err != nil {
@@ -60,7 +61,7 @@ func (s *RedisStore) StartCooldown(ctx context.Context, user string, p CooldownP
 // user is not cooling down. One round trip.
 func (s *RedisStore) CooldownLeft(ctx context.Context, user string) (time.Duration, error) {
 	var left time.Duration
-	err := s.call(ctx, "cooldown", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisCooldown, func(ctx context.Context) error {
 		raw, err := s.c.HGet(ctx, cooldownKey(user), "until").Result()
 		if errors.Is(err, redis.Nil) {
 			return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // A session handed to a person (the model's request_human) keeps the
@@ -68,7 +69,7 @@ var ErrNotHandedOff = errors.New("the session is not handed off")
 // event (JSON) on its timeline and, when the event stream is configured,
 // record (JSON) on it, in one round trip.
 func (s *RedisStore) HandOff(ctx context.Context, rec Record, h Handoff, event, record []byte) error {
-	return s.call(ctx, "handoff", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisHandoff, func(ctx context.Context) error {
 		sc := scriptCall{handoffSetScript, []string{metaKey(rec.ID), timelineKey(rec.ID)},
 			[]any{rec.Epoch, s.ttl.Milliseconds(), s.timelineMax, encodeHandoff(h), event}}
 		var cmd *redis.Cmd
@@ -91,7 +92,7 @@ func (s *RedisStore) HandOff(ctx context.Context, rec Record, h Handoff, event, 
 // ErrNotHandedOff when the model has it.
 func (s *RedisStore) EndHandoff(ctx context.Context, id string, event, record []byte) (bool, error) {
 	var found bool
-	err := s.call(ctx, "operator", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
 		if !validID(id) {
 			return nil
 		}

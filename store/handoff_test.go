@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // testHandoff: a hand-off stays in the record through turns and resumes,
@@ -16,7 +18,7 @@ func testHandoff(t *testing.T, b *backend) {
 	stream := "turnstile:test:handoffs:" + time.Now().Format("150405.000000000")
 	var failures []error // what Observe reports as failed: none here
 	s := b.store(RedisStoreOptions{EventsStream: stream, EventsMaxLen: 1000,
-		Observe: func(_ string, _ time.Duration, err error) {
+		Observe: func(_ metrics.RedisOp, _ time.Duration, err error) {
 			if err != nil {
 				failures = append(failures, err)
 			}

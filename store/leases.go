@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // Leases count holders of something across all nodes, under a limit: one
@@ -42,7 +43,7 @@ func (s *RedisStore) AcquireLease(ctx context.Context, group, id string, limit i
 	if limit < 1 || ttl <= 0 || id == "" {
 		return false, fmt.Errorf("acquire lease: limit %d, ttl %s, id %q: need a positive limit and ttl and an id", limit, ttl, id)
 	}
-	err = s.call(ctx, "lease_acquire", func(ctx context.Context) error {
+	err = s.call(ctx, metrics.RedisLeaseAcquire, func(ctx context.Context) error {
 		now := s.now()
 		res, err := leaseAcquireScript.Run(ctx, s.c, []string{group},
 			now.UnixMilli(), now.Add(ttl).UnixMilli(), limit, id).Int64Slice()
@@ -66,7 +67,7 @@ func (s *RedisStore) RenewLeases(ctx context.Context, leases map[string][]string
 	if len(leases) == 0 {
 		return nil
 	}
-	return s.call(ctx, "lease_renew", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisLeaseRenew, func(ctx context.Context) error {
 		expiry := s.now().Add(ttl)
 		score := float64(expiry.UnixMilli())
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -92,7 +93,7 @@ func (s *RedisStore) RenewLeases(ctx context.Context, leases map[string][]string
 
 // ReleaseLease ends holder id's lease in group at once, freeing its slot.
 func (s *RedisStore) ReleaseLease(ctx context.Context, group, id string) error {
-	return s.call(ctx, "lease_release", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisLeaseRelease, func(ctx context.Context) error {
 		if err := s.c.ZRem(ctx, group, id).Err(); err != nil {
 			return fmt.Errorf("release lease: %w", err)
 		}
@@ -103,7 +104,7 @@ func (s *RedisStore) ReleaseLease(ctx context.Context, group, id string) error {
 // LiveLeases counts group's leases that have not expired.
 func (s *RedisStore) LiveLeases(ctx context.Context, group string) (int, error) {
 	var n int64
-	err := s.call(ctx, "lease_count", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisLeaseCount, func(ctx context.Context) error {
 		var err error
 		n, err = s.c.ZCount(ctx, group, "("+strconv.FormatInt(s.now().UnixMilli(), 10), "+inf").Result()
 		if errors.Is(err, redis.Nil) {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // leaseClock is wall time plus an offset that tests move forward, so that
@@ -115,9 +117,9 @@ func TestConnectionLeasesFailWhenRedisIsUnreachable(t *testing.T) {
 	}
 	defer c.Close()
 	var ops []string
-	s := NewRedisStore(c, RedisStoreOptions{Observe: func(op string, _ time.Duration, err error) {
+	s := NewRedisStore(c, RedisStoreOptions{Observe: func(op metrics.RedisOp, _ time.Duration, err error) {
 		if err != nil {
-			ops = append(ops, op)
+			ops = append(ops, string(op))
 		}
 	}})
 	ctx := context.Background()

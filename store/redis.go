@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -41,12 +42,13 @@ type RedisStoreOptions struct {
 	// node's marker (a Redis that restarted empty or was flushed is seen
 	// within it). Default 1 s.
 	WatchInterval time.Duration
-	// Observe, when set, is called once per call with its op (create,
+	// Observe, when set, is called once per call with its op (one of
+	// metrics.RedisOps: create,
 	// resume, append, restore, turns, epochs, ping, …), its duration and
 	// its error. Refusals (ErrResumeRefused, ErrFenced, ErrSessionGone,
 	// ErrNotHandedOff) are outcomes, not failures: they are reported as a
 	// nil error.
-	Observe func(op string, d time.Duration, err error)
+	Observe func(op metrics.RedisOp, d time.Duration, err error)
 	// Now is the clock confirmations, blocks and turn windows go by;
 	// default the system clock.
 	Now func() time.Time
@@ -87,7 +89,7 @@ type RedisStore struct {
 	historyBytes  int
 	timeout       time.Duration
 	watchInterval time.Duration
-	observe       func(op string, d time.Duration, err error)
+	observe       func(op metrics.RedisOp, d time.Duration, err error)
 	now           func() time.Time
 	waitReplicas  int
 	timelineMax   int
@@ -201,7 +203,7 @@ func validID(id string) bool {
 // A call its caller abandoned (ctx cancelled: the connection closed, taken
 // over by a resume or shut down) says nothing about Redis and is not
 // reported; one that ran out of time is a failure.
-func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+func (s *RedisStore) call(ctx context.Context, op metrics.RedisOp, fn func(ctx context.Context) error) error {
 	start := clock.Wall.Now()
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -228,7 +230,7 @@ func (s *RedisStore) call(ctx context.Context, op string, fn func(ctx context.Co
 // cached it costs two).
 func (s *RedisStore) Create(ctx context.Context, rec Record) (Record, string, error) {
 	var token string
-	err := s.call(ctx, "create", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisCreate, func(ctx context.Context) error {
 		if !validID(rec.ID) {
 			return fmt.Errorf("session %q: create: invalid id", rec.ID)
 		}
@@ -273,7 +275,7 @@ func (s *RedisStore) Resume(ctx context.Context, id, resumeToken, userID string)
 		rec     Record
 		history []transport.Entry
 	)
-	err := s.call(ctx, "resume", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisResume, func(ctx context.Context) error {
 		refused := fmt.Errorf("session %s: resume: %w", id, ErrResumeRefused)
 		if !validID(id) || resumeToken == "" || userID == "" {
 			return refused
@@ -321,7 +323,7 @@ func (s *RedisStore) Load(ctx context.Context, id string) (Record, []transport.E
 		rec     Record
 		history []transport.Entry
 	)
-	err := s.call(ctx, "load", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisLoad, func(ctx context.Context) error {
 		var meta *redis.MapStringStringCmd
 		var list *redis.StringSliceCmd
 		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -348,7 +350,7 @@ func (s *RedisStore) Load(ctx context.Context, id string) (Record, []transport.E
 // and HistoryMaxBytes, records rec's turn and mode and refreshes both TTLs,
 // in one round trip (a Lua script that first checks rec's epoch).
 func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transport.Entry) error {
-	return s.call(ctx, "append", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisAppend, func(ctx context.Context) error {
 		sc, n, err := s.appendCall(rec, 0, entries)
 		if err != nil {
 			return err
@@ -361,7 +363,7 @@ func (s *RedisStore) Append(ctx context.Context, rec Record, entries ...transpor
 // Undo takes back the user entry of turn (when it is the last one) and
 // writes rec's fields, in one round trip.
 func (s *RedisStore) Undo(ctx context.Context, rec Record, turn int) error {
-	return s.call(ctx, "append", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisAppend, func(ctx context.Context) error {
 		sc, _, err := s.appendCall(rec, turn, nil)
 		if err != nil {
 			return err
@@ -436,7 +438,7 @@ func writeResult(id, op string, cmd *redis.Cmd) error {
 // reports whether the record was missing.
 func (s *RedisStore) Restore(ctx context.Context, rec Record, history []transport.Entry, pending []orchestrator.Confirmation) (bool, error) {
 	var restored bool
-	err := s.call(ctx, "restore", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisRestore, func(ctx context.Context) error {
 		if !validID(rec.ID) {
 			return fmt.Errorf("session %q: restore: invalid id", rec.ID)
 		}
@@ -497,7 +499,7 @@ func (s *RedisStore) bound(encoded []any) ([]any, int) {
 
 // Ping reports whether Redis answers within the store timeout.
 func (s *RedisStore) Ping(ctx context.Context) error {
-	return s.call(ctx, "ping", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisPing, func(ctx context.Context) error {
 		if err := s.c.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("session store: ping: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -49,7 +50,7 @@ func encodeBlock(b Block) []byte {
 // never shortens an existing longer one, even when two are set at once
 // (one round trip, a Lua script that compares and sets).
 func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error {
-	return s.call(ctx, "block", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisBlock, func(ctx context.Context) error {
 		err := blockSetScript.Run(ctx, s.c, []string{blockKey(user)},
 			b.Until.UnixMilli(), encodeBlock(b), s.now().UnixMilli()).Err()
 		if err != nil {
@@ -64,7 +65,7 @@ func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error 
 // for memory after the latest.
 func (s *RedisStore) Strike(ctx context.Context, user string, memory time.Duration) (int, error) {
 	var n int
-	err := s.call(ctx, "block", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisBlock, func(ctx context.Context) error {
 		var err error
 		if _, n, err = s.escalate(ctx, strikesKey(user), s.now(), escalation{memory: memory}); err != nil {
 			return fmt.Errorf("user strikes: %w", err)
@@ -77,7 +78,7 @@ func (s *RedisStore) Strike(ctx context.Context, user string, memory time.Durati
 // BlockOf returns the user's block; a zero Until means not blocked.
 func (s *RedisStore) BlockOf(ctx context.Context, user string) (Block, error) {
 	var b Block
-	err := s.call(ctx, "block", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisBlock, func(ctx context.Context) error {
 		var err error
 		b, err = s.blockOf(ctx, user)
 		return err

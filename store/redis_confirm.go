@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 )
 
@@ -51,7 +52,7 @@ func approvalKey(id, tool, digest string) string {
 func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confirmation) (bool, string, error) {
 	var approved bool
 	var key string
-	err := s.call(ctx, "confirm", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisConfirm, func(ctx context.Context) error {
 		b, err := MarshalJSON(pendingConfirmation{Confirmation: c, ExpiresAtMs: c.ExpiresAt.UnixMilli()})
 		if err != nil {
 			return fmt.Errorf("session %s: confirm: %w", c.SessionID, err)
@@ -87,7 +88,7 @@ func (s *RedisStore) ConsumeOrRequest(ctx context.Context, c orchestrator.Confir
 // digest.
 func (s *RedisStore) Resolve(ctx context.Context, sessionID string, epoch int64, userID, token string, approve bool, ttl time.Duration) (orchestrator.Confirmation, error) {
 	var c orchestrator.Confirmation
-	err := s.call(ctx, "confirm", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisConfirm, func(ctx context.Context) error {
 		flag := "0"
 		if approve {
 			flag = "1"
@@ -122,7 +123,7 @@ func (s *RedisStore) Resolve(ctx context.Context, sessionID string, epoch int64,
 // session that are not answered and not expired.
 func (s *RedisStore) Pending(ctx context.Context, sessionID string) ([]orchestrator.Confirmation, error) {
 	var out []orchestrator.Confirmation
-	err := s.call(ctx, "confirm", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisConfirm, func(ctx context.Context) error {
 		tokens, err := s.c.SMembers(ctx, confirmsKey(sessionID)).Result()
 		if err != nil || len(tokens) == 0 {
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 )
 
@@ -46,7 +47,7 @@ func callIDsKey(id string) string { return "turnstile:{" + id + "}:callids" }
 // epoch (a Lua script that first compares it, as Append's).
 func (s *RedisStore) Claim(ctx context.Context, sessionID string, epoch int64, calls []orchestrator.CallRecord) (map[string]orchestrator.CallRecord, error) {
 	prior := map[string]orchestrator.CallRecord{}
-	err := s.call(ctx, "ledger", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisLedger, func(ctx context.Context) error {
 		args := []any{epoch, s.ttl.Milliseconds(), ledgerMax}
 		for _, c := range calls {
 			b, err := MarshalJSON(c)
@@ -99,7 +100,7 @@ func refusal(id, op string, n int64) error {
 // Answer implements orchestrator.LedgerStore in one round trip, fenced on
 // epoch.
 func (s *RedisStore) Answer(ctx context.Context, sessionID string, epoch int64, calls []orchestrator.CallRecord) error {
-	return s.call(ctx, "ledger", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisLedger, func(ctx context.Context) error {
 		args := []any{epoch, s.ttl.Milliseconds()}
 		for _, c := range calls {
 			b, err := MarshalJSON(c)
@@ -128,7 +129,7 @@ func (s *RedisStore) Answer(ctx context.Context, sessionID string, epoch int64, 
 func (s *RedisStore) Succeeded(ctx context.Context, sessionID, key string) (orchestrator.CallRecord, bool, error) {
 	var rec orchestrator.CallRecord
 	var found bool
-	err := s.call(ctx, "ledger", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisLedger, func(ctx context.Context) error {
 		raw, err := succeededScript.Run(ctx, s.c, []string{callsKey(sessionID)}, key).Text()
 		if errors.Is(err, redis.Nil) {
 			return nil
@@ -149,7 +150,7 @@ func (s *RedisStore) Succeeded(ctx context.Context, sessionID, key string) (orch
 // operators).
 func (s *RedisStore) Ledger(ctx context.Context, sessionID string) ([]orchestrator.CallRecord, error) {
 	var out []orchestrator.CallRecord
-	err := s.call(ctx, "ledger", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisLedger, func(ctx context.Context) error {
 		all, err := s.c.LRange(ctx, callIDsKey(sessionID), 0, -1).Result()
 		if err != nil {
 			return err

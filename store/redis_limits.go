@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // CountLimits counts one event against every limit of lims with a Max in
@@ -23,7 +24,7 @@ func (s *RedisStore) CountLimits(ctx context.Context, member string, lims ...Tur
 		return true, 0, nil
 	}
 	allowed, wait := true, time.Duration(0)
-	err := s.call(ctx, "turns", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisTurns, func(ctx context.Context) error {
 		cmds := make([]*redis.Cmd, len(calls))
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, c := range calls {
@@ -53,7 +54,7 @@ func (s *RedisStore) CountLimits(ctx context.Context, member string, lims ...Tur
 // reason of the gateway's, such as a store that cannot serve it yet, is
 // not held against the client that is told to retry.
 func (s *RedisStore) UncountLimits(ctx context.Context, member string, lims ...TurnLimit) error {
-	return s.call(ctx, "turns", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisTurns, func(ctx context.Context) error {
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, lim := range lims {
 				if lim.Max > 0 {

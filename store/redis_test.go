@@ -18,6 +18,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -523,11 +524,11 @@ func testObserveAbandoned(t *testing.T, b *backend) {
 		mu     sync.Mutex
 		failed []string
 	)
-	observe := func(op string, _ time.Duration, err error) {
+	observe := func(op metrics.RedisOp, _ time.Duration, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
-			failed = append(failed, op+": "+err.Error())
+			failed = append(failed, string(op)+": "+err.Error())
 		}
 	}
 	s := b.store(RedisStoreOptions{Observe: observe})
@@ -568,10 +569,10 @@ func testObserve(t *testing.T, b *backend) {
 		mu   sync.Mutex
 		seen []obs
 	)
-	s := b.store(RedisStoreOptions{Observe: func(op string, d time.Duration, err error) {
+	s := b.store(RedisStoreOptions{Observe: func(op metrics.RedisOp, d time.Duration, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		seen = append(seen, obs{op, d, err})
+		seen = append(seen, obs{string(op), d, err})
 	}})
 	rec, tok := mustCreateRecord(t, s, sampleRecord("s-observe"))
 	rec, _ = mustResume(t, s, rec.ID, tok, rec.UserID)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -43,7 +44,7 @@ func turnsKey(lim TurnLimit) string {
 // which in dev mode is not the user's).
 func (s *RedisStore) BeginTurn(ctx context.Context, rec Record, user transport.Entry, lim TurnLimit) (TurnStart, error) {
 	var ts TurnStart
-	err := s.call(ctx, "append", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisAppend, func(ctx context.Context) error {
 		app, n, err := s.appendCall(rec, 0, []transport.Entry{user})
 		if err != nil {
 			return err
@@ -118,7 +119,7 @@ func (s *RedisStore) CountTurn(ctx context.Context, lim TurnLimit, member string
 		allowed bool
 		wait    time.Duration
 	)
-	err := s.call(ctx, "turns", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisTurns, func(ctx context.Context) error {
 		cmd := turnsScript.Run(ctx, s.c, []string{turnsKey(lim)}, s.turnArgs(lim, member)...)
 		var err error
 		if allowed, wait, err = turnReply(cmd); err != nil {

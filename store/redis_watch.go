@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/metrics"
 )
 
 // ownersChannel is the pub/sub channel on which every resume announces the
@@ -98,7 +99,7 @@ func (s *RedisStore) probeMarker(ctx context.Context, node string) (present, los
 // touchMarker sets this node's marker and reports whether it was there.
 func (s *RedisStore) touchMarker(ctx context.Context, node string) (bool, error) {
 	var present bool
-	err := s.call(ctx, "watch", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisWatch, func(ctx context.Context) error {
 		// Kept for a few intervals: a node that stalls briefly does not
 		// mistake its own expired marker for lost data (and if it does,
 		// a Check finds everything in place).
@@ -131,7 +132,7 @@ func (s *RedisStore) MarkerGone(ctx context.Context, node string) (bool, error) 
 		return true, nil
 	}
 	var gone bool
-	err := s.call(ctx, "watch", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisWatch, func(ctx context.Context) error {
 		n, err := s.c.Exists(ctx, nodeKey(node)).Result()
 		if err != nil {
 			return fmt.Errorf("store watch: %w", err)
@@ -146,7 +147,7 @@ func (s *RedisStore) MarkerGone(ctx context.Context, node string) (bool, error) 
 // in one round trip.
 func (s *RedisStore) Epochs(ctx context.Context, ids []string) ([]int64, error) {
 	out := make([]int64, len(ids))
-	err := s.call(ctx, "epochs", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisEpochs, func(ctx context.Context) error {
 		cmds := make([]*redis.StringCmd, len(ids))
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {

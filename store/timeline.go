@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -62,7 +63,7 @@ type TurnEnd struct {
 // that a block set on another node stops this session at its turn's end.
 func (s *RedisStore) EndTurn(ctx context.Context, rec Record, end TurnEnd) (Block, error) {
 	var b Block
-	err := s.call(ctx, "append", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisAppend, func(ctx context.Context) error {
 		app, n, err := s.appendCall(rec, 0, end.Entries)
 		if err != nil {
 			return err
@@ -133,7 +134,7 @@ func (s *RedisStore) timelineCall(rec Record, turn []byte, events [][]byte) (scr
 // The timeline write is fenced: a connection that lost the session writes
 // nothing there.
 func (s *RedisStore) Leave(ctx context.Context, rec Record, node string, events [][]byte) error {
-	return s.call(ctx, "leave", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisLeave, func(ctx context.Context) error {
 		tl, hasTL := s.timelineCall(rec, nil, events)
 		var tlCmd *redis.Cmd
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -162,7 +163,7 @@ func holderKey(id string) string { return "turnstile:{" + id + "}:node" }
 // MarkLive says that node holds sessions ids until ttl from now (renewed
 // well before), in one round trip; members past their time are dropped.
 func (s *RedisStore) MarkLive(ctx context.Context, node string, ids []string, ttl time.Duration) error {
-	return s.call(ctx, "live", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisLive, func(ctx context.Context) error {
 		now := s.now()
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZRemRangeByScore(ctx, liveKey, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
@@ -198,7 +199,7 @@ type LiveSession struct {
 // twice for a moment (a resume on another node) is listed once.
 func (s *RedisStore) LiveSessions(ctx context.Context, max int) ([]LiveSession, error) {
 	var out []LiveSession
-	err := s.call(ctx, "live", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisLive, func(ctx context.Context) error {
 		members, err := s.c.ZRevRangeByScore(ctx, liveKey, &redis.ZRangeBy{
 			Min: "(" + strconv.FormatInt(s.now().UnixMilli(), 10), Max: "+inf", Count: int64(max)}).Result()
 		if err != nil {
@@ -250,7 +251,7 @@ type SessionTimeline struct {
 // trip (two when a node holds it); ErrSessionGone when there is no such session.
 func (s *RedisStore) Timeline(ctx context.Context, id string) (SessionTimeline, error) {
 	var out SessionTimeline
-	err := s.call(ctx, "timeline", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisTimeline, func(ctx context.Context) error {
 		if !validID(id) {
 			return fmt.Errorf("session %q: timeline: %w", id, ErrSessionGone)
 		}
@@ -296,7 +297,7 @@ func (s *RedisStore) Timeline(ctx context.Context, id string) (SessionTimeline, 
 // reports false when there is no such session. One round trip.
 func (s *RedisStore) CloseSession(ctx context.Context, id, by string, event []byte) (bool, error) {
 	var found bool
-	err := s.call(ctx, "operator", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
 		if !validID(id) {
 			return nil
 		}
@@ -315,7 +316,7 @@ func (s *RedisStore) CloseSession(ctx context.Context, id, by string, event []by
 // one, unlike BlockUser) and tells every node at once (Watcher's
 // Blocked), in one round trip.
 func (s *RedisStore) SetBlock(ctx context.Context, user string, b Block) error {
-	return s.call(ctx, "operator", func(ctx context.Context) error {
+	return s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, blockKey(user), encodeBlock(b), b.Until.Sub(s.now()))
 			p.Publish(ctx, ownersChannel, "block "+user)
@@ -334,7 +335,7 @@ func (s *RedisStore) SetBlock(ctx context.Context, user string, b Block) error {
 // starts short again.
 func (s *RedisStore) LiftBlock(ctx context.Context, user string) (bool, error) {
 	var had bool
-	err := s.call(ctx, "operator", func(ctx context.Context) error {
+	err := s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
 		var del *redis.IntCmd
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			del = p.Del(ctx, blockKey(user))

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -34,6 +35,12 @@ const (
 	ErrAuth            ErrorType = "AUTH"
 	ErrRateLimit       ErrorType = "RATE_LIMIT"
 )
+
+// ErrorTypes is the closed set of ErrorType; a tool call's outcome label
+// (metrics) is "ok" or one of them in lower case.
+var ErrorTypes = []ErrorType{ErrValidation, ErrNotFound, ErrInternal, ErrModeRestricted, ErrBudgetExceeded,
+	ErrConfirmationRequired, ErrLoopDetected, ErrTimeout, ErrUntrustedContext, ErrSessionInactive, ErrTransient,
+	ErrPermanent, ErrConflict, ErrAuth, ErrRateLimit}
 
 // Error is the error half of the envelope.
 type Error struct {
@@ -143,11 +150,4 @@ type HandlerFunc func(ctx context.Context, call Call) Envelope
 func (f HandlerFunc) Handle(ctx context.Context, call Call) Envelope { return f(ctx, call) }
 
 // KnownErrorType reports whether t is one of the closed set of error types.
-func KnownErrorType(t ErrorType) bool {
-	switch t {
-	case ErrValidation, ErrNotFound, ErrInternal, ErrModeRestricted, ErrBudgetExceeded, ErrConfirmationRequired,
-		ErrLoopDetected, ErrTimeout, ErrUntrustedContext, ErrSessionInactive, ErrTransient, ErrPermanent, ErrConflict, ErrAuth, ErrRateLimit:
-		return true
-	}
-	return false
-}
+func KnownErrorType(t ErrorType) bool { return slices.Contains(ErrorTypes, t) }
