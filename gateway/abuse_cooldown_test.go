@@ -89,7 +89,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 		for name, g := range map[string]*testGateway{"A": a, "B": b} {
 			cl, r := g.tryUpgrade(mallory, "")
 			if cl != nil || r.status != http.StatusTooManyRequests || r.retryAfter != want ||
-				!strings.Contains(r.body, metrics.RefusedAbuseCooldown) {
+				!strings.Contains(r.body, string(metrics.RefusedAbuseCooldown)) {
 				t.Fatalf("mallory on %s during the cooldown: %+v, want 429 with Retry-After %s", name, r, want)
 			}
 		}
@@ -103,7 +103,7 @@ func TestRateAbuseCoolsTheUserDownOnBothNodes(t *testing.T) {
 	if n := a.refusals(metrics.RefusedAbuseCooldown) + b.refusals(metrics.RefusedAbuseCooldown); n != 4 {
 		t.Fatalf("refusals{abuse_cooldown} = %v, want 4", n)
 	}
-	if n := a.sessionsRefused(metrics.RefusedAbuseCooldown) + b.sessionsRefused(metrics.RefusedAbuseCooldown); n != 4 {
+	if n := a.sessionsRefused(string(metrics.RefusedAbuseCooldown)) + b.sessionsRefused(string(metrics.RefusedAbuseCooldown)); n != 4 {
 		t.Fatalf("sessions_refused{abuse_cooldown} = %v, want 4", n)
 	}
 
@@ -150,7 +150,7 @@ func TestAResumeLoopRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
 	}
 	for name, g := range map[string]*testGateway{"A": a, "B": b} {
 		if cl, r := g.tryUpgrade(mallory, ""); cl != nil || r.status != http.StatusTooManyRequests || r.retryAfter != "60" ||
-			!strings.Contains(r.body, metrics.RefusedAbuseCooldown) {
+			!strings.Contains(r.body, string(metrics.RefusedAbuseCooldown)) {
 			t.Fatalf("mallory on %s after the refused resume: %+v, want 429 abuse_cooldown, Retry-After 60", name, r)
 		}
 		g.dial("", bob).start(nil)

@@ -285,10 +285,10 @@ func (g *testGateway) cancelledModelRequests() float64 {
 }
 
 // refusals is turnstile_refusals_total for one reason, over every channel.
-func (g *testGateway) refusals(reason string) float64 {
+func (g *testGateway) refusals(reason metrics.RefusalReason) float64 {
 	var sum float64
 	for _, ch := range append(slices.Clone(metrics.Channels), metrics.ChannelNone) {
-		sum += testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(reason, ch.String()))
+		sum += testutil.ToFloat64(g.gw.sessions.Metrics.Refusals.WithLabelValues(string(reason), ch.String()))
 	}
 	return sum
 }
@@ -296,9 +296,9 @@ func (g *testGateway) refusals(reason string) float64 {
 // waitRefusals waits until refusals(reason) is want: a refusal that closes
 // the connection is counted once the close has gone out, so a test that saw
 // the close may read the counter an instant early.
-func (g *testGateway) waitRefusals(t testing.TB, reason string, want float64) {
+func (g *testGateway) waitRefusals(t testing.TB, reason metrics.RefusalReason, want float64) {
 	t.Helper()
-	testwait.ForNil(t, "refusals{"+reason+"} to reach the expected count", func() error {
+	testwait.ForNil(t, "refusals{"+string(reason)+"} to reach the expected count", func() error {
 		if n := g.refusals(reason); n != want {
 			return fmt.Errorf("refusals{%s} = %v, want %v", reason, n, want)
 		}

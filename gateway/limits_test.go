@@ -63,7 +63,7 @@ func TestNodeSessionCapAnswers503WithRetryAfterAndFreesAtOnce(t *testing.T) {
 	if g.refusals(metrics.RefusedMaxSessions) != 1 {
 		t.Fatalf("max_sessions refusals = %v, want 1", g.refusals(metrics.RefusedMaxSessions))
 	}
-	if n := g.sessionsRefused(metrics.RefusedMaxSessions); n != 1 {
+	if n := g.sessionsRefused(string(metrics.RefusedMaxSessions)); n != 1 {
 		t.Fatalf("sessions_refused{max_sessions} = %v, want 1", n)
 	}
 	// Health checks still answer.
@@ -219,7 +219,7 @@ func TestTokensAudienceIssuerAndLifetimeAreChecked(t *testing.T) {
 	if n := g.refusals(metrics.RefusedUnauthenticated); n != 5 {
 		t.Errorf("unauthenticated refusals = %v, want 5", n)
 	}
-	if n := g.sessionsRefused(metrics.RefusedUnauthenticated); n != 5 {
+	if n := g.sessionsRefused(string(metrics.RefusedUnauthenticated)); n != 5 {
 		t.Errorf("sessions_refused{unauthenticated} = %v, want 5", n)
 	}
 }

@@ -66,7 +66,7 @@ func TestEveryMetricHasOneDocumentedRow(t *testing.T) {
 		values []string
 	}{
 		"browser_disconnects_total":         {"reason", DisconnectReasons()},
-		"refusals_total":                    {"reason", refusalReasons},
+		"refusals_total":                    {"reason", labelValues(refusalReasons)},
 		"sessions_refused_total":            {"reason", SessionRefusalReasons},
 		"redis_duration_seconds":            {"op", labelValues(RedisOps)},
 		"model_requests_total":              {"outcome", labelValues(ModelOutcomes)},

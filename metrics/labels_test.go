@@ -178,6 +178,7 @@ func TestLabelSetsMatchTheirSources(t *testing.T) {
 		{"metrics", "ModelOutcome", labelValues(ModelOutcomes)},
 		{"metrics", "ConfirmationOutcome", labelValues(ConfirmationOutcomes)},
 		{"metrics", "RedisOp", labelValues(RedisOps)},
+		{"metrics", "RefusalReason", labelValues(refusalReasons)},
 	} {
 		src := stringConstsOfType(t, filepath.Join(repoRoot, c.dir), c.typ)
 		if len(src) == 0 || !sameSet(src, c.ours) {

@@ -19,7 +19,7 @@ func TestRefusalsStartAtZeroAndUnknownReasonsCountAsOther(t *testing.T) {
 	m.Refusal(RefusedMaxSessions, ChannelTwilio)
 	m.Refusal(RefusedMaxSessions, ChannelTwilio)
 	m.Refusal("user-42", ChannelTwilio) // a caller's mistake must not create a series per value
-	if got := testutil.ToFloat64(m.Refusals.WithLabelValues(RefusedMaxSessions, "twilio")); got != 2 {
+	if got := testutil.ToFloat64(m.Refusals.WithLabelValues(string(RefusedMaxSessions), "twilio")); got != 2 {
 		t.Errorf("max_sessions = %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(m.Refusals.WithLabelValues("other", "twilio")); got != 1 {

@@ -190,7 +190,7 @@ func TestConnectionCapClosesNewConnectionsAndKeepsOpenOnesServed(t *testing.T) {
 	if code, err := probe.get("/healthz"); code != 200 || err != nil {
 		t.Fatalf("the open health check after the cap was hit: %d %v", code, err)
 	}
-	if n := testutil.ToFloat64(s.d.Metrics.Refusals.WithLabelValues(metrics.RefusedMaxConnections, "none")); n != 1 {
+	if n := testutil.ToFloat64(s.d.Metrics.Refusals.WithLabelValues(string(metrics.RefusedMaxConnections), "none")); n != 1 {
 		t.Fatalf("max_connections refusals = %v, want 1", n)
 	}
 	_ = hog1.c.Close()

@@ -59,7 +59,7 @@ func (s *Server) LimitListener(ln net.Listener) net.Listener {
 
 // full is the limit a new user would be refused by on this node ("": none
 // is full): the node's sessions, or its connections.
-func (s *Server) full() string {
+func (s *Server) full() metrics.RefusalReason {
 	switch {
 	case s.admit.full():
 		return metrics.RefusedMaxSessions

@@ -124,7 +124,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{cfg: cfg, d: d, public: http.NewServeMux(), admin: http.NewServeMux(),
 		throttle: &throttle.Keyed{Every: logEvery}}
 	s.admit = newAdmission(cfg, d, s.throttle)
-	s.conns = newConnTable(cfg, d.Files, d.Auth.DevMode(), func(reason, client string) {
+	s.conns = newConnTable(cfg, d.Files, d.Auth.DevMode(), func(reason metrics.RefusalReason, client string) {
 		s.refused(reason, metrics.ChannelNone, client, nil)
 	})
 	for _, mux := range []*http.ServeMux{s.public, s.admin} {
@@ -303,12 +303,12 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 // logEvery on this node, with how many there were since the last line and
 // the client of the one logged. A
 // refused upgrade is also a browser that got no session.
-func (s *Server) refused(reason string, ch metrics.Channel, client string, err error) {
+func (s *Server) refused(reason metrics.RefusalReason, ch metrics.Channel, client string, err error) {
 	s.d.Metrics.Refusal(reason, ch)
 	if !metrics.IsConnectionRefusal(reason) {
-		s.d.Metrics.RefuseSession(reason, ch)
+		s.d.Metrics.RefuseSession(string(reason), ch)
 	}
-	count, ok := s.throttle.Note(reason, clock.Wall.Now(), 1)
+	count, ok := s.throttle.Note(string(reason), clock.Wall.Now(), 1)
 	if !ok {
 		return
 	}

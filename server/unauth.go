@@ -49,7 +49,7 @@ type connTable struct {
 	proxies TrustedProxies
 	now     func() time.Time
 	// refused counts and logs a refusal (reason, the client).
-	refused func(reason, client string)
+	refused func(reason metrics.RefusalReason, client string)
 
 	mu     sync.Mutex
 	open   int
@@ -57,7 +57,7 @@ type connTable struct {
 	byIP   map[string]*list.List // client key → its unauthenticated *tracked, longest idle first
 }
 
-func newConnTable(cfg Config, files *fdroom.Room, devMode bool, refused func(reason, client string)) *connTable {
+func newConnTable(cfg Config, files *fdroom.Room, devMode bool, refused func(reason metrics.RefusalReason, client string)) *connTable {
 	t := &connTable{max: cfg.MaxConnections, files: files, perIP: cfg.UnauthPerIP, idle: cfg.UnauthIdleTimeout,
 		proxies: cfg.TrustedProxies, now: clock.Wall.Now, refused: refused, byIP: map[string]*list.List{}}
 	if t.max > 0 && cfg.UnauthShare > 0 && cfg.UnauthShare < 1 {
@@ -160,7 +160,7 @@ func (t *connTable) admit(c net.Conn) *tracked {
 // key's: reason is "" when there is room, else the limit that is full,
 // with the victim (already out of the table) or nil when none may go.
 // Under t.mu.
-func (t *connTable) makeRoom(tc *tracked, key string) (victim *tracked, reason string) {
+func (t *connTable) makeRoom(tc *tracked, key string) (victim *tracked, reason metrics.RefusalReason) {
 	switch {
 	case key != "" && t.perIP > 0 && t.ipLen(key, tc) >= t.perIP:
 		reason, victim = metrics.RefusedUnauthPerIP, t.longestIdle(t.byIP[key], tc)
@@ -266,7 +266,7 @@ func (t *connTable) release(tc *tracked) {
 }
 
 // evict closes a connection makeRoom chose, counting it under reason.
-func (t *connTable) evict(victim *tracked, reason string) {
+func (t *connTable) evict(victim *tracked, reason metrics.RefusalReason) {
 	if victim == nil {
 		return
 	}
@@ -277,7 +277,7 @@ func (t *connTable) evict(victim *tracked, reason string) {
 // refuse closes a connection just accepted (a reset: nothing of it stays
 // in TIME_WAIT here), counting it under reason. At accept there is no
 // request to answer, and with TLS not even a way to write one.
-func (t *connTable) refuse(c net.Conn, reason, client string) {
+func (t *connTable) refuse(c net.Conn, reason metrics.RefusalReason, client string) {
 	// Counted before the reset, so that whoever sees the reset also sees
 	// the refusal in the metrics.
 	t.refused(reason, client)

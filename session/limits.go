@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -38,33 +39,33 @@ const (
 
 // limitInfo is how a limit is counted and logged.
 type limitInfo struct {
-	label string // the metric's reason
+	label metrics.RefusalReason // the metric's reason
 	level slog.Level
 	msg   string
 }
 
 var limits = [numLimits]limitInfo{
-	limitMessageRate:   {"message_rate", slog.LevelWarn, "limit: text frames over the message rate dropped"},
-	limitAudioRate:     {"audio_rate", slog.LevelWarn, "limit: microphone audio over its pace dropped"},
-	limitTurns:         {"turns_per_minute", slog.LevelWarn, "limit: turns over the user's turns per minute refused"},
-	limitVoiceStarts:   {"voice_starts_per_minute", slog.LevelWarn, "limit: moves into voice over the starts per minute refused"},
-	limitNewSessions:   {"new_sessions_per_minute", slog.LevelWarn, "limit: new sessions over the user's new sessions per minute refused; closing 4008"},
-	limitRateAbuse:     {"rate_abuse", slog.LevelWarn, "limit: over a rate for too long; closing 4008"},
-	limitTokenExpired:  {"token_expired", slog.LevelInfo, "limit: the token expired without a refresh; closing 4001"},
-	limitAuth:          {"auth_refused", slog.LevelWarn, "limit: an auth token was refused; closing 4001"},
-	limitIdle:          {"idle", slog.LevelInfo, "limit: no message nor pong for the idle timeout; closing 4104"},
-	limitInvalidUTF8:   {"invalid_utf8", slog.LevelWarn, "limit: a text frame is not UTF-8; closing 1007"},
-	limitContext:       {"context_trimmed", slog.LevelInfo, "limit: oldest history left out of a model request"},
-	limitHistoryBytes:  {"history_bytes", slog.LevelInfo, "limit: oldest history dropped for the history byte bound"},
-	limitResumeHistory: {"resume_history_cut", slog.LevelInfo, "limit: session.ready carries only the newest history"},
-	limitHistoryPage:   {"history_page_cut", slog.LevelInfo, "limit: a history answer was cut to fit the send queue"},
-	limitStorageQuota:  {"quota_exceeded", slog.LevelWarn, "limit: turns refused for the user's storage quota"},
-	limitLiveConnects:  {"live_connects_per_minute", slog.LevelWarn, "limit: voice connections over the upstream-connect budget refused; the session stays in text"},
-	limitResumes:       {"resumes_per_minute", slog.LevelWarn, "limit: resumes over the resumes per minute refused; closing 4008"},
+	limitMessageRate:   {metrics.RefusedMessageRate, slog.LevelWarn, "limit: text frames over the message rate dropped"},
+	limitAudioRate:     {metrics.RefusedAudioRate, slog.LevelWarn, "limit: microphone audio over its pace dropped"},
+	limitTurns:         {metrics.RefusedTurnsPerMinute, slog.LevelWarn, "limit: turns over the user's turns per minute refused"},
+	limitVoiceStarts:   {metrics.RefusedVoiceStartsPerMinute, slog.LevelWarn, "limit: moves into voice over the starts per minute refused"},
+	limitNewSessions:   {metrics.RefusedNewSessionsPerMinute, slog.LevelWarn, "limit: new sessions over the user's new sessions per minute refused; closing 4008"},
+	limitRateAbuse:     {metrics.RefusedRateAbuse, slog.LevelWarn, "limit: over a rate for too long; closing 4008"},
+	limitTokenExpired:  {metrics.RefusedTokenExpired, slog.LevelInfo, "limit: the token expired without a refresh; closing 4001"},
+	limitAuth:          {metrics.RefusedAuth, slog.LevelWarn, "limit: an auth token was refused; closing 4001"},
+	limitIdle:          {metrics.RefusedIdle, slog.LevelInfo, "limit: no message nor pong for the idle timeout; closing 4104"},
+	limitInvalidUTF8:   {metrics.RefusedInvalidUTF8, slog.LevelWarn, "limit: a text frame is not UTF-8; closing 1007"},
+	limitContext:       {metrics.RefusedContextTrimmed, slog.LevelInfo, "limit: oldest history left out of a model request"},
+	limitHistoryBytes:  {metrics.RefusedHistoryBytes, slog.LevelInfo, "limit: oldest history dropped for the history byte bound"},
+	limitResumeHistory: {metrics.RefusedResumeHistoryCut, slog.LevelInfo, "limit: session.ready carries only the newest history"},
+	limitHistoryPage:   {metrics.RefusedHistoryPageCut, slog.LevelInfo, "limit: a history answer was cut to fit the send queue"},
+	limitStorageQuota:  {metrics.RefusedQuotaExceeded, slog.LevelWarn, "limit: turns refused for the user's storage quota"},
+	limitLiveConnects:  {metrics.RefusedLiveConnectsPerMinute, slog.LevelWarn, "limit: voice connections over the upstream-connect budget refused; the session stays in text"},
+	limitResumes:       {metrics.RefusedResumesPerMinute, slog.LevelWarn, "limit: resumes over the resumes per minute refused; closing 4008"},
 }
 
 // String is the limit's metric label.
-func (l limit) String() string { return limits[l].label }
+func (l limit) String() string { return string(limits[l].label) }
 
 // allowMessage takes one text frame against the message rate; false
 // drops it. It may close the connection (4008).
@@ -186,7 +187,7 @@ func (c *conn) allowNewSession() bool {
 		return true
 	}
 	c.refused(limitNewSessions, c.m.now())
-	c.m.Metrics.RefuseSession(limits[limitNewSessions].label, c.id.Channel)
+	c.m.Metrics.RefuseSession(limitNewSessions.String(), c.id.Channel)
 	secs := int(wait.Round(time.Second) / time.Second)
 	c.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))

@@ -17,7 +17,7 @@ type limitCounters [numLimits]prometheus.Counter
 func newLimitCounters(m *metrics.Metrics, ch metrics.Channel) *limitCounters {
 	var lc limitCounters
 	for l := range numLimits {
-		lc[l] = m.RefusalCounter(l.String(), ch)
+		lc[l] = m.RefusalCounter(limits[l].label, ch)
 	}
 	return &lc
 }
@@ -47,7 +47,7 @@ type connLogs struct {
 func (r *refusals) note(l limit, now time.Time) (count int, log bool) {
 	r.counters[l].Inc()
 	if l.perNode() {
-		return r.node.Note(limits[l].label, now, 1)
+		return r.node.Note(l.String(), now, 1)
 	}
 	return r.throttles().limits[l].Note(now, 1)
 }

@@ -95,7 +95,7 @@ func (c *conn) allowResume(sessionID string) (string, bool) {
 		return member, true
 	}
 	c.refused(limitResumes, c.m.now())
-	c.m.Metrics.RefuseSession(limits[limitResumes].label, c.id.Channel)
+	c.m.Metrics.RefuseSession(limitResumes.String(), c.id.Channel)
 	// A resume loop is rate abuse: the 4008 starts the user's cooldown
 	// like a flood's, on every node.
 	closeWith, cooldown := c.coolDown(protocol.DisconnectResumes)
