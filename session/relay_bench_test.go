@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -107,7 +108,10 @@ func startRelay(tb testing.TB) relay {
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "bench"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
-	mgr := session.NewManager(session.Config{}, session.Deps{Store: st, Live: geminilive.New(client, "m", geminilive.Options{}),
+	// As the gateway assembles it: the upstream holds a descriptor of the
+	// node's room (internal/fdroom), its sends through that wrapper.
+	live := fdroom.Live(fdroom.New(1000), geminilive.New(client, "m", geminilive.Options{}))
+	mgr := session.NewManager(session.Config{}, session.Deps{Store: st, Live: live,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
 		Tools: fixedTools{reg}, Metrics: m, Log: log})
