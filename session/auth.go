@@ -25,7 +25,7 @@ func (c *conn) reauth(token string) bool {
 		return true
 	}
 	id, err := c.m.Auth.Verify(token)
-	if err != nil || id.User != c.user {
+	if err != nil || id.User != c.id.User {
 		c.send(protocol.NewError(protocol.CodeUnauthenticated,
 			"the token is not valid for this connection; reconnect with a fresh one", false, 0))
 		if c.out.close(protocol.DisconnectUnauthenticated, false) {

@@ -40,7 +40,7 @@ func blockCap(steps []time.Duration, n int) time.Duration {
 func (c *conn) block(d time.Duration, reason string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
 	defer cancel()
-	strike, err := c.m.Store.Strike(ctx, c.user, c.m.cfg.BlockMemory)
+	strike, err := c.m.Store.Strike(ctx, c.id.User, c.m.cfg.BlockMemory)
 	if err != nil {
 		// Unknown count: the block is the shortest, never the longest.
 		c.log().Warn("could not count the user's blocks; this one gets the first step", "err", err)
@@ -50,11 +50,11 @@ func (c *conn) block(d time.Duration, reason string) {
 	requested := d
 	d = min(d, limit)
 	b := store.Block{Until: c.m.now().Add(d).UTC().Truncate(time.Second), Reason: reason}
-	if err := c.m.Store.BlockUser(ctx, c.user, b); err != nil {
+	if err := c.m.Store.BlockUser(ctx, c.id.User, b); err != nil {
 		// The block still holds on this node's connections of the user.
 		c.log().Error("could not store a user block; it holds on this node only", "err", err)
 	}
-	c.log().Warn("user blocked", "user", c.user, "until", b.Until, "reason", b.Reason, "strike", strike,
+	c.log().Warn("user blocked", "user", c.id.User, "until", b.Until, "reason", b.Reason, "strike", strike,
 		"requested_seconds", int64(requested/time.Second), "seconds", int64(d/time.Second))
-	c.m.blockLocal(c.user, b)
+	c.m.blockLocal(c.id.User, b)
 }

@@ -71,6 +71,6 @@ func (c *conn) pendingConfirmations() []protocol.ConfirmRequest {
 // traceConfirmation records the user's answer to a confirmation in the
 // traces (tracing.Provider.Confirmation).
 func (c *conn) traceConfirmation(conf orchestrator.Confirmation, outcome string) {
-	c.m.Tracing.Confirmation(c.ctx, tracing.Turn{Session: c.st.record().ID, User: c.user, N: conf.Turn,
+	c.m.Tracing.Confirmation(c.ctx, tracing.Turn{Session: c.st.record().ID, User: c.id.User, N: conf.Turn,
 		Mode: string(c.st.mode()), Link: c.traceLink}, conf.Tool, outcome)
 }

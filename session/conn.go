@@ -31,11 +31,10 @@ type conn struct {
 	wire Wire     // the browser's WebSocket, or a phone call's bridge
 	raw  net.Conn // under wire; nil when unknown
 	q    *queue
-	user string
 	// limitKey is whose per-user limits the connection counts against:
 	// the user, or in dev mode a key of its own.
 	limitKey string
-	id       Identity // as the edge admitted it (channel, prompt, pinned)
+	id       Identity // as the edge admitted it (user, channel, prompt, pinned)
 	// logp is the connection's logger (log); session.start adds the
 	// session's id while the reader and timers may log.
 	logp atomic.Pointer[slog.Logger]
@@ -86,7 +85,7 @@ type conn struct {
 
 func newConn(m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
-		m: m, wire: wire, user: id.User, id: id, limitKey: id.User,
+		m: m, wire: wire, id: id, limitKey: id.User,
 		q:     newQueue(m.cfg.SendQueueBytes),
 		done:  make(chan struct{}),
 		st:    &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
@@ -138,7 +137,7 @@ func (c *conn) run(fresh bool, done func()) {
 		fenced: c.fence, restored: func(ctx context.Context) {
 			c.m.Metrics.StoreRestorations.Inc()
 			c.log().Info("session written back to a store that had lost it")
-			c.m.restoreBlock(ctx, c.user, c.st.currentBlock())
+			c.m.restoreBlock(ctx, c.id.User, c.st.currentBlock())
 		}}
 	c.exp.arm(c.id.ExpiresAt)
 	// Reads and writes run without a context of their own (a context per

@@ -129,5 +129,5 @@ func (c *conn) owns(token, user string) bool {
 	rec := c.st.record()
 	want := rec.TokenHash
 	got := store.HashToken(token)
-	return want != "" && c.user == user && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	return want != "" && c.id.User == user && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }

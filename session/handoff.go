@@ -56,13 +56,13 @@ func (c *conn) handOff(turn int, reason, summary string) {
 	record := marshalEntry(c, struct {
 		timeline.Event
 		User string `json:"user"`
-	}{ev, c.m.Pseudonym(c.user)})
+	}{ev, c.m.Pseudonym(c.id.User)})
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
 		return c.m.Store.HandOff(ctx, rec, h, entry, record)
 	})
 	c.log().Warn("conversation handed to a person", "turn", turn, "reason", reason)
 	if c.m.Desk != nil {
-		c.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: c.user, Turn: turn, Reason: reason, Summary: summary,
+		c.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: c.id.User, Turn: turn, Reason: reason, Summary: summary,
 			At: h.At, Node: c.m.cfg.Node})
 	}
 }

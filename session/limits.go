@@ -128,7 +128,7 @@ func (c *conn) coolDown(d protocol.Disconnect) (protocol.Disconnect, time.Durati
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	cd, err := c.m.Store.StartCooldown(ctx, c.user, p)
+	cd, err := c.m.Store.StartCooldown(ctx, c.id.User, p)
 	if err != nil {
 		c.log().Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err,
 			"abuse", d.Label)

@@ -376,7 +376,7 @@ func (m *Manager) connsOf(user string) []*conn {
 	defer m.mu.Unlock()
 	var conns []*conn
 	for c := range m.all {
-		if c.user == user {
+		if c.id.User == user {
 			conns = append(conns, c)
 		}
 	}

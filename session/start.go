@@ -150,7 +150,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 		var token string
 		var err error
 		ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-		rec, token, err = c.m.Store.Create(ctx, store.Record{ID: newSessionID(), UserID: c.user, Mode: protocol.ModeText,
+		rec, token, err = c.m.Store.Create(ctx, store.Record{ID: newSessionID(), UserID: c.id.User, Mode: protocol.ModeText,
 			RegistryVersion: ready.RegistryVersion, CreatedAt: c.m.now(),
 			Context: c.asks.context, Voice: c.asks.voice, LanguageCode: c.asks.language, Profile: c.asks.profileName()})
 		cancel()
@@ -175,7 +175,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	c.logp.Store(c.log().With("session", ready.SessionID))
 	c.pst.log = c.log()
 	c.stats = c.m.Metrics.OpenSession()
-	c.conv = c.m.Orchestrator.Open(orchestrator.Session{ID: rec.ID, UserID: c.user, Channel: c.id.Channel,
+	c.conv = c.m.Orchestrator.Open(orchestrator.Session{ID: rec.ID, UserID: c.id.User, Channel: c.id.Channel,
 		Tools: c.ts.reg, Epoch: rec.Epoch, TakenOver: c.takenOver, Stats: c.stats, Log: c.log(), Claims: c.id.Claims,
 		Budgets: c.asks.budgets()})
 	if ready.Resumed {
@@ -193,7 +193,7 @@ func (c *conn) start(msg protocol.ClientMessage) bool {
 	}
 	c.m.kickPresence()
 	c.m.Metrics.SessionLive(c.id.Channel)
-	c.log().Info("session ready", "channel", c.id.Channel, "user", c.user, "resumed", ready.Resumed, "turn", ready.Turn,
+	c.log().Info("session ready", "channel", c.id.Channel, "user", c.id.User, "resumed", ready.Resumed, "turn", ready.Turn,
 		"profile", c.asks.profileName(),
 		"init_tokens_estimate", c.ts.text.tokens)
 	if h := c.st.record().Handoff; h.Active() {
@@ -241,11 +241,11 @@ func (c *conn) resume(r *protocol.Resume) (store.Record, []transport.Entry, erro
 		return store.Record{}, nil, c.ctx.Err()
 	}
 	defer unlock()
-	if h := c.m.holder(r.SessionID); h != nil && h != c && h.owns(r.ResumeToken, c.user) {
+	if h := c.m.holder(r.SessionID); h != nil && h != c && h.owns(r.ResumeToken, c.id.User) {
 		c.m.claim(r.SessionID, c)
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
-	rec, hist, err := c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.user)
+	rec, hist, err := c.m.Store.Resume(ctx, r.SessionID, r.ResumeToken, c.id.User)
 	cancel()
 	if err != nil {
 		return rec, hist, err
@@ -312,7 +312,7 @@ func (c *conn) refuseForStore(reason string, d protocol.Disconnect, msg string) 
 func (c *conn) checkBlock() (bool, bool) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
-	b, err := c.m.Store.BlockOf(ctx, c.user)
+	b, err := c.m.Store.BlockOf(ctx, c.id.User)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return false, false

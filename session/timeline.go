@@ -19,7 +19,7 @@ import (
 
 // startTimeline begins recording once the session is known.
 func (c *conn) startTimeline(rec store.Record) {
-	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.user), c.m.cfg.Node, c.m.cfg.Clock.Now)
+	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.id.User), c.m.cfg.Node, c.m.cfg.Clock.Now)
 }
 
 // storeTurnEnd queues a turn's end: entries for the history, the turn's

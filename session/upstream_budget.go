@@ -71,7 +71,7 @@ func waitSeconds(wait time.Duration) int {
 // owner can use it up), and the user's.
 func (c *conn) resumeLimits(sessionID string) []store.TurnLimit {
 	return []store.TurnLimit{
-		{Key: c.user, Kind: store.KindResumes + ":" + sessionID, Max: c.m.cfg.ResumesPerMinute, Window: budgetWindow},
+		{Key: c.id.User, Kind: store.KindResumes + ":" + sessionID, Max: c.m.cfg.ResumesPerMinute, Window: budgetWindow},
 		{Key: c.limitKey, Kind: store.KindResumes, Max: c.m.cfg.UserResumesPerMinute, Window: budgetWindow},
 	}
 }
