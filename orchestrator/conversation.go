@@ -101,17 +101,18 @@ func (cv *Conversation) Answer(ctx context.Context, token string, approve bool) 
 	case err != nil:
 		return a, fmt.Errorf("resolve confirmation: %w", err)
 	}
-	a.Outcome = metrics.ConfirmDenied
-	a.Note = fmt.Sprintf("[The user declined your pending call to %s. Do not call it again with those arguments; "+
-		"tell the user it was not done.]", conf.Tool)
-	a.Held = fmt.Sprintf("[While a person had the conversation, the user declined your pending call to %s. It was "+
-		"not made; do not call it again with those arguments.]", conf.Tool)
 	if approve {
 		a.Outcome = metrics.ConfirmApproved
 		a.Note = fmt.Sprintf("[The user approved your pending call to %s. Call %s again now with exactly the same "+
 			"arguments.]", conf.Tool, conf.Tool)
 		a.Held = fmt.Sprintf("[While a person had the conversation, the user approved your pending call to %s. It "+
 			"was not made; if it is still wanted, call %s again with the same arguments.]", conf.Tool, conf.Tool)
+	} else {
+		a.Outcome = metrics.ConfirmDenied
+		a.Note = fmt.Sprintf("[The user declined your pending call to %s. Do not call it again with those arguments; "+
+			"tell the user it was not done.]", conf.Tool)
+		a.Held = fmt.Sprintf("[While a person had the conversation, the user declined your pending call to %s. It was "+
+			"not made; do not call it again with those arguments.]", conf.Tool)
 	}
 	cv.o.Metrics.Confirmation(a.Outcome)
 	sessionLog(cv.o, cv.s).Info("confirmation answered", "tool", conf.Tool, "outcome", a.Outcome)
