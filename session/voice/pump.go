@@ -366,7 +366,7 @@ func (v *Session) signalIdle() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.finishing--
-	if len(v.open) == 0 && v.finishing == 0 && v.idle != nil {
+	if !v.busyLocked() && v.idle != nil {
 		close(v.idle)
 		v.idle = nil
 	}

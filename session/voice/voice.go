@@ -302,15 +302,18 @@ func (v *Session) Done() <-chan struct{} { return v.done }
 func (v *Session) Busy() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return len(v.open) > 0 || v.finishing > 0
+	return v.busyLocked()
 }
+
+// busyLocked is Busy with v.mu held.
+func (v *Session) busyLocked() bool { return len(v.open) > 0 || v.finishing > 0 }
 
 // Idle is a channel closed once no turn is under way (at once when none
 // is): a drain waits on it, with Done, instead of polling Busy.
 func (v *Session) Idle() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.open) == 0 && v.finishing == 0 {
+	if !v.busyLocked() {
 		return closedChan
 	}
 	if v.idle == nil {
