@@ -114,7 +114,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		default:
 			// Generated, billed and thrown away: the Live API cannot stop
 			// a turn's speech once asked for it (docs/operations.md).
-			v.d.Metrics.VoiceAudioDrop(drop, v.s.Channel, float64(len(ev.Audio))/modelAudioBytesPerSecond)
+			v.d.Metrics.VoiceAudioDrop(drop, v.channel, float64(len(ev.Audio))/modelAudioBytesPerSecond)
 		}
 	case transport.LiveInputTranscript:
 		v.mu.Lock()
@@ -163,8 +163,8 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		return ready
 	case transport.LiveTokens:
 		if u := ev.Usage; u != nil {
-			v.d.Metrics.AddVoiceTokens(v.s.Channel, "input", u.Input, u.InputByModality)
-			v.d.Metrics.AddVoiceTokens(v.s.Channel, "output", u.Output, u.OutputByModality)
+			v.d.Metrics.AddVoiceTokens(v.channel, "input", u.Input, u.InputByModality)
+			v.d.Metrics.AddVoiceTokens(v.channel, "output", u.Output, u.OutputByModality)
 		}
 	case transport.LiveResumption:
 		if !ev.Resumable || ev.Handle == "" {

@@ -164,7 +164,9 @@ type Session struct {
 	cfg Config
 	d   Deps
 	h   Host
-	s   orchestrator.Session // who the turns belong to (d.Turns.Conversation's)
+	// channel labels the voice side's metrics: the session's
+	// (d.Turns.Conversation's), read once.
+	channel metrics.Channel
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -262,9 +264,9 @@ type userTurn struct {
 func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reason metrics.ConnectReason) (*Session, error) {
 	cfg.defaults()
 	d.Clock = clock.Or(d.Clock)
-	v := &Session{cfg: cfg, d: d, h: h, s: d.Turns.Conversation.Session(), done: make(chan struct{})}
+	v := &Session{cfg: cfg, d: d, h: h, channel: d.Turns.Conversation.Session().Channel, done: make(chan struct{})}
 	if d.Metrics != nil {
-		v.response = d.Metrics.VoiceResponseObserver(v.s.Channel)
+		v.response = d.Metrics.VoiceResponseObserver(v.channel)
 	}
 	v.ctx, v.cancel = context.WithCancel(ctx)
 	up, resumed, err := v.connect(handle, reason)
