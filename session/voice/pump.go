@@ -99,7 +99,7 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		answered := false
 		if first {
 			t.voiced = true
-			if response, answered = v.speech.answered(clock.Wall.Now()); answered {
+			if response, answered = v.speech.answered(v.d.Clock.Now()); answered {
 				t.response = response
 			}
 		}
@@ -204,7 +204,7 @@ func (v *Session) modelOutputLocked() *turn {
 	t := v.ensureTurnLocked()
 	v.speaking = true
 	if t.began.IsZero() {
-		t.began = clock.Wall.Now()
+		t.began = v.d.Clock.Now()
 	}
 	return t
 }

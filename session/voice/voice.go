@@ -136,8 +136,9 @@ type Deps struct {
 	Turns   turnrec.Deps
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
-	// Clock times the drain of the goodbye's audio (Config.DrainMax);
-	// nil: the system clock.
+	// Clock is the session's clock: it times the drain of the goodbye's
+	// audio (Config.DrainMax) and the voice-to-voice latency (from Mic's
+	// and AudioEnd's end of speech to the answer); nil: the system clock.
 	Clock clock.Clock
 	// Budget is asked before every upstream open; nil: no budget.
 	Budget Budget
@@ -358,7 +359,7 @@ func (v *Session) Mic(now time.Time, pcm []byte) bool {
 			return false
 		}
 		v.mu.Unlock()
-		if n, ok := v.drops.Note(clock.Wall.Now(), len(pcm)); ok {
+		if n, ok := v.drops.Note(now, len(pcm)); ok {
 			v.d.Log.Warn("voice: microphone audio dropped", "err", err, "dropped_bytes", n)
 		}
 		return false
@@ -381,7 +382,7 @@ func (v *Session) bufferLocked(pcm []byte) {
 // the user's speech ends here (a client's own voice detection decided so).
 func (v *Session) AudioEnd() {
 	v.mu.Lock()
-	v.speech.clientEnd(clock.Wall.Now())
+	v.speech.clientEnd(v.d.Clock.Now())
 	v.mu.Unlock()
 	if up := v.upstream(); up != nil {
 		_ = up.SendAudioEnd()
