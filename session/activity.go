@@ -41,7 +41,10 @@ type activity struct {
 	// verdictFirst: the last typed turn was refused, so the next one asks
 	// the store before it asks the model (admit.go).
 	verdictFirst bool
-	wg           sync.WaitGroup
+	// voiceTexts numbers the texts typed in voice, which count against the
+	// turn limit under members of their own (allowVoiceText).
+	voiceTexts atomic.Uint64
+	wg         sync.WaitGroup
 }
 
 // text takes a message the user typed.

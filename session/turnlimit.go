@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -58,9 +57,11 @@ func (a *activity) allowVoiceText() bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
 	defer cancel()
 	rec := c.st.record()
-	// The member only has to be unique: the system clock's nanoseconds,
-	// which a test's clock standing still would not give.
-	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, rec.ID+":voice:"+strconv.FormatInt(clock.Wall.Now().UnixNano(), 36))
+	// The member only has to be unique: the connection's epoch (each
+	// connection that owns the session has its own) and its count of texts
+	// typed in voice.
+	member := rec.ID + ":voice:" + strconv.FormatInt(rec.Epoch, 36) + ":" + strconv.FormatUint(a.voiceTexts.Add(1), 36)
+	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, member)
 	if err != nil || allowed {
 		return true
 	}
