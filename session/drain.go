@@ -33,18 +33,20 @@ func (c *conn) takeOver(ctx context.Context) {
 // connection closes when that answer is over.
 func (c *conn) drain(ctx context.Context) {
 	if c.id.Pinned {
+		// No deadline, no goodbye before ctx ends (a nil channel). The
+		// deadline is a context's: on the wall clock.
+		var goodbye <-chan time.Time
 		deadline, ok := ctx.Deadline()
-		wait := clock.Wall.Until(deadline) - c.m.cfg.GoodbyeLead
-		if !ok {
-			wait = time.Duration(1<<63 - 1)
+		if ok {
+			t := clock.Wall.NewTimer(max(clock.Wall.Until(deadline)-c.m.cfg.GoodbyeLead, 0))
+			defer t.Stop()
+			goodbye = t.C
 		}
-		t := clock.Wall.NewTimer(max(wait, 0))
-		defer t.Stop()
 		select {
 		case <-c.done:
 			return
 		case <-ctx.Done():
-		case <-t.C:
+		case <-goodbye:
 			if v := c.act.voiceSide(); v != nil {
 				c.log().Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
 				c.m.Metrics.Telephony(c.id.Channel, metrics.TelephonyDrainGoodbye)
