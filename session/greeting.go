@@ -37,8 +37,10 @@ func (c *conn) greet() {
 		return
 	}
 	entry := transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting}
-	c.st.append([]transport.Entry{entry})
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec, entry) })
+	mark := c.st.append([]transport.Entry{entry})
+	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		return c.m.Store.Append(ctx, rec, c.pst.uncovered(mark, []transport.Entry{entry})...)
+	})
 	c.send(protocol.TextDone{Turn: 0, Text: p.Greeting})
 }
 

@@ -85,9 +85,10 @@ func (c *conn) holdForPerson(text string) {
 // hold stores an entry of the user's side while handed off (history and
 // store, with the timeline's events) and answers handoff.pending.
 func (c *conn) hold(entry transport.Entry) {
-	c.st.append([]transport.Entry{entry})
+	mark := c.st.append([]transport.Entry{entry})
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		_, err := c.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: []transport.Entry{entry}, Events: c.takeEvents()})
+		held := c.pst.uncovered(mark, []transport.Entry{entry})
+		_, err := c.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: held, Events: c.takeEvents()})
 		return err
 	})
 	c.send(protocol.HandoffPending{Message: handoffPendingText})

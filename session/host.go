@@ -57,8 +57,7 @@ func (h textHost) Commit(entries []transport.Entry) {
 			h.c.tl.Answer(e.Turn, e.Text)
 		}
 	}
-	h.c.st.append(entries)
-	h.c.pst.appendEntries(entries...)
+	h.c.pst.appendEntries(h.c.st.append(entries), entries...)
 }
 
 func (h textHost) Apply(turn int, ins []intents.Intent) {
@@ -199,7 +198,11 @@ func (c *conn) persistMode() {
 // write rewrites everything.
 func (c *conn) persistBegin(user transport.Entry, lim store.TurnLimit) store.TurnStart {
 	ts := store.TurnStart{Allowed: true}
+	mark := c.st.appendMark() // the user entry is in the history by now
 	c.pst.write(func(ctx context.Context, rec store.Record) error {
+		if c.pst.uncovered(mark, []transport.Entry{user}) == nil {
+			return nil // a restore wrote it: allowed, as when a failed write is caught up
+		}
 		got, err := c.m.Store.BeginTurn(ctx, rec, user, lim)
 		if err == nil {
 			ts = got

@@ -209,7 +209,7 @@ func (m *Manager) forget(c *conn) {
 	if id := c.st.record().ID; m.live[id] == c {
 		delete(m.live, id)
 		if c.owner.current() {
-			rec, _, pending := c.st.snapshot()
+			rec, _, pending, _ := c.st.snapshot()
 			hist, sizes := c.st.historyAndSizes()
 			m.recent.keep(rec, hist, sizes, pending, c.st.currentBlock())
 		}

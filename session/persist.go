@@ -46,6 +46,9 @@ type persister struct {
 	isFenced bool
 	closed   bool // the connection has ended: nothing more is queued
 	dirty    bool // a write failed or was dropped: rewrite everything next
+	// covered is the state's append mark at the last restore that landed:
+	// entries added up to it are in Redis (see uncovered).
+	covered uint64
 	// handleQueued: a handle write is queued (see saveHandle).
 	handleQueued bool
 	wg           sync.WaitGroup
@@ -146,12 +149,33 @@ func (p *persister) do(op writeOp) {
 
 // restore writes the whole session back.
 func (p *persister) restore(ctx context.Context) error {
-	rec, hist, pending := p.st.snapshot()
+	rec, hist, pending, mark := p.st.snapshot()
 	restored, err := p.store.Restore(ctx, rec, hist, pending)
+	if err == nil {
+		p.mu.Lock()
+		p.covered = max(p.covered, mark)
+		p.mu.Unlock()
+	}
 	if restored {
 		p.restored(ctx)
 	}
 	return err
+}
+
+// uncovered is what a queued write still has to append of entries, which
+// were in the history by the append mark mark: none when a restore that
+// ran since (its snapshot at or past mark) wrote them already. A restore
+// queued before a turn's entries (Redis came back, the fence check asked
+// for it) but run after they were added would otherwise have the write
+// that follows it store them a second time. A mark read later than the
+// append is safe: it only makes the entries look less covered.
+func (p *persister) uncovered(mark uint64, entries []transport.Entry) []transport.Entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if mark != 0 && mark <= p.covered {
+		return nil
+	}
+	return entries
 }
 
 // restoreSoon queues a restore of the whole session (Redis lost it, or
@@ -176,10 +200,12 @@ func (p *persister) markDirty() {
 	p.mu.Unlock()
 }
 
-// appendEntries stores entries (and the record's turn, mode, handle) and
-// waits for it.
-func (p *persister) appendEntries(entries ...transport.Entry) {
-	p.write(func(ctx context.Context, rec store.Record) error { return p.store.Append(ctx, rec, entries...) })
+// appendEntries stores entries, in the history by the append mark mark
+// (and the record's turn, mode, handle), and waits for it.
+func (p *persister) appendEntries(mark uint64, entries ...transport.Entry) {
+	p.write(func(ctx context.Context, rec store.Record) error {
+		return p.store.Append(ctx, rec, p.uncovered(mark, entries)...)
+	})
 }
 
 // undo takes back the user entry of a refused turn (and writes the

@@ -31,6 +31,10 @@ type state struct {
 	turns   int   // turns taken on this connection
 	block   store.Block
 	pending map[string]orchestrator.Confirmation // by token
+	// appended counts every entry ever added to the history (it never goes
+	// down): a store write of entries knows by it whether a restore that
+	// ran since wrote them already (persister.uncovered).
+	appended uint64
 }
 
 // record returns a copy of the record.
@@ -40,16 +44,23 @@ func (s *state) record() store.Record {
 	return s.rec
 }
 
-// snapshot returns the record, a copy of the history and the pending
-// confirmations.
-func (s *state) snapshot() (store.Record, []transport.Entry, []orchestrator.Confirmation) {
+// snapshot returns the record, a copy of the history, the pending
+// confirmations, and the append mark the history is at.
+func (s *state) snapshot() (store.Record, []transport.Entry, []orchestrator.Confirmation, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pending := make([]orchestrator.Confirmation, 0, len(s.pending))
 	for _, p := range s.pending {
 		pending = append(pending, p)
 	}
-	return s.rec, append([]transport.Entry(nil), s.history...), pending
+	return s.rec, append([]transport.Entry(nil), s.history...), pending, s.appended
+}
+
+// appendMark is the count of entries ever added to the history.
+func (s *state) appendMark() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appended
 }
 
 // historyCopy returns a copy of the history.
@@ -94,6 +105,7 @@ func (s *state) load(rec store.Record, hist []transport.Entry) {
 
 // appendLocked adds entries and bounds the history.
 func (s *state) appendLocked(entries []transport.Entry) {
+	s.appended += uint64(len(entries))
 	for _, e := range entries {
 		s.history = append(s.history, e)
 		bytes, chars := entrySize(e)
@@ -168,11 +180,13 @@ func (s *state) takePending() string {
 	return note
 }
 
-// append adds entries to the history.
-func (s *state) append(entries []transport.Entry) {
+// append adds entries to the history and returns the append mark after
+// them.
+func (s *state) append(entries []transport.Entry) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appendLocked(entries)
+	return s.appended
 }
 
 // addConfirmation keeps a confirmation waiting for the user's answer.

@@ -22,12 +22,12 @@ func (c *conn) startTimeline(rec store.Record) {
 	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.id.User), c.m.cfg.Node, c.m.cfg.Clock.Now)
 }
 
-// storeTurnEnd queues a turn's end: entries for the history, the turn's
-// timeline entry (when ok) and the events waiting, and the user's block
-// read back. A block set on another node meanwhile applies here.
-func (c *conn) storeTurnEnd(entries []transport.Entry, t timeline.Turn, ok bool) {
+// storeTurnEnd queues a turn's end: entries for the history (in it by the
+// append mark mark), the turn's timeline entry (when ok) and the events
+// waiting, and the user's block read back. A block set on another node meanwhile applies here.
+func (c *conn) storeTurnEnd(entries []transport.Entry, mark uint64, t timeline.Turn, ok bool) {
 	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		end := store.TurnEnd{Entries: entries, Events: c.takeEvents()}
+		end := store.TurnEnd{Entries: c.pst.uncovered(mark, entries), Events: c.takeEvents()}
 		if ok {
 			end.Turn = marshalEntry(c, t)
 		}

@@ -22,12 +22,10 @@ type turnSink struct{ c *conn }
 // node meanwhile applies here (in voice, it ends voice).
 func (s turnSink) TurnEnded(e turnrec.End) {
 	c := s.c
-	if len(e.Entries) > 0 {
-		c.st.append(e.Entries)
-	}
+	mark := c.st.append(e.Entries)
 	if e.Mode == protocol.ModeVoice {
 		c.st.update(func(rec *store.Record) { rec.ResumeHandle = e.Handle })
 	}
 	t, ok := c.tl.Finish(e.N, string(e.Reason), e.Input, e.Answer, e.VoiceResponse)
-	c.storeTurnEnd(e.Entries, t, ok)
+	c.storeTurnEnd(e.Entries, mark, t, ok)
 }
