@@ -27,7 +27,7 @@ type AdminStore interface {
 	CloseSession(ctx context.Context, id, by string, event []byte) (bool, error)
 	SetBlock(ctx context.Context, user string, b store.Block) error
 	LiftBlock(ctx context.Context, user string) (bool, error)
-	EndHandoff(ctx context.Context, id string, event, record []byte) (bool, error)
+	EndHandoff(ctx context.Context, id string, event []byte) (bool, error)
 }
 
 // Bounds of the admin routes.

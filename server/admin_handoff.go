@@ -25,7 +25,7 @@ func (s *Server) adminHandback(w http.ResponseWriter, r *http.Request) {
 		At: clock.Wall.Now().UTC(), Reason: act.reason, By: act.who})
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
 	defer cancel()
-	found, err := s.d.Admin.EndHandoff(ctx, act.id, entry, entry)
+	found, err := s.d.Admin.EndHandoff(ctx, act.id, entry)
 	if errors.Is(err, store.ErrNotHandedOff) {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "the session is not handed off to a person"})
 		return

@@ -86,11 +86,11 @@ func (s *RedisStore) HandOff(ctx context.Context, rec Record, h Handoff, event, 
 }
 
 // EndHandoff hands session id back to the model: the hand-off leaves its
-// record, event (JSON) goes on its timeline and record (JSON) on the event
-// stream, and the node that holds the session hears it (Watcher's
-// HandedBack). It reports false when there is no such session, and
-// ErrNotHandedOff when the model has it.
-func (s *RedisStore) EndHandoff(ctx context.Context, id string, event, record []byte) (bool, error) {
+// record, event (JSON) goes on its timeline and on the event stream, and
+// the node that holds the session hears it (Watcher's HandedBack). It
+// reports false when there is no such session, and ErrNotHandedOff when the
+// model has it.
+func (s *RedisStore) EndHandoff(ctx context.Context, id string, event []byte) (bool, error) {
 	var found bool
 	err := s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
 		if !validID(id) {
@@ -104,10 +104,10 @@ func (s *RedisStore) EndHandoff(ctx context.Context, id string, event, record []
 		case n == 2:
 			found = true
 			return ErrNotHandedOff
-		case n == 1 && s.eventsStream != "" && record != nil:
+		case n == 1 && s.eventsStream != "":
 			// After the hand-back itself: a stream that refuses the record
 			// does not undo it.
-			_ = s.c.XAdd(ctx, s.streamArgs(id, record)).Err()
+			_ = s.c.XAdd(ctx, s.streamArgs(id, event)).Err()
 		}
 		found = n == 1
 		return nil

@@ -49,7 +49,7 @@ func testHandoff(t *testing.T, b *backend) {
 		t.Fatalf("a fenced hand-off: %v, want ErrFenced", err)
 	}
 
-	found, err := s.EndHandoff(ctx, rec.ID, []byte(`{"kind":"event","event":"handback"}`), []byte(`{"event":"handback"}`))
+	found, err := s.EndHandoff(ctx, rec.ID, []byte(`{"kind":"event","event":"handback"}`))
 	if err != nil || !found {
 		t.Fatalf("hand back: %v %v", found, err)
 	}
@@ -63,13 +63,13 @@ func testHandoff(t *testing.T, b *backend) {
 	}
 	msgs, err := b.client.XRange(ctx, stream, "-", "+").Result()
 	if err != nil || len(msgs) != 2 || msgs[0].Values["record"] != `{"event":"handoff"}` ||
-		msgs[1].Values["record"] != `{"event":"handback"}` || msgs[1].Values["session"] != rec.ID {
+		msgs[1].Values["record"] != `{"kind":"event","event":"handback"}` || msgs[1].Values["session"] != rec.ID {
 		t.Errorf("stream %v (%v), want the hand-off and the hand-back", msgs, err)
 	}
-	if _, err := s.EndHandoff(ctx, rec.ID, []byte(`{}`), nil); !errors.Is(err, ErrNotHandedOff) {
+	if _, err := s.EndHandoff(ctx, rec.ID, []byte(`{}`)); !errors.Is(err, ErrNotHandedOff) {
 		t.Errorf("a second hand-back: %v, want ErrNotHandedOff", err)
 	}
-	if found, err := s.EndHandoff(ctx, "s_unknown", []byte(`{}`), nil); err != nil || found {
+	if found, err := s.EndHandoff(ctx, "s_unknown", []byte(`{}`)); err != nil || found {
 		t.Errorf("hand-back of an unknown session: %v %v", found, err)
 	}
 	// Refusals (fenced, not handed off) are outcomes, not Redis failures.
