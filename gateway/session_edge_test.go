@@ -144,7 +144,11 @@ func TestTokenExpiryClosesTheConnectionUnlessRefreshed(t *testing.T) {
 		return g.dial("", http.Header{"Authorization": {"Bearer " + tok}})
 	}
 
-	// Not refreshed: closed 4001 once exp and the leeway have passed.
+	// Not refreshed: closed 4001 once exp and the leeway have passed. The
+	// clock is set just before the token is minted (on the wall clock): the
+	// gateway's start may have taken seconds on a busy machine since the
+	// fake clock was made, and the steps below are a second apart.
+	clock.Set(time.Now())
 	stale := dialAs(token("alice", time.Hour))
 	ready := stale.start(nil)
 	clock.Advance(time.Hour + 29*time.Second)
