@@ -173,14 +173,16 @@ type redisStores struct {
 func newRedisStores(t testing.TB) *redisStores {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	c, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
+	// Generous bounds: these tests are about what is written, and under
+	// -race beside other work one miniredis call can take over a second.
+	c, err := store.NewRedisClient("redis://"+mr.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	trips := &roundTrips{}
 	c.AddHook(trips)
-	return &redisStores{store: store.NewRedisStore(c, store.RedisStoreOptions{}), mr: mr, client: c, trips: trips}
+	return &redisStores{store: store.NewRedisStore(c, store.RedisStoreOptions{Timeout: 5 * time.Second}), mr: mr, client: c, trips: trips}
 }
 
 // deps are the orchestrator stores backed by this Redis.
