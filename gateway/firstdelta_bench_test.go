@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -140,39 +139,48 @@ func BenchmarkTextFirstDelta(b *testing.B) {
 	}
 }
 
-// stageTimes collects, per stage, each turn's time since stages.Sent (built
-// with -tags stages).
-type stageTimes [stages.NumStages][]time.Duration
+// stageTimes collects each turn's marks (built with -tags stages).
+type stageTimes [][stages.NumStages]int64
 
-func (st *stageTimes) add(t [stages.NumStages]int64) {
-	for s, at := range t {
-		if at != 0 && t[stages.Sent] != 0 {
-			st[s] = append(st[s], time.Duration(at-t[stages.Sent]))
-		}
-	}
+func (st *stageTimes) add(t [stages.NumStages]int64) { *st = append(*st, t) }
+
+// after is each stage's cause: the stage it follows on its own path. The
+// store's round trip (launched, verdict, turn.start written and read) runs
+// beside the model request (turn-runs to the first delta).
+var after = map[stages.Stage]stages.Stage{
+	stages.Read: stages.Sent, stages.Input: stages.Read, stages.TurnRuns: stages.Input, stages.Built: stages.TurnRuns,
+	stages.FakeGot: stages.Built, stages.FakeDecoded: stages.FakeGot, stages.FakeFirst: stages.FakeDecoded,
+	stages.FirstChunk: stages.FakeFirst, stages.Admitted: stages.FirstChunk, stages.DeltaQueued: stages.Admitted,
+	stages.Wrote2: stages.DeltaQueued, stages.ClientDelta: stages.Wrote2,
+	stages.Launched: stages.Input, stages.Verdict: stages.Launched, stages.Wrote1: stages.Verdict,
+	stages.ClientStart: stages.Wrote1,
 }
 
-// table lists the stages reached in order of their median, with the median
-// and the step from the stage before.
+// table lists, per stage reached, the median time since stages.Sent and
+// the median of each turn's step from the stage it follows (after; for the
+// direct call, the nearest earlier stage it reached).
 func (st *stageTimes) table() string {
-	type row struct {
-		s   stages.Stage
-		p50 time.Duration
-		n   int
-	}
-	var rows []row
-	for s := range st {
-		if len(st[s]) > 0 {
-			p50, _ := percentiles(st[s])
-			rows = append(rows, row{stages.Stage(s), p50, len(st[s])})
-		}
-	}
-	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.p50, b.p50) })
 	var out strings.Builder
-	prev := time.Duration(0)
-	for _, r := range rows {
-		fmt.Fprintf(&out, "%-13s %7.3f  +%6.3f  (%d turns)\n", r.s, float64(r.p50)/1e6, float64(r.p50-prev)/1e6, r.n)
-		prev = r.p50
+	for s := stages.Stage(1); s < stages.NumStages; s++ {
+		var since, step []time.Duration
+		for _, t := range *st {
+			if t[s] == 0 || t[stages.Sent] == 0 {
+				continue
+			}
+			since = append(since, time.Duration(t[s]-t[stages.Sent]))
+			p := after[s]
+			for p > stages.Sent && t[p] == 0 {
+				p = after[p]
+			}
+			step = append(step, time.Duration(t[s]-t[p]))
+		}
+		if len(since) < len(*st)/2 {
+			continue // a stage this path does not pass
+		}
+		p50, _ := percentiles(since)
+		s50, _ := percentiles(step)
+		p := after[s]
+		fmt.Fprintf(&out, "%-13s %7.3f  %+7.3f after %s\n", s, float64(p50)/1e6, float64(s50)/1e6, p)
 	}
 	return out.String()
 }
