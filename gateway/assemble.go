@@ -300,6 +300,7 @@ func geminiClients(ctx context.Context, cfg Config, log *slog.Logger, gw *gatewa
 	}
 	rest, err := genai.NewClient(ctx, &genai.ClientConfig{
 		Backend: genai.BackendGeminiAPI, APIKey: key, HTTPOptions: genai.HTTPOptions{BaseURL: base},
+		HTTPClient: geminitext.HTTPClient(),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("gemini client: %w", err)

@@ -40,6 +40,9 @@ type Request struct {
 	GenerationConfig  *genai.GenerationConfig
 	// Header is a copy of the HTTP request headers (x-goog-api-key included).
 	Header http.Header
+	// RemoteAddr is the client's address: requests that came on one
+	// connection share it.
+	RemoteAddr string
 }
 
 // FunctionCallingMode is the request's toolConfig.functionCallingConfig.mode,

@@ -84,6 +84,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req *Requ
 	stages.Mark(stages.FakeDecoded)
 	req.Contents, req.SystemInstruction, req.Tools = wr.Contents, wr.SystemInstruction, wr.Tools
 	req.ToolConfig, req.GenerationConfig, req.Header = wr.ToolConfig, wr.GenerationConfig, r.Header.Clone()
+	req.RemoteAddr = r.RemoteAddr
 	log := s.log.With("api", string(req.API), "version", req.APIVersion, "model", model, "method", method)
 
 	var reply Reply

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -112,6 +113,23 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		}
 	}
 }
+
+// HTTPClient is the client for Gemini text requests: HTTP/1.1 connections
+// to a Gemini-compatible endpoint are kept for as many turns as run at
+// once (the standard transport keeps 2 idle per host, so a node with more
+// concurrent turns would open a connection for most of them), and no
+// compressed answers are asked for (a stream of small chunks gains little
+// from gzip and pays for inflating each one).
+func HTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	t.DisableCompression = true
+	return &http.Client{Transport: t}
+}
+
+// maxIdleConnsPerHost is the idle connections kept to the model endpoint:
+// about the text turns a node runs at once.
+const maxIdleConnsPerHost = 256
 
 // FoldReminders moves the gateway's system-role entries
 // (transport.RoleSystem) out of history into system's turn note: Gemini has
