@@ -174,7 +174,7 @@ func (st *stageTimes) table() string {
 			}
 			step = append(step, time.Duration(t[s]-t[p]))
 		}
-		if len(since) < len(*st)/2 {
+		if len(since) == 0 || len(since) < len(*st)/2 {
 			continue // a stage this path does not pass
 		}
 		p50, _ := percentiles(since)
