@@ -50,7 +50,10 @@ func (l *lastRequest) last() *fakegemini.Request {
 // shared machine falls on both. Reported: p50 and p95 of each in ms, and
 // the difference (gateway − direct) at p50 and p95.
 //
-//	go test -run '^$' -bench BenchmarkTextFirstDelta -benchtime 2000x ./cmd/gateway
+//	go test -run '^$' -bench BenchmarkTextFirstDelta -benchtime 2000x ./gateway
+//
+// Built with -tags stages (and run with -v) it also prints where the
+// first delta's time goes, stage by stage (internal/stages).
 func BenchmarkTextFirstDelta(b *testing.B) {
 	brain := &lastRequest{reply: fakegemini.TextReply("Beans ship within two business days of roasting.", 4)}
 	fake := fakegemini.New(brain, slog.New(slog.NewTextHandler(io.Discard, nil)))
