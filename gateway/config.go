@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -182,11 +181,11 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
-		slog.String("redis", orEmbedded(redactURL(string(c.RedisURL)))),
+		slog.String("redis", orEmbedded(settings.RedactURL(string(c.RedisURL)))),
 		slog.String("redis_mode", string(c.RedisMode)),
 		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
 		slog.Any("gemini_api_key", c.GeminiAPIKey),
-		slog.String("gemini_base_url", redactURL(base)),
+		slog.String("gemini_base_url", settings.RedactURL(base)),
 		slog.Bool("vertex_ai", c.UseVertexAI),
 		slog.String("vertex_project", c.VertexProject),
 		slog.String("vertex_location", c.VertexLocation),
@@ -194,7 +193,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("text_model", c.TextModel),
 		slog.String("text_provider", string(c.TextProvider)),
 		slog.Any("openai_api_key", c.OpenAIAPIKey),
-		slog.String("openai_base_url", redactURL(openaiBase)),
+		slog.String("openai_base_url", settings.RedactURL(openaiBase)),
 		slog.String("openai_model", c.OpenAIModel),
 		slog.String("tool_choice", c.ToolChoice),
 		slog.String("live_model", c.LiveModel),
@@ -282,38 +281,12 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// Secret is a configuration value that must never be printed: fmt, slog and text marshalling all
-// render it as "set" or "unset". Convert it explicitly (string(s), []byte(s)) where it is used.
-type Secret string
-
-func (s Secret) state() string {
-	if s == "" {
-		return "unset"
-	}
-	return "set"
-}
-
-// Format implements fmt.Formatter for every verb, including %#v.
-func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.state()) }
-
-// LogValue implements slog.LogValuer.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.state()) }
-
-// MarshalText keeps the secret out of JSON and other text encodings.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.state()), nil }
-
-// SecretURL is a URL that may carry a password (redis://user:pw@host): fmt, slog and text
-// marshalling mask the password. Convert it explicitly (string(u)) where it is used.
-type SecretURL string
-
-// Format implements fmt.Formatter for every verb, including %#v.
-func (u SecretURL) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redactURL(string(u))) }
-
-// LogValue implements slog.LogValuer.
-func (u SecretURL) LogValue() slog.Value { return slog.StringValue(redactURL(string(u))) }
-
-// MarshalText keeps the password out of JSON and other text encodings.
-func (u SecretURL) MarshalText() ([]byte, error) { return []byte(redactURL(string(u))), nil }
+// Secret and SecretURL are the settings package's (internal/settings),
+// named here for embedders, who cannot import an internal package.
+type (
+	Secret    = settings.Secret
+	SecretURL = settings.SecretURL
+)
 
 // DefaultSystemPrompt is the base instruction when TURNSTILE_SYSTEM_PROMPT is not set.
 const DefaultSystemPrompt = "You are a friendly customer-support assistant. " +
@@ -692,7 +665,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 // value (the system prompt) is cut.
 func configDisplayValue(env, v string) string {
 	if env == "REDIS_URL" || env == "GEMINI_BASE_URL" || env == "OPENAI_BASE_URL" {
-		return redactURL(v)
+		return settings.RedactURL(v)
 	}
 	if r := []rune(v); len(r) > 80 {
 		return strconv.Quote(string(r[:80]) + "…")
@@ -701,44 +674,6 @@ func configDisplayValue(env, v string) string {
 		return strconv.Quote(v)
 	}
 	return v
-}
-
-// redactURL masks the password of a URL and the values of its query
-// parameters (go-redis reads ?password=, an endpoint may take ?key=) but
-// the few that only name servers; a value that does not parse is not shown
-// at all, since it may still hold credentials.
-func redactURL(v string) string {
-	if v == "" {
-		return ""
-	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return "(unparseable URL, not shown)"
-	}
-	if u.RawQuery != "" {
-		pairs := strings.Split(u.RawQuery, "&")
-		for i, p := range pairs {
-			k, _, _ := strings.Cut(p, "=")
-			if name, err := url.QueryUnescape(k); err != nil || !shownQueryParam(name) {
-				pairs[i] = k + "=xxxxx"
-			}
-		}
-		u.RawQuery = strings.Join(pairs, "&")
-	}
-	if _, has := u.User.Password(); !has && u.RawQuery == "" {
-		return v // nothing to hide: shown as written (url.URL would print "http://" as "http:")
-	}
-	return u.Redacted()
-}
-
-// shownQueryParam: the query parameters of Redis URLs that say where the
-// servers are, and nothing secret.
-func shownQueryParam(name string) bool {
-	switch name {
-	case "addr", "master_name", "db", "protocol":
-		return true
-	}
-	return false
 }
 
 func printConfigUsage(w io.Writer, all []configSetting) {

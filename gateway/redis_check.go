@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 // At startup the gateway asks the Redis of REDIS_URL to run the check
@@ -60,7 +61,7 @@ func checkRedis(ctx context.Context, cfg Config, rdb redis.UniversalClient, log 
 	begin := clock.Wall.Now()
 	err := runRedisCheck(cctx, rdb)
 	if err == nil {
-		log.Info("redis ready", "redis", redactURL(string(cfg.RedisURL)), "check_ms", clock.Wall.Since(begin).Milliseconds())
+		log.Info("redis ready", "redis", settings.RedactURL(string(cfg.RedisURL)), "check_ms", clock.Wall.Since(begin).Milliseconds())
 		return nil
 	}
 	hint, fatal := redisRefusal(err)
@@ -71,10 +72,10 @@ func checkRedis(ctx context.Context, cfg Config, rdb redis.UniversalClient, log 
 		err = fmt.Errorf("%w (the port answers plain, unencrypted Redis)", err)
 	}
 	if fatal {
-		return fmt.Errorf("REDIS_URL=%s: Redis refused this gateway: %v; %s", redactURL(string(cfg.RedisURL)), err, hint)
+		return fmt.Errorf("REDIS_URL=%s: Redis refused this gateway: %v; %s", settings.RedactURL(string(cfg.RedisURL)), err, hint)
 	}
 	log.Warn("redis not reachable at startup; starting anyway: /readyz fails and new sessions are refused until it answers",
-		"redis", redactURL(string(cfg.RedisURL)), "err", err)
+		"redis", settings.RedactURL(string(cfg.RedisURL)), "err", err)
 	return nil
 }
 

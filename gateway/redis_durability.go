@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 // redisDurability asks the Redis of REDIS_URL, once at startup, whether a
@@ -46,7 +47,7 @@ func redisDurability(ctx context.Context, cfg Config, rdb redis.UniversalClient,
 	msg := fmt.Sprintf("Redis at %s has no persistence (appendonly no, save \"\") and no replica: if it restarts, "+
 		"every session is lost except those this node serves now or served in the last TURNSTILE_IDLE_TIMEOUT; "+
 		"turn on AOF (CONFIG SET appendonly yes) or RDB snapshots, or add a replica: see docs/operations.md "+
-		"(Redis persistence)", redactURL(string(cfg.RedisURL)))
+		"(Redis persistence)", settings.RedactURL(string(cfg.RedisURL)))
 	log.Warn("REDIS WITHOUT PERSISTENCE: " + msg)
 	return msg
 }

@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/auth/credentials"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
@@ -51,6 +52,6 @@ func vertexClients(ctx context.Context, cfg Config, log *slog.Logger, creds *aut
 	}
 	endpoint := rest.ClientConfig().HTTPOptions.BaseURL
 	log.Info("Gemini through Vertex AI", "project", cfg.VertexProject, "location", cfg.VertexLocation,
-		"endpoint", redactURL(endpoint), "text_model", cfg.TextModel, "live_model", cfg.LiveModel)
+		"endpoint", settings.RedactURL(endpoint), "text_model", cfg.TextModel, "live_model", cfg.LiveModel)
 	return rest, live, nil
 }
