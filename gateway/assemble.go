@@ -91,9 +91,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		readyWarnings = append(readyWarnings, w)
 	}
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
-		TTL: cfg.SessionTTL, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
-		Timeout: cfg.RedisTimeout, Observe: m.ObserveRedis, WaitReplicas: cfg.RedisWaitReplicas,
-		TimelineMax: cfg.TimelineMax, EventsStream: cfg.EventsStream, EventsMaxLen: int64(cfg.EventsMaxLen),
+		Redis: cfg.Redis, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
+		Observe:             m.ObserveRedis,
 		UserStorageMaxBytes: userStorageQuota(cfg, log),
 		Now:                 clk.Now,
 	})

@@ -28,7 +28,6 @@ import (
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
 	Addr            string                      // listen address, host:port
-	RedisURL        SecretURL                   // "" = embedded miniredis
 	GeminiAPIKey    Secret                      // "" = offline demo model
 	GeminiBaseURL   SecretURL                   // "" = Google's endpoint
 	TextModel       string                      // model for text turns
@@ -78,13 +77,11 @@ type Config struct {
 
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration // drain budget after SIGTERM
-	SessionTTL      time.Duration // lifetime of an idle session's state in Redis
 	HistoryMax      int           // history entries kept per session
 	MaxMessageBytes int           // largest browser WebSocket message accepted
 	MaxTextChars    int           // longest user text message, in characters
 	SendQueueBytes  int           // per-connection outbound queue bound
 	WriteTimeout    time.Duration // per-write deadline towards the browser
-	RedisTimeout    time.Duration // deadline of one Redis call
 	ModelTimeout    time.Duration // deadline of one model call
 	SystemPrompt    string
 
@@ -101,8 +98,10 @@ type Config struct {
 	PublicURL       string // TURNSTILE_PUBLIC_URL without a trailing slash; "" = the request's host
 	TwilioAuthToken Secret // TWILIO_AUTH_TOKEN; "" = unsigned calls, on loopback only
 
-	RedisMode         store.RedisMode // how RedisURL is read: single, cluster or sentinel
-	RedisWaitReplicas int             // replicas that must have a user message before turn.start (WAIT); 0 = none
+	// Which Redis holds the sessions and how it is read, each call's
+	// deadline, a session's life there, the timelines and the event
+	// stream: the store's own settings (store/settings.go).
+	store.Redis
 
 	// The edge: listeners, admission and tokens.
 	AdminAddr       string        // host:port of /metrics, /metrics/summary, /healthz, /readyz
@@ -120,13 +119,9 @@ type Config struct {
 	// settings (server/settings.go).
 	server.Edge
 
-	// The admin listener's timelines and operator actions, and the event
-	// stream (config_admin.go).
+	// The admin listener's operator actions (config_admin.go).
 	AdminToken       Secret // bearer token of the admin routes; required off loopback
 	AdminMetricsOpen bool   // /metrics answers without the token
-	TimelineMax      int    // entries a session's timeline keeps
-	EventsStream     string // Redis Stream of finished turns; "" = none
-	EventsMaxLen     int    // its approximate MAXLEN
 
 	// Warnings are settings the gateway adjusted instead of refusing them (a
 	// default that conflicted with an explicit value, a value below its
@@ -303,24 +298,7 @@ type configSetting = settings.Setting[Config]
 func configSettings() []configSetting {
 	return slices.Concat([]configSetting{
 		{Env: "TURNSTILE_ADDR", Def: "127.0.0.1:8080", Usage: "listen address, host:port", Apply: parseAddr},
-		// Before REDIS_URL, which is checked against the mode.
-		{Env: "TURNSTILE_REDIS_MODE", Def: string(store.RedisSingle),
-			Usage: "how REDIS_URL is read: single (one server), cluster (a Redis Cluster: redis://h1:p1?addr=h2:p2&addr=h3:p3) " +
-				"or sentinel (redis://s1:26379?master_name=NAME&addr=s2:26379)",
-			Apply: func(c *Config, v string) error {
-				m, err := store.ParseRedisMode(v)
-				if err != nil {
-					return err
-				}
-				c.RedisMode = m
-				return nil
-			}},
-		{Env: "REDIS_URL", DefDoc: "unset: embedded miniredis, state lives in this process only",
-			Usage: "redis:// or rediss:// URL of the Redis that holds session state, in the form TURNSTILE_REDIS_MODE reads",
-			Apply: parseRedisURL},
-		{Env: "TURNSTILE_REDIS_WAIT_REPLICAS", DefDoc: "1 in cluster and sentinel mode, 0 in single mode",
-			Usage: "replicas that must have a user message (Redis WAIT) before the browser is told it was accepted, so that a failover cannot lose it; 0: no WAIT (between 0 and 16)",
-			Apply: parseRedisWaitReplicas},
+	}, redisSettings(store.ConnectionSettings()), []configSetting{
 		{Env: "GEMINI_API_KEY", DefDoc: "unset: offline demo model", Secret: true,
 			Usage: "key for the Gemini API (prefer the environment: flags show in ps)",
 			Apply: parseKey(func(c *Config) *Secret { return &c.GeminiAPIKey })},
@@ -427,8 +405,7 @@ func configSettings() []configSetting {
 			}},
 		settings.Duration("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-		settings.Duration("TURNSTILE_SESSION_TTL", "24h", "how long an idle session's state is kept in Redis", time.Second,
-			func(c *Config) *time.Duration { return &c.SessionTTL }),
+		redisRow(store.SessionTTLSetting()),
 		settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
 			func(c *Config) *int { return &c.HistoryMax }),
 		settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
@@ -439,8 +416,7 @@ func configSettings() []configSetting {
 			func(c *Config) *int { return &c.SendQueueBytes }),
 		settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.WriteTimeout }),
-		settings.Duration("TURNSTILE_REDIS_TIMEOUT", "500ms", "deadline of one Redis call", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.RedisTimeout }),
+		redisRow(store.TimeoutSetting()),
 		settings.Duration("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
 			func(c *Config) *time.Duration { return &c.ModelTimeout }),
 		{Env: "TURNSTILE_SYSTEM_PROMPT", Def: DefaultSystemPrompt, DefDoc: "a brief, knowledge-base-first support assistant",
@@ -516,7 +492,7 @@ func configSettings() []configSetting {
 	},
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
-		networkSettings(), tracingSettings(), adminSettings(), sessionSettings(session.BlockSettings()),
+		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
 		edgeSettings(server.UnauthSettings()), toolIdentitySettings(), sessionContextSettings(), handoffSettings())
 }
 
@@ -531,6 +507,16 @@ func userStorageSetting() configSetting {
 // gateway's.
 func orchestratorSettings(rows []settings.Setting[orchestrator.Budgets]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *orchestrator.Budgets { return &c.Budgets })
+}
+
+// redisSettings lifts a table of the store's settings into the gateway's;
+// redisRow one row.
+func redisSettings(rows []settings.Setting[store.Redis]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *store.Redis { return &c.Redis })
+}
+
+func redisRow(row settings.Setting[store.Redis]) configSetting {
+	return redisSettings([]settings.Setting[store.Redis]{row})[0]
 }
 
 // edgeSettings lifts a table of the edge's limits into the gateway's.

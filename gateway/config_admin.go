@@ -1,7 +1,7 @@
 package gateway
 
-// Settings of the admin listener's session timelines and operator actions,
-// and of the event stream.
+// Settings of the admin listener's operator actions (the timelines and the
+// event stream it reads are the store's: store/settings.go).
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/server"
-	"github.com/turnstile-gw/turnstile/store"
-	"github.com/turnstile-gw/turnstile/timeline"
 )
 
 func adminSettings() []configSetting {
@@ -34,13 +32,6 @@ func adminSettings() []configSetting {
 		{Env: "TURNSTILE_ADMIN_METRICS_OPEN", Def: "false",
 			Usage: "true: /metrics answers without TURNSTILE_ADMIN_TOKEN (for a scraper that cannot send it); the other admin routes still need it",
 			Apply: settings.Bool(func(c *Config) *bool { return &c.AdminMetricsOpen })},
-		settings.Int("TURNSTILE_TIMELINE_MAX", timeline.DefaultMaxEntries, "entries (turns and events) a session's timeline keeps in Redis, the newest", 1, 10000,
-			func(c *Config) *int { return &c.TimelineMax }),
-		{Env: "TURNSTILE_EVENTS_STREAM", DefDoc: "unset: no stream",
-			Usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
-			Apply: plainString(func(c *Config) *string { return &c.EventsStream })},
-		settings.Int("TURNSTILE_EVENTS_MAXLEN", store.DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
-			func(c *Config) *int { return &c.EventsMaxLen }),
 	}
 }
 

@@ -4,11 +4,10 @@ package gateway
 // on each other: the connection cap and the session cap.
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"strings"
-	"unicode"
+
+	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 const (
@@ -82,8 +81,8 @@ func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]st
 // blanks (a token claim to compare with).
 func plainString(field func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		if strings.ContainsFunc(v, unicode.IsControl) || strings.TrimSpace(v) != v {
-			return errors.New("has control characters or surrounding blanks")
+		if err := settings.PlainString(v); err != nil {
+			return err
 		}
 		*field(c) = v
 		return nil

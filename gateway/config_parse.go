@@ -151,51 +151,6 @@ func isLoopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func parseRedisURL(c *Config, v string) error {
-	if v == "" {
-		return nil
-	}
-	// url.Parse errors quote the whole URL, password included, so they are not passed on.
-	u, err := url.Parse(v)
-	if err != nil {
-		return errors.New("not a valid URL")
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return errors.New("must be a redis:// or rediss:// URL")
-	}
-	// An empty mode is a TURNSTILE_REDIS_MODE that failed: its own error
-	// says so, and the URL cannot be read without it.
-	if c.RedisMode != "" {
-		if err := store.CheckRedisURL(c.RedisMode, v); err != nil {
-			return err
-		}
-	}
-	c.RedisURL = SecretURL(v)
-	return nil
-}
-
-// maxWaitReplicas bounds TURNSTILE_REDIS_WAIT_REPLICAS: more replicas than
-// that are a typo, and every one of them is waited for on each message.
-const maxWaitReplicas = 16
-
-// parseRedisWaitReplicas reads TURNSTILE_REDIS_WAIT_REPLICAS; unset, it is
-// the default of TURNSTILE_REDIS_MODE (parsed before it).
-func parseRedisWaitReplicas(c *Config, v string) error {
-	if strings.TrimSpace(v) == "" {
-		c.RedisWaitReplicas = store.DefaultWaitReplicas(c.RedisMode)
-		return nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	switch {
-	case err != nil:
-		return errors.New("not a whole number")
-	case n < 0 || n > maxWaitReplicas:
-		return fmt.Errorf("must be between 0 and %d", maxWaitReplicas)
-	}
-	c.RedisWaitReplicas = n
-	return nil
-}
-
 // redisCrossChecks refuses Redis settings that need a REDIS_URL without
 // one: the embedded miniredis is one server with no replicas.
 func redisCrossChecks(c Config, failed map[string]bool, shown map[string]string) []error {

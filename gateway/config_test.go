@@ -67,9 +67,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
 			Text: orchestrator.Budget{MaxRetrieval: 5, MaxCalls: 10}, ConfirmTTL: 2 * time.Minute},
 		MaxToolIterations: 20,
-		LogLevel:          slog.LevelInfo, ShutdownTimeout: 15 * time.Second, SessionTTL: 24 * time.Hour, HistoryMax: 200,
+		LogLevel:          slog.LevelInfo, ShutdownTimeout: 15 * time.Second, HistoryMax: 200,
+		Redis:           store.Redis{RedisMode: "single", RedisTimeout: 500 * time.Millisecond, SessionTTL: 24 * time.Hour},
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
-		RedisMode: "single", RedisTimeout: 500 * time.Millisecond, ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
+		ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
 		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto",
 		MCPStartTimeout: 10 * time.Second,
 	}
@@ -142,15 +143,16 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("LoadConfig: %v", err)
 	}
 	want := Config{
-		Addr: "0.0.0.0:9000", RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", GeminiAPIKey: "key-123",
+		Addr: "0.0.0.0:9000", GeminiAPIKey: "key-123",
+		Redis:         store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
 		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", AuthSecret: testAuthSecret,
 		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
 		MaxToolIterations: 1,
-		LogLevel:          slog.LevelDebug, ShutdownTimeout: 2 * time.Second, SessionTTL: time.Hour, HistoryMax: 2,
+		LogLevel:          slog.LevelDebug, ShutdownTimeout: 2 * time.Second, HistoryMax: 2,
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
-		RedisTimeout: 50 * time.Millisecond, ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
+		ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
 		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
 		ToolChoice:      "required",
 		MCPStartTimeout: 10 * time.Second,

@@ -17,7 +17,7 @@ func testHandoff(t *testing.T, b *backend) {
 	ctx := context.Background()
 	stream := "turnstile:test:handoffs:" + time.Now().Format("150405.000000000")
 	var failures []error // what Observe reports as failed: none here
-	s := b.store(RedisStoreOptions{EventsStream: stream, EventsMaxLen: 1000,
+	s := b.store(RedisStoreOptions{Redis: Redis{EventsStream: stream, EventsMaxLen: 1000},
 		Observe: func(_ metrics.RedisOp, _ time.Duration, err error) {
 			if err != nil {
 				failures = append(failures, err)

@@ -74,7 +74,7 @@ func testLedgerClaimAnswerAndTrim(t *testing.T, b *backend) {
 // store error (the session goes on from memory and writes again later).
 func TestUserMessageIsNotConfirmedWithoutItsReplicas(t *testing.T) {
 	b := startRedisServer(t) // a master without replicas
-	s := b.store(RedisStoreOptions{WaitReplicas: 1, Timeout: 300 * time.Millisecond})
+	s := b.store(RedisStoreOptions{Redis: Redis{RedisWaitReplicas: 1, RedisTimeout: 300 * time.Millisecond}})
 	ctx := context.Background()
 	rec, _, err := s.Create(ctx, Record{ID: "s-wait", UserID: "u", Mode: "text"})
 	if err != nil {

@@ -26,18 +26,17 @@ import (
 
 // RedisStoreOptions tunes a RedisStore. Zero values take the defaults.
 type RedisStoreOptions struct {
-	// TTL of every key of a session, refreshed on every write and on resume.
-	// Default 24h.
-	TTL time.Duration
+	// Redis are the store's settings (settings.go): the session TTL
+	// (default 24h), each call's deadline (default 500ms), the replicas a
+	// user message waits for, the timelines and the event stream. Its
+	// URL and mode are NewRedisModeClient's, not read here.
+	Redis
 	// HistoryMax is how many history entries are kept, newest first.
 	// Default 200.
 	HistoryMax int
 	// HistoryMaxBytes bounds the stored history's JSON, newest first (the
 	// newest entry is always kept). Default DefaultHistoryMaxBytes.
 	HistoryMaxBytes int
-	// Timeout bounds each call, on top of the caller's deadline.
-	// Default 500ms.
-	Timeout time.Duration
 	// WatchInterval is how often Watch checks that Redis still holds this
 	// node's marker (a Redis that restarted empty or was flushed is seen
 	// within it). Default 1 s.
@@ -52,20 +51,6 @@ type RedisStoreOptions struct {
 	// Now is the clock confirmations, blocks and turn windows go by;
 	// default the system clock.
 	Now func() time.Time
-	// WaitReplicas is how many replicas must have a user message before
-	// the browser is told it was accepted (WAIT after the write, on the
-	// connection that wrote it), so that a failover cannot lose it; a
-	// timeout there is a store error. 0: no WAIT. TURNSTILE_REDIS_WAIT_REPLICAS;
-	// store.DefaultWaitReplicas gives the default of each mode.
-	WaitReplicas int
-	// TimelineMax is how many entries a session's timeline keeps, the
-	// newest. Default DefaultTimelineMax.
-	TimelineMax int
-	// EventsStream, when set, is the Redis Stream every finished turn's
-	// timeline entry is appended to (XADD, approximate MAXLEN
-	// EventsMaxLen, default DefaultEventsMaxLen).
-	EventsStream string
-	EventsMaxLen int64
 	// UserStorageMaxBytes is the most bytes of history (JSON) all of one
 	// user's sessions may keep, across every node: a new turn the quota
 	// has no room for is refused (TurnStart.OverQuota). 0: no quota, and
@@ -160,9 +145,9 @@ func ownedScript(body string) *redis.Script { return redis.NewScript(ownerCheckL
 
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
-	s := &RedisStore{c: c, ttl: o.TTL, historyMax: o.HistoryMax, historyBytes: o.HistoryMaxBytes,
-		timeout: o.Timeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.WaitReplicas,
-		timelineMax: o.TimelineMax, eventsStream: o.EventsStream, eventsMaxLen: o.EventsMaxLen,
+	s := &RedisStore{c: c, ttl: o.SessionTTL, historyMax: o.HistoryMax, historyBytes: o.HistoryMaxBytes,
+		timeout: o.RedisTimeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.RedisWaitReplicas,
+		timelineMax: o.TimelineMax, eventsStream: o.EventsStream, eventsMaxLen: int64(o.EventsMaxLen),
 		userStorage: o.UserStorageMaxBytes}
 	if s.timelineMax <= 0 {
 		s.timelineMax = DefaultTimelineMax

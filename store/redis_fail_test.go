@@ -60,7 +60,7 @@ func TestRedisStoreFailsFastWhenRedisIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s := NewRedisStore(c, RedisStoreOptions{Timeout: 300 * time.Millisecond})
+	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 300 * time.Millisecond}})
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatalf("ping while up: %v", err)
 	}
@@ -106,5 +106,5 @@ func TestRedisStoreFailsFastWhenRedisHangs(t *testing.T) {
 	defer c.Close()
 	// The store's own timeout is long here, so that only the client's
 	// settings can make the calls fail fast.
-	allOpsFail(t, NewRedisStore(c, RedisStoreOptions{Timeout: time.Minute}))
+	allOpsFail(t, NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: time.Minute}}))
 }

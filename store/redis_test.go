@@ -326,7 +326,7 @@ func testTokenNotStored(t *testing.T, b *backend) {
 func testTTLRefresh(t *testing.T, b *backend) {
 	ctx := context.Background()
 	const ttl = time.Hour
-	s := b.store(RedisStoreOptions{TTL: ttl})
+	s := b.store(RedisStoreOptions{Redis: Redis{SessionTTL: ttl}})
 	rec, tok := mustCreateRecord(t, s, sampleRecord("s-ttl"))
 	if err := s.Append(ctx, rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
@@ -373,7 +373,7 @@ func testTTLRefresh(t *testing.T, b *backend) {
 
 func testExpiry(t *testing.T, b *backend) {
 	const ttl = time.Second
-	s := b.store(RedisStoreOptions{TTL: ttl})
+	s := b.store(RedisStoreOptions{Redis: Redis{SessionTTL: ttl}})
 	rec, tok := mustCreateRecord(t, s, sampleRecord("s-expiry"))
 	if err := s.Append(context.Background(), rec, sampleEntries()...); err != nil {
 		t.Fatal(err)
@@ -547,7 +547,7 @@ func testObserveAbandoned(t *testing.T, b *backend) {
 	}
 	mu.Unlock()
 
-	slow := b.store(RedisStoreOptions{Observe: observe, Timeout: time.Nanosecond})
+	slow := b.store(RedisStoreOptions{Observe: observe, Redis: Redis{RedisTimeout: time.Nanosecond}})
 	if err := slow.Ping(context.Background()); err == nil {
 		t.Fatal("a ping with a 1 ns deadline succeeded")
 	}

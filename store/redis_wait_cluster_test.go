@@ -53,8 +53,8 @@ func TestBeginTurnOnAClusterWaitsForTheSessionMastersReplicas(t *testing.T) {
 	lim := TurnLimit{Key: user, Max: 10, Window: time.Minute}
 
 	const timeout = 400 * time.Millisecond
-	waiting := NewRedisStore(c, RedisStoreOptions{WaitReplicas: 1, Timeout: timeout})
-	plain := NewRedisStore(c, RedisStoreOptions{Timeout: timeout})
+	waiting := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisWaitReplicas: 1, RedisTimeout: timeout}})
+	plain := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: timeout}})
 	create := func(id string) Record {
 		t.Helper()
 		rec, _, err := plain.Create(ctx, Record{ID: id, UserID: user, Mode: "text"})

@@ -13,7 +13,7 @@ import (
 // the event stream, and writes nothing for an owner that lost the session.
 func testTimeline(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := b.store(RedisStoreOptions{TimelineMax: 3, EventsStream: "turnstile:test:events", EventsMaxLen: 1000})
+	s := b.store(RedisStoreOptions{Redis: Redis{TimelineMax: 3, EventsStream: "turnstile:test:events", EventsMaxLen: 1000}})
 	rec, token, err := s.Create(ctx, sampleRecord("s_timeline"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // Folder checks that path is an existing directory.
@@ -36,6 +37,15 @@ func RegularFile(path, what string) error {
 		return fmt.Errorf("cannot use %s: %w", what, err)
 	case !fi.Mode().IsRegular():
 		return errors.New("is not a regular file")
+	}
+	return nil
+}
+
+// PlainString checks that v has no control characters and no surrounding
+// blanks (a name, a key: a stray newline or space would be kept).
+func PlainString(v string) error {
+	if strings.ContainsFunc(v, unicode.IsControl) || strings.TrimSpace(v) != v {
+		return errors.New("has control characters or surrounding blanks")
 	}
 	return nil
 }
