@@ -182,7 +182,7 @@ func newRedisStores(t testing.TB) *redisStores {
 	t.Cleanup(func() { _ = c.Close() })
 	trips := &roundTrips{}
 	c.AddHook(trips)
-	return &redisStores{store: store.NewRedisStore(c, store.RedisStoreOptions{Timeout: 5 * time.Second}), mr: mr, client: c, trips: trips}
+	return &redisStores{store: store.NewRedisStore(c, store.RedisStoreOptions{Redis: store.Redis{RedisTimeout: 5 * time.Second}}), mr: mr, client: c, trips: trips}
 }
 
 // deps are the orchestrator stores backed by this Redis.
