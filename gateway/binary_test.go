@@ -74,8 +74,22 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProcess runs the gateway binary with env (KEY=value) on a free
-// port and waits until its public /readyz answers 200.
+// port and waits until its public /readyz answers 200. The port is free
+// when chosen but may be taken before the gateway binds it (another test's
+// outgoing connection can get it as its ephemeral port): a start that
+// failed on that alone is tried again on another port, twice at most.
 func startProcess(t *testing.T, env ...string) *procGateway {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		if p := launchProcess(t, attempt < 3, env...); p != nil {
+			return p
+		}
+	}
+}
+
+// launchProcess is one attempt of startProcess: nil when retry allows
+// another attempt and the gateway found its port taken.
+func launchProcess(t *testing.T, retry bool, env ...string) *procGateway {
 	t.Helper()
 	bin := gatewayBinary(t)
 	addr := freeAddr(t)
@@ -94,21 +108,28 @@ func startProcess(t *testing.T, env ...string) *procGateway {
 	_ = logFile.Close()
 	p := &procGateway{t: t, cmd: cmd, url: "http://" + addr, logPath: logPath, exited: make(chan error, 1)}
 	go func() { p.exited <- cmd.Wait() }()
+	taken := false
 	t.Cleanup(func() {
 		p.stop()
-		if t.Failed() {
+		if t.Failed() && !taken {
 			t.Logf("gateway log:\n%s", p.log())
 		}
 	})
+	// Whatever holds the port may accept and never answer: each probe is bounded.
+	probe := &http.Client{Timeout: 2 * time.Second}
 	// Its log is shown when the wait fails (the cleanup above).
 	testwait.ForNil(t, "the gateway to be ready", func() error {
 		select {
 		case err := <-p.exited:
 			p.exited <- err
+			if retry && strings.Contains(p.log(), "listen tcp "+addr+": bind: address already in use") {
+				taken = true
+				return nil
+			}
 			t.Fatalf("the gateway exited (%v):\n%s", err, p.log())
 		default:
 		}
-		resp, err := http.Get(p.url + "/readyz")
+		resp, err := probe.Get(p.url + "/readyz")
 		if err != nil {
 			return err
 		}
@@ -118,6 +139,10 @@ func startProcess(t *testing.T, env ...string) *procGateway {
 		}
 		return nil
 	})
+	if taken {
+		t.Logf("port %s was taken before the gateway bound it; trying another", addr)
+		return nil
+	}
 	return p
 }
 
