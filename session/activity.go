@@ -20,7 +20,7 @@ import (
 // voice side. It is the one owner of that, under one lock; the text loop
 // and the voice side run outside it.
 type activity struct {
-	c *conn
+	s *session
 
 	mu         sync.Mutex
 	turnCancel context.CancelCauseFunc // the running text turn
@@ -49,12 +49,12 @@ type activity struct {
 
 // text takes a message the user typed.
 func (a *activity) text(text string) {
-	if until, blocked := a.c.st.blocked(); blocked {
-		a.c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+until.Format(time.RFC3339), false, 0))
+	if until, blocked := a.s.st.blocked(); blocked {
+		a.s.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+until.Format(time.RFC3339), false, 0))
 		return
 	}
-	if a.c.handedOff() {
-		a.c.holdForPerson(text)
+	if a.s.handedOff() {
+		a.s.holdForPerson(text)
 		return
 	}
 	if v := a.voiceSide(); v != nil {
@@ -72,26 +72,24 @@ func (a *activity) text(text string) {
 // can still take turn.cancel and confirm. kind is "" for typed text and "confirmation" for the
 // outcome of a confirm.request.
 func (a *activity) startTextTurn(text, kind string) {
-	c := a.c
-	if c.m.isDraining() {
-		c.send(protocol.NewError(protocol.CodeDraining, "the gateway is restarting; reconnect and send again", true, 0))
+	s := a.s
+	if s.m.isDraining() {
+		s.send(protocol.NewError(protocol.CodeDraining, "the gateway is restarting; reconnect and send again", true, 0))
 		return
 	}
 	a.mu.Lock()
-	select {
-	case <-c.out.closing:
+	if s.closing() {
 		a.mu.Unlock()
 		return // the connection is closing: take no new turn
-	default:
 	}
 	if a.busyLocked() {
 		a.mu.Unlock()
-		c.send(protocol.NewError(protocol.CodeTurnInProgress,
+		s.send(protocol.NewError(protocol.CodeTurnInProgress,
 			"a turn is running; wait for turn.done or send turn.cancel", true, 0))
 		return
 	}
 	typed := kind == ""
-	if now := c.m.now(); typed && a.c.m.cfg.TurnsPerMinute > 0 && now.Before(a.turnsUntil) {
+	if now := s.m.now(); typed && a.s.m.cfg.TurnsPerMinute > 0 && now.Before(a.turnsUntil) {
 		wait := a.turnsUntil.Sub(now)
 		a.mu.Unlock()
 		a.refuseTurn(wait)
@@ -104,7 +102,7 @@ func (a *activity) startTextTurn(text, kind string) {
 		lim.Max, lim.QuotaExempt = 0, true
 	}
 	user := transport.Entry{Role: transport.RoleUser, Text: text, Kind: kind}
-	turn, note := c.st.beginTurn(&user, true)
+	turn, note := s.st.beginTurn(&user, true)
 	var early *admission
 	var cancelEarly context.CancelCauseFunc
 	var earlyDone chan struct{}
@@ -121,10 +119,10 @@ func (a *activity) startTextTurn(text, kind string) {
 	// waits for its verdict sends nothing before it (textturn.Deps.Admitted).
 	a.mu.Unlock()
 	stages.Mark(stages.Launched)
-	ts := c.persistBegin(user, lim)
+	ts := s.persistBegin(user, lim)
 	stages.Mark(stages.Verdict)
-	blocked := c.m.now().Before(ts.Block.Until)
-	refused := blocked || !ts.Allowed || ts.OverQuota || c.closing()
+	blocked := s.m.now().Before(ts.Block.Until)
+	refused := blocked || !ts.Allowed || ts.OverQuota || s.closing()
 	a.mu.Lock()
 	if a.admitting != nil {
 		close(a.admitting)
@@ -141,10 +139,10 @@ func (a *activity) startTextTurn(text, kind string) {
 			<-earlyDone
 			a.turnCancel, a.turnDone = nil, nil
 		}
-		c.st.undoTurn(note)
-		c.pst.undo(turn)
+		s.st.undoTurn(note)
+		s.pst.undo(turn)
 		if !ts.Allowed {
-			a.turnsUntil = c.m.now().Add(ts.RetryAfter)
+			a.turnsUntil = s.m.now().Add(ts.RetryAfter)
 		}
 		// What waited for the turn's end (a confirmation's outcome, a move
 		// into voice, asked meanwhile) goes ahead now: no turn will end.
@@ -153,21 +151,21 @@ func (a *activity) startTextTurn(text, kind string) {
 		defer a.runWaiting(toVoice, next)
 		switch {
 		case blocked:
-			c.setBlocked(ts.Block)
-			c.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+ts.Block.Until.Format(time.RFC3339), false, 0))
+			s.setBlocked(ts.Block)
+			s.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+ts.Block.Until.Format(time.RFC3339), false, 0))
 		case !ts.Allowed:
 			a.refuseTurn(ts.RetryAfter)
 		case ts.OverQuota:
-			c.refused(limitStorageQuota, c.m.now())
-			c.send(protocol.NewError(protocol.CodeQuotaExceeded, fmt.Sprintf("your stored conversations (%d KiB) "+
+			s.refused(limitStorageQuota, s.m.now())
+			s.send(protocol.NewError(protocol.CodeQuotaExceeded, fmt.Sprintf("your stored conversations (%d KiB) "+
 				"have reached their storage quota: the message was not accepted. Space frees as older conversations expire",
 				ts.StoredBytes>>10), false, 0))
 		}
 		return
 	}
 	defer a.mu.Unlock()
-	c.tl.Begin(turn, string(protocol.ModeText), text, kind)
-	c.send(protocol.TurnStart{Turn: turn, Text: text, Kind: kind})
+	s.tl.Begin(turn, string(protocol.ModeText), text, kind)
+	s.send(protocol.TurnStart{Turn: turn, Text: text, Kind: kind})
 	if early != nil {
 		early.decide(true)
 		return
@@ -178,7 +176,7 @@ func (a *activity) startTextTurn(text, kind string) {
 // launch starts text turn turn; with an admission, the turn waits for its
 // verdict before it acts on anything the model sent. a.mu is held.
 func (a *activity) launch(turn int, text, note string, adm *admission) {
-	ctx, cancel := context.WithCancelCause(a.c.ctx)
+	ctx, cancel := context.WithCancelCause(a.s.ctx)
 	done := make(chan struct{})
 	a.turnCancel, a.turnDone = cancel, done
 	a.wg.Add(1)
@@ -195,14 +193,14 @@ func (a *activity) launch(turn int, text, note string, adm *admission) {
 // A turn its admission refuses ends at once, leaving no trace.
 func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string, adm *admission) {
 	stages.Mark(stages.TurnRuns)
-	c := a.c
-	tr := turnrec.Begin(ctx, c.turnDeps(), turn, protocol.ModeText)
+	s := a.s
+	tr := turnrec.Begin(ctx, s.turnDeps(), turn, protocol.ModeText)
 	var ignored []protocol.IgnoredIntent
-	deps := textturn.Deps{Model: c.m.Model, Metrics: c.m.Metrics, Log: c.log(), Observe: c.observeRequest}
+	deps := textturn.Deps{Model: s.m.Model, Metrics: s.m.Metrics, Log: s.log(), Observe: s.observeRequest}
 	if adm != nil {
 		deps.Admitted = adm.wait
 	}
-	reason := textturn.Run(tr.Ctx, c.textConfig(), deps, textHost{c: c, ignored: &ignored}, tr.Policy, note)
+	reason := textturn.Run(tr.Ctx, s.textConfig(), deps, textHost{s: s, ignored: &ignored}, tr.Policy, note)
 	if reason == textturn.ReasonNotAdmitted {
 		// startTextTurn refuses the turn and clears it; a trace shows a turn
 		// (and its cancelled model request) that was not admitted.
@@ -214,7 +212,7 @@ func (a *activity) runTextTurn(ctx context.Context, turn int, input, note string
 	// turn.done goes out and the turn is cleared in one step, so that a
 	// browser answering turn.done at once is never told a turn is running.
 	a.mu.Lock()
-	c.send(protocol.TurnDone{Turn: turn, Reason: reason, IgnoredIntents: ignored})
+	s.send(protocol.TurnDone{Turn: turn, Reason: reason, IgnoredIntents: ignored})
 	a.turnCancel, a.turnDone = nil, nil
 	toVoice, next := a.takeWaitingLocked()
 	a.mu.Unlock()
@@ -239,7 +237,7 @@ func (a *activity) takeWaitingLocked() (toVoice string, next *confirmNote) {
 
 // runWaiting starts what waited for a text turn's end (takeWaitingLocked).
 func (a *activity) runWaiting(toVoice string, next *confirmNote) {
-	if a.c.ctx.Err() != nil {
+	if a.s.ctx.Err() != nil {
 		return
 	}
 	switch {
@@ -264,8 +262,8 @@ func (a *activity) cancelTurn() {
 // voice side in voice, else in a text turn of its own — now, or as soon
 // as the running turn ends.
 func (a *activity) confirmed(note confirmNote) {
-	if a.c.handedOff() {
-		a.c.holdConfirmation(note) // a person has the conversation: no model turn
+	if a.s.handedOff() {
+		a.s.holdConfirmation(note) // a person has the conversation: no model turn
 		return
 	}
 	a.mu.Lock()
@@ -289,7 +287,7 @@ func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
 	waiting := false
 	defer func() {
 		if waiting {
-			a.c.m.Metrics.DrainWaiting.Dec()
+			a.s.m.Metrics.DrainWaiting.Dec()
 		}
 	}()
 	for {
@@ -301,7 +299,7 @@ func (a *activity) waitIdle(ctx context.Context, connDone <-chan struct{}) {
 		a.mu.Unlock()
 		if !waiting && (td != nil || v != nil && v.Busy()) {
 			waiting = true
-			a.c.m.Metrics.DrainWaiting.Inc()
+			a.s.m.Metrics.DrainWaiting.Inc()
 		}
 		switch {
 		case td != nil:
@@ -340,6 +338,6 @@ func (a *activity) stop() {
 	a.wg.Wait()
 	if v := a.voice.Load(); v != nil {
 		v.Stop()
-		a.c.st.update(func(rec *store.Record) { rec.ResumeHandle = v.Handle() })
+		a.s.st.update(func(rec *store.Record) { rec.ResumeHandle = v.Handle() })
 	}
 }

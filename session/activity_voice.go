@@ -26,13 +26,13 @@ func (a *activity) requestVoice(reason string) bool {
 	if already {
 		return true
 	}
-	if a.c.handedOff() {
+	if a.s.handedOff() {
 		// Before the voice starts are counted: a person has the
 		// conversation, and voice would reach the model.
-		a.c.send(protocol.HandoffPending{Message: handoffPendingText})
+		a.s.send(protocol.HandoffPending{Message: handoffPendingText})
 		return false
 	}
-	if a.c.m.Live != nil && !a.c.allowVoiceStart() {
+	if a.s.m.Live != nil && !a.s.allowVoiceStart() {
 		return false
 	}
 	a.startVoice(reason, "")
@@ -44,20 +44,20 @@ func (a *activity) requestVoice(reason string) bool {
 // earlier upstream session; when that fails a new one is seeded with the
 // history.
 func (a *activity) startVoice(reason, handle string) {
-	c := a.c
-	if c.m.Live == nil {
-		c.send(protocol.NewError(protocol.CodeUnsupported, "voice is not configured on this gateway", false, 0))
+	s := a.s
+	if s.m.Live == nil {
+		s.send(protocol.NewError(protocol.CodeUnsupported, "voice is not configured on this gateway", false, 0))
 		return
 	}
-	if _, blocked := c.st.blocked(); blocked {
-		c.send(protocol.NewError(protocol.CodeBlocked, "voice is not available while input is refused", false, 0))
+	if _, blocked := s.st.blocked(); blocked {
+		s.send(protocol.NewError(protocol.CodeBlocked, "voice is not available while input is refused", false, 0))
 		return
 	}
-	if c.handedOff() {
-		c.send(protocol.HandoffPending{Message: handoffPendingText})
-		if c.st.mode() == protocol.ModeVoice {
-			c.st.update(func(rec *store.Record) { rec.Mode = protocol.ModeText }) // a resume of a voice session
-			c.persistMode()
+	if s.handedOff() {
+		s.send(protocol.HandoffPending{Message: handoffPendingText})
+		if s.st.mode() == protocol.ModeVoice {
+			s.st.update(func(rec *store.Record) { rec.Mode = protocol.ModeText }) // a resume of a voice session
+			s.persistMode()
 		}
 		return
 	}
@@ -78,10 +78,10 @@ func (a *activity) startVoice(reason, handle string) {
 	if reason == "resume" {
 		why = metrics.ConnectResume
 	}
-	v, err := voice.Start(c.ctx, c.voiceConfig(), voice.Deps{Live: c.m.Live, Turns: c.turnDeps(),
-		Metrics: c.m.Metrics, Log: c.log(),
-		Budget: connectBudget{c}, Clock: c.m.cfg.Clock},
-		voiceHost{c}, handle, why)
+	v, err := voice.Start(s.ctx, s.voiceConfig(), voice.Deps{Live: s.m.Live, Turns: s.turnDeps(),
+		Metrics: s.m.Metrics, Log: s.log(),
+		Budget: connectBudget{s}, Clock: s.m.cfg.Clock},
+		voiceHost{s}, handle, why)
 
 	a.mu.Lock()
 	a.starting = false
@@ -93,17 +93,17 @@ func (a *activity) startVoice(reason, handle string) {
 		case errors.Is(err, voice.ErrConnectRefused):
 			// The budget told the browser; a resumed session stays in
 			// text, in the store too (its record said voice).
-			c.persistMode()
+			s.persistMode()
 		case errors.Is(err, fdroom.ErrFull):
-			c.log().Warn("voice refused: no file descriptor left on this node for the model connection; "+
+			s.log().Warn("voice refused: no file descriptor left on this node for the model connection; "+
 				"raise the open-file limit or add nodes", "reason", reason)
-			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
+			s.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
 				"this server has no room for another voice connection right now; the conversation stays in text, try voice again later",
 				true, 0))
-			c.persistMode()
-		case c.ctx.Err() == nil:
-			c.log().Error("voice: upstream unavailable", "err", err)
-			c.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
+			s.persistMode()
+		case s.ctx.Err() == nil:
+			s.log().Error("voice: upstream unavailable", "err", err)
+			s.send(protocol.NewError(protocol.CodeUpstreamUnavailable,
 				"voice is unavailable right now; the conversation stays in text", true, 0))
 		}
 		for _, n := range notes {
@@ -115,8 +115,8 @@ func (a *activity) startVoice(reason, handle string) {
 	notes := a.notes
 	a.notes = nil
 	a.mu.Unlock()
-	c.setMode(protocol.ModeVoice, reason)
-	c.log().Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
+	s.setMode(protocol.ModeVoice, reason)
+	s.log().Info("voice started", "reason", reason, "resumed_upstream", v.Resumed())
 	for _, n := range notes {
 		v.Confirmed(n.model)
 	}
@@ -134,8 +134,8 @@ func (a *activity) voiceEnded(reason string) {
 	a.mu.Lock()
 	a.voice.Store(nil)
 	a.mu.Unlock()
-	a.c.setMode(protocol.ModeText, reason)
-	a.c.log().Info("voice ended; back to text", "reason", reason)
+	a.s.setMode(protocol.ModeText, reason)
+	a.s.log().Info("voice ended; back to text", "reason", reason)
 }
 
 // blockVoice ends voice at once for a block.

@@ -37,24 +37,24 @@ func blockCap(steps []time.Duration, n int) time.Duration {
 // block applies BLOCK_USER: the user's input is refused on every session
 // and node until the block ends, and new connections are refused (4003).
 // The requested length d is capped by the user's strike count.
-func (c *conn) block(d time.Duration, reason string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
+func (s *session) block(d time.Duration, reason string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), s.m.cfg.StoreTimeout)
 	defer cancel()
-	strike, err := c.m.Store.Strike(ctx, c.id.User, c.m.cfg.BlockMemory)
+	strike, err := s.m.Store.Strike(ctx, s.id.User, s.m.cfg.BlockMemory)
 	if err != nil {
 		// Unknown count: the block is the shortest, never the longest.
-		c.log().Warn("could not count the user's blocks; this one gets the first step", "err", err)
+		s.log().Warn("could not count the user's blocks; this one gets the first step", "err", err)
 		strike = 1
 	}
-	limit := blockCap(c.m.cfg.BlockSteps, strike)
+	limit := blockCap(s.m.cfg.BlockSteps, strike)
 	requested := d
 	d = min(d, limit)
-	b := store.Block{Until: c.m.now().Add(d).UTC().Truncate(time.Second), Reason: reason}
-	if err := c.m.Store.BlockUser(ctx, c.id.User, b); err != nil {
+	b := store.Block{Until: s.m.now().Add(d).UTC().Truncate(time.Second), Reason: reason}
+	if err := s.m.Store.BlockUser(ctx, s.id.User, b); err != nil {
 		// The block still holds on this node's connections of the user.
-		c.log().Error("could not store a user block; it holds on this node only", "err", err)
+		s.log().Error("could not store a user block; it holds on this node only", "err", err)
 	}
-	c.log().Warn("user blocked", "user", c.id.User, "until", b.Until, "reason", b.Reason, "strike", strike,
+	s.log().Warn("user blocked", "user", s.id.User, "until", b.Until, "reason", b.Reason, "strike", strike,
 		"requested_seconds", int64(requested/time.Second), "seconds", int64(d/time.Second))
-	c.m.blockLocal(c.id.User, b)
+	s.m.blockLocal(s.id.User, b)
 }

@@ -10,22 +10,18 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/stages"
-	"github.com/turnstile-gw/turnstile/metrics"
-	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/timeline"
 )
 
-// conn is one browser connection and the session it carries. Its
-// goroutines: the reader (the caller of run), and — while they last — the
-// writer (while there is something to write), the conversation's inputs
-// (while some wait, inbox.go), a running text turn or the voice side, and
-// the store writer. They
-// share ctx; when one fails, all stop.
+// conn is one browser connection: the socket (read, write, ping, close),
+// the send queue and its writer, liveness, the reader's rates and
+// refusals, the token's expiry, and the session it carries (s, session.go),
+// which reaches it only through outbound. Its goroutines: the reader (the
+// caller of run) and the writer (while there is something to write), and
+// the session's. They share ctx; when one fails, all stop.
 type conn struct {
 	m    *Manager
 	wire Wire     // the browser's WebSocket, or a phone call's bridge
@@ -43,22 +39,8 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 
-	ts   *toolset    // the tools pinned at the session's start
-	asks sessionAsks // what session.start asked for (context.go)
-	st   *state
-	pst  *persister
-	// conv is the session's policy across its turns (loop history,
-	// confirmations, fencing, the call ledger), once its session is known.
-	conv *orchestrator.Conversation
-	// traceLink is the browser's span (session.start traceparent) that the
-	// turns' traces link to; zero: none.
-	traceLink trace.SpanContext
-	act       activity
-	in        inbox // the conversation's inputs waiting for its goroutine
-	// starting is session.start being acted on, by the conversation's
-	// goroutine (start.go, afterStart).
-	starting sync.WaitGroup
-	out      closer
+	s   *session // the conversation it carries (session.go)
+	out closer
 	// The writer's own (see write): one runs at a time, started by the
 	// queue. wend is closed when a writer has ended for good.
 	watchdog *watchdog
@@ -66,29 +48,21 @@ type conn struct {
 	wend     chan struct{}
 	wendOnce sync.Once
 
-	stats *metrics.SessionStats // the session's context and tool-call figures, once ready
-	tl    *timeline.Recorder    // the session's timeline, once ready (nil before)
-	relay relayStats            // audio frames in, and their time through the gateway (relaystats.go)
+	relay relayStats // audio frames in, and their time through the gateway (relaystats.go)
 
 	rates    rates    // the reader's limiters (rates.go)
 	refusals refusals // counted and logged (refusals.go)
 	exp      expiry   // the token's deadline (expiry.go)
 	// Liveness, for the node's keepalive goroutine.
-	started  atomic.Bool  // session.ready was sent
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
 	pings    pinger
-	owner    ownership // the epoch it holds its session with (ownership.go)
-	// connectsUntil (unix ns): the upstream-connect budget refused until
-	// then; opens are refused here without asking the store.
-	connectsUntil atomic.Int64
 }
 
-func newConn(m *Manager, wire Wire, id Identity) *conn {
+func newConn(ctx context.Context, cancel context.CancelFunc, m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
-		m: m, wire: wire, id: id, limitKey: id.User,
+		m: m, wire: wire, id: id, limitKey: id.User, ctx: ctx, cancel: cancel,
 		q:     newQueue(m.cfg.SendQueueBytes),
 		done:  make(chan struct{}),
-		st:    &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now},
 		relay: newRelayStats(m.Metrics, id.Channel),
 		rates: newRates(m.cfg),
 	}
@@ -106,12 +80,11 @@ func newConn(m *Manager, wire Wire, id Identity) *conn {
 		// as a user of its own for the per-user limits.
 		c.limitKey = id.User + ":" + newSessionID()
 	}
-	c.st.trimmed = func(int) { c.refused(limitHistoryBytes, c.m.now()) }
 	c.out.closing = make(chan struct{})
 	c.out.onClose = c.q.requestClose
 	c.wend = make(chan struct{})
 	c.q.write = c.write
-	c.act.c = c
+	c.s = newSession(ctx, m, c, id, c.limitKey)
 	return c
 }
 
@@ -133,12 +106,6 @@ const readBufferSize = 4 << 10
 // its JSON, its Redis round trips — runs on the conversation's goroutine,
 // which ends when it is done.)
 func (c *conn) run(fresh bool, done func()) {
-	c.pst = &persister{st: c.st, store: c.m.Store, timeout: c.m.cfg.StoreTimeout, log: c.log(), ctx: c.ctx,
-		fenced: c.fence, restored: func(ctx context.Context) {
-			c.m.Metrics.StoreRestorations.Inc()
-			c.log().Info("session written back to a store that had lost it")
-			c.m.restoreBlock(ctx, c.id.User, c.st.currentBlock())
-		}}
 	c.exp.arm(c.id.ExpiresAt)
 	// Reads and writes run without a context of their own (a context per
 	// frame costs an allocation per audio frame); ending the connection
@@ -180,21 +147,18 @@ func (c *conn) end(started time.Time) {
 	}
 	c.cancel()
 	c.out.later.Wait()
-	c.waitInputs()         // before stop: the inputs start no turn after it
-	ok := c.started.Load() // the session started (waitInputs: its start is over)
-	c.act.stop()
+	ok := c.s.stop() // the session started
 	c.q.stopWriters()
-	c.finalWrite()
-	c.pst.finish()
+	c.s.finish()
 	_ = c.wire.CloseNow()
 	c.pings.stop()
 
 	d := c.out.disconnect()
-	c.leave(d)
-	mode, turns := c.st.mode(), c.st.turnsTaken()
+	c.s.leave(d)
+	mode, turns := c.s.st.mode(), c.s.st.turnsTaken()
 	c.m.Metrics.Disconnected(d)
 	if ok {
-		c.stats.Close()
+		c.s.stats.Close()
 		c.m.Metrics.SessionEnded(d, c.id.Channel, mode, c.m.now().Sub(started), turns)
 	}
 	c.log().Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
@@ -226,7 +190,7 @@ func (c *conn) readLoop() {
 			c.relay.audioIn.Inc()
 			if !begun {
 				// Read while session.start runs: it goes after, as read then.
-				if !c.afterStart() {
+				if !c.s.afterStart() {
 					continue
 				}
 				begun, now = true, clock.Wall.Now()

@@ -94,13 +94,13 @@ func (m *Manager) checkAsks(msg protocol.ClientMessage, id Identity) (*profiles.
 
 // resumedProfile is the profile a resumed session runs: its own, or the
 // default when its profile is gone from the gateway (logged).
-func (c *conn) resumedProfile(name string) *profiles.Profile {
+func (s *session) resumedProfile(name string) *profiles.Profile {
 	if name == "" {
 		return nil
 	}
-	p := c.m.cfg.Profiles[name]
+	p := s.m.cfg.Profiles[name]
 	if p == nil {
-		c.log().Warn("resumed session's profile is not on this gateway; it runs the default", "profile", name)
+		s.log().Warn("resumed session's profile is not on this gateway; it runs the default", "profile", name)
 	}
 	return p
 }
@@ -142,25 +142,25 @@ func sessionInstruction(facts map[string]string, language, greeting, context str
 }
 
 // instruction is what this session adds to the system instruction.
-func (c *conn) instruction() string {
-	return sessionInstruction(c.id.Facts, c.asks.lang(), c.st.greeting(), c.asks.context)
+func (s *session) instruction() string {
+	return sessionInstruction(s.id.Facts, s.asks.lang(), s.st.greeting(), s.asks.context)
 }
 
 // liveVoice is the voice this session's Live upstream speaks with.
-func (c *conn) liveVoice() string {
-	if c.asks.voice != "" {
-		return c.asks.voice
+func (s *session) liveVoice() string {
+	if s.asks.voice != "" {
+		return s.asks.voice
 	}
-	if p := c.asks.profile; p != nil && p.Voice != "" {
+	if p := s.asks.profile; p != nil && p.Voice != "" {
 		return p.Voice
 	}
-	return c.m.cfg.LiveVoice
+	return s.m.cfg.LiveVoice
 }
 
 // refuseStart answers a session.start asking for what it may not have
 // and closes the connection 4002.
-func (c *conn) refuseStart(r *startRefusal) {
-	c.log().Info("session.start refused", "code", r.code, "why", r.msg)
-	c.send(protocol.NewError(r.code, r.msg, false, 0))
-	c.close(protocol.DisconnectProtocolViolation)
+func (s *session) refuseStart(r *startRefusal) {
+	s.log().Info("session.start refused", "code", r.code, "why", r.msg)
+	s.send(protocol.NewError(r.code, r.msg, false, 0))
+	s.close(protocol.DisconnectProtocolViolation)
 }

@@ -16,13 +16,13 @@ import (
 // and returns when it has ended (its turn cancelled, its store writes
 // landed) or after TakeoverWait, so that the new connection reads
 // everything the old one wrote.
-func (c *conn) takeOver(ctx context.Context) {
-	c.close(protocol.DisconnectTakenOver)
-	c.act.cancelTurn()
+func (s *session) takeOver(ctx context.Context) {
+	s.close(protocol.DisconnectTakenOver)
+	s.act.cancelTurn()
 	select {
-	case <-c.done:
+	case <-s.out.ended():
 	case <-ctx.Done():
-	case <-clock.Wall.After(c.m.cfg.TakeoverWait):
+	case <-clock.Wall.After(s.m.cfg.TakeoverWait):
 	}
 }
 
@@ -47,14 +47,14 @@ func (c *conn) drain(ctx context.Context) {
 			return
 		case <-ctx.Done():
 		case <-goodbye:
-			if v := c.act.voiceSide(); v != nil {
+			if v := c.s.act.voiceSide(); v != nil {
 				c.log().Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
 				c.m.Metrics.Telephony(c.id.Channel, metrics.TelephonyDrainGoodbye)
 				v.Notice(goodbyeNotice)
 			}
 		}
 	}
-	c.act.waitIdle(ctx, c.done)
+	c.s.act.waitIdle(ctx, c.done)
 	c.close(protocol.DisconnectDraining)
 }
 

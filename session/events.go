@@ -10,13 +10,13 @@ import (
 // turnEvents shows one turn's calls to the browser as they move through the
 // orchestrator's pipeline.
 type turnEvents struct {
-	c    *conn
+	s    *session
 	turn int
 }
 
 func (e turnEvents) CallReceived(call orchestrator.Call, redacted map[string]any) {
-	e.c.tl.CallReceived(e.turn, call.ID, call.Name, redacted)
-	e.c.send(protocol.ToolCall{Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
+	e.s.tl.CallReceived(e.turn, call.ID, call.Name, redacted)
+	e.s.send(protocol.ToolCall{Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
 }
 
 func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome) {
@@ -27,14 +27,14 @@ func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome)
 		ev.Error = &protocol.ToolError{Type: string(err.Type), Code: err.Code, Message: err.Message}
 		errType = string(err.Type)
 	}
-	e.c.tl.CallFinished(e.turn, call.ID, call.Name, o.Envelope.OK, o.Refused, errType, o.Duration, o.Shown)
-	e.c.send(ev)
+	e.s.tl.CallFinished(e.turn, call.ID, call.Name, o.Envelope.OK, o.Refused, errType, o.Duration, o.Shown)
+	e.s.send(ev)
 }
 
 func (e turnEvents) ConfirmRequested(conf orchestrator.Confirmation) {
-	e.c.st.addConfirmation(conf) // so that a node can write it back if Redis loses it
-	e.c.tl.ConfirmAsked(e.turn, conf.Tool, conf.ExpiresAt)
-	e.c.send(confirmRequest(conf))
+	e.s.st.addConfirmation(conf) // so that a node can write it back if Redis loses it
+	e.s.tl.ConfirmAsked(e.turn, conf.Tool, conf.ExpiresAt)
+	e.s.send(confirmRequest(conf))
 }
 
 func confirmRequest(conf orchestrator.Confirmation) protocol.ConfirmRequest {

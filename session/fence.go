@@ -22,15 +22,15 @@ type watcher struct{ m *Manager }
 // Owner: a resume made epoch the owner of the session.
 func (w watcher) Owner(id string, epoch int64) {
 	w.m.recent.forget(id, epoch)
-	for _, c := range w.m.holders(id) {
-		c.ownerSeen(epoch)
+	for _, s := range w.m.holders(id) {
+		s.ownerSeen(epoch)
 	}
 }
 
 // Closed: an operator closed the session.
 func (w watcher) Closed(id string) {
-	if c := w.m.holder(id); c != nil {
-		c.operatorClosed()
+	if s := w.m.holder(id); s != nil {
+		s.operatorClosed()
 	}
 }
 
@@ -54,11 +54,11 @@ func (w watcher) Lost() { w.m.storeLost() }
 func (w watcher) checkLive() {
 	m := w.m
 	m.mu.Lock()
-	var conns []*conn
+	var live []*session
 	var ids []string
-	for id, c := range m.live {
-		if c.owner.epoch() != 0 {
-			conns, ids = append(conns, c), append(ids, id)
+	for id, s := range m.live {
+		if s.owner.epoch() != 0 {
+			live, ids = append(live, s), append(ids, id)
 		}
 	}
 	m.mu.Unlock()
@@ -71,23 +71,23 @@ func (w watcher) checkLive() {
 	if err != nil {
 		return // Redis failed again; the next check comes
 	}
-	for i, c := range conns {
-		switch e, own := epochs[i], c.owner.epoch(); {
+	for i, s := range live {
+		switch e, own := epochs[i], s.owner.epoch(); {
 		case e > own:
-			c.ownerSeen(e)
-		case e < own || c.pst.needsRestore():
+			s.ownerSeen(e)
+		case e < own || s.pst.needsRestore():
 			// Gone (0), or written back by an older owner that had not heard
 			// of this one yet, or behind after failed writes.
-			c.pst.restoreSoon()
+			s.pst.restoreSoon()
 		}
 	}
 }
 
 // ownerSeen notes that epoch owns the connection's session; an epoch newer
 // than the connection's own ends it.
-func (c *conn) ownerSeen(epoch int64) {
-	if c.owner.announce(epoch) {
-		c.takenOver()
+func (s *session) ownerSeen(epoch int64) {
+	if s.owner.announce(epoch) {
+		s.takenOver()
 	}
 }
 
@@ -95,17 +95,17 @@ func (c *conn) ownerSeen(epoch int64) {
 // owner was announced (ownerSeen) or a write of the session (a call ledger
 // or confirmation write of the orchestrator, a confirmation answer) was
 // refused for one.
-func (c *conn) takenOver() {
-	c.fence()
-	c.act.cancelTurn()
+func (s *session) takenOver() {
+	s.fence()
+	s.act.cancelTurn()
 }
 
 // owned records the connection's own epoch once its session is loaded; it
 // reports false (and ends the connection) when a newer one was already
 // announced.
-func (c *conn) owned(epoch int64) bool {
-	if !c.owner.take(epoch) {
-		c.fence()
+func (s *session) owned(epoch int64) bool {
+	if !s.owner.take(epoch) {
+		s.fence()
 		return false
 	}
 	return true
@@ -115,19 +115,19 @@ func (c *conn) owned(epoch int64) bool {
 // now (4005); its store writes are refused from now on, and its running
 // turn ends with the connection. It takes no lock but the closer's: the
 // persister calls it while a turn's start may hold the activity's.
-func (c *conn) fence() {
-	if c.out.close(protocol.DisconnectTakenOver, false) {
-		// The node's logger: c.log() is the connection's own until its
+func (s *session) fence() {
+	if s.out.closeWith(protocol.DisconnectTakenOver) {
+		// The node's logger: s.log() is the connection's own until its
 		// session is ready, and this runs on the node's watcher.
-		c.m.Log.Info("session resumed by another connection; closing this one", "session", c.st.record().ID)
+		s.m.Log.Info("session resumed by another connection; closing this one", "session", s.st.record().ID)
 	}
 }
 
 // owns reports whether token resumes this connection's session for user,
 // judged on the token digest the connection holds (in constant time).
-func (c *conn) owns(token, user string) bool {
-	rec := c.st.record()
+func (s *session) owns(token, user string) bool {
+	rec := s.st.record()
 	want := rec.TokenHash
 	got := store.HashToken(token)
-	return want != "" && c.id.User == user && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	return want != "" && s.id.User == user && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }

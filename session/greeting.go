@@ -31,17 +31,17 @@ func isGreeting(e transport.Entry) bool {
 }
 
 // greet says a new session's greeting, if its profile has one.
-func (c *conn) greet() {
-	p := c.asks.profile
+func (s *session) greet() {
+	p := s.asks.profile
 	if p == nil || p.Greeting == "" {
 		return
 	}
 	entry := transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting}
-	mark := c.st.append([]transport.Entry{entry})
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		return c.m.Store.Append(ctx, rec, c.pst.uncovered(mark, []transport.Entry{entry})...)
+	mark := s.st.append([]transport.Entry{entry})
+	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		return s.m.Store.Append(ctx, rec, s.pst.uncovered(mark, []transport.Entry{entry})...)
 	})
-	c.send(protocol.TextDone{Turn: 0, Text: p.Greeting})
+	s.send(protocol.TextDone{Turn: 0, Text: p.Greeting})
 }
 
 // splitGreeting takes the greeting off the head of a model request's

@@ -32,14 +32,14 @@ type HandoffDesk interface {
 const handoffPendingText = "A person from the team will answer; your message was passed on to them."
 
 // handedOff reports whether a person has the conversation.
-func (c *conn) handedOff() bool { return c.st.record().Handoff.Active() }
+func (s *session) handedOff() bool { return s.st.record().Handoff.Active() }
 
 // handOff applies HAND_OFF in turn: once per hand-off (a second call while
 // handed off changes nothing).
-func (c *conn) handOff(turn int, reason, summary string) {
-	h := store.Handoff{Reason: reason, Summary: summary, At: c.m.now().UTC()}
+func (s *session) handOff(turn int, reason, summary string) {
+	h := store.Handoff{Reason: reason, Summary: summary, At: s.m.now().UTC()}
 	already := false
-	c.st.update(func(rec *store.Record) {
+	s.st.update(func(rec *store.Record) {
 		if already = rec.Handoff.Active(); !already {
 			rec.Handoff = h
 		}
@@ -47,51 +47,51 @@ func (c *conn) handOff(turn int, reason, summary string) {
 	if already {
 		return
 	}
-	rec := c.st.record()
-	c.sendHandoff(turn, h)
+	rec := s.st.record()
+	s.sendHandoff(turn, h)
 	ev := timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventHandoff, Session: rec.ID, At: h.At, Turn: turn,
-		Node: c.m.cfg.Node, Reason: reason, Summary: summary}
-	entry := marshalEntry(c, ev)
+		Node: s.m.cfg.Node, Reason: reason, Summary: summary}
+	entry := marshalEntry(s, ev)
 	// The stream's record names the user too, by pseudonym as turns do.
-	record := marshalEntry(c, struct {
+	record := marshalEntry(s, struct {
 		timeline.Event
 		User string `json:"user"`
-	}{ev, c.m.Pseudonym(c.id.User)})
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		return c.m.Store.HandOff(ctx, rec, h, entry, record)
+	}{ev, s.m.Pseudonym(s.id.User)})
+	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		return s.m.Store.HandOff(ctx, rec, h, entry, record)
 	})
-	c.log().Warn("conversation handed to a person", "turn", turn, "reason", reason)
-	if c.m.Desk != nil {
-		c.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: c.id.User, Turn: turn, Reason: reason, Summary: summary,
-			At: h.At, Node: c.m.cfg.Node})
+	s.log().Warn("conversation handed to a person", "turn", turn, "reason", reason)
+	if s.m.Desk != nil {
+		s.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: s.id.User, Turn: turn, Reason: reason, Summary: summary,
+			At: h.At, Node: s.m.cfg.Node})
 	}
 }
 
 // sendHandoff tells the browser that a person has the conversation.
-func (c *conn) sendHandoff(turn int, h store.Handoff) {
-	c.send(protocol.Handoff{Turn: turn, Reason: h.Reason, Summary: h.Summary,
+func (s *session) sendHandoff(turn int, h store.Handoff) {
+	s.send(protocol.Handoff{Turn: turn, Reason: h.Reason, Summary: h.Summary,
 		At: h.At.Format(time.RFC3339)})
 }
 
 // holdForPerson takes what the user typed while handed off: stored in the
 // history and on the timeline, not sent to the model, answered
 // handoff.pending.
-func (c *conn) holdForPerson(text string) {
+func (s *session) holdForPerson(text string) {
 	clipped, _ := timeline.Clip(text, timeline.MaxText)
-	c.event(timeline.Event{Event: timeline.EventHandoffText, Text: clipped})
-	c.hold(transport.Entry{Role: transport.RoleUser, Text: text, Turn: c.st.record().Turn, Kind: "handoff"})
+	s.event(timeline.Event{Event: timeline.EventHandoffText, Text: clipped})
+	s.hold(transport.Entry{Role: transport.RoleUser, Text: text, Turn: s.st.record().Turn, Kind: "handoff"})
 }
 
 // hold stores an entry of the user's side while handed off (history and
 // store, with the timeline's events) and answers handoff.pending.
-func (c *conn) hold(entry transport.Entry) {
-	mark := c.st.append([]transport.Entry{entry})
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		held := c.pst.uncovered(mark, []transport.Entry{entry})
-		_, err := c.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: held, Events: c.takeEvents()})
+func (s *session) hold(entry transport.Entry) {
+	mark := s.st.append([]transport.Entry{entry})
+	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		held := s.pst.uncovered(mark, []transport.Entry{entry})
+		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: held, Events: s.takeEvents()})
 		return err
 	})
-	c.send(protocol.HandoffPending{Message: handoffPendingText})
+	s.send(protocol.HandoffPending{Message: handoffPendingText})
 }
 
 // confirmNote is the user's answer to a confirmation as the model is told
@@ -105,26 +105,26 @@ type confirmNote struct{ model, held string }
 // conversation is handed back (the timeline has it already), and the
 // browser is answered handoff.pending. The approval itself stands for its
 // usual time (ConfirmTTL), as any approval the model has not used.
-func (c *conn) holdConfirmation(n confirmNote) {
-	c.log().Info("confirmation answered while handed off: kept for the person, no model turn")
-	c.hold(transport.Entry{Role: transport.RoleUser, Text: n.held, Turn: c.st.record().Turn, Kind: "confirmation"})
+func (s *session) holdConfirmation(n confirmNote) {
+	s.log().Info("confirmation answered while handed off: kept for the person, no model turn")
+	s.hold(transport.Entry{Role: transport.RoleUser, Text: n.held, Turn: s.st.record().Turn, Kind: "confirmation"})
 }
 
 // handedBack: an operator gave the conversation back to the model (on any
 // node); the browser hears it.
-func (c *conn) handedBack() {
+func (s *session) handedBack() {
 	was := false
-	c.st.update(func(rec *store.Record) { was, rec.Handoff = rec.Handoff.Active(), store.Handoff{} })
-	if !was || !c.started.Load() {
+	s.st.update(func(rec *store.Record) { was, rec.Handoff = rec.Handoff.Active(), store.Handoff{} })
+	if !was || !s.started.Load() {
 		return // a connection not started yet reads the record as it is now
 	}
-	c.send(protocol.HandoffEnded{})
-	c.log().Info("conversation handed back to the model by an operator")
+	s.send(protocol.HandoffEnded{})
+	s.log().Info("conversation handed back to the model by an operator")
 }
 
 // HandedBack: an operator handed the session back (store.EndHandoff).
 func (w watcher) HandedBack(id string) {
-	for _, c := range w.m.holders(id) {
-		c.handedBack()
+	for _, s := range w.m.holders(id) {
+		s.handedBack()
 	}
 }

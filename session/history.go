@@ -169,16 +169,16 @@ const historyOverhead = 128
 
 // historyPage answers a history request: the newest whole turns before
 // turn before, at most limit entries, cut to fit the send queue.
-func (c *conn) historyPage(before, limit int) {
+func (s *session) historyPage(before, limit int) {
 	var older []protocol.HistoryItem
-	for _, it := range historyItems(c.st.historyCopy()) {
+	for _, it := range historyItems(s.st.historyCopy()) {
 		if it.Turn < before {
 			older = append(older, it)
 		}
 	}
 	want, _ := newestTurns(older, limit, math.MaxInt)
 	short := false
-	c.reply(func(budget int) protocol.Event {
+	s.reply(func(budget int) protocol.Event {
 		page, more := newestTurns(older, limit, budget-historyOverhead)
 		short = len(page) < len(want) || slices.ContainsFunc(page, func(it protocol.HistoryItem) bool { return it.Truncated })
 		if page == nil {
@@ -187,6 +187,6 @@ func (c *conn) historyPage(before, limit int) {
 		return protocol.History{Entries: page, More: more}
 	})
 	if short {
-		c.refused(limitHistoryPage, c.m.now())
+		s.refused(limitHistoryPage, s.m.now())
 	}
 }

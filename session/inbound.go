@@ -28,17 +28,17 @@ func (c *conn) handle(data []byte) bool {
 		// At once while session.start waits for the store; once
 		// session.ready is out, after the rest of the start (a voice
 		// resume, the greeting), as it came before.
-		if c.started.Load() {
-			c.afterStart()
+		if c.s.started.Load() {
+			c.s.afterStart()
 		}
 		c.send(protocol.Pong{})
 		return true
 	case protocol.TypeSessionStart, protocol.TypeAuth, protocol.TypeAudioEnd:
 	default:
-		c.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
+		c.s.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
 		return true
 	}
-	if !c.afterStart() {
+	if !c.s.afterStart() {
 		return true // the session did not start: the connection is closing
 	}
 	switch msg.Type {
@@ -50,7 +50,7 @@ func (c *conn) handle(data []byte) bool {
 		return c.reauth(msg.Token)
 	default: // audio.end
 		// With the audio it ends, which the reader sends up itself.
-		if v := c.act.voiceSide(); v != nil {
+		if v := c.s.act.voiceSide(); v != nil {
 			v.AudioEnd()
 		}
 	}
@@ -58,22 +58,22 @@ func (c *conn) handle(data []byte) bool {
 }
 
 // input acts on one input of the conversation, on its goroutine (inbox.go).
-func (c *conn) input(msg protocol.ClientMessage) {
+func (s *session) input(msg protocol.ClientMessage) {
 	switch msg.Type {
 	case protocol.TypeText:
-		c.act.text(msg.Text)
+		s.act.text(msg.Text)
 	case protocol.TypeVoiceStart:
-		c.act.requestVoice("client")
+		s.act.requestVoice("client")
 	case protocol.TypeVoiceStop:
-		c.act.endVoice("client")
+		s.act.endVoice("client")
 	case protocol.TypeConfirm:
-		c.answerConfirm(msg.Token, msg.Approve)
+		s.answerConfirm(msg.Token, msg.Approve)
 	case protocol.TypeTurnCancel:
-		c.act.cancelTurn()
+		s.act.cancelTurn()
 	case protocol.TypeHistory:
-		c.historyPage(msg.Before, msg.Limit)
+		s.historyPage(msg.Before, msg.Limit)
 	default:
-		c.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
+		s.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
 	}
 }
 
@@ -88,14 +88,14 @@ func (c *conn) micAudio(now time.Time, pcm []byte) {
 	if !c.allowMic(now, len(pcm)) {
 		return
 	}
-	v := c.act.voiceSide()
+	v := c.s.act.voiceSide()
 	switch {
 	case v == nil:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio is only accepted in voice mode", false, 0))
 	case len(pcm)%2 != 0:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
 	default:
-		if _, blocked := c.st.blocked(); !blocked && v.Mic(now, pcm) {
+		if _, blocked := c.s.st.blocked(); !blocked && v.Mic(now, pcm) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
 			c.relay.micSent(now)

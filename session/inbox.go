@@ -35,8 +35,8 @@ type inbox struct {
 // enqueue hands an input to the conversation's goroutine, starting it when
 // none runs. It waits while inboxMax inputs wait, until the connection
 // ends.
-func (c *conn) enqueue(msg protocol.ClientMessage) {
-	in := &c.in
+func (s *session) enqueue(msg protocol.ClientMessage) {
+	in := &s.in
 	in.mu.Lock()
 	for len(in.q) >= inboxMax {
 		if in.space == nil {
@@ -46,7 +46,7 @@ func (c *conn) enqueue(msg protocol.ClientMessage) {
 		in.mu.Unlock()
 		select {
 		case <-space:
-		case <-c.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		}
 		in.mu.Lock()
@@ -59,7 +59,7 @@ func (c *conn) enqueue(msg protocol.ClientMessage) {
 	}
 	in.mu.Unlock()
 	if start {
-		go c.actOnInputs()
+		go s.actOnInputs()
 	}
 }
 
@@ -67,9 +67,9 @@ func (c *conn) enqueue(msg protocol.ClientMessage) {
 // the order they came until none waits. Inputs left when the connection
 // ends are dropped, and so are those after a session.start that did not
 // start the session (the connection is closing).
-func (c *conn) actOnInputs() {
-	defer c.in.wg.Done()
-	in := &c.in
+func (s *session) actOnInputs() {
+	defer s.in.wg.Done()
+	in := &s.in
 	for {
 		in.mu.Lock()
 		if len(in.q) == 0 {
@@ -87,14 +87,14 @@ func (c *conn) actOnInputs() {
 		in.mu.Unlock()
 		switch {
 		case msg.Type == protocol.TypeSessionStart:
-			c.begin(msg) // whatever the context: the reader may wait for it
-		case c.ctx.Err() == nil && c.started.Load():
+			s.begin(msg) // whatever the context: the reader may wait for it
+		case s.ctx.Err() == nil && s.started.Load():
 			stages.Mark(stages.Input)
-			c.input(msg)
+			s.input(msg)
 		}
 	}
 }
 
 // waitInputs returns when the conversation's goroutine has ended; the
 // connection's context has ended, so it acts on nothing more.
-func (c *conn) waitInputs() { c.in.wg.Wait() }
+func (s *session) waitInputs() { s.in.wg.Wait() }

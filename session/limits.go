@@ -109,7 +109,7 @@ func (c *conn) abuse() {
 	c.out.later.Add(1)
 	go func() {
 		defer c.out.later.Done()
-		d, _ := c.coolDown(protocol.DisconnectRateAbuse)
+		d, _ := c.m.coolDown(c.ctx, c.id, c.log(), protocol.DisconnectRateAbuse)
 		if c.ctx.Err() == nil && c.out.close(d, false) {
 			c.refused(limitRateAbuse, c.m.now())
 		}
@@ -121,20 +121,20 @@ func (c *conn) abuse() {
 // for, and returns d telling the browser how long to wait, and that wait.
 // Without a cooldown (none configured, dev mode, a store that does not
 // answer) it is d as it is, and 0.
-func (c *conn) coolDown(d protocol.Disconnect) (protocol.Disconnect, time.Duration) {
-	p := c.m.cfg.AbuseCooldown
-	if p.First <= 0 || c.id.Anonymous {
+func (m *Manager) coolDown(ctx context.Context, id Identity, log *slog.Logger, d protocol.Disconnect) (protocol.Disconnect, time.Duration) {
+	p := m.cfg.AbuseCooldown
+	if p.First <= 0 || id.Anonymous {
 		return d, 0
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.StoreTimeout)
 	defer cancel()
-	cd, err := c.m.Store.StartCooldown(ctx, c.id.User, p)
+	cd, err := m.Store.StartCooldown(ctx, id.User, p)
 	if err != nil {
-		c.log().Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err,
+		log.Warn("abuse cooldown not started: Redis did not answer; closing 4008 without one", "err", err,
 			"abuse", d.Label)
 		return d, 0
 	}
-	c.log().Warn("abuse cooldown: the user may not connect nor resume until it ends",
+	log.Warn("abuse cooldown: the user may not connect nor resume until it ends",
 		"until", cd.Until, "cooldown", cd.Left.Round(time.Second), "strikes", cd.Strikes, "abuse", d.Label)
 	return d.WithRetryAfter(cd.Left), cd.Left
 }
@@ -143,19 +143,19 @@ func (c *conn) coolDown(d protocol.Disconnect) (protocol.Disconnect, time.Durati
 // per minute, and tells the browser when it is refused. The window is the
 // session's, in Redis: reconnecting and resuming does not reset it. A
 // store that does not answer lets the move through.
-func (c *conn) allowVoiceStart() bool {
-	n := c.m.cfg.VoiceStartsPerMinute
+func (s *session) allowVoiceStart() bool {
+	n := s.m.cfg.VoiceStartsPerMinute
 	if n <= 0 {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
-	lim := store.TurnLimit{Key: c.st.record().ID, Kind: store.KindVoiceStarts, Max: n, Window: time.Minute}
-	if allowed, _, err := c.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
+	lim := store.TurnLimit{Key: s.st.record().ID, Kind: store.KindVoiceStarts, Max: n, Window: time.Minute}
+	if allowed, _, err := s.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
 		return true
 	}
-	c.refused(limitVoiceStarts, c.m.now())
-	c.send(protocol.NewError(protocol.CodeRateLimited,
+	s.refused(limitVoiceStarts, s.m.now())
+	s.send(protocol.NewError(protocol.CodeRateLimited,
 		"too many switches to voice in the last minute; the session stays in text, try again shortly", true, 0))
 	return false
 }
@@ -174,23 +174,23 @@ func (c *conn) refused(l limit, now time.Time) {
 // minute, across nodes (one round trip; resumes do not count). Over it,
 // the browser is told rate_limited with the wait and closed 4008. A store
 // that does not answer lets it through: creating the session then decides.
-func (c *conn) allowNewSession() bool {
-	n := c.m.cfg.NewSessionsPerMinute
+func (s *session) allowNewSession() bool {
+	n := s.m.cfg.NewSessionsPerMinute
 	if n <= 0 {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
-	allowed, wait, err := c.m.Store.CountTurn(ctx,
-		store.TurnLimit{Key: c.limitKey, Kind: store.KindSessions, Max: n, Window: time.Minute}, newSessionID())
+	allowed, wait, err := s.m.Store.CountTurn(ctx,
+		store.TurnLimit{Key: s.limitKey, Kind: store.KindSessions, Max: n, Window: time.Minute}, newSessionID())
 	if err != nil || allowed {
 		return true
 	}
-	c.refused(limitNewSessions, c.m.now())
-	c.m.Metrics.RefuseSession(limitNewSessions.String(), c.id.Channel)
+	s.refused(limitNewSessions, s.m.now())
+	s.m.Metrics.RefuseSession(limitNewSessions.String(), s.id.Channel)
 	secs := int(wait.Round(time.Second) / time.Second)
-	c.send(protocol.NewError(protocol.CodeRateLimited,
+	s.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))
-	c.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
+	s.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
 	return false
 }

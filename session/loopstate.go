@@ -12,24 +12,24 @@ const loopStateMax = 50
 // It shows counts only, never arguments.
 func (m *Manager) loopState() any {
 	m.mu.Lock()
-	conns := make([]*conn, 0, len(m.live))
-	for _, c := range m.live {
-		conns = append(conns, c)
+	conns := make([]*session, 0, len(m.live))
+	for _, s := range m.live {
+		conns = append(conns, s)
 	}
 	m.mu.Unlock()
 	out := make(map[string]any, min(len(conns), loopStateMax))
 	active, turns := 0, 0
-	for _, c := range conns {
+	for _, s := range conns {
 		state := []loopdetect.TurnState{} // a session not ready yet holds none
-		if c.started.Load() {
-			state = c.conv.LoopState()
+		if s.started.Load() {
+			state = s.conv.LoopState()
 		}
 		if n := len(state); n > 0 {
 			active++
 			turns += n
 		}
 		if len(out) < loopStateMax {
-			out[c.st.record().ID] = state
+			out[s.st.record().ID] = state
 		}
 	}
 	return map[string]any{"sessions": out, "liveSessions": m.Active(),

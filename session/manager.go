@@ -68,7 +68,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	toolsets map[string]*toolset // by registry version, the newest few
-	live     map[string]*conn    // by session id
+	live     map[string]*session // by session id
 	recent   *recentSessions     // sessions served here lately, not live
 	all      map[*conn]struct{}
 	starting map[string]*resuming // session ids being resumed on this node
@@ -90,7 +90,7 @@ type ToolSource interface {
 // NewManager prepares a manager; it starts nothing.
 func NewManager(cfg Config, d Deps) *Manager {
 	cfg.defaults()
-	m := &Manager{cfg: cfg, Deps: d, live: map[string]*conn{}, all: map[*conn]struct{}{},
+	m := &Manager{cfg: cfg, Deps: d, live: map[string]*session{}, all: map[*conn]struct{}{},
 		toolsets: map[string]*toolset{}, starting: map[string]*resuming{}, liveKick: make(chan struct{}, 1),
 		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Clock.Now)}
 	m.refusals = make(map[metrics.Channel]*limitCounters, len(metrics.Channels))
@@ -176,8 +176,8 @@ func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identit
 		_ = wire.Close(protocol.DisconnectDraining.Code, protocol.DisconnectDraining.Reason)
 		return nil
 	}
-	c := newConn(m, wire, id)
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	c := newConn(cctx, cancel, m, wire, id)
 	c.raw = raw
 	if pings != nil {
 		pings.allow = c.allowMessage
@@ -206,12 +206,12 @@ func (m *Manager) forget(c *conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.all, c)
-	if id := c.st.record().ID; m.live[id] == c {
-		delete(m.live, id)
-		if c.owner.current() {
-			rec, _, pending, _ := c.st.snapshot()
-			hist, sizes := c.st.historyAndSizes()
-			m.recent.keep(rec, hist, sizes, pending, c.st.currentBlock())
+	if s := c.s; m.live[s.st.record().ID] == s {
+		delete(m.live, s.st.record().ID)
+		if s.owner.current() {
+			rec, _, pending, _ := s.st.snapshot()
+			hist, sizes := s.st.historyAndSizes()
+			m.recent.keep(rec, hist, sizes, pending, s.st.currentBlock())
 		}
 	}
 	if len(m.all) == 0 && m.pinger != nil {
@@ -248,7 +248,7 @@ func (m *Manager) isDraining() bool {
 // resuming is a resume of a session in progress on this node: the
 // connection taking it over, and what the next resume waits on.
 type resuming struct {
-	c    *conn
+	s    *session
 	done chan struct{}
 }
 
@@ -256,12 +256,12 @@ type resuming struct {
 // until unlock, so that they take the session over one after the other; ok
 // is false when ctx ended first. While it holds the lock, c hears the
 // session's owner announcements (see holders).
-func (m *Manager) lockSession(ctx context.Context, id string, c *conn) (unlock func(), ok bool) {
+func (m *Manager) lockSession(ctx context.Context, id string, s *session) (unlock func(), ok bool) {
 	for {
 		m.mu.Lock()
 		busy, waiting := m.starting[id]
 		if !waiting {
-			r := &resuming{c: c, done: make(chan struct{})}
+			r := &resuming{s: s, done: make(chan struct{})}
 			m.starting[id] = r
 			m.mu.Unlock()
 			return func() {
@@ -286,21 +286,21 @@ func (m *Manager) lockSession(ctx context.Context, id string, c *conn) (unlock f
 // resumed the session just after it) must reach that resume too: it is
 // not the live connection yet, and would otherwise never hear that it
 // lost.
-func (m *Manager) holders(id string) []*conn {
+func (m *Manager) holders(id string) []*session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*conn
-	if c := m.live[id]; c != nil {
-		out = append(out, c)
+	var out []*session
+	if s := m.live[id]; s != nil {
+		out = append(out, s)
 	}
-	if r := m.starting[id]; r != nil && r.c != m.live[id] {
-		out = append(out, r.c)
+	if r := m.starting[id]; r != nil && r.s != m.live[id] {
+		out = append(out, r.s)
 	}
 	return out
 }
 
 // holder is the live connection of a session on this node, or nil.
-func (m *Manager) holder(id string) *conn {
+func (m *Manager) holder(id string) *session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.live[id]
@@ -310,15 +310,15 @@ func (m *Manager) holder(id string) *conn {
 // the same session on this node is closed (4005) and waited for, so that
 // its last writes land before c reads the session; claim reports whether
 // there was one.
-func (m *Manager) claim(id string, c *conn) bool {
+func (m *Manager) claim(id string, s *session) bool {
 	m.mu.Lock()
 	old := m.live[id]
-	m.live[id] = c
+	m.live[id] = s
 	m.mu.Unlock()
-	if old == nil || old == c {
+	if old == nil || old == s {
 		return false
 	}
-	old.takeOver(c.ctx)
+	old.takeOver(s.ctx)
 	return true
 }
 
@@ -366,7 +366,7 @@ func newSessionID() string {
 // block; connections on other nodes learn it at their next turn.
 func (m *Manager) blockLocal(user string, b store.Block) {
 	for _, c := range m.connsOf(user) {
-		c.setBlocked(b)
+		c.s.setBlocked(b)
 	}
 }
 

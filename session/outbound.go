@@ -248,3 +248,16 @@ func (c *conn) closeBounded() {
 		<-done
 	}
 }
+
+// The connection as its session reaches it (outbound, session.go).
+
+var _ outbound = (*conn)(nil)
+
+func (c *conn) closeWith(d protocol.Disconnect) bool { return c.out.close(d, false) }
+func (c *conn) closing() bool                        { return c.out.decided() }
+func (c *conn) abort()                               { c.cancel() }
+func (c *conn) ended() <-chan struct{}               { return c.done }
+func (c *conn) dropAudio()                           { c.q.dropAudio() }
+func (c *conn) audioDrained() <-chan struct{}        { return c.q.audioDrained() }
+func (c *conn) free() int                            { return c.q.free() }
+func (c *conn) named(sessionID string)               { c.logp.Store(c.log().With("session", sessionID)) }

@@ -236,9 +236,9 @@ func (p *persister) saveHandle() {
 // finalWrite stores the newest state when the browser goes away, the
 // voice upstream's resumption handle included, so that a resume anywhere
 // continues from here.
-func (c *conn) finalWrite() {
-	if c.st.record().ID == "" {
+func (s *session) finalWrite() {
+	if s.st.record().ID == "" {
 		return
 	}
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return c.m.Store.Append(ctx, rec) })
+	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return s.m.Store.Append(ctx, rec) })
 }

@@ -18,67 +18,67 @@ import (
 // (store.Leave). Nothing of it runs per audio frame.
 
 // startTimeline begins recording once the session is known.
-func (c *conn) startTimeline(rec store.Record) {
-	c.tl = timeline.NewRecorder(rec.ID, c.m.Pseudonym(c.id.User), c.m.cfg.Node, c.m.cfg.Clock.Now)
+func (s *session) startTimeline(rec store.Record) {
+	s.tl = timeline.NewRecorder(rec.ID, s.m.Pseudonym(s.id.User), s.m.cfg.Node, s.m.cfg.Clock.Now)
 }
 
 // storeTurnEnd queues a turn's end: entries for the history (in it by the
 // append mark mark), the turn's timeline entry (when ok) and the events
 // waiting, and the user's block read back. A block set on another node meanwhile applies here.
-func (c *conn) storeTurnEnd(entries []transport.Entry, mark uint64, t timeline.Turn, ok bool) {
-	c.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		end := store.TurnEnd{Entries: c.pst.uncovered(mark, entries), Events: c.takeEvents()}
+func (s *session) storeTurnEnd(entries []transport.Entry, mark uint64, t timeline.Turn, ok bool) {
+	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+		end := store.TurnEnd{Entries: s.pst.uncovered(mark, entries), Events: s.takeEvents()}
 		if ok {
-			end.Turn = marshalEntry(c, t)
+			end.Turn = marshalEntry(s, t)
 		}
-		b, err := c.m.Store.EndTurn(ctx, rec, end)
-		if err == nil && c.m.now().Before(b.Until) {
-			c.setBlocked(b)
+		b, err := s.m.Store.EndTurn(ctx, rec, end)
+		if err == nil && s.m.now().Before(b.Until) {
+			s.setBlocked(b)
 		}
 		return err
 	})
 }
 
 // takeEvents returns the events waiting, as JSON.
-func (c *conn) takeEvents() [][]byte {
-	evs := c.tl.TakeEvents()
+func (s *session) takeEvents() [][]byte {
+	evs := s.tl.TakeEvents()
 	out := make([][]byte, 0, len(evs))
 	for _, ev := range evs {
-		if b := marshalEntry(c, ev); b != nil {
+		if b := marshalEntry(s, ev); b != nil {
 			out = append(out, b)
 		}
 	}
 	return out
 }
 
-func marshalEntry(c *conn, v any) []byte {
+func marshalEntry(s *session, v any) []byte {
 	b, err := store.MarshalJSON(v)
 	if err != nil {
-		c.log().Error("cannot encode a timeline entry", "err", err)
+		s.log().Error("cannot encode a timeline entry", "err", err)
 		return nil
 	}
 	return b
 }
 
 // event notes a session event at the current turn.
-func (c *conn) event(ev timeline.Event) {
-	ev.Turn = c.st.record().Turn
-	c.tl.Event(ev)
+func (s *session) event(ev timeline.Event) {
+	ev.Turn = s.st.record().Turn
+	s.tl.Event(ev)
 }
 
 // leave is the connection's last word in the store: its close on the
 // timeline (fenced: a connection that lost its session writes nothing
 // there) and the session out of the live index.
-func (c *conn) leave(d protocol.Disconnect) {
-	rec := c.st.record()
-	if rec.ID == "" || c.tl == nil {
+func (s *session) leave(d protocol.Disconnect) {
+	rec := s.st.record()
+	if rec.ID == "" || s.tl == nil {
 		return
 	}
-	c.event(timeline.Event{Event: timeline.EventClose, Reason: d.Label, Code: d.Code})
-	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.StoreTimeout)
+	s.event(timeline.Event{Event: timeline.EventClose, Reason: d.Label, Code: d.Code})
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.StoreTimeout)
 	defer cancel()
-	if err := c.m.Store.Leave(ctx, rec, c.m.cfg.Node, c.takeEvents()); err != nil {
-		c.log().Warn("could not record the session's close", "err", err)
+	if err := s.m.Store.Leave(ctx, rec, s.m.cfg.Node, s.takeEvents()); err != nil {
+		s.log().Warn("could not record the session's close", "err", err)
 	}
 }
 
@@ -102,8 +102,8 @@ func (m *Manager) presence(ctx context.Context) {
 		}
 		m.mu.Lock()
 		ids := make([]string, 0, len(m.live))
-		for id, c := range m.live {
-			if c.started.Load() {
+		for id, s := range m.live {
+			if s.started.Load() {
 				ids = append(ids, id)
 			}
 		}
@@ -130,11 +130,11 @@ func (m *Manager) Pseudonym(user string) string { return m.cfg.Pseudonyms.Of(use
 
 // operatorClosed ends the connection because an operator closed its
 // session (on any node).
-func (c *conn) operatorClosed() {
-	if c.out.close(protocol.DisconnectOperatorClosed, false) {
-		c.m.Log.Warn("session closed by an operator", "session", c.st.record().ID)
+func (s *session) operatorClosed() {
+	if s.out.closeWith(protocol.DisconnectOperatorClosed) {
+		s.m.Log.Warn("session closed by an operator", "session", s.st.record().ID)
 	}
-	c.act.cancelTurn()
+	s.act.cancelTurn()
 }
 
 // blockChanged applies a block an operator set or lifted to this node's
@@ -148,9 +148,9 @@ func (m *Manager) blockChanged(user string) {
 		return
 	}
 	for _, c := range m.connsOf(user) {
-		c.st.liftBlock() // an operator may shorten a block
+		c.s.st.liftBlock() // an operator may shorten a block
 		if m.now().Before(b.Until) {
-			c.setBlocked(b)
+			c.s.setBlocked(b)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // turnLimit is what a typed turn counts against: the user's turns per
 // minute (in dev mode, this connection's).
 func (a *activity) turnLimit() store.TurnLimit {
-	return store.TurnLimit{Key: a.c.limitKey, Max: a.c.m.cfg.TurnsPerMinute, Window: time.Minute}
+	return store.TurnLimit{Key: a.s.limitKey, Max: a.s.m.cfg.TurnsPerMinute, Window: time.Minute}
 }
 
 // turnsUsedUp refuses a typed turn while the store said the user's turns
@@ -36,32 +36,32 @@ func (a *activity) turnsUsedUp(now time.Time) bool {
 // refuseTurn tells the browser that its turn was refused for the turn
 // limit, and for how long.
 func (a *activity) refuseTurn(wait time.Duration) {
-	a.c.refused(limitTurns, a.c.m.now())
+	a.s.refused(limitTurns, a.s.m.now())
 	secs := int(wait.Round(time.Second) / time.Second)
-	a.c.send(protocol.NewError(protocol.CodeRateLimited,
+	a.s.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many messages in the last minute; try again in %d s", max(secs, 1)), true, 0))
 }
 
 // allowVoiceText counts a text typed in voice against the turn limit (one
 // round trip; a store that does not answer lets it through).
 func (a *activity) allowVoiceText() bool {
-	c := a.c
+	s := a.s
 	lim := a.turnLimit()
 	if lim.Max <= 0 {
 		return true
 	}
-	now := c.m.now()
+	now := s.m.now()
 	if a.turnsUsedUp(now) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
-	rec := c.st.record()
+	rec := s.st.record()
 	// The member only has to be unique: the connection's epoch (each
 	// connection that owns the session has its own) and its count of texts
 	// typed in voice.
 	member := rec.ID + ":voice:" + strconv.FormatInt(rec.Epoch, 36) + ":" + strconv.FormatUint(a.voiceTexts.Add(1), 36)
-	allowed, wait, err := c.m.Store.CountTurn(ctx, lim, member)
+	allowed, wait, err := s.m.Store.CountTurn(ctx, lim, member)
 	if err != nil || allowed {
 		return true
 	}

@@ -8,24 +8,24 @@ import (
 
 // turnDeps are what every turn of the session begins with, text or voice
 // (turnrec.Begin): its policy, its trace and, at its end, turnSink.
-func (c *conn) turnDeps() turnrec.Deps {
-	return turnrec.Deps{Conversation: c.conv, Tracing: c.m.Tracing, Link: c.traceLink, Sink: turnSink{c}}
+func (s *session) turnDeps() turnrec.Deps {
+	return turnrec.Deps{Conversation: s.conv, Tracing: s.m.Tracing, Link: s.traceLink, Sink: turnSink{s}}
 }
 
 // turnSink is the session's record of a finished turn, text or voice.
-type turnSink struct{ c *conn }
+type turnSink struct{ s *session }
 
 // TurnEnded adds the turn's entries not stored yet (a voice turn's
 // transcripts) to the history, with a voice turn's newest resumption
 // handle, closes its timeline entry, and queues the store write, which
 // reads the user's block in the same round trip: a block set on another
 // node meanwhile applies here (in voice, it ends voice).
-func (s turnSink) TurnEnded(e turnrec.End) {
-	c := s.c
-	mark := c.st.append(e.Entries)
+func (k turnSink) TurnEnded(e turnrec.End) {
+	s := k.s
+	mark := s.st.append(e.Entries)
 	if e.Mode == protocol.ModeVoice {
-		c.st.update(func(rec *store.Record) { rec.ResumeHandle = e.Handle })
+		s.st.update(func(rec *store.Record) { rec.ResumeHandle = e.Handle })
 	}
-	t, ok := c.tl.Finish(e.N, string(e.Reason), e.Input, e.Answer, e.VoiceResponse)
-	c.storeTurnEnd(e.Entries, mark, t, ok)
+	t, ok := s.tl.Finish(e.N, string(e.Reason), e.Input, e.Answer, e.VoiceResponse)
+	s.storeTurnEnd(e.Entries, mark, t, ok)
 }

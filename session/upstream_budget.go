@@ -24,29 +24,29 @@ const budgetWindow = time.Minute
 // opens without asking the store until the windows have room again (the
 // wait the store gave: the backoff). A store that does not answer lets the
 // open through, as the other limits do.
-type connectBudget struct{ c *conn }
+type connectBudget struct{ s *session }
 
 // AllowConnect takes one Live open for reason.
 func (b connectBudget) AllowConnect(reason metrics.ConnectReason) bool {
-	c := b.c
-	perSession, perUser := c.m.cfg.LiveConnectsPerMinute, c.m.cfg.UserLiveConnectsPerMinute
+	s := b.s
+	perSession, perUser := s.m.cfg.LiveConnectsPerMinute, s.m.cfg.UserLiveConnectsPerMinute
 	if perSession <= 0 && perUser <= 0 {
 		return true
 	}
-	now := c.m.now()
-	if until := time.Unix(0, c.connectsUntil.Load()); now.Before(until) {
+	now := s.m.now()
+	if until := time.Unix(0, s.connectsUntil.Load()); now.Before(until) {
 		b.refuse(reason, until.Sub(now))
 		return false
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
-	allowed, wait, err := c.m.Store.CountLimits(ctx, newSessionID(),
-		store.TurnLimit{Key: c.st.record().ID, Kind: store.KindLiveConnects, Max: perSession, Window: budgetWindow},
-		store.TurnLimit{Key: c.limitKey, Kind: store.KindUserLiveConnects, Max: perUser, Window: budgetWindow})
+	allowed, wait, err := s.m.Store.CountLimits(ctx, newSessionID(),
+		store.TurnLimit{Key: s.st.record().ID, Kind: store.KindLiveConnects, Max: perSession, Window: budgetWindow},
+		store.TurnLimit{Key: s.limitKey, Kind: store.KindUserLiveConnects, Max: perUser, Window: budgetWindow})
 	if err != nil || allowed {
 		return true
 	}
-	c.connectsUntil.Store(now.Add(wait).UnixNano())
+	s.connectsUntil.Store(now.Add(wait).UnixNano())
 	b.refuse(reason, wait)
 	return false
 }
@@ -54,9 +54,9 @@ func (b connectBudget) AllowConnect(reason metrics.ConnectReason) bool {
 // refuse counts and logs the refusal (throttled per node) and tells the
 // browser that the session stays in text, and for how long.
 func (b connectBudget) refuse(reason metrics.ConnectReason, wait time.Duration) {
-	c := b.c
-	c.refused(limitLiveConnects, c.m.now())
-	c.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
+	s := b.s
+	s.refused(limitLiveConnects, s.m.now())
+	s.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
 		"too many voice connections for this session or user in the last minute (%s); the conversation stays in text, try voice again in %d s",
 		reason, waitSeconds(wait)), true, 0))
 }
@@ -69,10 +69,10 @@ func waitSeconds(wait time.Duration) int {
 // resumeLimits are the windows a resume of sessionID counts against: the
 // session's, kept on the user's tag and keyed by the session ID (only its
 // owner can use it up), and the user's.
-func (c *conn) resumeLimits(sessionID string) []store.TurnLimit {
+func (s *session) resumeLimits(sessionID string) []store.TurnLimit {
 	return []store.TurnLimit{
-		{Key: c.id.User, Kind: store.KindResumes + ":" + sessionID, Max: c.m.cfg.ResumesPerMinute, Window: budgetWindow},
-		{Key: c.limitKey, Kind: store.KindResumes, Max: c.m.cfg.UserResumesPerMinute, Window: budgetWindow},
+		{Key: s.id.User, Kind: store.KindResumes + ":" + sessionID, Max: s.m.cfg.ResumesPerMinute, Window: budgetWindow},
+		{Key: s.limitKey, Kind: store.KindResumes, Max: s.m.cfg.UserResumesPerMinute, Window: budgetWindow},
 	}
 }
 
@@ -83,38 +83,38 @@ func (c *conn) resumeLimits(sessionID string) []store.TurnLimit {
 // the user's abuse cooldown (coolDown). A store that
 // does not answer lets it through. It returns the member the resume was
 // counted under, for refundResume.
-func (c *conn) allowResume(sessionID string) (string, bool) {
+func (s *session) allowResume(sessionID string) (string, bool) {
 	member := newSessionID()
-	if c.m.cfg.ResumesPerMinute <= 0 && c.m.cfg.UserResumesPerMinute <= 0 {
+	if s.m.cfg.ResumesPerMinute <= 0 && s.m.cfg.UserResumesPerMinute <= 0 {
 		return member, true
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
-	allowed, wait, err := c.m.Store.CountLimits(ctx, member, c.resumeLimits(sessionID)...)
+	allowed, wait, err := s.m.Store.CountLimits(ctx, member, s.resumeLimits(sessionID)...)
 	if err != nil || allowed {
 		return member, true
 	}
-	c.refused(limitResumes, c.m.now())
-	c.m.Metrics.RefuseSession(limitResumes.String(), c.id.Channel)
+	s.refused(limitResumes, s.m.now())
+	s.m.Metrics.RefuseSession(limitResumes.String(), s.id.Channel)
 	// A resume loop is rate abuse: the 4008 starts the user's cooldown
 	// like a flood's, on every node.
-	closeWith, cooldown := c.coolDown(protocol.DisconnectResumes)
-	c.send(protocol.NewError(protocol.CodeRateLimited,
+	closeWith, cooldown := s.m.coolDown(s.ctx, s.id, s.log(), protocol.DisconnectResumes)
+	s.send(protocol.NewError(protocol.CodeRateLimited,
 		fmt.Sprintf("too many resumes in the last minute; try again in %d s", waitSeconds(max(wait, cooldown))), true, 0))
-	c.close(closeWith)
+	s.close(closeWith)
 	return member, false
 }
 
 // refundResume takes back a counted resume that the gateway could not
 // serve (the store unavailable, the session being restored): the client
 // is told to retry, and its retries must not use up its resumes.
-func (c *conn) refundResume(sessionID, member string) {
-	if c.m.cfg.ResumesPerMinute <= 0 && c.m.cfg.UserResumesPerMinute <= 0 {
+func (s *session) refundResume(sessionID, member string) {
+	if s.m.cfg.ResumesPerMinute <= 0 && s.m.cfg.UserResumesPerMinute <= 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.m.cfg.StoreTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), s.m.cfg.StoreTimeout)
 	defer cancel()
-	if err := c.m.Store.UncountLimits(ctx, member, c.resumeLimits(sessionID)...); err != nil {
-		c.log().Debug("resume limit: could not take back a resume the store did not serve", "err", err)
+	if err := s.m.Store.UncountLimits(ctx, member, s.resumeLimits(sessionID)...); err != nil {
+		s.log().Debug("resume limit: could not take back a resume the store did not serve", "err", err)
 	}
 }

@@ -1,0 +1,126 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/timeline"
+)
+
+// session is one conversation as a connection carries it: its state and
+// store writes, its start or resume, its turns (activity), confirmations,
+// ownership (fence), hand-off, greeting, timeline and tools. It reaches
+// the browser only through outbound and the store through its persister
+// and the manager's Store; the connection (conn) keeps the socket, the
+// writer, liveness and the reader's limits. Its goroutines: the
+// conversation's inputs (while some wait, inbox.go), a running text turn
+// or the voice side, and the store writer; they share the connection's
+// ctx.
+type session struct {
+	m   *Manager
+	out outbound
+	id  Identity // as the edge admitted it
+	// limitKey is whose per-user limits the session counts against (conn's).
+	limitKey string
+	ctx      context.Context // the connection's: ends when it ends
+
+	ts   *toolset    // the tools pinned at the session's start
+	asks sessionAsks // what session.start asked for (context.go)
+	st   *state
+	pst  *persister
+	// conv is the session's policy across its turns (loop history,
+	// confirmations, fencing, the call ledger), once its session is known.
+	conv *orchestrator.Conversation
+	// traceLink is the browser's span (session.start traceparent) that the
+	// turns' traces link to; zero: none.
+	traceLink trace.SpanContext
+	act       activity
+	in        inbox // the conversation's inputs waiting for its goroutine
+	// starting is session.start being acted on, by the conversation's
+	// goroutine (start.go, afterStart).
+	starting sync.WaitGroup
+	started  atomic.Bool // session.ready was sent
+
+	stats *metrics.SessionStats // the session's context and tool-call figures, once ready
+	tl    *timeline.Recorder    // the session's timeline, once ready (nil before)
+	owner ownership             // the epoch it holds its session with (ownership.go)
+	// connectsUntil (unix ns): the upstream-connect budget refused until
+	// then; opens are refused here without asking the store.
+	connectsUntil atomic.Int64
+}
+
+// outbound is the browser connection as its session reaches it: events
+// and audio out, the send queue's room, the close (decided once, with a
+// reason), the connection's end, its logger and its refusal counters.
+// *conn is the one in production; the core tests fake it.
+type outbound interface {
+	send(protocol.Event)
+	// reply queues an answer built to fit the budget it is given (a share
+	// of the queue's free space).
+	reply(build func(budget int) protocol.Event)
+	sendAudio(pcm []byte, received time.Time) bool
+	dropAudio()
+	audioDrained() <-chan struct{}
+	free() int // the send queue's free bytes
+	// closeWith decides the close (the first call wins) and reports
+	// whether this call decided it.
+	closeWith(d protocol.Disconnect) bool
+	closing() bool          // a close is decided
+	abort()                 // end the connection at once: nothing to tell
+	ended() <-chan struct{} // closed when the connection has ended
+	alive(now time.Time)    // the browser was heard from (its idle clock)
+	refused(l limit, now time.Time)
+	log() *slog.Logger
+	// named adds the session's id to the connection's logger.
+	named(sessionID string)
+}
+
+// newSession is the session a new connection will carry, empty until
+// session.start (start.go). ctx is the connection's.
+func newSession(ctx context.Context, m *Manager, out outbound, id Identity, limitKey string) *session {
+	s := &session{m: m, out: out, id: id, limitKey: limitKey, ctx: ctx,
+		st: &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now}}
+	s.st.trimmed = func(int) { s.refused(limitHistoryBytes, s.m.now()) }
+	s.act.s = s
+	s.pst = &persister{st: s.st, store: m.Store, timeout: m.cfg.StoreTimeout, log: out.log(), ctx: ctx,
+		fenced: s.fence, restored: func(ctx context.Context) {
+			s.m.Metrics.StoreRestorations.Inc()
+			s.log().Info("session written back to a store that had lost it")
+			s.m.restoreBlock(ctx, s.id.User, s.st.currentBlock())
+		}}
+	return s
+}
+
+// The connection's side, as the session's code calls it.
+
+func (s *session) send(ev protocol.Event)                      { s.out.send(ev) }
+func (s *session) reply(build func(budget int) protocol.Event) { s.out.reply(build) }
+func (s *session) close(d protocol.Disconnect)                 { s.out.closeWith(d) }
+func (s *session) closing() bool                               { return s.out.closing() }
+func (s *session) log() *slog.Logger                           { return s.out.log() }
+func (s *session) refused(l limit, now time.Time)              { s.out.refused(l, now) }
+
+// stop ends what the session runs, because its connection is going away:
+// the inputs first (they start no turn after it), then the turn or the
+// voice side. It reports whether the session had started.
+func (s *session) stop() bool {
+	s.waitInputs()
+	ok := s.started.Load() // waitInputs: its start is over
+	s.act.stop()
+	return ok
+}
+
+// finish stores the session's newest state and waits for its store
+// writes, once the connection's writer has stopped.
+func (s *session) finish() {
+	s.finalWrite()
+	s.pst.finish()
+}
