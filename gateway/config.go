@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/telephony"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -94,9 +95,9 @@ type Config struct {
 	// Tracing is what the OpenTelemetry SDK's variables say (config_tracing.go).
 	Tracing      tracing.Settings
 	PseudonymKey Secret // TURNSTILE_PSEUDONYM_KEY; "" = derived from the auth secret, else random per process
-	// Phone calls (config_telephony.go).
-	PublicURL       string // TURNSTILE_PUBLIC_URL without a trailing slash; "" = the request's host
-	TwilioAuthToken Secret // TWILIO_AUTH_TOKEN; "" = unsigned calls, on loopback only
+	// Phone calls: the public URL carriers sign and Twilio's auth token,
+	// the telephony package's own settings (telephony/settings.go).
+	telephony.Calls
 
 	// Which Redis holds the sessions and how it is read, each call's
 	// deadline, a session's life there, the timelines and the event
@@ -301,11 +302,11 @@ func configSettings() []configSetting {
 	}, redisSettings(store.ConnectionSettings()), []configSetting{
 		{Env: "GEMINI_API_KEY", DefDoc: "unset: offline demo model", Secret: true,
 			Usage: "key for the Gemini API (prefer the environment: flags show in ps)",
-			Apply: parseKey(func(c *Config) *Secret { return &c.GeminiAPIKey })},
+			Apply: settings.Key(func(c *Config) *Secret { return &c.GeminiAPIKey })},
 		{Env: "GEMINI_BASE_URL", DefDoc: "unset: Google's endpoint",
 			Usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", Apply: parseBaseURL},
 		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
-		telephonySettings()[0], telephonySettings()[1],
+	}, settings.Lift(telephony.CallSettings(), func(c *Config) *telephony.Calls { return &c.Calls }), []configSetting{
 		{Env: "TURNSTILE_TEXT_MODEL", Def: "gemini-2.5-flash", Usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
 			Apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
 		{Env: "TURNSTILE_TEXT_PROVIDER", Def: string(transport.ProviderGemini),
@@ -320,7 +321,7 @@ func configSettings() []configSetting {
 			}},
 		{Env: "OPENAI_API_KEY", DefDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
 			Secret: true, Usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
-			Apply: parseKey(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
+			Apply: settings.Key(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
 		{Env: "OPENAI_BASE_URL", DefDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
 			Usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
 			Apply: parseOpenAIBaseURL},
@@ -359,22 +360,13 @@ func configSettings() []configSetting {
 			Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
 			Apply: parseOrigins},
 		{Env: "TURNSTILE_KB_DIR", DefDoc: "unset: embedded sample", Usage: "folder of Markdown knowledge-base documents",
-			Apply: func(c *Config, v string) error {
-				if v == "" {
-					return nil
-				}
-				if err := settings.Folder(v); err != nil {
-					return err
-				}
-				c.KBDir = v
-				return nil
-			}},
+			Apply: settings.OptionalFolder(func(c *Config) *string { return &c.KBDir })},
 		{Env: "TURNSTILE_POLICY", DefDoc: "unset: budgets from the settings below, tool metadata from the manifests",
 			Usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
 			Apply: parsePolicy},
 		{Env: "TURNSTILE_TOOLS_DIR", DefDoc: "unset: no HTTP tools",
 			Usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
-			Apply: parseToolsDirPath},
+			Apply: settings.OptionalFolder(func(c *Config) *string { return &c.ToolsDir })},
 		{Env: "TURNSTILE_MCP_CONFIG", DefDoc: "unset: no MCP tool servers",
 			Usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
 			Apply: parseMCPConfigPath},
@@ -472,9 +464,9 @@ func configSettings() []configSetting {
 			func(c *Config) *time.Duration { return &c.AuthLeeway }),
 		{Env: "TURNSTILE_AUTH_AUDIENCE", DefDoc: "unset: aud not checked",
 			Usage: "the token's aud must be this (or an array containing it); tokens without aud are refused",
-			Apply: plainString(func(c *Config) *string { return &c.AuthAudience })},
+			Apply: settings.Plain(func(c *Config) *string { return &c.AuthAudience })},
 		{Env: "TURNSTILE_AUTH_ISSUER", DefDoc: "unset: iss not checked", Usage: "the token's iss must be this",
-			Apply: plainString(func(c *Config) *string { return &c.AuthIssuer })},
+			Apply: settings.Plain(func(c *Config) *string { return &c.AuthIssuer })},
 		{Env: "TURNSTILE_AUTH_JWKS_URL", DefDoc: "unset: no RS256/ES256/EdDSA tokens",
 			Usage: "JSON Web Key Set of an identity provider: RS256, ES256 and EdDSA tokens signed with its keys are accepted (alone, or beside TURNSTILE_AUTH_SECRET); https, or http on loopback",
 			Apply: func(c *Config, v string) error {

@@ -80,16 +80,7 @@ func parseVoices(v string) ([]string, error) {
 func profilesSetting() configSetting {
 	return configSetting{Env: "TURNSTILE_PROFILES_DIR", DefDoc: "unset: every session runs the default",
 		Usage: "folder of assistant profiles, one <name>.json each (systemPrompt, tools, voice, languageCode, budgets, greeting); the token's profile claim picks one (docs/profiles.md)",
-		Apply: func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			if err := settings.Folder(v); err != nil {
-				return err
-			}
-			c.ProfilesDir = v
-			return nil
-		}}
+		Apply: settings.OptionalFolder(func(c *Config) *string { return &c.ProfilesDir })}
 }
 
 // loadProfiles loads TURNSTILE_PROFILES_DIR, checking each profile's tools

@@ -6,8 +6,6 @@ package gateway
 import (
 	"fmt"
 	"net"
-
-	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 const (
@@ -75,16 +73,4 @@ func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]st
 		}
 	}
 	return errs
-}
-
-// plainString takes a value without control characters or surrounding
-// blanks (a token claim to compare with).
-func plainString(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if err := settings.PlainString(v); err != nil {
-			return err
-		}
-		*field(c) = v
-		return nil
-	}
 }

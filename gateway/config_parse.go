@@ -39,20 +39,9 @@ func parsePolicy(c *Config, v string) error {
 	return nil
 }
 
-// parseToolsDirPath and parseMCPConfigPath check the paths; the files are
-// loaded by loadToolSources, which can read the environment their
-// ${NAME} references need.
-func parseToolsDirPath(c *Config, v string) error {
-	if v == "" {
-		return nil
-	}
-	if err := settings.Folder(v); err != nil {
-		return err
-	}
-	c.ToolsDir = v
-	return nil
-}
-
+// parseMCPConfigPath checks the path; the file is loaded by
+// loadToolSources, which can read the environment its ${NAME} references
+// need (as it does for TURNSTILE_TOOLS_DIR's tools).
 func parseMCPConfigPath(c *Config, v string) error {
 	if v == "" {
 		return nil
@@ -98,18 +87,6 @@ func loadToolSources(c *Config, getenv func(string) string, failed map[string]bo
 		c.MCP = cfg
 	}
 	return errs
-}
-
-// parseKey accepts an API key or token: no whitespace or control
-// characters (a pasted newline would otherwise fail far from its cause).
-func parseKey(field func(*Config) *Secret) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return errors.New("contains whitespace or control characters")
-		}
-		*field(c) = Secret(v)
-		return nil
-	}
 }
 
 func parseModelName(field func(*Config) *string) func(*Config, string) error {

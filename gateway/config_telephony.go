@@ -1,48 +1,16 @@
 package gateway
 
-// The settings of phone calls (telephony): the gateway's public URL, which
-// carriers sign and stream to, and Twilio's auth token.
+// Phone calls on the public listener; their settings are the telephony
+// package's (telephony/settings.go).
 
 import (
 	"crypto/rand"
-	"errors"
 	"log/slog"
-	"net/url"
-	"strings"
 
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/telephony"
 	"github.com/turnstile-gw/turnstile/telephony/twilio"
 )
-
-func telephonySettings() []configSetting {
-	return []configSetting{
-		{Env: "TURNSTILE_PUBLIC_URL", DefDoc: "unset: the request's own host (a gateway reached directly)",
-			Usage: "the gateway's public base URL as callers reach it (https://gw.example.com, behind any proxy): the URL carriers sign, and the base of the stream URL in TwiML",
-			Apply: parsePublicURL},
-		{Env: "TWILIO_AUTH_TOKEN", DefDoc: "unset: phone calls only on a loopback address, unsigned", Secret: true,
-			Usage: "the Twilio account's auth token: X-Twilio-Signature is checked on the voice webhook and the stream upgrade, and the call parameters are signed with a key derived from it (prefer the environment: flags show in ps)",
-			Apply: parseKey(func(c *Config) *Secret { return &c.TwilioAuthToken })},
-	}
-}
-
-func parsePublicURL(c *Config, v string) error {
-	if v == "" {
-		c.PublicURL = ""
-		return nil
-	}
-	u, err := url.Parse(v)
-	switch {
-	case err != nil:
-		return errors.New("is not a URL")
-	case u.Scheme != "https" && u.Scheme != "http":
-		return errors.New("must be an http or https URL")
-	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return errors.New("must be scheme://host[:port][/path], without user, query or fragment")
-	}
-	c.PublicURL = strings.TrimRight(v, "/")
-	return nil
-}
 
 // TelephonyOn reports whether the phone routes are served: with a Twilio
 // auth token (every request signed), or on a loopback address (a developer

@@ -94,13 +94,7 @@ func TimelineSettings() []settings.Setting[Redis] {
 			func(r *Redis) *int { return &r.TimelineMax }),
 		{Env: "TURNSTILE_EVENTS_STREAM", DefDoc: "unset: no stream",
 			Usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
-			Apply: func(r *Redis, v string) error {
-				if err := settings.PlainString(v); err != nil {
-					return err
-				}
-				r.EventsStream = v
-				return nil
-			}},
+			Apply: settings.Plain(func(r *Redis) *string { return &r.EventsStream })},
 		settings.Int("TURNSTILE_EVENTS_MAXLEN", DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
 			func(r *Redis) *int { return &r.EventsMaxLen }),
 	}

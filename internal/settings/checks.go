@@ -87,3 +87,43 @@ func (e *schemeError) Error() string {
 }
 
 func (e *schemeError) Is(target error) bool { return target == ErrURLScheme }
+
+// OptionalFolder takes the path of an existing directory into a field; an
+// empty value leaves it "" (the caller's default: an embedded sample, no
+// profiles, no HTTP tools).
+func OptionalFolder[C any](field func(*C) *string) func(*C, string) error {
+	return func(c *C, v string) error {
+		if v == "" {
+			return nil
+		}
+		if err := Folder(v); err != nil {
+			return err
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// Plain takes a value PlainString accepts into a field (a token claim to
+// compare with, a stream key).
+func Plain[C any](field func(*C) *string) func(*C, string) error {
+	return func(c *C, v string) error {
+		if err := PlainString(v); err != nil {
+			return err
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// Key takes an API key or token into a field: no whitespace or control
+// characters (a pasted newline would otherwise fail far from its cause).
+func Key[C any](field func(*C) *Secret) func(*C, string) error {
+	return func(c *C, v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return errors.New("contains whitespace or control characters")
+		}
+		*field(c) = Secret(v)
+		return nil
+	}
+}

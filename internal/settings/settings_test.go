@@ -134,3 +134,50 @@ func TestFlagNameDerivesFromTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// The string checks shared as rows: an optional folder, a plain string, a
+// key. A refused value is not stored; an empty folder is the caller's
+// default.
+func TestStringRowsStoreOnlyWhatTheyAccept(t *testing.T) {
+	type strs struct {
+		Dir, Name string
+		Key       Secret
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	folder := OptionalFolder(func(s *strs) *string { return &s.Dir })
+	plain := Plain(func(s *strs) *string { return &s.Name })
+	key := Key(func(s *strs) *Secret { return &s.Key })
+	for _, tc := range []struct {
+		apply func(*strs, string) error
+		v     string
+		want  string // "" = accepted
+	}{
+		{folder, file, "is not a directory"},
+		{folder, filepath.Join(dir, "missing"), "cannot use folder: "},
+		{plain, " tenant", "has control characters or surrounding blanks"},
+		{plain, "a\nb", "has control characters or surrounding blanks"},
+		{key, "sk-1 2", "contains whitespace or control characters"},
+		{key, "sk-12\n", "contains whitespace or control characters"},
+	} {
+		var s strs
+		if err := tc.apply(&s, tc.v); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want one starting %q", tc.v, err, tc.want)
+		}
+		if s != (strs{}) {
+			t.Errorf("%q: a refused value was stored: %+v", tc.v, s)
+		}
+	}
+	var s strs
+	for _, ok := range []error{folder(&s, ""), folder(&s, dir), plain(&s, "tenant"), key(&s, "sk-12")} {
+		if ok != nil {
+			t.Fatal(ok)
+		}
+	}
+	if s != (strs{Dir: dir, Name: "tenant", Key: "sk-12"}) {
+		t.Errorf("accepted values not stored: %+v", s)
+	}
+}
