@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -39,7 +40,9 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
 
-	s   *session // the conversation it carries (session.go)
+	// s is the session it carries (session.go), from session.start on;
+	// nil before.
+	s   atomic.Pointer[session]
 	out closer
 	// The writer's own (see write): one runs at a time, started by the
 	// queue. wend is closed when a writer has ended for good.
@@ -84,7 +87,6 @@ func newConn(ctx context.Context, cancel context.CancelFunc, m *Manager, wire Wi
 	c.out.onClose = c.q.requestClose
 	c.wend = make(chan struct{})
 	c.q.write = c.write
-	c.s = newSession(ctx, m, c, id, c.limitKey)
 	return c
 }
 
@@ -147,19 +149,25 @@ func (c *conn) end(started time.Time) {
 	}
 	c.cancel()
 	c.out.later.Wait()
-	ok := c.s.stop() // the session started
+	s := c.s.Load()
+	ok := s != nil && s.stop() // the session started
 	c.q.stopWriters()
-	c.s.finish()
+	if s != nil {
+		s.finish()
+	}
 	_ = c.wire.CloseNow()
 	c.pings.stop()
 
 	d := c.out.disconnect()
-	c.s.leave(d)
-	mode, turns := c.s.st.mode(), c.s.st.turnsTaken()
+	turns := 0
+	if s != nil {
+		s.leave(d)
+		turns = s.st.turnsTaken()
+	}
 	c.m.Metrics.Disconnected(d)
 	if ok {
-		c.s.stats.Close()
-		c.m.Metrics.SessionEnded(d, c.id.Channel, mode, c.m.now().Sub(started), turns)
+		s.stats.Close()
+		c.m.Metrics.SessionEnded(d, c.id.Channel, s.st.mode(), c.m.now().Sub(started), turns)
 	}
 	c.log().Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
 		"duration_ms", c.m.now().Sub(started).Milliseconds())
@@ -175,8 +183,9 @@ func (c *conn) drop() {
 
 // readLoop handles browser messages until the connection ends.
 func (c *conn) readLoop() {
-	var buf []byte // a browser's wire reads into buffers of its own
-	begun := false // the session has started (afterStart), as the reader knows
+	var buf []byte  // a browser's wire reads into buffers of its own
+	s := c.s.Load() // the handshake made it
+	begun := false  // the session has started (afterStart), as the reader knows
 	for {
 		binary, data, err := c.wire.Read(buf)
 		if err != nil {
@@ -190,12 +199,12 @@ func (c *conn) readLoop() {
 			c.relay.audioIn.Inc()
 			if !begun {
 				// Read while session.start runs: it goes after, as read then.
-				if !c.s.afterStart() {
+				if !s.afterStart() {
 					continue
 				}
 				begun, now = true, clock.Wall.Now()
 			}
-			c.micAudio(now, data)
+			c.micAudio(s, now, data)
 			continue
 		}
 		if !utf8.Valid(data) {
@@ -206,10 +215,46 @@ func (c *conn) readLoop() {
 			continue
 		}
 		stages.Mark(stages.Read)
-		if !c.handle(data) {
+		if !c.handle(s, data) {
 			return
 		}
 	}
+}
+
+// handshake reads session.start and hands it to a new session, whose
+// goroutine (inbox.go) starts it (begin) while the reader reads on; or it closes. It reports whether the reader goes on.
+func (c *conn) handshake() bool {
+	timer := clock.Wall.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
+	defer timer.Stop()
+	binary, data, err := c.wire.Read(nil)
+	if err != nil {
+		c.out.setReason(readReason(err))
+		return false
+	}
+	if !binary && !utf8.Valid(data) {
+		c.invalidUTF8()
+		return false
+	}
+	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
+	if binary || derr != nil || msg.Type != protocol.TypeSessionStart {
+		c.m.Metrics.BrowserInvalid()
+		why := "the first message must be session.start"
+		var de *protocol.DecodeError
+		if !binary && msg.Type == protocol.TypeSessionStart && errors.As(derr, &de) {
+			why = de.Message // a session.start with a bad field: say which
+		}
+		c.send(protocol.NewError(protocol.CodeBadMessage, why, false, 0))
+		c.close(protocol.DisconnectProtocolViolation)
+		return false
+	}
+	c.m.Metrics.BrowserMessage(msg.Type)
+	timer.Stop()
+	// The session exists from here on: the reader reads on while its
+	// goroutine starts it.
+	s := newSession(c.ctx, c.m, c, c.id, c.limitKey)
+	c.s.Store(s)
+	s.open(msg)
+	return true
 }
 
 // invalidUTF8 closes the connection 1007: a text frame must be UTF-8.

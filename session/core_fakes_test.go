@@ -90,11 +90,13 @@ type event struct {
 	PendingConfirmations                                 []struct{ Token, Tool string }
 }
 
-// fakeClient is the browser's end of a pipeWire.
+// fakeClient is the browser's end of a pipeWire, or what reads a
+// session's Outbox (w nil: it sends nothing).
 type fakeClient struct {
-	t    *testing.T
-	w    *pipeWire
-	seen []event
+	t      *testing.T
+	w      *pipeWire
+	events <-chan []byte // what the browser is sent
+	seen   []event
 }
 
 func (c *fakeClient) send(msg map[string]any) {
@@ -117,7 +119,7 @@ func (c *fakeClient) next(typ string) event {
 	defer deadline.Stop()
 	for {
 		select {
-		case b := <-c.w.out:
+		case b := <-c.events:
 			var ev event
 			if err := json.Unmarshal(b, &ev); err != nil {
 				c.t.Fatalf("event %s: %v", b, err)
@@ -195,6 +197,7 @@ type core struct {
 	model     *script
 	transfers atomic.Int64 // how often transfer ran
 	store     *stallingStore
+	log       *slog.Logger
 	wg        sync.WaitGroup
 }
 
@@ -206,7 +209,7 @@ func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := &core{t: t, model: &script{steps: steps}}
+	c := &core{t: t, model: &script{steps: steps}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	transfer, err := tools.NewTool(tools.Spec{Manifest: tools.Manifest{Name: "transfer", Category: tools.CategoryAction,
 		Modes: []protocol.Mode{"text", "voice"}, RequiresConfirmation: true, Description: "Moves money.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
@@ -223,7 +226,7 @@ func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chun
 		t.Fatal(err)
 	}
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := c.log
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
 	c.store = &stallingStore{Store: st}
 	c.mgr = session.NewManager(session.Config{}, session.Deps{Store: c.store, Model: c.model,
@@ -244,7 +247,21 @@ func (c *core) connect() *fakeClient {
 		c.mgr.ServeWire(context.Background(), w, nil, session.Identity{User: "u"})
 	}()
 	c.t.Cleanup(func() { _ = w.CloseNow() })
-	return &fakeClient{t: c.t, w: w}
+	return &fakeClient{t: c.t, w: w, events: w.out}
+}
+
+// open starts a session without a connection (a fake outbound,
+// session.Outbox), or resumes one, and returns it with what reads the
+// events it sends.
+func (c *core) open(resume *event) (*session.TestSession, *session.Outbox, *fakeClient) {
+	out := session.NewOutbox(256, c.log)
+	start := protocol.ClientMessage{Type: protocol.TypeSessionStart}
+	if resume != nil {
+		start.Resume = &protocol.Resume{SessionID: resume.SessionID, ResumeToken: resume.ResumeToken}
+	}
+	s := c.mgr.OpenTestSession(out, session.Identity{User: "u"}, start)
+	c.t.Cleanup(s.End)
+	return s, out, &fakeClient{t: c.t, events: out.Events}
 }
 
 // start connects and starts a new session (or resumes one).

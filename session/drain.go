@@ -32,6 +32,7 @@ func (s *session) takeOver(ctx context.Context) {
 // before ctx's deadline the model is asked to say goodbye, and the
 // connection closes when that answer is over.
 func (c *conn) drain(ctx context.Context) {
+	s := c.s.Load() // nil: session.start not read yet
 	if c.id.Pinned {
 		// No deadline, no goodbye before ctx ends (a nil channel). The
 		// deadline is a context's: on the wall clock.
@@ -47,14 +48,16 @@ func (c *conn) drain(ctx context.Context) {
 			return
 		case <-ctx.Done():
 		case <-goodbye:
-			if v := c.s.act.voiceSide(); v != nil {
+			if v := s.voiceSide(); v != nil {
 				c.log().Info("drain: asking the model to say goodbye before the deadline", "deadline", deadline)
 				c.m.Metrics.Telephony(c.id.Channel, metrics.TelephonyDrainGoodbye)
 				v.Notice(goodbyeNotice)
 			}
 		}
 	}
-	c.s.act.waitIdle(ctx, c.done)
+	if s != nil {
+		s.act.waitIdle(ctx, c.done)
+	}
 	c.close(protocol.DisconnectDraining)
 }
 

@@ -13,7 +13,7 @@ import (
 // and its microphone audio (micAudio, sent up by the reader itself).
 
 // handle acts on one text frame; false ends the connection.
-func (c *conn) handle(data []byte) bool {
+func (c *conn) handle(s *session, data []byte) bool {
 	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
 	if derr != nil {
 		c.m.Metrics.BrowserInvalid()
@@ -28,17 +28,17 @@ func (c *conn) handle(data []byte) bool {
 		// At once while session.start waits for the store; once
 		// session.ready is out, after the rest of the start (a voice
 		// resume, the greeting), as it came before.
-		if c.s.started.Load() {
-			c.s.afterStart()
+		if s.started.Load() {
+			s.afterStart()
 		}
 		c.send(protocol.Pong{})
 		return true
 	case protocol.TypeSessionStart, protocol.TypeAuth, protocol.TypeAudioEnd:
 	default:
-		c.s.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
+		s.enqueue(msg) // the conversation's goroutine acts on it (inbox.go)
 		return true
 	}
-	if !c.s.afterStart() {
+	if !s.afterStart() {
 		return true // the session did not start: the connection is closing
 	}
 	switch msg.Type {
@@ -50,7 +50,7 @@ func (c *conn) handle(data []byte) bool {
 		return c.reauth(msg.Token)
 	default: // audio.end
 		// With the audio it ends, which the reader sends up itself.
-		if v := c.s.act.voiceSide(); v != nil {
+		if v := s.voiceSide(); v != nil {
 			v.AudioEnd()
 		}
 	}
@@ -80,7 +80,7 @@ func (s *session) input(msg protocol.ClientMessage) {
 // micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm
 // is the reader's buffer and is not kept. Audio is paced (MicPace) before
 // anything else, in text mode too.
-func (c *conn) micAudio(now time.Time, pcm []byte) {
+func (c *conn) micAudio(s *session, now time.Time, pcm []byte) {
 	if c.rates.pacesAudio() && len(pcm) > micBytesPerSecond {
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must be at most 1 s (32000 bytes)", false, 0))
 		return
@@ -88,14 +88,14 @@ func (c *conn) micAudio(now time.Time, pcm []byte) {
 	if !c.allowMic(now, len(pcm)) {
 		return
 	}
-	v := c.s.act.voiceSide()
+	v := s.voiceSide()
 	switch {
 	case v == nil:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio is only accepted in voice mode", false, 0))
 	case len(pcm)%2 != 0:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
 	default:
-		if _, blocked := c.s.st.blocked(); !blocked && v.Mic(now, pcm) {
+		if _, blocked := s.st.blocked(); !blocked && v.Mic(now, pcm) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
 			c.relay.micSent(now)

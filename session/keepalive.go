@@ -60,7 +60,7 @@ func (m *Manager) keepalive(stop <-chan struct{}, every time.Duration) {
 // keepalive reaps the connection when it has been idle too long, else
 // pings it (unless a ping is still out).
 func (c *conn) keepalive(now time.Time) {
-	if !c.s.started.Load() || c.closing() {
+	if s := c.s.Load(); s == nil || !s.started.Load() || c.closing() {
 		return // before session.start the handshake timeout applies
 	}
 	if idle := c.m.cfg.IdleTimeout; idle > 0 && now.Sub(time.Unix(0, c.lastSeen.Load())) >= idle {

@@ -206,17 +206,27 @@ func (m *Manager) forget(c *conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.all, c)
-	if s := c.s; m.live[s.st.record().ID] == s {
-		delete(m.live, s.st.record().ID)
-		if s.owner.current() {
-			rec, _, pending, _ := s.st.snapshot()
-			hist, sizes := s.st.historyAndSizes()
-			m.recent.keep(rec, hist, sizes, pending, s.st.currentBlock())
-		}
+	if s := c.s.Load(); s != nil {
+		m.forgetLocked(s)
 	}
 	if len(m.all) == 0 && m.pinger != nil {
 		close(m.pinger)
 		m.pinger = nil
+	}
+}
+
+// forgetLocked drops an ended session from the live table, keeping a copy
+// for a resume when it still owned its session. m.mu is held.
+func (m *Manager) forgetLocked(s *session) {
+	id := s.st.record().ID
+	if m.live[id] != s {
+		return
+	}
+	delete(m.live, id)
+	if s.owner.current() {
+		rec, _, pending, _ := s.st.snapshot()
+		hist, sizes := s.st.historyAndSizes()
+		m.recent.keep(rec, hist, sizes, pending, s.st.currentBlock())
 	}
 }
 
@@ -366,7 +376,9 @@ func newSessionID() string {
 // block; connections on other nodes learn it at their next turn.
 func (m *Manager) blockLocal(user string, b store.Block) {
 	for _, c := range m.connsOf(user) {
-		c.s.setBlocked(b)
+		if s := c.s.Load(); s != nil {
+			s.setBlocked(b)
+		}
 	}
 }
 

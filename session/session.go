@@ -12,6 +12,7 @@ import (
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/voice"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
 
@@ -97,6 +98,22 @@ func newSession(ctx context.Context, m *Manager, out outbound, id Identity, limi
 			s.m.restoreBlock(ctx, s.id.User, s.st.currentBlock())
 		}}
 	return s
+}
+
+// open takes session.start, the session's first input: the inputs read
+// after it wait for it (afterStart, inbox.go).
+func (s *session) open(msg protocol.ClientMessage) {
+	s.starting.Add(1)
+	s.enqueue(msg)
+}
+
+// voiceSide returns the voice side, nil in text mode (or before the
+// session). The reader asks for every microphone frame.
+func (s *session) voiceSide() *voice.Session {
+	if s == nil {
+		return nil
+	}
+	return s.act.voiceSide()
 }
 
 // The connection's side, as the session's code calls it.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -15,40 +14,6 @@ import (
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
-
-// handshake reads session.start and hands it to the conversation's
-// goroutine (inbox.go), which starts the session (begin) while the reader
-// reads on; or it closes. It reports whether the reader goes on.
-func (c *conn) handshake() bool {
-	timer := clock.Wall.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
-	defer timer.Stop()
-	binary, data, err := c.wire.Read(nil)
-	if err != nil {
-		c.out.setReason(readReason(err))
-		return false
-	}
-	if !binary && !utf8.Valid(data) {
-		c.invalidUTF8()
-		return false
-	}
-	msg, derr := protocol.Decode(data, protocol.Limits{MaxTextChars: c.m.cfg.MaxTextChars})
-	if binary || derr != nil || msg.Type != protocol.TypeSessionStart {
-		c.m.Metrics.BrowserInvalid()
-		why := "the first message must be session.start"
-		var de *protocol.DecodeError
-		if !binary && msg.Type == protocol.TypeSessionStart && errors.As(derr, &de) {
-			why = de.Message // a session.start with a bad field: say which
-		}
-		c.send(protocol.NewError(protocol.CodeBadMessage, why, false, 0))
-		c.close(protocol.DisconnectProtocolViolation)
-		return false
-	}
-	c.m.Metrics.BrowserMessage(msg.Type)
-	timer.Stop()
-	c.s.starting.Add(1)
-	c.s.enqueue(msg) // the first input: the ones read after it wait for it
-	return true
-}
 
 // begin acts on session.start, on the conversation's goroutine: the
 // store's round trips of a start or a resume do not hold up the reader,

@@ -148,9 +148,11 @@ func (m *Manager) blockChanged(user string) {
 		return
 	}
 	for _, c := range m.connsOf(user) {
-		c.s.st.liftBlock() // an operator may shorten a block
-		if m.now().Before(b.Until) {
-			c.s.setBlocked(b)
+		if s := c.s.Load(); s != nil {
+			s.st.liftBlock() // an operator may shorten a block
+			if m.now().Before(b.Until) {
+				s.setBlocked(b)
+			}
 		}
 	}
 }
