@@ -92,9 +92,10 @@ type Config struct {
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
 
-	// Tracing is what the OpenTelemetry SDK's variables say (config_tracing.go).
-	Tracing      tracing.Settings
-	PseudonymKey Secret // TURNSTILE_PSEUDONYM_KEY; "" = derived from the auth secret, else random per process
+	// Tracing is what the OpenTelemetry SDK's variables say, and the key of
+	// the user pseudonyms: the tracing package's settings
+	// (tracing/settings.go).
+	Tracing tracing.Settings
 	// Phone calls: the public URL carriers sign and Twilio's auth token,
 	// the telephony package's own settings (telephony/settings.go).
 	telephony.Calls
@@ -486,6 +487,12 @@ func configSettings() []configSetting {
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
 		edgeSettings(server.UnauthSettings()), toolIdentitySettings(), sessionContextSettings(), handoffSettings())
+}
+
+// tracingSettings lifts the tracing package's row into the gateway's table.
+func tracingSettings() []configSetting {
+	return settings.Lift([]settings.Setting[tracing.Settings]{tracing.PseudonymKeySetting()},
+		func(c *Config) *tracing.Settings { return &c.Tracing })
 }
 
 // userStorageSetting is the store's per-user quota, listed with the

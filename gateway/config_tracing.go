@@ -1,40 +1,20 @@
 package gateway
 
 import (
-	"fmt"
-
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
-// tracingSettings are the gateway's own tracing settings. Tracing itself is
-// configured by the OpenTelemetry SDK's OTEL_* variables, nothing renamed
-// (loadTracing; docs/configuration.md lists them apart).
-func tracingSettings() []configSetting {
-	return []configSetting{
-		{Env: "TURNSTILE_PSEUDONYM_KEY", Secret: true,
-			DefDoc: "unset: derived from TURNSTILE_AUTH_SECRET; without one, random at each start",
-			Usage: "HMAC key of the user pseudonyms in traces (u_ and 32 hex digits), at least 32 bytes; the same on every node " +
-				"for stable pseudonyms",
-			Apply: func(c *Config, v string) error {
-				if v != "" && len(v) < pseudonym.MinKeyBytes {
-					return fmt.Errorf("must be at least %d bytes", pseudonym.MinKeyBytes)
-				}
-				c.PseudonymKey = Secret(v)
-				return nil
-			}},
-	}
-}
-
 // loadTracing reads the OpenTelemetry variables that decide whether and how
-// the gateway traces; a value it cannot honour is an error naming it.
+// the gateway traces (the SDK's own, nothing renamed; docs/configuration.md
+// lists them apart); a value it cannot honour is an error naming it. The
+// tracing package's one row of the gateway's table, TURNSTILE_PSEUDONYM_KEY,
+// is read with the others (tracing/settings.go).
 func loadTracing(c *Config, getenv func(string) string) []error {
-	s, err := tracing.SettingsFromEnv(getenv)
-	if err != nil {
+	if err := c.Tracing.ReadEnv(getenv); err != nil {
 		return []error{err}
 	}
-	c.Tracing = s
 	return nil
 }
 
@@ -42,8 +22,8 @@ func loadTracing(c *Config, getenv func(string) string) []error {
 // from the auth secret (stable across nodes), else a random one.
 func (c Config) pseudonyms() (key pseudonym.Key, stable bool) {
 	switch {
-	case c.PseudonymKey != "":
-		return pseudonym.New([]byte(c.PseudonymKey)), true
+	case c.Tracing.PseudonymKey != "":
+		return pseudonym.New([]byte(c.Tracing.PseudonymKey)), true
 	case c.AuthSecret != "":
 		return pseudonym.Derive([]byte(c.AuthSecret)), true
 	}

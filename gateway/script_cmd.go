@@ -15,7 +15,6 @@ import (
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/script"
 	"github.com/turnstile-gw/turnstile/store"
-	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -135,7 +134,7 @@ func scriptConfig(cfg Config) Config {
 	cfg.TextProvider = transport.ProviderGemini
 	cfg.AuthSecret, cfg.AuthJWKSURL = "", ""
 	cfg.TLSCertFile, cfg.TLSKeyFile = "", ""
-	cfg.Tracing = tracing.Settings{}
+	cfg.Tracing.Enabled = false
 	cfg.PprofAddr = ""
 	cfg.TurnsPerMinute = 0
 	cfg.ShutdownTimeout = 5 * time.Second

@@ -248,3 +248,24 @@ func TestLogLinesInsideATurnCarryTraceAndSpanIDs(t *testing.T) {
 func mapEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func getenvOS(k string) string { return os.Getenv(k) }
+
+// The pseudonym key is the gateway's row and the OTEL_* variables the
+// SDK's: reading the variables keeps the key the row set, and a key too
+// short to be secret is refused.
+func TestPseudonymKeySurvivesReadingTheOTELVariables(t *testing.T) {
+	row := PseudonymKeySetting()
+	var s Settings
+	if err := row.Apply(&s, "short-key"); err == nil || err.Error() != "must be at least 32 bytes" {
+		t.Errorf("a short key: err %v", err)
+	}
+	key := strings.Repeat("k", 32)
+	if err := row.Apply(&s, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReadEnv(mapEnv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"})); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Enabled || string(s.PseudonymKey) != key {
+		t.Errorf("after ReadEnv: enabled %v, key kept %v", s.Enabled, string(s.PseudonymKey) == key)
+	}
+}
