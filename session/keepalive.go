@@ -16,6 +16,14 @@ import (
 // trip (for a dead peer, until it is reaped); a connection has at most one
 // ping out. Any frame from the browser, or a pong, counts as a sign of
 // life.
+//
+// The connections are taken in pingSlots groups, one group every
+// PingInterval/pingSlots, so that each is still checked and pinged once
+// per PingInterval but not all at the same moment: the runtime keeps a
+// goroutine's record (about 0.4 KiB) for good once it has existed, so a
+// node that pinged its 20 000 idle sessions at once would keep 20 000
+// records more than it has goroutines, and the pings' garbage would come
+// in one burst that the collector's headroom must hold.
 
 // startKeepaliveLocked starts the keepalive goroutine if it is needed and
 // not running; m.mu is held.
@@ -32,12 +40,18 @@ func (m *Manager) startKeepaliveLocked() {
 	go m.keepalive(m.pinger, every)
 }
 
+// pingSlots is how many groups the keepalive takes the connections in.
+const pingSlots = 16
+
 // keepalive runs until stop is closed (the node has no connection left).
+// A connection joins the group after the last one given out, and its
+// group comes round once per every.
 func (m *Manager) keepalive(stop <-chan struct{}, every time.Duration) {
 	defer m.wg.Done()
-	t := clock.Wall.NewTicker(every)
+	t := clock.Wall.NewTicker(max(every/pingSlots, time.Millisecond))
 	defer t.Stop()
 	var conns []*conn
+	var turn, next uint8 // the group whose turn it is; the group given out next
 	for {
 		select {
 		case <-stop:
@@ -46,9 +60,15 @@ func (m *Manager) keepalive(stop <-chan struct{}, every time.Duration) {
 			m.mu.Lock()
 			conns = conns[:0]
 			for c := range m.all {
-				conns = append(conns, c)
+				if !c.pings.placed {
+					c.pings.placed, c.pings.slot, next = true, next, (next+1)%pingSlots
+				}
+				if c.pings.slot == turn {
+					conns = append(conns, c)
+				}
 			}
 			m.mu.Unlock()
+			turn = (turn + 1) % pingSlots
 			for _, c := range conns {
 				c.keepalive(now)
 			}
@@ -84,6 +104,10 @@ func (c *conn) keepalive(now time.Time) {
 // its own, and none once stopped. The keepalive goroutine starts them and
 // the connection's end stops them; it locks.
 type pinger struct {
+	// The keepalive goroutine's own, under m.mu: the connection's group.
+	placed bool
+	slot   uint8
+
 	mu      sync.Mutex
 	out     bool // a ping is out
 	stopped bool // the connection is ending: no more pings
