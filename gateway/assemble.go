@@ -133,10 +133,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}
 	// Before the sessions: the session's in-session token refresh (`auth`) verifies with it too.
 	auth, err := server.NewAuthenticator(server.AuthConfig{
-		Secret: []byte(cfg.AuthSecret), JWKSURL: cfg.AuthJWKSURL, JWKSRefresh: cfg.AuthJWKSRefresh,
-		Audience: cfg.AuthAudience, Issuer: cfg.AuthIssuer, MaxTTL: cfg.AuthMaxTTL, Leeway: cfg.AuthLeeway,
-		Log: log.With("component", "auth"), Metrics: m, ToolClaims: cfg.ToolClaims, Now: clk.Now,
-		ContextClaims: cfg.ContextClaims,
+		Auth: cfg.Auth, Log: log.With("component", "auth"), Metrics: m, Now: clk.Now,
+		ToolClaims: cfg.ToolClaims, ContextClaims: cfg.ContextClaims,
 	})
 	if err != nil {
 		return nil, err

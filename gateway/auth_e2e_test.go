@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
+	"github.com/turnstile-gw/turnstile/gateway"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
@@ -113,7 +114,8 @@ func TestGatewayTokenIsAcceptedByTheGatewayItIsMintedFor(t *testing.T) {
 	if code := realMain([]string{"token", "-user", "alice"}, configEnv(env), &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	a, err := server.NewAuthenticator(server.AuthConfig{Secret: []byte(env["TURNSTILE_AUTH_SECRET"]), Audience: "turnstile", Issuer: "ops"})
+	a, err := server.NewAuthenticator(server.AuthConfig{Auth: server.Auth{
+		AuthSecret: gateway.Secret(env["TURNSTILE_AUTH_SECRET"]), AuthAudience: "turnstile", AuthIssuer: "ops"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ type Config struct {
 	GeminiBaseURL   SecretURL                   // "" = Google's endpoint
 	TextModel       string                      // model for text turns
 	LiveModel       string                      // model for voice (Gemini Live) sessions
-	AuthSecret      Secret                      // HS256 secret for browser tokens; "" = dev mode
 	AllowedOrigins  []string                    // Origin patterns; empty = same host only
 	KBDir           string                      // knowledge-base folder; "" = embedded sample
 	PolicyFile      string                      // TURNSTILE_POLICY; "" = none
@@ -106,16 +105,15 @@ type Config struct {
 	store.Redis
 
 	// The edge: listeners, admission and tokens.
-	AdminAddr       string        // host:port of /metrics, /metrics/summary, /healthz, /readyz
-	AuthMaxTTL      time.Duration // a token's exp may be at most this far away
-	AuthLeeway      time.Duration // clock skew tolerated for exp, nbf and AuthMaxTTL
-	AuthAudience    string        // "" = aud not checked
-	AuthIssuer      string        // "" = iss not checked
-	AuthJWKSURL     string        // "" = no RS256/ES256/EdDSA tokens
-	AuthJWKSRefresh time.Duration // how often the JWKS is fetched again
-	FileLimit       uint64        // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
-	TLSCertFile     string        // PEM certificate of both listeners; "" = plain HTTP
-	TLSKeyFile      string        // its PEM key
+	AdminAddr   string // host:port of /metrics, /metrics/summary, /healthz, /readyz
+	FileLimit   uint64 // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
+	TLSCertFile string // PEM certificate of both listeners; "" = plain HTTP
+	TLSKeyFile  string // its PEM key
+	// Browser tokens — the HS256 secret, the identity provider's key set,
+	// the claims checked, a token's longest life: the edge's own settings
+	// (server/settings_auth.go). Neither secret nor key set is dev mode
+	// (DevMode).
+	server.Auth
 	// The listener's limits — HTTP timeouts, connection and session caps,
 	// trusted proxies, unauthenticated connections: the edge's own
 	// settings (server/settings.go).
@@ -137,10 +135,6 @@ type Config struct {
 	// move token expiries.
 	Clock session.Clock
 }
-
-// DevMode reports whether browser authentication is off (no auth secret and no JWKS URL): every user
-// is anonymous. LoadConfig only allows it on a loopback listen address.
-func (c Config) DevMode() bool { return c.AuthSecret == "" && c.AuthJWKSURL == "" }
 
 // Offline reports whether text turns are answered by the in-process offline demo model: the text provider
 // has no credentials (Gemini: no GEMINI_API_KEY; OpenAI: neither OPENAI_API_KEY nor OPENAI_BASE_URL).
@@ -348,15 +342,7 @@ func configSettings() []configSetting {
 			}},
 		{Env: "TURNSTILE_LIVE_MODEL", Def: "gemini-2.5-flash-native-audio-preview-12-2025",
 			Usage: "model for voice sessions (Gemini Live)", Apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
-		{Env: "TURNSTILE_AUTH_SECRET", DefDoc: "unset: dev mode, anonymous users, loopback address only", Secret: true,
-			Usage: "HS256 secret for browser tokens, at least 32 bytes (prefer the environment: flags show in ps)",
-			Apply: func(c *Config, v string) error {
-				if v != "" && len(v) < minAuthSecret {
-					return fmt.Errorf("must be at least %d bytes", minAuthSecret)
-				}
-				c.AuthSecret = Secret(v)
-				return nil
-			}},
+	}, authSettings([]settings.Setting[server.Auth]{server.AuthSecretSetting()}), []configSetting{
 		{Env: "TURNSTILE_ALLOWED_ORIGINS", DefDoc: "unset: same host only",
 			Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
 			Apply: parseOrigins},
@@ -458,31 +444,7 @@ func configSettings() []configSetting {
 				c.AdminAddr = v
 				return nil
 			}},
-	}, edgeSettings(server.EdgeSettings()), []configSetting{
-		settings.Duration("TURNSTILE_AUTH_MAX_TTL", "24h", "a token whose exp is further away than this is refused", time.Minute,
-			func(c *Config) *time.Duration { return &c.AuthMaxTTL }),
-		settings.Duration("TURNSTILE_AUTH_LEEWAY", "30s", "clock difference tolerated with the token issuer (exp, nbf, TURNSTILE_AUTH_MAX_TTL)", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.AuthLeeway }),
-		{Env: "TURNSTILE_AUTH_AUDIENCE", DefDoc: "unset: aud not checked",
-			Usage: "the token's aud must be this (or an array containing it); tokens without aud are refused",
-			Apply: settings.Plain(func(c *Config) *string { return &c.AuthAudience })},
-		{Env: "TURNSTILE_AUTH_ISSUER", DefDoc: "unset: iss not checked", Usage: "the token's iss must be this",
-			Apply: settings.Plain(func(c *Config) *string { return &c.AuthIssuer })},
-		{Env: "TURNSTILE_AUTH_JWKS_URL", DefDoc: "unset: no RS256/ES256/EdDSA tokens",
-			Usage: "JSON Web Key Set of an identity provider: RS256, ES256 and EdDSA tokens signed with its keys are accepted (alone, or beside TURNSTILE_AUTH_SECRET); https, or http on loopback",
-			Apply: func(c *Config, v string) error {
-				if v == "" {
-					return nil
-				}
-				if err := server.CheckJWKSURL(v); err != nil {
-					return err
-				}
-				c.AuthJWKSURL = v
-				return nil
-			}},
-		settings.Duration("TURNSTILE_AUTH_JWKS_REFRESH", "15m", "how often the JWKS is fetched again (a token with an unknown kid also triggers a fetch, at most one per 10 s)", time.Second,
-			func(c *Config) *time.Duration { return &c.AuthJWKSRefresh }),
-	},
+	}, edgeSettings(server.EdgeSettings()), authSettings(server.AuthSettings()),
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
@@ -523,12 +485,15 @@ func edgeSettings(rows []settings.Setting[server.Edge]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *server.Edge { return &c.Edge })
 }
 
+// authSettings lifts a table of the edge's token settings into the gateway's.
+func authSettings(rows []settings.Setting[server.Auth]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *server.Auth { return &c.Auth })
+}
+
 // sessionSettings lifts a table of the session's limits into the gateway's.
 func sessionSettings(rows []settings.Setting[session.Limits]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *session.Limits { return &c.Limits })
 }
-
-const minAuthSecret = 32
 
 // LoadConfig resolves the configuration from command-line flags (args, without the program name),
 // the environment (getenv; nil means an empty environment) and defaults, in that order of precedence.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/orchestrator"
+	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
@@ -145,7 +146,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 	want := Config{
 		Addr: "0.0.0.0:9000", GeminiAPIKey: "key-123",
 		Redis:         store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
-		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", AuthSecret: testAuthSecret,
+		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", Auth: server.Auth{AuthSecret: testAuthSecret},
 		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},

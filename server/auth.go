@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,23 +48,9 @@ var (
 // AuthConfig says which browser tokens are accepted. With neither Secret nor JWKSURL the
 // Authenticator is in dev mode.
 type AuthConfig struct {
-	// Secret verifies HS256 tokens; empty: HS256 is refused. It is copied.
-	Secret []byte
-	// JWKSURL is a JSON Web Key Set whose keys verify RS256, ES256 and EdDSA tokens; "": those are
-	// refused. An https URL, or http on a loopback host.
-	JWKSURL string
-	// JWKSRefresh is how often the key set is fetched again; default 15 min. A token signed with a
-	// key the set does not have also triggers a fetch, at most one per jwksUnknownKIDEvery.
-	JWKSRefresh time.Duration
-	// Audience, when set, must be the token's aud: the string itself, or an array containing it.
-	// A token without aud is then refused.
-	Audience string
-	// Issuer, when set, must be the token's iss.
-	Issuer string
-	// MaxTTL bounds exp − now (plus Leeway); default DefaultAuthMaxTTL.
-	MaxTTL time.Duration
-	// Leeway tolerates clock differences for exp, nbf and MaxTTL; default DefaultAuthLeeway.
-	Leeway time.Duration
+	// Auth is the settings: the secret, the key set, the claims checked
+	// and the bounds of a token's life (settings_auth.go).
+	Auth
 	// Now is the clock tokens are judged by; default the system clock.
 	Now func() time.Time
 	// Log receives the key set's fetch failures (throttled); default: discarded.
@@ -88,6 +73,7 @@ type AuthConfig struct {
 // not too far away. It is safe for concurrent use; Close stops its key-set refreshes.
 type Authenticator struct {
 	cfg     AuthConfig
+	secret  []byte         // cfg.AuthSecret's bytes, for the key function
 	parser  *jwt.Parser    // nil in dev mode
 	keys    *jwks          // nil without JWKSURL
 	dropped throttle.Keyed // per claim name: values that could not be forwarded
@@ -98,12 +84,11 @@ type Authenticator struct {
 // until it answers). In dev mode every request is AnonymousUser, and the caller is responsible
 // for only allowing that on a loopback listen address.
 func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
-	cfg.Secret = bytes.Clone(cfg.Secret)
-	if cfg.MaxTTL <= 0 {
-		cfg.MaxTTL = DefaultAuthMaxTTL
+	if cfg.AuthMaxTTL <= 0 {
+		cfg.AuthMaxTTL = DefaultAuthMaxTTL
 	}
-	if cfg.Leeway <= 0 {
-		cfg.Leeway = DefaultAuthLeeway
+	if cfg.AuthLeeway <= 0 {
+		cfg.AuthLeeway = DefaultAuthLeeway
 	}
 	if cfg.Now == nil {
 		cfg.Now = clock.Wall.Now
@@ -111,22 +96,22 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &Authenticator{cfg: cfg}
+	a := &Authenticator{cfg: cfg, secret: []byte(cfg.AuthSecret)}
 	if a.DevMode() {
 		return a, nil
 	}
 	// The allow-list is what stops `alg: none` and key confusion: only the algorithms of the
 	// configured keys are verified, and key picks a key of the token's own kind.
 	var methods []string
-	if len(cfg.Secret) > 0 {
+	if cfg.AuthSecret != "" {
 		methods = append(methods, jwt.SigningMethodHS256.Alg())
 	}
-	if cfg.JWKSURL != "" {
+	if cfg.AuthJWKSURL != "" {
 		var failed func(string)
 		if cfg.Metrics != nil {
 			failed = cfg.Metrics.JWKSRefreshFailure
 		}
-		keys, err := startJWKS(cfg.JWKSURL, cfg.JWKSRefresh, cfg.Log, cfg.Now, failed)
+		keys, err := startJWKS(cfg.AuthJWKSURL, cfg.AuthJWKSRefresh, cfg.Log, cfg.Now, failed)
 		if err != nil {
 			return nil, err
 		}
@@ -136,14 +121,14 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods(methods),
 		jwt.WithExpirationRequired(),
-		jwt.WithLeeway(cfg.Leeway),
+		jwt.WithLeeway(cfg.AuthLeeway),
 		jwt.WithTimeFunc(cfg.Now),
 	}
-	if cfg.Audience != "" {
-		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	if cfg.AuthAudience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.AuthAudience))
 	}
-	if cfg.Issuer != "" {
-		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	if cfg.AuthIssuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.AuthIssuer))
 	}
 	a.parser = jwt.NewParser(opts...)
 	return a, nil
@@ -157,7 +142,7 @@ func (a *Authenticator) Close() {
 }
 
 // DevMode reports whether the Authenticator accepts everyone as AnonymousUser.
-func (a *Authenticator) DevMode() bool { return len(a.cfg.Secret) == 0 && a.cfg.JWKSURL == "" }
+func (a *Authenticator) DevMode() bool { return a.cfg.DevMode() }
 
 // Ready reports an error while a configured key set has never been fetched: tokens signed with
 // its keys are refused until it is.
@@ -217,9 +202,9 @@ func (a *Authenticator) Verify(token string) (session.Identity, error) {
 	if err != nil || exp == nil {
 		return session.Identity{}, fmt.Errorf("%w: exp: missing or not a number", ErrBadToken)
 	}
-	if ttl := exp.Sub(a.cfg.Now()); ttl > a.cfg.MaxTTL+a.cfg.Leeway {
+	if ttl := exp.Sub(a.cfg.Now()); ttl > a.cfg.AuthMaxTTL+a.cfg.AuthLeeway {
 		return session.Identity{}, fmt.Errorf("%w: exp: %s away, more than the %s allowed", ErrBadToken,
-			ttl.Truncate(time.Second), a.cfg.MaxTTL)
+			ttl.Truncate(time.Second), a.cfg.AuthMaxTTL)
 	}
 	sub, _ := claims["sub"].(string)
 	if err := validUser(sub); err != nil {
@@ -240,10 +225,10 @@ func (a *Authenticator) key(t *jwt.Token) (any, error) {
 	}
 	switch t.Method.(type) {
 	case *jwt.SigningMethodHMAC:
-		if len(a.cfg.Secret) == 0 {
+		if len(a.secret) == 0 {
 			return nil, errors.New("HS256 tokens are not accepted")
 		}
-		return a.cfg.Secret, nil
+		return a.secret, nil
 	case *jwt.SigningMethodRSA, *jwt.SigningMethodECDSA, *jwt.SigningMethodEd25519:
 		if a.keys == nil {
 			return nil, fmt.Errorf("%s tokens are not accepted", t.Method.Alg())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkVerify(b *testing.B) {
 		idp.AddKey(kid, alg)
 	}
 	idp.Serve("rs", "es", "ed")
-	a, err := NewAuthenticator(AuthConfig{Secret: authTestSecret, JWKSURL: idp.URL(), Audience: "turnstile"})
+	a, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthSecret: settings.Secret(authTestSecret), AuthJWKSURL: idp.URL(), AuthAudience: "turnstile"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 // fixedNow is the clock of the claim tests: tokens are judged at this instant.
@@ -17,7 +19,7 @@ var fixedNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func claimsAuth(t testing.TB, cfg AuthConfig) *Authenticator {
 	t.Helper()
-	cfg.Secret = authTestSecret
+	cfg.AuthSecret = settings.Secret(authTestSecret)
 	cfg.Now = func() time.Time { return fixedNow }
 	a, err := NewAuthenticator(cfg)
 	if err != nil {
@@ -29,7 +31,7 @@ func claimsAuth(t testing.TB, cfg AuthConfig) *Authenticator {
 
 func TestVerifyChecksAudienceIssuerLeewayAndLifetime(t *testing.T) {
 	exp := fixedNow.Add(time.Hour).Unix()
-	cfg := AuthConfig{Audience: "turnstile", Issuer: "https://idp.example.com", MaxTTL: 2 * time.Hour, Leeway: 30 * time.Second}
+	cfg := AuthConfig{Auth: Auth{AuthAudience: "turnstile", AuthIssuer: "https://idp.example.com", AuthMaxTTL: 2 * time.Hour, AuthLeeway: 30 * time.Second}}
 	base := func(edit func(jwt.MapClaims)) string {
 		c := jwt.MapClaims{"sub": "alice", "exp": exp, "aud": "turnstile", "iss": "https://idp.example.com"}
 		edit(c)
@@ -102,7 +104,7 @@ func TestDefaultMaxTTLRefusesATokenForTwoDays(t *testing.T) {
 }
 
 func TestMintTokenForCarriesAudienceAndIssuer(t *testing.T) {
-	a, err := NewAuthenticator(AuthConfig{Secret: authTestSecret, Audience: "turnstile", Issuer: "me"})
+	a, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthSecret: settings.Secret(authTestSecret), AuthAudience: "turnstile", AuthIssuer: "me"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestMintTokenForCarriesAudienceAndIssuer(t *testing.T) {
 // FuzzVerifyToken feeds arbitrary strings to the token parser: it must
 // never panic, and accept nothing it was not given signed.
 func FuzzVerifyToken(f *testing.F) {
-	a := claimsAuth(f, AuthConfig{Audience: "turnstile"})
+	a := claimsAuth(f, AuthConfig{Auth: Auth{AuthAudience: "turnstile"}})
 	good := signed(f, jwt.SigningMethodHS256, authTestSecret,
 		jwt.MapClaims{"sub": "alice", "aud": "turnstile", "exp": fixedNow.Add(time.Hour).Unix()})
 	for _, s := range []string{good, good + "x", "a.b.c", "..", "eyJhbGciOiJub25lIn0.e30.", strings.Repeat("a.", 3000)} {
@@ -148,7 +150,7 @@ func FuzzVerifyToken(f *testing.F) {
 // is accepted has a valid subject, our audience and an expiry within the
 // allowed window, whatever JSON types the claims have.
 func FuzzVerifyClaims(f *testing.F) {
-	cfg := AuthConfig{Audience: "turnstile", Issuer: "idp", MaxTTL: time.Hour, Leeway: 30 * time.Second}
+	cfg := AuthConfig{Auth: Auth{AuthAudience: "turnstile", AuthIssuer: "idp", AuthMaxTTL: time.Hour, AuthLeeway: 30 * time.Second}}
 	a := claimsAuth(f, cfg)
 	exp := fixedNow.Add(time.Minute).Unix()
 	for _, s := range []string{
@@ -177,7 +179,7 @@ func FuzzVerifyClaims(f *testing.F) {
 		if validUser(id.User) != nil || !utf8.ValidString(id.User) {
 			t.Fatalf("accepted an invalid subject %q from %s", id.User, claims)
 		}
-		if ttl := id.ExpiresAt.Sub(fixedNow); ttl < -cfg.Leeway || ttl > cfg.MaxTTL+cfg.Leeway {
+		if ttl := id.ExpiresAt.Sub(fixedNow); ttl < -cfg.AuthLeeway || ttl > cfg.AuthMaxTTL+cfg.AuthLeeway {
 			t.Fatalf("accepted an expiry %s away from %s", ttl, claims)
 		}
 	})

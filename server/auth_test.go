@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/internal/settings"
 )
 
 var authTestSecret = []byte("test-secret-test-secret-test-secret-0123")
@@ -51,7 +53,7 @@ func withQuery(tok string) *http.Request {
 // hsAuth is an Authenticator for HS256 tokens signed with authTestSecret.
 func hsAuth(t testing.TB) *Authenticator {
 	t.Helper()
-	a, err := NewAuthenticator(AuthConfig{Secret: authTestSecret})
+	a, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthSecret: settings.Secret(authTestSecret)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestAuthenticateMaxLengthSubjectAccepted(t *testing.T) {
 func TestDevModeIsAnonymous(t *testing.T) {
 	forged := signed(t, jwt.SigningMethodHS256, []byte("whatever"), validClaims())
 	for _, secret := range [][]byte{nil, {}} {
-		a, err := NewAuthenticator(AuthConfig{Secret: secret})
+		a, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthSecret: settings.Secret(secret)}})
 		if err != nil || !a.DevMode() {
 			t.Fatalf("NewAuthenticator(%v) is not dev mode: %v", secret, err)
 		}
@@ -211,7 +213,7 @@ func TestDevModeIsAnonymous(t *testing.T) {
 
 func TestAuthenticatorKeepsItsOwnCopyOfTheSecret(t *testing.T) {
 	secret := append([]byte(nil), authTestSecret...)
-	a, err := NewAuthenticator(AuthConfig{Secret: secret})
+	a, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthSecret: settings.Secret(secret)}})
 	if err != nil {
 		t.Fatal(err)
 	}

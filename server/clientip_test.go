@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -106,7 +107,7 @@ func TestRefusalLogNamesTheForwardedClientOnlyFromATrustedProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			auth, err := NewAuthenticator(AuthConfig{Secret: []byte(strings.Repeat("s", 32))})
+			auth, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthSecret: settings.Secret(strings.Repeat("s", 32))}})
 			if err != nil {
 				t.Fatal(err)
 			}

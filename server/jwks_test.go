@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/server/jwkstest"
@@ -40,7 +41,7 @@ func TestJWKSAcceptsRSAECAndEdDSAKeysBesideTheSecret(t *testing.T) {
 		idp.AddKey(kid, alg)
 	}
 	idp.Serve("rsa", "ec", "ed")
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Secret: authTestSecret})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL(), AuthSecret: settings.Secret(authTestSecret)}})
 	testwait.For(t, "the key set's first fetch", func() bool { return a.Ready() == nil })
 	for _, kid := range []string{"rsa", "ec", "ed"} {
 		if id, err := a.Verify(idp.Sign(kid, userClaims("alice-"+kid))); err != nil || id.User != "alice-"+kid {
@@ -65,7 +66,7 @@ func TestJWKSWithoutSecretRefusesHS256(t *testing.T) {
 	idp := jwkstest.New(t)
 	idp.AddKey("rsa", "RS256")
 	idp.Serve("rsa")
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL()}})
 	if a.DevMode() {
 		t.Fatal("a key set alone is dev mode")
 	}
@@ -81,7 +82,7 @@ func TestJWKSRotation(t *testing.T) {
 	idp.AddKey("old", "RS256")
 	idp.AddKey("new", "ES256")
 	idp.Serve("old")
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL()}})
 	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	oldTok := idp.Sign("old", userClaims("alice"))
 	if _, err := a.Verify(oldTok); err != nil {
@@ -112,7 +113,7 @@ func TestJWKSUnreachableAtStartRefusesItsTokensUntilItAnswers(t *testing.T) {
 	idp := jwkstest.Unstarted(t)
 	idp.AddKey("rsa", "RS256")
 	idp.Serve("rsa")
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL()})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL()}})
 	tok := idp.Sign("rsa", userClaims("alice"))
 	if a.Ready() == nil {
 		t.Fatal("ready before the key set was ever fetched")
@@ -131,7 +132,7 @@ func TestJWKSThatFailsLaterKeepsItsKeys(t *testing.T) {
 	idp := jwkstest.New(t)
 	idp.AddKey("rsa", "RS256")
 	idp.Serve("rsa")
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), JWKSRefresh: 20 * time.Millisecond})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL(), AuthJWKSRefresh: 20 * time.Millisecond}})
 	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	idp.SetDown(true)
 	failedFrom := idp.Requests()
@@ -157,7 +158,7 @@ func TestCheckJWKSURL(t *testing.T) {
 			t.Errorf("CheckJWKSURL(%q) = %v, want ok=%v", u, err, ok)
 		}
 	}
-	if _, err := NewAuthenticator(AuthConfig{JWKSURL: "http://idp.example.com/jwks"}); err == nil {
+	if _, err := NewAuthenticator(AuthConfig{Auth: Auth{AuthJWKSURL: "http://idp.example.com/jwks"}}); err == nil {
 		t.Error("NewAuthenticator took a plain-http non-loopback key set")
 	}
 }
@@ -180,7 +181,7 @@ func TestJWKSThatAnswersNoUsableKeyKeepsTheLastGoodKeys(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, metrics.Build{})
 	clock := &jwksClock{}
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Metrics: m, Now: clock.now})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL()}, Metrics: m, Now: clock.now})
 	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 	s := New(Config{}, Deps{Auth: a, Store: pingOK{}, Metrics: m, Gatherer: reg, Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(s.Close)
@@ -279,7 +280,7 @@ func TestJWKSMalformedKeyKeepsItsEarlierVersion(t *testing.T) {
 	idp.AddKey("unserved", "ES256")
 	idp.Serve("a", "b")
 	clock := &jwksClock{}
-	a := jwksAuth(t, AuthConfig{JWKSURL: idp.URL(), Now: clock.now})
+	a := jwksAuth(t, AuthConfig{Auth: Auth{AuthJWKSURL: idp.URL()}, Now: clock.now})
 	testwait.For(t, "the first fetch", func() bool { return a.Ready() == nil })
 
 	idp.Malformed("a", true)
