@@ -91,8 +91,22 @@ func NewRedisModeClient(m RedisMode, rawURL string, timeout time.Duration) (redi
 	// Maintenance notifications are a Redis Enterprise/Cloud feature; the
 	// handshake probe would only add a round trip to every new connection.
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	o.ReadBufferSize, o.WriteBufferSize = connBufferSize, connBufferSize
+	o.PipelineReadBufferSize, o.PipelineWriteBufferSize = pipelineBufferSize, pipelineBufferSize
 	return redis.NewUniversalClient(o), nil
 }
+
+// The buffers of one pooled Redis connection. go-redis defaults to 32 KiB
+// each way on a command connection and 128 KiB on a pipeline connection,
+// sized for bulk reads; the store's commands and batches are a few hundred
+// bytes (a history entry, a few counters), and a larger reply or batch
+// still goes through, in more reads. At the defaults the pools that a burst
+// of session starts opens held 3.9 MB at 200 voice sessions, about 20 KiB
+// a session (docs/benchmarks.md, "Active voice sessions' memory").
+const (
+	connBufferSize     = 4 << 10
+	pipelineBufferSize = 16 << 10
+)
 
 // CheckRedisURL reports whether rawURL fits mode m, as NewRedisModeClient
 // would, without building a client.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -195,5 +196,43 @@ func TestParseRedisMode(t *testing.T) {
 	}
 	if DefaultWaitReplicas(RedisSingle) != 0 || DefaultWaitReplicas(RedisCluster) != 1 || DefaultWaitReplicas(RedisSentinel) != 1 {
 		t.Error("WAIT defaults: want 0 single, 1 cluster and sentinel")
+	}
+}
+
+// The client's small connection buffers (connBufferSize, pipelineBufferSize)
+// must not limit what the store writes or reads: a value several times their
+// size goes through a command and a pipeline and comes back whole.
+func TestRedisClientCarriesValuesLargerThanItsBuffers(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c, err := NewRedisClient("redis://"+mr.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	big := strings.Repeat("0123456789abcdef", 4*pipelineBufferSize/16)
+	if err := c.Set(ctx, "one", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "two", big+big, 0)
+		p.Set(ctx, "three", "small", 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"one": big, "two": big + big, "three": "small"} {
+		got, err := c.Get(ctx, key).Result()
+		if err != nil || got != want {
+			t.Errorf("%s: got %d bytes (err %v), want %d", key, len(got), err, len(want))
+		}
+	}
+	vals, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "one")
+		p.Get(ctx, "two")
+		return nil
+	})
+	if err != nil || len(vals) != 2 || vals[1].(*redis.StringCmd).Val() != big+big {
+		t.Errorf("pipelined reads of %d and %d bytes failed: %v", len(big), 2*len(big), err)
 	}
 }
