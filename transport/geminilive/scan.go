@@ -26,18 +26,20 @@ import (
 const maxAudioParts = 8
 
 // scanAudio turns an audio-only message into events appended to
-// s.events, their audio in s.pcm. It reports false, with s.events
-// untouched, for anything else.
+// s.events, their audio in s.pcm (taken from bufs when the session holds
+// none; Recv gives it back once the events are returned). It reports
+// false, with s.events untouched and s.pcm given back, for anything else.
 func (s *Session) scanAudio(data []byte) bool {
-	p := scanner{b: data}
-	a := audioMessage{pcm: s.pcm[:0]}
-	ok := p.message(&a)
-	if cap(a.pcm) <= keepBuffer {
-		s.pcm = a.pcm[:0]
-	} else {
-		s.pcm = nil
+	if s.pcm == nil {
+		s.pcm = getBuf()
 	}
+	p := scanner{b: data}
+	a := audioMessage{pcm: (*s.pcm)[:0]}
+	ok := p.message(&a)
+	*s.pcm = a.pcm[:0]
 	if !ok {
+		putBuf(s.pcm)
+		s.pcm = nil
 		return false
 	}
 	for _, sp := range a.spans[:a.n] {

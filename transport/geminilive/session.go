@@ -22,13 +22,33 @@ import (
 // error wraps the cause Recv reports (or the failed write's error).
 var ErrEnded = errors.New("gemini live: connection ended")
 
-// Buffers a session keeps between messages. A larger message (a big tool
-// call) gets a buffer of its own that is dropped after use, so that one
-// rare message does not pin memory for the rest of the session.
+// A session's message buffers — the message read, the model audio decoded
+// from it, the microphone frame written — are taken from bufs for one
+// message and given back, so that a session waiting for its next message
+// (most of its life) holds none: at a few hundred voice sessions the pool
+// holds what the few in flight at once need, where each session used to
+// keep about 6 KiB of its own. A buffer grown past keepBuffer (a big tool
+// call) is dropped after use, so that one rare message does not pin memory.
 const (
 	keepBuffer = 256 << 10
 	minBuffer  = 4 << 10
 )
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, minBuffer); return &b }}
+
+// getBuf takes an empty buffer from bufs.
+func getBuf() *[]byte {
+	bp := bufs.Get().(*[]byte)
+	*bp = (*bp)[:0]
+	return bp
+}
+
+// putBuf gives bp back to bufs, unless it grew past keepBuffer.
+func putBuf(bp *[]byte) {
+	if cap(*bp) <= keepBuffer {
+		bufs.Put(bp)
+	}
+}
 
 // The realtimeInput audio frame, as the SDK writes it (keys sorted).
 const (
@@ -48,13 +68,12 @@ type Session struct {
 	writeTimeout time.Duration
 
 	// Owned by the goroutine that calls Recv.
-	rbuf   []byte                // the last message read
-	pcm    []byte                // model audio decoded from it
-	events []transport.LiveEvent // its events
+	rbuf   *[]byte               // from bufs: the message being read and handled; nil between messages
+	pcm    *[]byte               // from bufs: the model audio of the events not yet all returned; else nil
+	events []transport.LiveEvent // the last message's events
 	next   int                   // the next event of events to return
 
-	wmu  sync.Mutex // one writer at a time; guards the fields below
-	abuf []byte     // the audio frame, reused
+	wmu  sync.Mutex // one writer at a time; guards werr
 	werr error      // a write failed: nothing more is written
 
 	dead      atomic.Bool // err is set
@@ -76,6 +95,7 @@ func (s *Session) handshake(setup, seed []byte) error {
 		return fmt.Errorf("send setup: %w", err)
 	}
 	data, err := s.read()
+	defer s.doneReading()
 	if err != nil {
 		return s.fail(readError(err))
 	}
@@ -112,14 +132,24 @@ func (s *Session) Recv() (transport.LiveEvent, error) {
 			return ev, nil
 		}
 		s.events, s.next = s.events[:0], 0
+		if s.pcm != nil { // the audio of the events returned: no longer valid
+			putBuf(s.pcm)
+			s.pcm = nil
+		}
 		data, err := s.read()
 		if err != nil {
+			s.doneReading()
 			return transport.LiveEvent{}, s.fail(readError(err))
 		}
-		if s.scanAudio(data) {
+		audio := s.scanAudio(data)
+		var msg *serverMessage
+		if !audio {
+			msg, err = decodeMessage(data) // copies what it keeps
+		}
+		s.doneReading()
+		if audio {
 			continue
 		}
-		msg, err := decodeMessage(data)
 		if err != nil {
 			return transport.LiveEvent{}, s.fail(err)
 		}
@@ -130,13 +160,15 @@ func (s *Session) Recv() (transport.LiveEvent, error) {
 	}
 }
 
-// read reads the next message into the session's read buffer.
+// read waits for the next message holding no buffer, then reads it into a
+// buffer from bufs, held until doneReading.
 func (s *Session) read() ([]byte, error) {
 	_, r, err := s.conn.Reader(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	b := s.rbuf[:0]
+	s.rbuf = getBuf()
+	b := *s.rbuf
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, max(minBuffer, cap(b)))
@@ -150,12 +182,16 @@ func (s *Session) read() ([]byte, error) {
 			return nil, err
 		}
 	}
-	if cap(b) <= keepBuffer {
-		s.rbuf = b
-	} else {
+	*s.rbuf = b
+	return b, nil
+}
+
+// doneReading gives the read buffer back: the message read is handled.
+func (s *Session) doneReading() {
+	if s.rbuf != nil {
+		putBuf(s.rbuf)
 		s.rbuf = nil
 	}
-	return b, nil
 }
 
 // readError turns the first read error into what Recv reports: the close
@@ -174,20 +210,21 @@ func readError(err error) error {
 }
 
 // SendAudio implements transport.LiveSession. The chunk is base64-encoded
-// into a frame the session reuses: no allocation.
+// into a frame from bufs, given back once written: no allocation.
 func (s *Session) SendAudio(pcm16k []byte) error {
 	if len(pcm16k) == 0 {
 		return nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	b := append(s.abuf[:0], audioPrefix...)
+	bp := getBuf()
+	b := append(*bp, audioPrefix...)
 	b = base64.StdEncoding.AppendEncode(b, pcm16k)
 	b = append(b, audioSuffix...)
-	if cap(b) <= keepBuffer {
-		s.abuf = b
-	}
-	return s.writeLocked(b)
+	*bp = b
+	s.wmu.Lock()
+	err := s.writeLocked(b)
+	s.wmu.Unlock()
+	putBuf(bp)
+	return err
 }
 
 // SendAudioEnd implements transport.LiveSession.
