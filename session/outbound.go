@@ -142,8 +142,7 @@ func (o *closer) dropQueue() bool {
 
 // write is one run of the writer, started by the queue when a frame is
 // pushed and no writer runs: it writes what is queued until the queue is
-// empty, and ends — except after audio, when it waits for more (audio
-// comes every few tens of milliseconds until the answer ends). It is the only goroutine writing to the browser while
+// empty, and ends. It is the only goroutine writing to the browser while
 // it runs. Asked to close, it flushes (or drops) what is queued, sends the
 // close frame and ends the connection; no writer starts after that, nor
 // after a failed write. Each write is bounded by WriteTimeout through the
@@ -156,30 +155,21 @@ func (c *conn) write() {
 			c.cancel()
 		})
 	}
-	linger := false
 	for {
 		if c.ctx.Err() != nil {
 			c.writerEnded()
 			return
 		}
-		frames, closing, ok := c.q.next(c.spare, linger)
+		frames, closing, ok := c.q.next(c.spare)
 		if !ok {
 			return
 		}
-		if len(frames) == 0 && !closing {
-			select {
-			case <-c.q.notify:
-			case <-c.ctx.Done():
-			}
-			continue
-		}
-		linger = false
 		if closing && c.out.dropQueue() {
 			for i, f := range frames {
 				c.q.written(f)
 				frames[i] = frame{}
 			}
-		} else if c.spare, linger, ok = c.flush(frames); !ok {
+		} else if c.spare, ok = c.flush(frames); !ok {
 			c.cancel()
 			c.writerEnded()
 			return
@@ -204,11 +194,10 @@ func (c *conn) writerEnded() {
 }
 
 // flush writes frames; it returns the emptied slice for the next take,
-// whether there was audio among them, and false when a write failed.
-func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
+// and false when a write failed.
+func (c *conn) flush(frames []frame) (_ []frame, ok bool) {
 	ok = true
 	for i, f := range frames {
-		audio = audio || f.binary
 		if ok {
 			c.watchdog.begin()
 			if err := c.wire.Write(f.binary, f.data); err != nil {
@@ -222,7 +211,7 @@ func (c *conn) flush(frames []frame) (_ []frame, audio, ok bool) {
 		c.q.written(f)
 		frames[i] = frame{}
 	}
-	return frames[:0], audio, ok
+	return frames[:0], ok
 }
 
 // closeBounded sends the close frame and waits for the browser's answer

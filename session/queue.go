@@ -1,6 +1,7 @@
 package session
 
 import (
+	"math/bits"
 	"sync"
 	"time"
 )
@@ -13,9 +14,10 @@ import (
 //
 // The writer runs only while there is something to write: a push to a
 // queue with no writer running starts one (write), which takes until the
-// queue is empty and ends — or, while audio streams, waits for the next
-// frame (notify), as a goroutine started per audio frame would cost more
-// than one woken. An idle connection has no writer goroutine.
+// queue is empty and ends, also while audio streams. Between two frames of
+// model audio (20 ms and more apart) a connection holds no writer
+// goroutine, nor its stack; starting one per frame costs about what waking
+// a parked one did (docs/benchmarks.md, "Active voice sessions' memory").
 type queue struct {
 	mu     sync.Mutex
 	frames []frame
@@ -32,7 +34,6 @@ type queue struct {
 	// it to close the connection even with nothing queued; stopped starts
 	// no writer any more.
 	write    func()
-	notify   chan struct{} // capacity 1: a lingering writer has something to take
 	writing  bool
 	closeReq bool
 	stopped  bool
@@ -53,11 +54,51 @@ type frame struct {
 	received time.Time
 }
 
-// audioPool holds audio buffers; a model-audio chunk is typically a few KiB.
-var audioPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+// audioPools hold the queue's audio buffers by size, 1 KiB to 64 KiB in
+// powers of two (a model-audio chunk is one to a few KiB): a queued frame
+// pins a buffer of about its own size, not the largest chunk's, so a
+// browser a little behind holds little more than its audio. A larger
+// chunk gets a buffer of its own.
+var audioPools [audioClasses]sync.Pool
+
+const (
+	audioMinShift = 10 // the smallest class, 1 KiB
+	audioClasses  = 7  // up to 64 KiB
+)
+
+// audioClass is the class of buffers that hold n bytes (audioClasses or
+// more: none).
+func audioClass(n int) int {
+	if n <= 1<<audioMinShift {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - audioMinShift
+}
+
+// getAudio is an empty buffer for n bytes of audio.
+func getAudio(n int) *[]byte {
+	c := audioClass(n)
+	if c >= audioClasses {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	if bp, ok := audioPools[c].Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 1<<(c+audioMinShift))
+	return &b
+}
+
+// putAudio gives a buffer from getAudio back.
+func putAudio(bp *[]byte) {
+	n := cap(*bp)
+	if c := audioClass(n); c < audioClasses && n == 1<<(c+audioMinShift) {
+		audioPools[c].Put(bp)
+	}
+}
 
 func newQueue(maxBytes int) *queue {
-	return &queue{max: maxBytes, notify: make(chan struct{}, 1)}
+	return &queue{max: maxBytes}
 }
 
 // push appends a text frame; it reports false when the bound would be
@@ -67,10 +108,10 @@ func (q *queue) push(data []byte) bool { return q.add(frame{data: data}) }
 // pushAudio appends a copy of pcm as a binary frame, under the same bound;
 // received is the frame's relay sample time (zero: none).
 func (q *queue) pushAudio(pcm []byte, received time.Time) bool {
-	bp := audioPool.Get().(*[]byte)
+	bp := getAudio(len(pcm))
 	*bp = append((*bp)[:0], pcm...)
 	if !q.add(frame{data: *bp, binary: true, buf: bp, received: received}) {
-		audioPool.Put(bp)
+		putAudio(bp)
 		return false
 	}
 	return true
@@ -87,22 +128,17 @@ func (q *queue) add(f frame) bool {
 	if f.binary {
 		q.audio += len(f.data)
 	}
-	q.startOrWake()
+	q.startUnlock()
 	return true
 }
 
-// startOrWake starts a writer, or wakes the one running; q.mu is held and
-// released.
-func (q *queue) startOrWake() {
+// startUnlock starts a writer unless one runs (it takes what was just
+// queued before it ends); q.mu is held and released.
+func (q *queue) startUnlock() {
 	start := q.startLocked()
 	q.mu.Unlock()
 	if start {
 		go q.write()
-		return
-	}
-	select {
-	case q.notify <- struct{}{}:
-	default:
 	}
 }
 
@@ -122,20 +158,16 @@ func (q *queue) startLocked() bool {
 func (q *queue) requestClose() {
 	q.mu.Lock()
 	q.closeReq = true
-	q.startOrWake()
+	q.startUnlock()
 }
 
 // next is the writer's take: everything queued, and whether a close is
-// asked for. When there is neither, a lingering writer gets nothing (and
-// waits on notify); any other is done: it is counted as ended (it must
-// return) and ok is false.
-func (q *queue) next(spare []frame, linger bool) (frames []frame, closeReq, ok bool) {
+// asked for. When there is neither, the writer is done: it is counted as
+// ended (it must return) and ok is false.
+func (q *queue) next(spare []frame) (frames []frame, closeReq, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.frames) == 0 && !q.closeReq {
-		if linger {
-			return spare, false, true
-		}
 		q.writing = false
 		q.writers.Done()
 		return spare, false, false
@@ -193,7 +225,7 @@ func (q *queue) written(f frame) {
 // done releases a frame's pooled buffer.
 func (f frame) done() {
 	if f.buf != nil {
-		audioPool.Put(f.buf)
+		putAudio(f.buf)
 	}
 }
 

@@ -87,7 +87,7 @@ func TestQueueStartsOneWriterForManyFramesAndAnotherOnceItEnded(t *testing.T) {
 		launches.Add(1)
 		<-gate
 		for {
-			f, _, ok := q.next(nil, false)
+			f, _, ok := q.next(nil)
 			if !ok {
 				return
 			}
@@ -122,7 +122,7 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 	var all []string
 	q.write = func() {
 		for {
-			f, _, ok := q.next(nil, false)
+			f, _, ok := q.next(nil)
 			if !ok {
 				return
 			}
@@ -186,5 +186,25 @@ func TestQueueDropAudioKeepsEventsAndFreesTheirBytes(t *testing.T) {
 	got := q.take(nil)
 	if len(got) != 3 || string(got[0].data) != "ev1" || string(got[1].data) != "ev2" || !got[2].binary {
 		t.Fatalf("after dropAudio: %v", frames(got))
+	}
+}
+
+// A queued audio frame pins a buffer of about its own size: the smallest
+// power of two from 1 KiB that holds it, up to 64 KiB; a larger chunk gets
+// one of exactly its size. Buffers come back through the pool of their size.
+func TestQueuedAudioTakesABufferOfItsOwnSize(t *testing.T) {
+	for _, c := range []struct{ n, want int }{
+		{1, 1 << 10}, {960, 1 << 10}, {1 << 10, 1 << 10}, {1<<10 + 1, 2 << 10}, {1920, 2 << 10},
+		{5000, 8 << 10}, {64 << 10, 64 << 10}, {64<<10 + 1, 64<<10 + 1},
+	} {
+		q := newQueue(1 << 20)
+		if !q.pushAudio(make([]byte, c.n), time.Time{}) {
+			t.Fatalf("%d bytes refused", c.n)
+		}
+		f := q.take(nil)[0]
+		if got := cap(*f.buf); got != c.want || len(f.data) != c.n {
+			t.Errorf("%d bytes of audio: a buffer of %d holding %d, want %d", c.n, got, len(f.data), c.want)
+		}
+		q.written(f)
 	}
 }

@@ -3,10 +3,12 @@ package session_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/internal/fdroom"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -230,4 +233,30 @@ func histogramCount(t *testing.T, o prometheus.Observer) uint64 {
 		t.Fatal(err)
 	}
 	return d.GetHistogram().GetSampleCount()
+}
+
+// An active voice session between two chunks holds two goroutines, each
+// parked in a socket read: the browser's reader (here the test server's
+// handler goroutine, which Serve runs on) and the upstream's pump. The
+// writer runs only while a frame is being written: its stack is not kept
+// between model-audio chunks, 20 ms and more apart.
+func TestVoiceSessionBetweenChunksHoldsOnlyItsTwoReaders(t *testing.T) {
+	r := startRelay(t)
+	for range 20 {
+		r.chunk()
+	}
+	var dump string
+	if err := testwait.Poll(func() error {
+		buf := make([]byte, 1<<20)
+		dump = string(buf[:runtime.Stack(buf, true)])
+		if n := strings.Count(dump, "created by github.com/turnstile-gw/turnstile/session.(*queue)"); n != 0 {
+			return fmt.Errorf("%d writers running", n)
+		}
+		if n := strings.Count(dump, "created by github.com/turnstile-gw/turnstile/session"); n != 1 {
+			return fmt.Errorf("%d goroutines of the session packages, want 1 (the pump)", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, dump)
+	}
 }
