@@ -211,6 +211,9 @@ func (c *conn) flush(frames []frame) (_ []frame, ok bool) {
 		c.q.written(f)
 		frames[i] = frame{}
 	}
+	if cap(frames) > keptFrames {
+		return nil, ok // grown by a backlog: not kept
+	}
 	return frames[:0], ok
 }
 

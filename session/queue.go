@@ -206,9 +206,18 @@ func (q *queue) take(spare []frame) []frame {
 func (q *queue) takeLocked(spare []frame) []frame {
 	out := q.frames
 	q.taken += q.audio
+	if cap(spare) > keptFrames {
+		spare = nil // grown by a backlog: not kept for the connection's life
+	}
 	q.frames, q.bytes, q.audio = spare[:0], 0, 0
 	return out
 }
+
+// keptFrames is the most frames a slice handed back for reuse may hold. A
+// browser that fell behind grows the queue's slices to its backlog (64
+// bytes a frame, thousands of frames under the bound); kept, the two
+// slices would pin that for the rest of the session.
+const keptFrames = 16
 
 // written is the writer's report that a taken frame is out (or will never
 // be written): its pooled buffer is released.

@@ -208,3 +208,27 @@ func TestQueuedAudioTakesABufferOfItsOwnSize(t *testing.T) {
 		q.written(f)
 	}
 }
+
+// A backlog grows the queue's frame slices; once it is written they are
+// not kept for the rest of the connection (a few frames' worth are).
+func TestQueueKeepsNoSliceGrownByABacklog(t *testing.T) {
+	q := newQueue(1 << 20)
+	for range 1000 {
+		q.push([]byte("x"))
+	}
+	backlog := q.take(nil)
+	q.push([]byte("y"))
+	got := q.take(backlog[:0])
+	q.push([]byte("z"))
+	if c := cap(q.frames); c > keptFrames {
+		t.Errorf("after a backlog of 1000 frames the queue keeps room for %d, want at most %d", c, keptFrames)
+	}
+	if len(got) != 1 || string(got[0].data) != "y" {
+		t.Errorf("took %q, want [y]", frames(got))
+	}
+	q.take(got[:0])
+	q.push([]byte("w"))
+	if &q.frames[0] != &got[:1][0] {
+		t.Error("a small slice handed back is not reused")
+	}
+}
