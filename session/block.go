@@ -58,3 +58,26 @@ func (s *session) block(d time.Duration, reason string) {
 		"requested_seconds", int64(requested/time.Second), "seconds", int64(d/time.Second))
 	s.m.blockLocal(s.id.User, b)
 }
+
+// blockLocal tells every live connection of user on this node about a
+// block; connections on other nodes learn it at their next turn.
+func (m *Manager) blockLocal(user string, b store.Block) {
+	for _, c := range m.connsOf(user) {
+		if s := c.s.Load(); s != nil {
+			s.setBlocked(b)
+		}
+	}
+}
+
+// connsOf is a snapshot of user's live connections on this node.
+func (m *Manager) connsOf(user string) []*conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var conns []*conn
+	for c := range m.all {
+		if c.id.User == user {
+			conns = append(conns, c)
+		}
+	}
+	return conns
+}

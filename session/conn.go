@@ -28,10 +28,7 @@ type conn struct {
 	wire Wire     // the browser's WebSocket, or a phone call's bridge
 	raw  net.Conn // under wire; nil when unknown
 	q    *queue
-	// limitKey is whose per-user limits the connection counts against:
-	// the user, or in dev mode a key of its own.
-	limitKey string
-	id       Identity // as the edge admitted it (user, channel, prompt, pinned)
+	id   Identity // as the edge admitted it (user, channel, prompt, pinned)
 	// logp is the connection's logger (log); session.start adds the
 	// session's id while the reader and timers may log.
 	logp atomic.Pointer[slog.Logger]
@@ -63,7 +60,7 @@ type conn struct {
 
 func newConn(ctx context.Context, cancel context.CancelFunc, m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
-		m: m, wire: wire, id: id, limitKey: id.User, ctx: ctx, cancel: cancel,
+		m: m, wire: wire, id: id, ctx: ctx, cancel: cancel,
 		q:     newQueue(m.cfg.SendQueueBytes),
 		done:  make(chan struct{}),
 		relay: newRelayStats(m.Metrics, id.Channel),
@@ -77,11 +74,6 @@ func newConn(ctx context.Context, cancel context.CancelFunc, m *Manager, wire Wi
 	c.exp.init(m.cfg.AuthLeeway, m.cfg.Clock, c.tokenExpired)
 	if id.ClientIP != "" {
 		c.logp.Store(c.log().With("client_ip", id.ClientIP))
-	}
-	if id.Anonymous {
-		// Dev mode: every connection is "the" anonymous user; each counts
-		// as a user of its own for the per-user limits.
-		c.limitKey = id.User + ":" + newSessionID()
 	}
 	c.out.closing = make(chan struct{})
 	c.out.onClose = c.q.requestClose
@@ -251,7 +243,7 @@ func (c *conn) handshake() bool {
 	timer.Stop()
 	// The session exists from here on: the reader reads on while its
 	// goroutine starts it.
-	s := newSession(c.ctx, c.m, c, c.id, c.limitKey)
+	s := newSession(c.ctx, c.m, c, &c.id)
 	c.s.Store(s)
 	s.open(msg)
 	return true

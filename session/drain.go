@@ -9,22 +9,9 @@ import (
 	"github.com/turnstile-gw/turnstile/protocol"
 )
 
-// A connection ended by its node rather than its browser: another
-// connection taking its session over (takeOver), and a drain.
-
-// takeOver closes the connection because another one resumed its session,
-// and returns when it has ended (its turn cancelled, its store writes
-// landed) or after TakeoverWait, so that the new connection reads
-// everything the old one wrote.
-func (s *session) takeOver(ctx context.Context) {
-	s.close(protocol.DisconnectTakenOver)
-	s.act.cancelTurn()
-	select {
-	case <-s.out.ended():
-	case <-ctx.Done():
-	case <-clock.Wall.After(s.m.cfg.TakeoverWait):
-	}
-}
+// A connection ended by its node rather than its browser: a drain. (A
+// session taken over by another connection is the session's: takeOver,
+// fence.go.)
 
 // drain waits for the running turn (a voice turn plays out to its
 // turnComplete) or ctx, then closes with 4100. A pinned connection (a phone

@@ -111,7 +111,7 @@ type TestSession struct {
 // when it reads session.start, and hands it start.
 func (m *Manager) OpenTestSession(out *Outbox, id Identity, start protocol.ClientMessage) *TestSession {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &TestSession{s: newSession(ctx, m, out, id, id.User), out: out, cancel: cancel}
+	t := &TestSession{s: newSession(ctx, m, out, &id), out: out, cancel: cancel}
 	out.onClose = t.End
 	t.s.open(start)
 	return t

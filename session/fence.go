@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 )
@@ -130,4 +131,18 @@ func (s *session) owns(token, user string) bool {
 	want := rec.TokenHash
 	got := store.HashToken(token)
 	return want != "" && s.id.User == user && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// takeOver closes the session's connection because another one resumed
+// the session, and returns when it has ended (its turn cancelled, its store writes
+// landed) or after TakeoverWait, so that the new connection reads
+// everything the old one wrote.
+func (s *session) takeOver(ctx context.Context) {
+	s.close(protocol.DisconnectTakenOver)
+	s.act.cancelTurn()
+	select {
+	case <-s.out.ended():
+	case <-ctx.Done():
+	case <-clock.Wall.After(s.m.cfg.TakeoverWait):
+	}
 }

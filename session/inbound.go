@@ -57,26 +57,6 @@ func (c *conn) handle(s *session, data []byte) bool {
 	return true
 }
 
-// input acts on one input of the conversation, on its goroutine (inbox.go).
-func (s *session) input(msg protocol.ClientMessage) {
-	switch msg.Type {
-	case protocol.TypeText:
-		s.act.text(msg.Text)
-	case protocol.TypeVoiceStart:
-		s.act.requestVoice("client")
-	case protocol.TypeVoiceStop:
-		s.act.endVoice("client")
-	case protocol.TypeConfirm:
-		s.answerConfirm(msg.Token, msg.Approve)
-	case protocol.TypeTurnCancel:
-		s.act.cancelTurn()
-	case protocol.TypeHistory:
-		s.historyPage(msg.Before, msg.Limit)
-	default:
-		s.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
-	}
-}
-
 // micAudio takes one binary frame of microphone audio (PCM16LE 16 kHz); pcm
 // is the reader's buffer and is not kept. Audio is paced (MicPace) before
 // anything else, in text mode too.

@@ -98,3 +98,23 @@ func (s *session) actOnInputs() {
 // waitInputs returns when the conversation's goroutine has ended; the
 // connection's context has ended, so it acts on nothing more.
 func (s *session) waitInputs() { s.in.wg.Wait() }
+
+// input acts on one input of the conversation, on its goroutine (inbox.go).
+func (s *session) input(msg protocol.ClientMessage) {
+	switch msg.Type {
+	case protocol.TypeText:
+		s.act.text(msg.Text)
+	case protocol.TypeVoiceStart:
+		s.act.requestVoice("client")
+	case protocol.TypeVoiceStop:
+		s.act.endVoice("client")
+	case protocol.TypeConfirm:
+		s.answerConfirm(msg.Token, msg.Approve)
+	case protocol.TypeTurnCancel:
+		s.act.cancelTurn()
+	case protocol.TypeHistory:
+		s.historyPage(msg.Before, msg.Limit)
+	default:
+		s.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
+	}
+}

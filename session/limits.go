@@ -2,13 +2,11 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/store"
 )
 
 // limit is one of the edge's limits: the closed set of reasons counted in
@@ -109,7 +107,7 @@ func (c *conn) abuse() {
 	c.out.later.Add(1)
 	go func() {
 		defer c.out.later.Done()
-		d, _ := c.m.coolDown(c.ctx, c.id, c.log(), protocol.DisconnectRateAbuse)
+		d, _ := c.m.coolDown(c.ctx, &c.id, c.log(), protocol.DisconnectRateAbuse)
 		if c.ctx.Err() == nil && c.out.close(d, false) {
 			c.refused(limitRateAbuse, c.m.now())
 		}
@@ -121,7 +119,7 @@ func (c *conn) abuse() {
 // for, and returns d telling the browser how long to wait, and that wait.
 // Without a cooldown (none configured, dev mode, a store that does not
 // answer) it is d as it is, and 0.
-func (m *Manager) coolDown(ctx context.Context, id Identity, log *slog.Logger, d protocol.Disconnect) (protocol.Disconnect, time.Duration) {
+func (m *Manager) coolDown(ctx context.Context, id *Identity, log *slog.Logger, d protocol.Disconnect) (protocol.Disconnect, time.Duration) {
 	p := m.cfg.AbuseCooldown
 	if p.First <= 0 || id.Anonymous {
 		return d, 0
@@ -139,27 +137,6 @@ func (m *Manager) coolDown(ctx context.Context, id Identity, log *slog.Logger, d
 	return d.WithRetryAfter(cd.Left), cd.Left
 }
 
-// allowVoiceStart takes one move into voice against the session's starts
-// per minute, and tells the browser when it is refused. The window is the
-// session's, in Redis: reconnecting and resuming does not reset it. A
-// store that does not answer lets the move through.
-func (s *session) allowVoiceStart() bool {
-	n := s.m.cfg.VoiceStartsPerMinute
-	if n <= 0 {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
-	defer cancel()
-	lim := store.TurnLimit{Key: s.st.record().ID, Kind: store.KindVoiceStarts, Max: n, Window: time.Minute}
-	if allowed, _, err := s.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
-		return true
-	}
-	s.refused(limitVoiceStarts, s.m.now())
-	s.send(protocol.NewError(protocol.CodeRateLimited,
-		"too many switches to voice in the last minute; the session stays in text, try again shortly", true, 0))
-	return false
-}
-
 // refused counts one refusal and logs it, at most once a minute per
 // connection and reason, with the count since the last line. The limits
 // that a client meets by reconnecting in a loop (a new connection each
@@ -168,29 +145,4 @@ func (c *conn) refused(l limit, now time.Time) {
 	if n, ok := c.refusals.note(l, now); ok {
 		c.log().Log(context.Background(), limits[l].level, limits[l].msg, "reason", limits[l].label, "count", n)
 	}
-}
-
-// allowNewSession counts a new session against the user's new sessions per
-// minute, across nodes (one round trip; resumes do not count). Over it,
-// the browser is told rate_limited with the wait and closed 4008. A store
-// that does not answer lets it through: creating the session then decides.
-func (s *session) allowNewSession() bool {
-	n := s.m.cfg.NewSessionsPerMinute
-	if n <= 0 {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
-	defer cancel()
-	allowed, wait, err := s.m.Store.CountTurn(ctx,
-		store.TurnLimit{Key: s.limitKey, Kind: store.KindSessions, Max: n, Window: time.Minute}, newSessionID())
-	if err != nil || allowed {
-		return true
-	}
-	s.refused(limitNewSessions, s.m.now())
-	s.m.Metrics.RefuseSession(limitNewSessions.String(), s.id.Channel)
-	secs := int(wait.Round(time.Second) / time.Second)
-	s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))
-	s.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
-	return false
 }

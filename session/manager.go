@@ -1,11 +1,14 @@
-// Package session runs one live session per browser connection: its
-// goroutines (a reader, a writer draining a byte-bounded send queue, the
-// conversation's inputs while some wait, and while in voice the voice
-// pump), its state and the ordered writes that keep it in the store, the
-// start and resume handshake, confirmations and blocks, and the switch
-// between the text loop (session/textturn) and the voice side
-// (session/voice), which reach the connection through small interfaces. It
-// has no policy rules of its own: those are the orchestrator's, one
+// Package session runs one live session per browser connection. The
+// connection (conn, conn.go) is the socket: its reader, a writer draining
+// a byte-bounded send queue, liveness, the reader's rates and refusals and
+// the token's expiry. The session it carries (session, session.go), made
+// when session.start is read, is the conversation: its inputs' goroutine,
+// its state and the ordered writes that keep it in the store, the start
+// and resume, confirmations, ownership and blocks, and the switch between
+// the text loop (session/textturn) and the voice side (session/voice); it
+// reaches the connection only through the outbound interface, and the
+// loops reach it through small interfaces (host.go). It has no policy
+// rules of its own: those are the orchestrator's, one
 // orchestrator.Conversation per session.
 package session
 
@@ -370,27 +373,4 @@ func newSessionID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return "s_" + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// blockLocal tells every live connection of user on this node about a
-// block; connections on other nodes learn it at their next turn.
-func (m *Manager) blockLocal(user string, b store.Block) {
-	for _, c := range m.connsOf(user) {
-		if s := c.s.Load(); s != nil {
-			s.setBlocked(b)
-		}
-	}
-}
-
-// connsOf is a snapshot of user's live connections on this node.
-func (m *Manager) connsOf(user string) []*conn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var conns []*conn
-	for c := range m.all {
-		if c.id.User == user {
-			conns = append(conns, c)
-		}
-	}
-	return conns
 }

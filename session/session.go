@@ -28,8 +28,9 @@ import (
 type session struct {
 	m   *Manager
 	out outbound
-	id  Identity // as the edge admitted it
-	// limitKey is whose per-user limits the session counts against (conn's).
+	id  *Identity // as the edge admitted it (the connection's)
+	// limitKey is whose per-user limits the session counts against: the
+	// user, or in dev mode a key of its own.
 	limitKey string
 	ctx      context.Context // the connection's: ends when it ends
 
@@ -86,10 +87,15 @@ type outbound interface {
 
 // newSession is the session a new connection will carry, empty until
 // session.start (start.go). ctx is the connection's.
-func newSession(ctx context.Context, m *Manager, out outbound, id Identity, limitKey string) *session {
-	s := &session{m: m, out: out, id: id, limitKey: limitKey, ctx: ctx,
+func newSession(ctx context.Context, m *Manager, out outbound, id *Identity) *session {
+	s := &session{m: m, out: out, id: id, limitKey: id.User, ctx: ctx,
 		st: &state{historyMax: m.cfg.HistoryMax, historyMaxBytes: m.cfg.HistoryMaxBytes, now: m.cfg.Clock.Now}}
 	s.st.trimmed = func(int) { s.refused(limitHistoryBytes, s.m.now()) }
+	if id.Anonymous {
+		// Dev mode: every connection is "the" anonymous user; each counts
+		// as a user of its own for the per-user limits.
+		s.limitKey = id.User + ":" + newSessionID()
+	}
 	s.act.s = s
 	s.pst = &persister{st: s.st, store: m.Store, timeout: m.cfg.StoreTimeout, log: out.log(), ctx: ctx,
 		fenced: s.fence, restored: func(ctx context.Context) {

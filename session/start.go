@@ -103,7 +103,7 @@ func (s *session) start(msg protocol.ClientMessage) bool {
 		ready.Turn = rec.Turn
 		s.m.Metrics.SessionStarted(metrics.SessionResumed, s.id.Channel)
 	} else {
-		profile, r := s.m.checkAsks(msg, s.id)
+		profile, r := s.m.checkAsks(msg, *s.id)
 		if r != nil {
 			s.refuseStart(r)
 			return false

@@ -10,10 +10,13 @@ import (
 	"github.com/turnstile-gw/turnstile/store"
 )
 
-// The upstream-connect budget and the resume limits: what bounds the paid
+// The session's limits counted in the store, across nodes: the
+// upstream-connect budget and the resume limits — what bounds the paid
 // Live connections one session or user makes the gateway open, whichever
 // way they try (voice.start, a resume of a session in voice, an upstream
-// goAway or failure), on every node.
+// goAway or failure) — and the user's new sessions and the session's moves
+// into voice per minute. (The connection's own limits, its rates, are in
+// limits.go.)
 
 // budgetWindow is the window of the connect budget and the resume limits.
 const budgetWindow = time.Minute
@@ -117,4 +120,50 @@ func (s *session) refundResume(sessionID, member string) {
 	if err := s.m.Store.UncountLimits(ctx, member, s.resumeLimits(sessionID)...); err != nil {
 		s.log().Debug("resume limit: could not take back a resume the store did not serve", "err", err)
 	}
+}
+
+// allowVoiceStart takes one move into voice against the session's starts
+// per minute, and tells the browser when it is refused. The window is the
+// session's, in Redis: reconnecting and resuming does not reset it. A
+// store that does not answer lets the move through.
+func (s *session) allowVoiceStart() bool {
+	n := s.m.cfg.VoiceStartsPerMinute
+	if n <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
+	defer cancel()
+	lim := store.TurnLimit{Key: s.st.record().ID, Kind: store.KindVoiceStarts, Max: n, Window: time.Minute}
+	if allowed, _, err := s.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
+		return true
+	}
+	s.refused(limitVoiceStarts, s.m.now())
+	s.send(protocol.NewError(protocol.CodeRateLimited,
+		"too many switches to voice in the last minute; the session stays in text, try again shortly", true, 0))
+	return false
+}
+
+// allowNewSession counts a new session against the user's new sessions per
+// minute, across nodes (one round trip; resumes do not count). Over it,
+// the browser is told rate_limited with the wait and closed 4008. A store
+// that does not answer lets it through: creating the session then decides.
+func (s *session) allowNewSession() bool {
+	n := s.m.cfg.NewSessionsPerMinute
+	if n <= 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
+	defer cancel()
+	allowed, wait, err := s.m.Store.CountTurn(ctx,
+		store.TurnLimit{Key: s.limitKey, Kind: store.KindSessions, Max: n, Window: time.Minute}, newSessionID())
+	if err != nil || allowed {
+		return true
+	}
+	s.refused(limitNewSessions, s.m.now())
+	s.m.Metrics.RefuseSession(limitNewSessions.String(), s.id.Channel)
+	secs := int(wait.Round(time.Second) / time.Second)
+	s.send(protocol.NewError(protocol.CodeRateLimited,
+		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))
+	s.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
+	return false
 }
