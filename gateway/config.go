@@ -23,16 +23,11 @@ import (
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
-	"github.com/turnstile-gw/turnstile/transport/openaitext"
 )
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
 	Addr            string                      // listen address, host:port
-	GeminiAPIKey    Secret                      // "" = offline demo model
-	GeminiBaseURL   SecretURL                   // "" = Google's endpoint
-	TextModel       string                      // model for text turns
-	LiveModel       string                      // model for voice (Gemini Live) sessions
 	AllowedOrigins  []string                    // Origin patterns; empty = same host only
 	KBDir           string                      // knowledge-base folder; "" = embedded sample
 	PolicyFile      string                      // TURNSTILE_POLICY; "" = none
@@ -56,18 +51,12 @@ type Config struct {
 	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
 	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
 
-	TextProvider    transport.Provider // who answers text turns: gemini or openai
-	OpenAIAPIKey    Secret             // "" = no key sent (local servers)
-	OpenAIBaseURL   SecretURL          // "" = OpenAI's endpoint
-	OpenAIModel     string             // model for text turns with the openai provider
-	ToolChoice      string             // whether text models may, must or must not call tools: auto, required or none
-	toolChoiceAlias string             // TURNSTILE_OPENAI_TOOL_CHOICE, the older name of ToolChoice; "" = unset
-
-	// Vertex AI, and the offline demo on a public address (config_production.go).
-	UseVertexAI    bool   // GOOGLE_GENAI_USE_VERTEXAI: Gemini through Vertex AI with application default credentials
-	VertexProject  string // GOOGLE_CLOUD_PROJECT
-	VertexLocation string // GOOGLE_CLOUD_LOCATION
-	Demo           bool   // TURNSTILE_DEMO: the offline demo model may serve a non-loopback address
+	// Who answers: Gemini's key or endpoint or Vertex AI, the text
+	// provider, the model names and the tool choice: the transport's own
+	// settings (transport/settings.go). Offline, GeminiOffline and
+	// OpenAIOffline are its.
+	transport.Models
+	Demo bool // TURNSTILE_DEMO: the offline demo model may serve a non-loopback address (config_production.go)
 
 	// The per-turn budgets (a policy file may override them) and the
 	// confirmations' life: the orchestrator's own settings
@@ -135,23 +124,6 @@ type Config struct {
 	// move token expiries.
 	Clock session.Clock
 }
-
-// Offline reports whether text turns are answered by the in-process offline demo model: the text provider
-// has no credentials (Gemini: no GEMINI_API_KEY; OpenAI: neither OPENAI_API_KEY nor OPENAI_BASE_URL).
-func (c Config) Offline() bool {
-	if c.TextProvider == transport.ProviderOpenAI {
-		return c.OpenAIOffline()
-	}
-	return c.GeminiOffline()
-}
-
-// GeminiOffline reports whether Gemini (voice always, text with the gemini provider) is the in-process fake
-// Gemini server, because no GEMINI_API_KEY is set and Vertex AI is not used.
-func (c Config) GeminiOffline() bool { return c.GeminiAPIKey == "" && !c.UseVertexAI }
-
-// OpenAIOffline reports whether the openai text provider would be the in-process fake OpenAI server: no key
-// and no base URL (a local server at OPENAI_BASE_URL needs no key).
-func (c Config) OpenAIOffline() bool { return c.OpenAIAPIKey == "" && c.OpenAIBaseURL == "" }
 
 // LogValue renders the configuration for slog with secrets shown only as set/unset and passwords
 // in URLs masked, so the startup log can carry it whole.
@@ -294,157 +266,112 @@ type configSetting = settings.Setting[Config]
 func configSettings() []configSetting {
 	return slices.Concat([]configSetting{
 		{Env: "TURNSTILE_ADDR", Def: "127.0.0.1:8080", Usage: "listen address, host:port", Apply: parseAddr},
-	}, redisSettings(store.ConnectionSettings()), []configSetting{
-		{Env: "GEMINI_API_KEY", DefDoc: "unset: offline demo model", Secret: true,
-			Usage: "key for the Gemini API (prefer the environment: flags show in ps)",
-			Apply: settings.Key(func(c *Config) *Secret { return &c.GeminiAPIKey })},
-		{Env: "GEMINI_BASE_URL", DefDoc: "unset: Google's endpoint",
-			Usage: "base URL of a Gemini-compatible endpoint (http, https, ws or wss)", Apply: parseBaseURL},
-		useVertexSetting(), vertexProjectSetting(), vertexLocationSetting(), demoSetting(),
-	}, settings.Lift(telephony.CallSettings(), func(c *Config) *telephony.Calls { return &c.Calls }), []configSetting{
-		{Env: "TURNSTILE_TEXT_MODEL", Def: "gemini-2.5-flash", Usage: "Gemini model for text turns (with TURNSTILE_TEXT_PROVIDER=gemini)",
-			Apply: parseModelName(func(c *Config) *string { return &c.TextModel })},
-		{Env: "TURNSTILE_TEXT_PROVIDER", Def: string(transport.ProviderGemini),
-			Usage: "who answers text turns: gemini, or openai for any OpenAI-compatible Chat Completions server (voice always uses Gemini Live)",
-			Apply: func(c *Config, v string) error {
-				switch p := transport.Provider(strings.ToLower(strings.TrimSpace(v))); p {
-				case transport.ProviderGemini, transport.ProviderOpenAI:
-					c.TextProvider = p
+	}, redisSettings(store.ConnectionSettings()), []configSetting{}, modelSettings(transport.GeminiSettings()), []configSetting{demoSetting()},
+		settings.Lift(telephony.CallSettings(), func(c *Config) *telephony.Calls { return &c.Calls }),
+		modelSettings(transport.ModelSettings()),
+		authSettings([]settings.Setting[server.Auth]{server.AuthSecretSetting()}), []configSetting{
+			{Env: "TURNSTILE_ALLOWED_ORIGINS", DefDoc: "unset: same host only",
+				Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
+				Apply: parseOrigins},
+			{Env: "TURNSTILE_KB_DIR", DefDoc: "unset: embedded sample", Usage: "folder of Markdown knowledge-base documents",
+				Apply: settings.OptionalFolder(func(c *Config) *string { return &c.KBDir })},
+			{Env: "TURNSTILE_POLICY", DefDoc: "unset: budgets from the settings below, tool metadata from the manifests",
+				Usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
+				Apply: parsePolicy},
+			{Env: "TURNSTILE_TOOLS_DIR", DefDoc: "unset: no HTTP tools",
+				Usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
+				Apply: settings.OptionalFolder(func(c *Config) *string { return &c.ToolsDir })},
+			{Env: "TURNSTILE_MCP_CONFIG", DefDoc: "unset: no MCP tool servers",
+				Usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
+				Apply: parseMCPConfigPath},
+			settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
+				func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
+		}, orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
+			{Env: "TURNSTILE_MAX_TOOL_ITERATIONS", Def: "20",
+				Usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
+				Apply: func(c *Config, v string) error {
+					n, err := strconv.Atoi(strings.TrimSpace(v))
+					if err != nil {
+						return errors.New("not a whole number")
+					}
+					if n < 1 {
+						c.Warnings = append(c.Warnings, fmt.Sprintf("TURNSTILE_MAX_TOOL_ITERATIONS=%d is below 1: using 1", n))
+						n = 1
+					}
+					c.MaxToolIterations = n
 					return nil
-				}
-				return errors.New("must be gemini or openai")
-			}},
-		{Env: "OPENAI_API_KEY", DefDoc: "unset: no key sent; with TURNSTILE_TEXT_PROVIDER=openai and no OPENAI_BASE_URL either, the offline demo model",
-			Secret: true, Usage: "key for the OpenAI-compatible server, sent as a bearer token (prefer the environment: flags show in ps)",
-			Apply: settings.Key(func(c *Config) *Secret { return &c.OpenAIAPIKey })},
-		{Env: "OPENAI_BASE_URL", DefDoc: "unset: OpenAI's endpoint, " + openaitext.DefaultBaseURL,
-			Usage: "base URL of an OpenAI-compatible server, its version path included, e.g. http://localhost:11434/v1 (Ollama); no key needed with it",
-			Apply: parseOpenAIBaseURL},
-		{Env: "TURNSTILE_OPENAI_MODEL", Def: "gpt-4o-mini", Usage: "model for text turns with TURNSTILE_TEXT_PROVIDER=openai, e.g. llama3.1 on Ollama",
-			Apply: parseModelName(func(c *Config) *string { return &c.OpenAIModel })},
-		{Env: "TURNSTILE_TOOL_CHOICE", Def: transport.ToolChoiceAuto,
-			Usage: "whether the text model may call tools (auto), must call one (required) or may not (none); sent with every text request " +
-				"that declares tools, as Gemini's functionCallingConfig.mode (AUTO, ANY, NONE) or OpenAI's tool_choice",
-			Apply: func(c *Config, v string) error {
-				tc, err := parseToolChoice(v)
-				c.ToolChoice = tc
-				return err
-			}},
-		{Env: "TURNSTILE_OPENAI_TOOL_CHOICE", DefDoc: "unset: TURNSTILE_TOOL_CHOICE",
-			Usage: "the older name of TURNSTILE_TOOL_CHOICE, still read when that is not set",
-			Apply: func(c *Config, v string) error {
-				if v == "" {
+				}},
+			{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
+				Apply: func(c *Config, v string) error {
+					switch strings.ToLower(v) {
+					case "debug", "info", "warn", "error":
+						return c.LogLevel.UnmarshalText([]byte(v))
+					}
+					return errors.New("must be debug, info, warn or error")
+				}},
+			settings.Duration("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
+				func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+			redisRow(store.SessionTTLSetting()),
+			settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
+				func(c *Config) *int { return &c.HistoryMax }),
+			settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
+				func(c *Config) *int { return &c.MaxMessageBytes }),
+			settings.Int("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
+				func(c *Config) *int { return &c.MaxTextChars }),
+			settings.Int("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+				func(c *Config) *int { return &c.SendQueueBytes }),
+			settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
+				func(c *Config) *time.Duration { return &c.WriteTimeout }),
+			redisRow(store.TimeoutSetting()),
+			settings.Duration("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
+				func(c *Config) *time.Duration { return &c.ModelTimeout }),
+			{Env: "TURNSTILE_SYSTEM_PROMPT", Def: DefaultSystemPrompt, DefDoc: "a brief, knowledge-base-first support assistant",
+				Usage: "base system instruction given to the model", Apply: func(c *Config, v string) error {
+					c.SystemPrompt = v
 					return nil
-				}
-				tc, err := parseToolChoice(v)
-				c.toolChoiceAlias = tc
-				return err
-			}},
-		{Env: "TURNSTILE_LIVE_MODEL", Def: "gemini-2.5-flash-native-audio-preview-12-2025",
-			Usage: "model for voice sessions (Gemini Live)", Apply: parseModelName(func(c *Config) *string { return &c.LiveModel })},
-	}, authSettings([]settings.Setting[server.Auth]{server.AuthSecretSetting()}), []configSetting{
-		{Env: "TURNSTILE_ALLOWED_ORIGINS", DefDoc: "unset: same host only",
-			Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
-			Apply: parseOrigins},
-		{Env: "TURNSTILE_KB_DIR", DefDoc: "unset: embedded sample", Usage: "folder of Markdown knowledge-base documents",
-			Apply: settings.OptionalFolder(func(c *Config) *string { return &c.KBDir })},
-		{Env: "TURNSTILE_POLICY", DefDoc: "unset: budgets from the settings below, tool metadata from the manifests",
-			Usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
-			Apply: parsePolicy},
-		{Env: "TURNSTILE_TOOLS_DIR", DefDoc: "unset: no HTTP tools",
-			Usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
-			Apply: settings.OptionalFolder(func(c *Config) *string { return &c.ToolsDir })},
-		{Env: "TURNSTILE_MCP_CONFIG", DefDoc: "unset: no MCP tool servers",
-			Usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
-			Apply: parseMCPConfigPath},
-		settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
-	}, orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
-		{Env: "TURNSTILE_MAX_TOOL_ITERATIONS", Def: "20",
-			Usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
-			Apply: func(c *Config, v string) error {
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil {
-					return errors.New("not a whole number")
-				}
-				if n < 1 {
-					c.Warnings = append(c.Warnings, fmt.Sprintf("TURNSTILE_MAX_TOOL_ITERATIONS=%d is below 1: using 1", n))
-					n = 1
-				}
-				c.MaxToolIterations = n
-				return nil
-			}},
-		{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
-			Apply: func(c *Config, v string) error {
-				switch strings.ToLower(v) {
-				case "debug", "info", "warn", "error":
-					return c.LogLevel.UnmarshalText([]byte(v))
-				}
-				return errors.New("must be debug, info, warn or error")
-			}},
-		settings.Duration("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-		redisRow(store.SessionTTLSetting()),
-		settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
-			func(c *Config) *int { return &c.HistoryMax }),
-		settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
-			func(c *Config) *int { return &c.MaxMessageBytes }),
-		settings.Int("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
-			func(c *Config) *int { return &c.MaxTextChars }),
-		settings.Int("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
-			func(c *Config) *int { return &c.SendQueueBytes }),
-		settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.WriteTimeout }),
-		redisRow(store.TimeoutSetting()),
-		settings.Duration("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
-			func(c *Config) *time.Duration { return &c.ModelTimeout }),
-		{Env: "TURNSTILE_SYSTEM_PROMPT", Def: DefaultSystemPrompt, DefDoc: "a brief, knowledge-base-first support assistant",
-			Usage: "base system instruction given to the model", Apply: func(c *Config, v string) error {
-				c.SystemPrompt = v
-				return nil
-			}},
-	}, orchestratorSettings(orchestrator.ConfirmSettings()), []configSetting{
-		{Env: "TURNSTILE_RESTRICT_OUTPUT", Def: "false", Usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
-			Apply: func(c *Config, v string) error {
-				b, err := strconv.ParseBool(strings.TrimSpace(v))
-				if err != nil {
-					return errors.New("must be true or false")
-				}
-				c.RestrictOutput = b
-				return nil
-			}},
-		{Env: "TURNSTILE_RESTRICTION_MESSAGE", DefDoc: "ask the model to use its tools and answer through finish",
-			Usage: "the instruction injected when restricted output refuses a plain-text answer", Apply: func(c *Config, v string) error {
-				c.RestrictionMessage = v
-				return nil
-			}},
-		settings.Int("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
-			func(c *Config) *int { return &c.RestrictionMaxInjections }),
-		{Env: "TURNSTILE_PPROF_ADDR", DefDoc: "unset: off",
-			Usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
-			Apply: func(c *Config, v string) error {
-				if v == "" {
+				}},
+		}, orchestratorSettings(orchestrator.ConfirmSettings()), []configSetting{
+			{Env: "TURNSTILE_RESTRICT_OUTPUT", Def: "false", Usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
+				Apply: func(c *Config, v string) error {
+					b, err := strconv.ParseBool(strings.TrimSpace(v))
+					if err != nil {
+						return errors.New("must be true or false")
+					}
+					c.RestrictOutput = b
 					return nil
-				}
-				if err := parseAddr(&Config{}, v); err != nil {
-					return err
-				}
-				if !isLoopbackAddr(v) {
-					return errors.New("must be a loopback address: profiles expose the process's internals")
-				}
-				c.PprofAddr = v
-				return nil
-			}},
-		{Env: "TURNSTILE_ADMIN_ADDR", Def: "127.0.0.1:9090",
-			Usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
-			Apply: func(c *Config, v string) error {
-				if err := parseAddr(&Config{}, v); err != nil {
-					return err
-				}
-				c.AdminAddr = v
-				return nil
-			}},
-	}, edgeSettings(server.EdgeSettings()), authSettings(server.AuthSettings()),
+				}},
+			{Env: "TURNSTILE_RESTRICTION_MESSAGE", DefDoc: "ask the model to use its tools and answer through finish",
+				Usage: "the instruction injected when restricted output refuses a plain-text answer", Apply: func(c *Config, v string) error {
+					c.RestrictionMessage = v
+					return nil
+				}},
+			settings.Int("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
+				func(c *Config) *int { return &c.RestrictionMaxInjections }),
+			{Env: "TURNSTILE_PPROF_ADDR", DefDoc: "unset: off",
+				Usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
+				Apply: func(c *Config, v string) error {
+					if v == "" {
+						return nil
+					}
+					if err := parseAddr(&Config{}, v); err != nil {
+						return err
+					}
+					if !isLoopbackAddr(v) {
+						return errors.New("must be a loopback address: profiles expose the process's internals")
+					}
+					c.PprofAddr = v
+					return nil
+				}},
+			{Env: "TURNSTILE_ADMIN_ADDR", Def: "127.0.0.1:9090",
+				Usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
+				Apply: func(c *Config, v string) error {
+					if err := parseAddr(&Config{}, v); err != nil {
+						return err
+					}
+					c.AdminAddr = v
+					return nil
+				}},
+		}, edgeSettings(server.EdgeSettings()), authSettings(server.AuthSettings()),
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
@@ -483,6 +410,11 @@ func redisRow(row settings.Setting[store.Redis]) configSetting {
 // edgeSettings lifts a table of the edge's limits into the gateway's.
 func edgeSettings(rows []settings.Setting[server.Edge]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *server.Edge { return &c.Edge })
+}
+
+// modelSettings lifts a table of the models' settings into the gateway's.
+func modelSettings(rows []settings.Setting[transport.Models]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *transport.Models { return &c.Models })
 }
 
 // authSettings lifts a table of the edge's token settings into the gateway's.
@@ -591,7 +523,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 				shown[g.retrieval], shown[g.calls]))
 		}
 	}
-	errs = append(errs, toolChoiceAlias(c, failed, explicit, shown)...)
+	errs = append(errs, c.ToolChoiceChecks(failed, explicit, shown)...)
 	errs = append(errs, redisCrossChecks(*c, failed, shown)...)
 	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && !failed["TURNSTILE_AUTH_JWKS_URL"] &&
 		c.DevMode() && !isLoopbackAddr(c.Addr) {

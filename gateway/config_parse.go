@@ -18,7 +18,6 @@ import (
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
-	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // parsePolicy loads and validates the policy file. Its errors name the file,
@@ -89,16 +88,6 @@ func loadToolSources(c *Config, getenv func(string) string, failed map[string]bo
 	return errs
 }
 
-func parseModelName(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return errors.New("a model name has no spaces or control characters")
-		}
-		*field(c) = v
-		return nil
-	}
-}
-
 func parseAddr(c *Config, v string) error {
 	host, port, err := net.SplitHostPort(v)
 	if err != nil {
@@ -145,31 +134,6 @@ func redisCrossChecks(c Config, failed map[string]bool, shown map[string]string)
 	return errs
 }
 
-func parseBaseURL(c *Config, v string) error {
-	if v == "" {
-		return nil
-	}
-	if _, err := settings.AbsoluteURL(v, "http", "https", "ws", "wss"); err != nil {
-		return err
-	}
-	c.GeminiBaseURL = SecretURL(v)
-	return nil
-}
-
-// parseOpenAIBaseURL accepts an absolute http or https URL.
-func parseOpenAIBaseURL(c *Config, v string) error {
-	if v == "" {
-		return nil
-	}
-	if _, err := settings.AbsoluteURL(v, "http", "https"); errors.Is(err, settings.ErrURLScheme) {
-		return fmt.Errorf("%w, e.g. http://localhost:11434/v1", err)
-	} else if err != nil {
-		return err
-	}
-	c.OpenAIBaseURL = SecretURL(v)
-	return nil
-}
-
 // parseOrigins accepts scheme://host[:port] entries; the host may start with "*." to match subdomains.
 func parseOrigins(c *Config, v string) error {
 	var out, bad []string
@@ -192,32 +156,6 @@ func parseOrigins(c *Config, v string) error {
 			"optionally *.host for subdomains", strings.Join(bad, ", "))
 	}
 	c.AllowedOrigins = out
-	return nil
-}
-
-// parseToolChoice reads a tool choice in any case.
-func parseToolChoice(v string) (string, error) {
-	tc := strings.ToLower(strings.TrimSpace(v))
-	if !transport.ValidToolChoice(tc) {
-		return "", errors.New("must be auto, required or none")
-	}
-	return tc, nil
-}
-
-// toolChoiceAlias applies TURNSTILE_OPENAI_TOOL_CHOICE, the older name of
-// TURNSTILE_TOOL_CHOICE, when only it is set; both set to different values
-// is an error naming both.
-func toolChoiceAlias(c *Config, failed, explicit map[string]bool, shown map[string]string) []error {
-	const name, alias = "TURNSTILE_TOOL_CHOICE", "TURNSTILE_OPENAI_TOOL_CHOICE"
-	given := c.toolChoiceAlias
-	c.toolChoiceAlias = "" // read once, here
-	if failed[name] || failed[alias] || given == "" {
-		return nil
-	}
-	if explicit[name] && c.ToolChoice != given {
-		return []error{fmt.Errorf("%s: conflicts with %s (its older name); set only %s", shown[alias], shown[name], name)}
-	}
-	c.ToolChoice = given
 	return nil
 }
 

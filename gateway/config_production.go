@@ -1,13 +1,13 @@
 package gateway
 
-// The settings that keep a gateway on a public address from serving the
-// offline demo model by accident, and those of the Vertex AI backend.
+// The setting and the checks that keep a gateway on a public address from
+// serving the offline demo model by accident, and Vertex AI's checks (its
+// settings are the transport's: transport/settings.go).
 
 import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -17,38 +17,6 @@ func demoSetting() configSetting {
 	return configSetting{Env: "TURNSTILE_DEMO", Def: "false",
 		Usage: "true: serve the offline demo model on a non-loopback address on purpose (a public demo); without it such a gateway needs model credentials",
 		Apply: settings.Bool(func(c *Config) *bool { return &c.Demo })}
-}
-
-func useVertexSetting() configSetting {
-	return configSetting{Env: "GOOGLE_GENAI_USE_VERTEXAI", Def: "false",
-		Usage: "true: Gemini (text and Live) through Vertex AI, with GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION and application default credentials, instead of the Gemini API and GEMINI_API_KEY",
-		Apply: settings.Bool(func(c *Config) *bool { return &c.UseVertexAI })}
-}
-
-func vertexProjectSetting() configSetting {
-	return configSetting{Env: "GOOGLE_CLOUD_PROJECT", DefDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
-		Usage: "Google Cloud project id for Vertex AI", Apply: vertexName(func(c *Config) *string { return &c.VertexProject })}
-}
-
-func vertexLocationSetting() configSetting {
-	return configSetting{Env: "GOOGLE_CLOUD_LOCATION", DefDoc: "unset; required with GOOGLE_GENAI_USE_VERTEXAI=true",
-		Usage: "Vertex AI region, e.g. us-central1 or europe-west4 (one that serves both models, the Live one included)",
-		Apply: vertexName(func(c *Config) *string { return &c.VertexLocation })}
-}
-
-// vertexName accepts a project id or a location: they go into URL paths
-// and resource names, so they have no slashes, spaces or control
-// characters.
-func vertexName(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if strings.ContainsFunc(v, func(r rune) bool {
-			return r == '/' || r == '?' || r == '#' || unicode.IsSpace(r) || unicode.IsControl(r)
-		}) {
-			return errors.New("has a slash, ?, #, space or control character")
-		}
-		*field(c) = v
-		return nil
-	}
 }
 
 // productionChecks refuses what would surprise an operator in production:

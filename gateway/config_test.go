@@ -19,6 +19,7 @@ import (
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
+	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
@@ -64,7 +65,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults must be valid: %v", err)
 	}
 	want := Config{
-		Addr: "127.0.0.1:8080", TextModel: "gemini-2.5-flash", LiveModel: "gemini-2.5-flash-native-audio-preview-12-2025",
+		Addr: "127.0.0.1:8080",
+		Models: transport.Models{TextModel: "gemini-2.5-flash", LiveModel: "gemini-2.5-flash-native-audio-preview-12-2025",
+			TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto"},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
 			Text: orchestrator.Budget{MaxRetrieval: 5, MaxCalls: 10}, ConfirmTTL: 2 * time.Minute},
 		MaxToolIterations: 20,
@@ -72,7 +75,6 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Redis:           store.Redis{RedisMode: "single", RedisTimeout: 500 * time.Millisecond, SessionTTL: 24 * time.Hour},
 		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
 		ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
-		TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto",
 		MCPStartTimeout: 10 * time.Second,
 	}
 	withEdgeDefaults(&want)
@@ -144,9 +146,12 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("LoadConfig: %v", err)
 	}
 	want := Config{
-		Addr: "0.0.0.0:9000", GeminiAPIKey: "key-123",
-		Redis:         store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
-		GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m", Auth: server.Auth{AuthSecret: testAuthSecret},
+		Addr: "0.0.0.0:9000",
+		Models: transport.Models{GeminiAPIKey: "key-123", GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m",
+			TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
+			ToolChoice: "required"},
+		Redis:          store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
+		Auth:           server.Auth{AuthSecret: testAuthSecret},
 		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
@@ -154,8 +159,6 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		LogLevel:          slog.LevelDebug, ShutdownTimeout: 2 * time.Second, HistoryMax: 2,
 		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
 		ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
-		TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
-		ToolChoice:      "required",
 		MCPStartTimeout: 10 * time.Second,
 	}
 	withEdgeDefaults(&want)

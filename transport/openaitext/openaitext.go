@@ -20,7 +20,7 @@ import (
 )
 
 // DefaultBaseURL is OpenAI's own endpoint.
-const DefaultBaseURL = "https://api.openai.com/v1"
+const DefaultBaseURL = transport.OpenAIDefaultBaseURL
 
 // Tool choices a Model may send (transport's); the zero value means
 // ToolChoiceAuto.
