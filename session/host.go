@@ -47,7 +47,7 @@ type textHost struct {
 
 var _ textturn.Host = textHost{}
 
-func (h textHost) Send(ev protocol.Event)                  { h.s.send(ev) }
+func (h textHost) Send(ev protocol.Event)                  { h.s.out.sendNow(ev) }
 func (h textHost) History() []transport.Entry              { return h.s.contextHistory(h.s.ts.text) }
 func (h textHost) ToolEvents(turn int) orchestrator.Events { return turnEvents{s: h.s, turn: turn} }
 

@@ -18,6 +18,10 @@ import (
 // model audio (20 ms and more apart) a connection holds no writer
 // goroutine, nor its stack; starting one per frame costs about what waking
 // a parked one did (docs/benchmarks.md, "Active voice sessions' memory").
+// An idle connection has no writer goroutine. A text turn's goroutine may
+// instead claim the writer's place for one frame when nothing is queued
+// and none runs, and write it itself (claim, release; conn.sendNow): a
+// frame then waits for no goroutine's wake-up.
 type queue struct {
 	mu     sync.Mutex
 	frames []frame
@@ -151,6 +155,31 @@ func (q *queue) startLocked() bool {
 	q.writing = true
 	q.writers.Add(1)
 	return true
+}
+
+// claim makes the caller the writer, for one frame of size bytes it
+// writes itself rather than waking a goroutine for it, when nothing is
+// queued, no writer runs and no close is asked for; it reports whether it
+// did. A claim is ended by release (or by the writer's end for good).
+func (q *queue) claim(size int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.frames) == 0 && !q.closeReq && size <= q.max && q.startLocked()
+}
+
+// release ends a claim: what was queued meanwhile (or a close asked for)
+// goes to a writer goroutine, which takes the claim's place; else no
+// writer runs.
+func (q *queue) release() {
+	q.mu.Lock()
+	if len(q.frames) > 0 || q.closeReq {
+		q.mu.Unlock()
+		go q.write()
+		return
+	}
+	q.writing = false
+	q.writers.Done()
+	q.mu.Unlock()
 }
 
 // requestClose asks the writer to close the connection, starting one if

@@ -232,3 +232,50 @@ func TestQueueKeepsNoSliceGrownByABacklog(t *testing.T) {
 		t.Error("a small slice handed back is not reused")
 	}
 }
+
+// A producer may write a frame itself only when nothing is queued and no
+// writer runs; what is pushed while it writes waits, in order, for a
+// writer started when it is done, and no second claim is granted
+// meanwhile.
+func TestQueueClaimWritesAheadOnlyWhenIdleAndLaterFramesFollowInOrder(t *testing.T) {
+	q := newQueue(100)
+	var mu sync.Mutex
+	var got []string
+	q.write = func() {
+		for {
+			f, _, ok := q.next(nil)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			got = append(got, frames(f)...)
+			mu.Unlock()
+		}
+	}
+	if !q.claim(3) {
+		t.Fatal("claim refused on an idle, empty queue")
+	}
+	got = append(got, "mine") // the claimer's own write
+	q.push([]byte("a"))
+	q.push([]byte("b"))
+	if q.claim(1) {
+		t.Fatal("a second claim granted while the first writes")
+	}
+	q.release()
+	q.stopWriters()
+	if want := []string{"mine", "a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("written %q, want %q", got, want)
+	}
+
+	q = newQueue(100)
+	q.push([]byte("queued")) // no writer yet: it stays queued
+	q.write = func() {}
+	if q.claim(1) {
+		t.Error("claim granted with a frame queued: it would overtake it")
+	}
+	q = newQueue(4)
+	q.write = func() {}
+	if q.claim(5) {
+		t.Error("claim granted for a frame larger than the queue's bound")
+	}
+}

@@ -65,6 +65,9 @@ type session struct {
 // *conn is the one in production; the core tests fake it.
 type outbound interface {
 	send(protocol.Event)
+	// sendNow is send for a text turn's events: the caller may write the
+	// frame itself when nothing is queued and no writer runs.
+	sendNow(protocol.Event)
 	// reply queues an answer built to fit the budget it is given (a share
 	// of the queue's free space).
 	reply(build func(budget int) protocol.Event)
