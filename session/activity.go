@@ -47,23 +47,24 @@ type activity struct {
 	wg         sync.WaitGroup
 }
 
-// text takes a message the user typed.
-func (a *activity) text(text string) {
+// text takes a message the user typed. A text turn it starts is returned
+// as openTextTurn returns it, for the conversation's goroutine to run.
+func (a *activity) text(text string) (run, admit func()) {
 	if until, blocked := a.s.st.blocked(); blocked {
 		a.s.send(protocol.NewError(protocol.CodeBlocked, "input is refused until "+until.Format(time.RFC3339), false, 0))
-		return
+		return nil, nil
 	}
 	if a.s.handedOff() {
 		a.s.holdForPerson(text)
-		return
+		return nil, nil
 	}
 	if v := a.voiceSide(); v != nil {
 		if a.allowVoiceText() {
 			v.Text(text)
 		}
-		return
+		return nil, nil
 	}
-	a.startTextTurn(text, "")
+	return a.openTextTurn(text, "")
 }
 
 // startTextTurn accepts a user input: it is in the history (and, unless
@@ -72,28 +73,44 @@ func (a *activity) text(text string) {
 // can still take turn.cancel and confirm. kind is "" for typed text and "confirmation" for the
 // outcome of a confirm.request.
 func (a *activity) startTextTurn(text, kind string) {
+	run, admit := a.openTextTurn(text, kind)
+	if run != nil {
+		go run()
+	}
+	if admit != nil {
+		admit()
+	}
+}
+
+// openTextTurn is startTextTurn without its goroutine: it returns the
+// turn's body when the model request is to start at once (run: the caller
+// runs it on a goroutine, and ends the turn by running it), and the
+// store's round trip that admits or refuses the turn (admit: the caller
+// runs it alongside run, or alone). Neither when the input is refused
+// here.
+func (a *activity) openTextTurn(text, kind string) (run, admit func()) {
 	s := a.s
 	if s.m.isDraining() {
 		s.send(protocol.NewError(protocol.CodeDraining, "the gateway is restarting; reconnect and send again", true, 0))
-		return
+		return nil, nil
 	}
 	a.mu.Lock()
 	if s.closing() {
 		a.mu.Unlock()
-		return // the connection is closing: take no new turn
+		return nil, nil // the connection is closing: take no new turn
 	}
 	if a.busyLocked() {
 		a.mu.Unlock()
 		s.send(protocol.NewError(protocol.CodeTurnInProgress,
 			"a turn is running; wait for turn.done or send turn.cancel", true, 0))
-		return
+		return nil, nil
 	}
 	typed := kind == ""
 	if now := s.m.now(); typed && a.s.m.cfg.TurnsPerMinute > 0 && now.Before(a.turnsUntil) {
 		wait := a.turnsUntil.Sub(now)
 		a.mu.Unlock()
 		a.refuseTurn(wait)
-		return
+		return nil, nil
 	}
 	lim := a.turnLimit()
 	if !typed {
@@ -109,7 +126,7 @@ func (a *activity) startTextTurn(text, kind string) {
 	if !a.verdictFirst {
 		// The model request starts now; the store's answer comes alongside.
 		early = newAdmission()
-		a.launch(turn, text, note, early)
+		run = a.launch(turn, text, note, early)
 		cancelEarly, earlyDone = a.turnCancel, a.turnDone
 	} else {
 		a.admitting = make(chan struct{})
@@ -118,6 +135,15 @@ func (a *activity) startTextTurn(text, kind string) {
 	// admitting mark) keeps any other turn out meanwhile, and a turn that
 	// waits for its verdict sends nothing before it (textturn.Deps.Admitted).
 	a.mu.Unlock()
+	return run, func() { a.admit(text, kind, turn, note, user, lim, early, cancelEarly, earlyDone) }
+}
+
+// admit is a text turn's first store write and what its verdict decides:
+// the turn refused and cleared, or turn.start sent and the turn started
+// (or, started early, let go on).
+func (a *activity) admit(text, kind string, turn int, note string, user transport.Entry, lim store.TurnLimit,
+	early *admission, cancelEarly context.CancelCauseFunc, earlyDone chan struct{}) {
+	s := a.s
 	stages.Mark(stages.Launched)
 	ts := s.persistBegin(user, lim)
 	stages.Mark(stages.Verdict)
@@ -170,22 +196,23 @@ func (a *activity) startTextTurn(text, kind string) {
 		early.decide(true)
 		return
 	}
-	a.launch(turn, text, note, nil)
+	go a.launch(turn, text, note, nil)()
 }
 
-// launch starts text turn turn; with an admission, the turn waits for its
-// verdict before it acts on anything the model sent. a.mu is held.
-func (a *activity) launch(turn int, text, note string, adm *admission) {
+// launch opens text turn turn and returns its body, for the caller to run
+// on a goroutine; with an admission, the turn waits for its verdict
+// before it acts on anything the model sent. a.mu is held.
+func (a *activity) launch(turn int, text, note string, adm *admission) (run func()) {
 	ctx, cancel := context.WithCancelCause(a.s.ctx)
 	done := make(chan struct{})
 	a.turnCancel, a.turnDone = cancel, done
 	a.wg.Add(1)
-	go func() {
+	return func() {
 		defer a.wg.Done()
 		defer close(done)
 		defer cancel(nil)
 		a.runTextTurn(ctx, turn, text, note, adm)
-	}()
+	}
 }
 
 // runTextTurn runs one text turn, ends it, and starts what waited for it:

@@ -67,14 +67,19 @@ func (s *session) enqueue(msg protocol.ClientMessage) {
 // the order they came until none waits. Inputs left when the connection
 // ends are dropped, and so are those after a session.start that did not
 // start the session (the connection is closing).
+//
+// A typed turn whose model request starts at once runs on this goroutine,
+// without waiting for another's wake-up: the turn's store round trip, and
+// then the inputs after it, go on on a new goroutine, which takes this
+// one's place (and its count in in.wg) while this one runs the turn.
 func (s *session) actOnInputs() {
-	defer s.in.wg.Done()
 	in := &s.in
 	for {
 		in.mu.Lock()
 		if len(in.q) == 0 {
 			in.q, in.running = nil, false
 			in.mu.Unlock()
+			in.wg.Done()
 			return
 		}
 		msg := in.q[0]
@@ -90,7 +95,18 @@ func (s *session) actOnInputs() {
 			s.begin(msg) // whatever the context: the reader may wait for it
 		case s.ctx.Err() == nil && s.started.Load():
 			stages.Mark(stages.Input)
-			s.input(msg)
+			run, admit := s.input(msg)
+			if run != nil {
+				go func() {
+					admit()
+					s.actOnInputs()
+				}()
+				run()
+				return
+			}
+			if admit != nil {
+				admit()
+			}
 		}
 	}
 }
@@ -99,11 +115,12 @@ func (s *session) actOnInputs() {
 // connection's context has ended, so it acts on nothing more.
 func (s *session) waitInputs() { s.in.wg.Wait() }
 
-// input acts on one input of the conversation, on its goroutine (inbox.go).
-func (s *session) input(msg protocol.ClientMessage) {
+// input acts on one input of the conversation, on its goroutine. A typed
+// turn it starts is returned, to run (activity.openTextTurn).
+func (s *session) input(msg protocol.ClientMessage) (run, admit func()) {
 	switch msg.Type {
 	case protocol.TypeText:
-		s.act.text(msg.Text)
+		return s.act.text(msg.Text)
 	case protocol.TypeVoiceStart:
 		s.act.requestVoice("client")
 	case protocol.TypeVoiceStop:
@@ -117,4 +134,5 @@ func (s *session) input(msg protocol.ClientMessage) {
 	default:
 		s.send(protocol.NewError(protocol.CodeUnsupported, msg.Type+" is not available yet", false, 0))
 	}
+	return nil, nil
 }
