@@ -5,6 +5,7 @@ package geminitext
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -24,6 +25,7 @@ type Model struct {
 	client *genai.Client
 	name   string
 	opts   Options
+	encode bool // the request's contents are encoded here (encodeContents)
 }
 
 // Options tune a Model.
@@ -43,7 +45,8 @@ func New(client *genai.Client, name string, opts Options) (*Model, error) {
 	if !transport.ValidToolChoice(opts.ToolChoice) {
 		return nil, fmt.Errorf("geminitext: tool choice %q is not auto, required or none", opts.ToolChoice)
 	}
-	return &Model{client: client, name: name, opts: opts}, nil
+	encode := client.ClientConfig().Backend == genai.BackendGeminiAPI
+	return &Model{client: client, name: name, opts: opts, encode: encode}, nil
 }
 
 // functionCallingModes are Gemini's names of the tool choices.
@@ -79,7 +82,7 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		cfg.ToolConfig = ToolConfig(m.opts.ToolChoice, cfg.Tools)
 		finished := false
 		var usage *transport.Usage
-		contents := Contents(history)
+		contents := m.encodeContents(cfg, Contents(history))
 		stages.Mark(stages.Built)
 		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, contents, cfg) {
 			stages.Mark(stages.FirstChunk)
@@ -112,6 +115,33 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 			yield(transport.Chunk{}, transport.ErrTruncated)
 		}
 	}
+}
+
+// encodeContents puts contents into the request's body encoded at once
+// (json.Marshal of the genai types, whose JSON is the Gemini API's) and
+// returns what remains for the SDK to convert: nothing. The SDK's own
+// conversion marshals the contents, unmarshals them into maps, copies
+// those field by field into new maps and encodes these again — for a long
+// history most of a request's CPU before its first byte is sent
+// (docs/benchmarks.md, the text path). The body is handed over through
+// the SDK's documented hook for a request's body (HTTPOptions'
+// ExtrasRequestProvider); the request, its headers and the streamed
+// answer stay the SDK's. Over Vertex AI, whose conversion differs, and
+// should the contents not encode, the SDK converts them as before.
+// TestEncodedContentsAreTheBodyTheSDKWouldSend holds the two equal.
+func (m *Model) encodeContents(cfg *genai.GenerateContentConfig, contents []*genai.Content) []*genai.Content {
+	if !m.encode || len(contents) == 0 {
+		return contents
+	}
+	raw, err := json.Marshal(contents)
+	if err != nil {
+		return contents
+	}
+	cfg.HTTPOptions = &genai.HTTPOptions{ExtrasRequestProvider: func(body map[string]any) map[string]any {
+		body["contents"] = json.RawMessage(raw)
+		return body
+	}}
+	return nil
 }
 
 // HTTPClient is the client for Gemini text requests: HTTP/1.1 connections
