@@ -50,6 +50,7 @@ func (o *Outbox) send(ev protocol.Event) {
 	}
 }
 
+func (o *Outbox) sendNow(ev protocol.Event)                   { o.send(ev) }
 func (o *Outbox) reply(build func(budget int) protocol.Event) { o.send(build(cap(o.Events) << 10)) }
 func (o *Outbox) sendAudio([]byte, time.Time) bool            { return true }
 func (o *Outbox) dropAudio()                                  {}
