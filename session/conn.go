@@ -33,9 +33,9 @@ type conn struct {
 	// session's id while the reader and timers may log.
 	logp atomic.Pointer[slog.Logger]
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run has returned
+	// ctx ends with the connection (cancel), which drops the socket.
+	ctx  *connCtx
+	done chan struct{} // closed when run has returned
 
 	// s is the session it carries (session.go), from session.start on;
 	// nil before.
@@ -58,12 +58,14 @@ type conn struct {
 	pings    pinger
 }
 
-func newConn(ctx context.Context, cancel context.CancelFunc, m *Manager, wire Wire, id Identity) *conn {
+// newConn is a connection whose context ends when parent does, or at its
+// cancel.
+func newConn(parent context.Context, m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
-		m: m, wire: wire, id: id, ctx: ctx, cancel: cancel,
+		m: m, wire: wire, id: id,
 		q:     newQueue(m.cfg.SendQueueBytes),
 		done:  make(chan struct{}),
-		relay: newRelayStats(m.Metrics, id.Channel),
+		relay: m.newRelayStats(id.Channel),
 		rates: newRates(m.cfg),
 	}
 	c.logp.Store(m.Log)
@@ -79,8 +81,15 @@ func newConn(ctx context.Context, cancel context.CancelFunc, m *Manager, wire Wi
 	c.out.onClose = c.q.requestClose
 	c.wend = make(chan struct{})
 	c.q.write = c.write
+	c.ctx = newConnCtx(parent, c.drop)
 	return c
 }
+
+// cancel ends the connection's context, and with it the connection: the
+// socket is dropped (on a goroutine of its own: a close in progress may
+// wait for the reader), which ends a read, a write or a close handshake
+// in progress.
+func (c *conn) cancel() { c.ctx.cancel() }
 
 // log is the connection's logger: with the session's id once it started.
 func (c *conn) log() *slog.Logger { return c.logp.Load() }
@@ -103,9 +112,7 @@ func (c *conn) run(fresh bool, done func()) {
 	c.exp.arm(c.id.ExpiresAt)
 	// Reads and writes run without a context of their own (a context per
 	// frame costs an allocation per audio frame); ending the connection
-	// drops the socket, which ends a read, a write or a close handshake in
-	// progress.
-	stopRead := context.AfterFunc(c.ctx, c.drop)
+	// (cancel) drops the socket.
 	started := c.m.now()
 	ok := c.handshake()
 	serve := func() {
@@ -113,7 +120,6 @@ func (c *conn) run(fresh bool, done func()) {
 		defer close(c.done)
 		defer c.cancel()
 		defer c.exp.stop()
-		defer stopRead()
 		if ok {
 			c.readLoop()
 		}

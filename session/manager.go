@@ -65,6 +65,7 @@ type Manager struct {
 	offlineNote string
 
 	refusals map[metrics.Channel]*limitCounters // by channel, every one of metrics.Channels
+	relays   map[metrics.Channel]*relaySeries   // likewise
 	// limitLogs throttles the log lines of the limits a client meets by
 	// reconnecting in a loop: one a minute per reason on this node.
 	limitLogs throttle.Keyed
@@ -97,8 +98,10 @@ func NewManager(cfg Config, d Deps) *Manager {
 		toolsets: map[string]*toolset{}, starting: map[string]*resuming{}, liveKick: make(chan struct{}, 1),
 		recent: newRecentSessions(cfg.RecentSessionsBytes, cfg.IdleTimeout, cfg.Clock.Now)}
 	m.refusals = make(map[metrics.Channel]*limitCounters, len(metrics.Channels))
+	m.relays = make(map[metrics.Channel]*relaySeries, len(metrics.Channels))
 	for _, ch := range metrics.Channels {
 		m.refusals[ch] = newLimitCounters(d.Metrics, ch)
+		m.relays[ch] = newRelaySeries(d.Metrics, ch)
 	}
 	m.currentToolset()
 	d.Metrics.Summary.SetLoopState(m.loopState)
@@ -179,8 +182,7 @@ func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identit
 		_ = wire.Close(protocol.DisconnectDraining.Code, protocol.DisconnectDraining.Reason)
 		return nil
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	c := newConn(cctx, cancel, m, wire, id)
+	c := newConn(ctx, m, wire, id)
 	c.raw = raw
 	if pings != nil {
 		pings.allow = c.allowMessage
