@@ -72,5 +72,5 @@ func (s *session) pendingConfirmations() []protocol.ConfirmRequest {
 // traces (tracing.Provider.Confirmation).
 func (s *session) traceConfirmation(conf orchestrator.Confirmation, outcome string) {
 	s.m.Tracing.Confirmation(s.ctx, tracing.Turn{Session: s.st.record().ID, User: s.id.User, N: conf.Turn,
-		Mode: string(s.st.mode()), Link: s.traceLink}, conf.Tool, outcome)
+		Mode: string(s.st.mode()), Link: s.link()}, conf.Tool, outcome)
 }

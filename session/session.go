@@ -42,8 +42,8 @@ type session struct {
 	// confirmations, fencing, the call ledger), once its session is known.
 	conv *orchestrator.Conversation
 	// traceLink is the browser's span (session.start traceparent) that the
-	// turns' traces link to; zero: none.
-	traceLink trace.SpanContext
+	// turns' traces link to; nil: none (link). Most sessions have none.
+	traceLink *trace.SpanContext
 	act       activity
 	in        inbox // the conversation's inputs waiting for its goroutine
 	// starting is session.start being acted on, by the conversation's
@@ -107,6 +107,15 @@ func newSession(ctx context.Context, m *Manager, out outbound, id *Identity) *se
 			s.m.restoreBlock(ctx, s.id.User, s.st.currentBlock())
 		}}
 	return s
+}
+
+// link is the browser's span the turns' traces link to (traceLink); zero:
+// none.
+func (s *session) link() trace.SpanContext {
+	if s.traceLink == nil {
+		return trace.SpanContext{}
+	}
+	return *s.traceLink
 }
 
 // open takes session.start, the session's first input: the inputs read

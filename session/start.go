@@ -48,7 +48,9 @@ func (s *session) start(msg protocol.ClientMessage) bool {
 	wantVoice, handle := false, ""
 	s.ts = s.m.currentToolset()
 	if msg.Traceparent != "" && s.m.Tracing != nil {
-		s.traceLink = tracing.Link(msg.Traceparent)
+		if l := tracing.Link(msg.Traceparent); l.IsValid() {
+			s.traceLink = &l
+		}
 	}
 	ready := protocol.SessionReady{
 		Mode:            protocol.ModeText,

@@ -9,7 +9,7 @@ import (
 // turnDeps are what every turn of the session begins with, text or voice
 // (turnrec.Begin): its policy, its trace and, at its end, turnSink.
 func (s *session) turnDeps() turnrec.Deps {
-	return turnrec.Deps{Conversation: s.conv, Tracing: s.m.Tracing, Link: s.traceLink, Sink: turnSink{s}}
+	return turnrec.Deps{Conversation: s.conv, Tracing: s.m.Tracing, Link: s.link(), Sink: turnSink{s}}
 }
 
 // turnSink is the session's record of a finished turn, text or voice.
