@@ -24,6 +24,18 @@ const heldSize = 128
 
 var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
+// heldBuf is what a write holds back, and the writev that sends it with
+// the rest of its frame: pooled, taken only while a frame larger than
+// heldSize is being written, so that a connection between messages (an
+// idle one) holds none of it (200 bytes).
+type heldBuf struct {
+	b     [heldSize]byte
+	parts [2][]byte
+	bufs  net.Buffers
+}
+
+var helds = sync.Pool{New: func() any { return new(heldBuf) }}
+
 // leanConn is a TCP connection that holds no read buffer while it waits,
 // and no write buffer between messages. Read is called by one goroutine at
 // a time (the library's reader), Write by one at a time (under the
@@ -42,12 +54,11 @@ type leanConn struct {
 	rerr   error
 	readFn func(fd uintptr) bool
 
-	// Writing: held is the one buffer-full the library flushed before the
-	// rest of its frame (see Write); bufs sends both with one writev.
-	held  [heldSize]byte
+	// Writing: held holds the one buffer-full the library flushed before
+	// the rest of its frame (see Write), and sends both with one writev;
+	// nil between frames.
+	held  *heldBuf
 	nheld int
-	parts [2][]byte
-	bufs  net.Buffers
 }
 
 // newLeanConn makes c lean; pending is the HTTP server's reader, whose
@@ -170,17 +181,19 @@ func (c *leanConn) readSocket(fd uintptr) bool {
 func (c *leanConn) Write(p []byte) (int, error) {
 	if c.nheld == 0 {
 		if len(p) == heldSize {
-			c.nheld = copy(c.held[:], p)
+			c.held = helds.Get().(*heldBuf)
+			c.nheld = copy(c.held.b[:], p)
 			return len(p), nil
 		}
 		return c.sock.Write(p)
 	}
-	held := c.nheld
-	c.nheld = 0
-	c.parts = [2][]byte{c.held[:held], p}
-	c.bufs = c.parts[:]
-	n, err := c.bufs.WriteTo(c.sock)
-	c.parts = [2][]byte{}
-	c.bufs = nil
+	h, held := c.held, c.nheld
+	c.held, c.nheld = nil, 0
+	h.parts = [2][]byte{h.b[:held], p}
+	h.bufs = h.parts[:]
+	n, err := h.bufs.WriteTo(c.sock)
+	h.parts = [2][]byte{}
+	h.bufs = nil
+	helds.Put(h)
 	return max(int(n)-held, 0), err
 }
