@@ -92,12 +92,17 @@ func TimelineSettings() []settings.Setting[Redis] {
 	return []settings.Setting[Redis]{
 		settings.Int("TURNSTILE_TIMELINE_MAX", DefaultTimelineMax, "entries (turns and events) a session's timeline keeps in Redis, the newest", 1, 10000,
 			func(r *Redis) *int { return &r.TimelineMax }),
-		{Env: "TURNSTILE_EVENTS_STREAM", DefDoc: "unset: no stream",
-			Usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
-			Apply: settings.Plain(func(r *Redis) *string { return &r.EventsStream })},
+		EventsStreamSetting(),
 		settings.Int("TURNSTILE_EVENTS_MAXLEN", DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
 			func(r *Redis) *int { return &r.EventsMaxLen }),
 	}
+}
+
+// EventsStreamSetting is the row of the event stream's key.
+func EventsStreamSetting() settings.Setting[Redis] {
+	return settings.Setting[Redis]{Env: "TURNSTILE_EVENTS_STREAM", DefDoc: "unset: no stream",
+		Usage: "Redis Stream key that receives every finished turn's timeline entry (XADD), in the sessions' Redis",
+		Apply: settings.Plain(func(r *Redis) *string { return &r.EventsStream })}
 }
 
 func parseRedisURL(r *Redis, v string) error {

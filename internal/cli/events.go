@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/store"
 )
 
@@ -28,9 +29,16 @@ func Events(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "usage: gateway events tail [-stream KEY] [-from ID] [-count N]")
 		return 2
 	}
+	// The gateway's own settings of its Redis and its stream, read and
+	// checked as the gateway reads them (store/settings.go).
+	var r store.Redis
+	if err := settings.Read(&r, append(store.ConnectionSettings(), store.EventsStreamSetting()), getenv); err != nil {
+		fmt.Fprintf(stderr, "gateway events tail: %v\n", err)
+		return 2
+	}
 	fs := flag.NewFlagSet("gateway events tail", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stream := fs.String("stream", getenv("TURNSTILE_EVENTS_STREAM"), "the stream key (default: $TURNSTILE_EVENTS_STREAM)")
+	stream := fs.String("stream", r.EventsStream, "the stream key (default: $TURNSTILE_EVENTS_STREAM)")
 	from := fs.String("from", "$", "print records after this ID: $ only new ones, 0 from the start")
 	count := fs.Int("count", 0, "stop after this many records (0: follow until interrupted)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -43,17 +51,11 @@ func Events(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "gateway events tail: TURNSTILE_EVENTS_STREAM (or -stream) is required")
 		return 2
 	}
-	url := getenv("REDIS_URL")
-	if url == "" {
+	if r.RedisURL == "" {
 		fmt.Fprintln(stderr, "gateway events tail: REDIS_URL is required (the gateway's Redis)")
 		return 2
 	}
-	mode, err := store.ParseRedisMode(getenv("TURNSTILE_REDIS_MODE"))
-	if err != nil {
-		fmt.Fprintf(stderr, "gateway events tail: TURNSTILE_REDIS_MODE: %v\n", err)
-		return 2
-	}
-	rdb, err := store.NewRedisModeClient(mode, url, time.Second)
+	rdb, err := store.NewRedisModeClient(r.RedisMode, string(r.RedisURL), time.Second)
 	if err != nil {
 		fmt.Fprintf(stderr, "gateway events tail: REDIS_URL: %v\n", err)
 		return 2

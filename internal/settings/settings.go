@@ -41,6 +41,24 @@ func Lift[P, C any](rows []Setting[P], part func(*C) *P) []Setting[C] {
 	return out
 }
 
+// Read fills c from getenv by rows (a row's default where a variable is
+// empty), for a command that takes a few of a package's settings from the
+// environment only. Each failure names the variable (never the value: it
+// may be a secret or a URL with a password), all at once.
+func Read[C any](c *C, rows []Setting[C], getenv func(string) string) error {
+	var errs []error
+	for _, r := range rows {
+		v := getenv(r.Env)
+		if v == "" {
+			v = r.Def
+		}
+		if err := r.Apply(c, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Env, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // FlagName derives a setting's flag from its variable: TURNSTILE_MAX_CALLS → max-calls.
 func FlagName(env string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "TURNSTILE_")), "_", "-")

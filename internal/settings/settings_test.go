@@ -181,3 +181,26 @@ func TestStringRowsStoreOnlyWhatTheyAccept(t *testing.T) {
 		t.Errorf("accepted values not stored: %+v", s)
 	}
 }
+
+// A command reading a few settings from the environment gets the defaults
+// of the unset ones, and each refusal names its variable but not the value
+// (a URL may carry a password).
+func TestReadFillsDefaultsAndNamesEachRefusedVariable(t *testing.T) {
+	rows := []Setting[part]{
+		Int("X_N", 3, "n", 1, 10, func(p *part) *int { return &p.N }),
+		Duration("X_D", "1s", "d", time.Second, func(p *part) *time.Duration { return &p.D }),
+		{Env: "X_B", Def: "false", Apply: Bool(func(p *part) *bool { return &p.B })},
+	}
+	var p part
+	if err := Read(&p, rows, func(k string) string { return map[string]string{"X_B": "true"}[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if want := (part{N: 3, D: time.Second, B: true}); p != want {
+		t.Errorf("read %+v, want %+v", p, want)
+	}
+	err := Read(&p, rows, func(k string) string { return map[string]string{"X_N": "hunter2", "X_D": "0s"}[k] })
+	if err == nil || !strings.Contains(err.Error(), "X_N: not a whole number") ||
+		!strings.Contains(err.Error(), "X_D: must be at least 1s") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("err %v, want both variables named and no value shown", err)
+	}
+}
