@@ -26,7 +26,7 @@ var (
 	handoffEndLua string
 
 	handoffSetScript = ownedScript(handoffSetLua)
-	handoffEndScript = redis.NewScript(handoffEndLua)
+	handoffEndScript = operatorScript(handoffEndLua)
 )
 
 // fieldHandoff of the meta hash: the session's hand-off (JSON), absent

@@ -15,11 +15,4 @@ if not h or h == '' then
   return 2
 end
 redis.call('HDEL', KEYS[1], 'handoff')
-redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
-redis.call('PUBLISH', ARGV[1], 'handback ' .. ARGV[2])
-return 1
+return announce(ARGV[1], 'handback ' .. ARGV[2], ARGV[3], ARGV[4])

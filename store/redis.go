@@ -131,6 +131,8 @@ var (
 	restoreLua string
 	//go:embed owner_check.lua
 	ownerCheckLua string
+	//go:embed operator_announce.lua
+	operatorAnnounceLua string
 
 	createScript  = redis.NewScript(createLua)
 	resumeScript  = redis.NewScript(resumeLua)
@@ -142,6 +144,11 @@ var (
 // owner check (owner_check.lua: KEYS[1] the meta hash, ARGV[1] the
 // writer's epoch, -1 or -2 when not the owner) runs first.
 func ownedScript(body string) *redis.Script { return redis.NewScript(ownerCheckLua + body) }
+
+// operatorScript is a script of an operator's action on a session, which
+// ends with announce (operator_announce.lua): the action's event on the
+// timeline and the owners channel told.
+func operatorScript(body string) *redis.Script { return redis.NewScript(operatorAnnounceLua + body) }
 
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {

@@ -11,11 +11,4 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'closed', ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[4])
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
-redis.call('PUBLISH', ARGV[2], 'close ' .. ARGV[3])
-return 1
+return announce(ARGV[2], 'close ' .. ARGV[3], ARGV[4], ARGV[5])

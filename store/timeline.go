@@ -29,7 +29,7 @@ var (
 	sessionCloseLua string
 
 	timelinePushScript = ownedScript(timelinePushLua)
-	sessionCloseScript = redis.NewScript(sessionCloseLua)
+	sessionCloseScript = operatorScript(sessionCloseLua)
 )
 
 // liveKey is the live index of every node.
