@@ -59,25 +59,24 @@ func (s *session) block(d time.Duration, reason string) {
 	s.m.blockLocal(s.id.User, b)
 }
 
-// blockLocal tells every live connection of user on this node about a
-// block; connections on other nodes learn it at their next turn.
+// blockLocal tells every session of user on this node about a block;
+// sessions on other nodes learn it at their next turn.
 func (m *Manager) blockLocal(user string, b store.Block) {
-	for _, c := range m.connsOf(user) {
-		if s := c.s.Load(); s != nil {
-			s.setBlocked(b)
-		}
+	for _, s := range m.sessionsOf(user) {
+		s.setBlocked(b)
 	}
 }
 
-// connsOf is a snapshot of user's live connections on this node.
-func (m *Manager) connsOf(user string) []*conn {
+// sessionsOf is a snapshot of user's sessions on this node, of the
+// connections that have read session.start.
+func (m *Manager) sessionsOf(user string) []*session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var conns []*conn
+	var out []*session
 	for c := range m.all {
-		if c.id.User == user {
-			conns = append(conns, c)
+		if s := c.s.Load(); s != nil && c.id.User == user {
+			out = append(out, s)
 		}
 	}
-	return conns
+	return out
 }

@@ -157,15 +157,14 @@ func (c *conn) end(started time.Time) {
 	c.pings.stop()
 
 	d := c.out.disconnect()
+	var mode protocol.Mode
 	turns := 0
 	if s != nil {
-		s.leave(d)
-		turns = s.st.turnsTaken()
+		mode, turns = s.left(d, ok)
 	}
 	c.m.Metrics.Disconnected(d)
 	if ok {
-		s.stats.Close()
-		c.m.Metrics.SessionEnded(d, c.id.Channel, s.st.mode(), c.m.now().Sub(started), turns)
+		c.m.Metrics.SessionEnded(d, c.id.Channel, mode, c.m.now().Sub(started), turns)
 	}
 	c.log().Info("browser disconnected", "channel", c.id.Channel, "reason", d.Label, "turns", turns,
 		"duration_ms", c.m.now().Sub(started).Milliseconds())

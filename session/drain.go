@@ -43,7 +43,7 @@ func (c *conn) drain(ctx context.Context) {
 		}
 	}
 	if s != nil {
-		s.act.waitIdle(ctx, c.done)
+		s.waitIdle(ctx)
 	}
 	c.close(protocol.DisconnectDraining)
 }

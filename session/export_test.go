@@ -127,10 +127,10 @@ func (t *TestSession) Input(msg protocol.ClientMessage) { t.s.enqueue(msg) }
 func (t *TestSession) End() {
 	t.once.Do(func() {
 		t.cancel()
-		t.s.stop()
+		started := t.s.stop()
 		t.s.finish()
 		d, _ := t.out.Closed()
-		t.s.leave(d)
+		t.s.left(d, started)
 		t.s.m.mu.Lock()
 		t.s.m.forgetLocked(t.s)
 		t.s.m.mu.Unlock()

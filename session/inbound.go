@@ -75,7 +75,7 @@ func (c *conn) micAudio(s *session, now time.Time, pcm []byte) {
 	case len(pcm)%2 != 0:
 		c.send(protocol.NewError(protocol.CodeBadMessage, "audio frames must hold whole 16-bit samples", false, 0))
 	default:
-		if _, blocked := s.st.blocked(); !blocked && v.Mic(now, pcm) {
+		if !s.inputBlocked() && v.Mic(now, pcm) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
 			c.relay.micSent(now)

@@ -134,6 +134,27 @@ func (s *session) voiceSide() *voice.Session {
 	return s.act.voiceSide()
 }
 
+// inputBlocked reports whether the user's input is refused now (a block).
+func (s *session) inputBlocked() bool {
+	_, blocked := s.st.blocked()
+	return blocked
+}
+
+// waitIdle returns when no turn is under way (a drain waits for it), or
+// ctx or the connection ends.
+func (s *session) waitIdle(ctx context.Context) { s.act.waitIdle(ctx, s.out.ended()) }
+
+// left is the session's part of its connection's end, after finish: its
+// close on the timeline and in the store, and its figures closed when it
+// had started. It returns the session's mode and the turns it took.
+func (s *session) left(d protocol.Disconnect, started bool) (protocol.Mode, int) {
+	s.leave(d)
+	if started {
+		s.stats.Close()
+	}
+	return s.st.mode(), s.st.turnsTaken()
+}
+
 // The connection's side, as the session's code calls it.
 
 func (s *session) send(ev protocol.Event)                      { s.out.send(ev) }

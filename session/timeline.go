@@ -147,12 +147,10 @@ func (m *Manager) blockChanged(user string) {
 		m.Log.Warn("could not read a user's block after an operator changed it", "err", err)
 		return
 	}
-	for _, c := range m.connsOf(user) {
-		if s := c.s.Load(); s != nil {
-			s.st.liftBlock() // an operator may shorten a block
-			if m.now().Before(b.Until) {
-				s.setBlocked(b)
-			}
+	for _, s := range m.sessionsOf(user) {
+		s.st.liftBlock() // an operator may shorten a block
+		if m.now().Before(b.Until) {
+			s.setBlocked(b)
 		}
 	}
 }
