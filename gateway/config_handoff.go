@@ -63,7 +63,7 @@ func handoffDesk(cfg Config, m *metrics.Metrics, gw *gateway, log *slog.Logger) 
 	if secret == "" {
 		secret = cfg.ToolsSigningSecret
 	}
-	desk := handoff.New(handoff.Config{URL: cfg.HandoffURL, Secret: []byte(secret)}, m,
+	desk := handoff.New(handoff.Config{URL: cfg.HandoffURL, Secret: []byte(secret), Clock: cfg.Clock}, m,
 		log.With("component", "handoff"))
 	gw.closers = append(gw.closers, desk.Close)
 	if cfg.HandoffURL != "" && secret == "" {

@@ -57,6 +57,8 @@ type Config struct {
 	Attempts int
 	Backoff  time.Duration
 	Timeout  time.Duration
+	// Clock times the waits between attempts; nil: the system clock.
+	Clock clock.Clock
 }
 
 // Desk delivers notices. Notify never blocks; Close waits for the
@@ -86,6 +88,7 @@ func New(cfg Config, m *metrics.Metrics, log *slog.Logger) *Desk {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Desk{cfg: cfg, metrics: m, log: log, ctx: ctx, cancel: cancel}
 }
@@ -122,11 +125,9 @@ func (d *Desk) deliver(n Notice) {
 	var last error
 	for attempt := 1; attempt <= d.cfg.Attempts; attempt++ {
 		if attempt > 1 {
-			select {
-			case <-d.ctx.Done():
+			if !d.sleep(wait) {
 				d.failed(n, attempt-1, fmt.Errorf("gateway shutting down; last error: %w", last))
 				return
-			case <-clock.Wall.After(wait):
 			}
 			wait *= 2
 		}
@@ -143,6 +144,19 @@ func (d *Desk) deliver(n Notice) {
 		}
 	}
 	d.failed(n, d.cfg.Attempts, last)
+}
+
+// sleep waits d on the desk's clock; false when the desk closed first.
+func (d *Desk) sleep(wait time.Duration) bool {
+	done := make(chan struct{})
+	t := d.cfg.Clock.AfterFunc(wait, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-d.ctx.Done():
+		t.Stop()
+		return false
+	}
 }
 
 // post sends one attempt; retry says whether another may succeed.

@@ -3,6 +3,7 @@ package handoff
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -55,12 +57,28 @@ func (d *desk) count() int {
 	return len(d.got)
 }
 
-func newTestDesk(t *testing.T, url string, logTo io.Writer) (*Desk, *prometheus.CounterVec) {
+// newTestDesk is a desk at url with the default backoff on clk.
+func newTestDesk(t *testing.T, url string, logTo io.Writer, clk clock.Clock) (*Desk, *prometheus.CounterVec) {
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{})
-	d := New(Config{URL: url, Secret: []byte(secret), Backoff: time.Millisecond}, m,
+	d := New(Config{URL: url, Secret: []byte(secret), Clock: clk}, m,
 		slog.New(slog.NewJSONHandler(logTo, nil)))
 	t.Cleanup(d.Close)
 	return d, m.Handoffs
+}
+
+// retriesAfter steps clk through the desk's waits between attempts: for
+// each, once its timer is armed, the next attempt has not started a moment
+// before the wait is over, and starts when it is.
+func retriesAfter(t *testing.T, clk *clock.Fake, waits ...time.Duration) {
+	t.Helper()
+	for i, w := range waits {
+		testwait.For(t, fmt.Sprintf("the wait before attempt %d", i+2), func() bool { return clk.Timers() == 1 })
+		clk.Advance(w - time.Millisecond)
+		if clk.Timers() != 1 {
+			t.Fatalf("attempt %d started before its %v wait was over", i+2, w)
+		}
+		clk.Advance(time.Millisecond)
+	}
 }
 
 func outcome(c *prometheus.CounterVec, o metrics.HandoffOutcome) float64 {
@@ -72,8 +90,10 @@ var notice = Notice{Session: "s_1", User: "alice", Turn: 3, Reason: "refund abov
 
 func TestDeskRetriesAServerErrorAndDeliversOneSignedNoticeUnderOneKey(t *testing.T) {
 	srv := newDesk(t, http.StatusServiceUnavailable, http.StatusBadGateway)
-	d, outcomes := newTestDesk(t, srv.URL, io.Discard)
+	clk := clock.NewFake(notice.At)
+	d, outcomes := newTestDesk(t, srv.URL, io.Discard, clk)
 	d.Notify(notice)
+	retriesAfter(t, clk, DefaultBackoff, 2*DefaultBackoff) // the backoff doubles
 	testwait.For(t, "the delivery", func() bool { return outcome(outcomes, metrics.HandoffDelivered) == 1 })
 	if n := srv.count(); n != 3 {
 		t.Fatalf("the desk got %d POSTs, want 3 (two 5xx, then accepted)", n)
@@ -103,7 +123,7 @@ func TestDeskRetriesAServerErrorAndDeliversOneSignedNoticeUnderOneKey(t *testing
 func TestDeskGivesUpOnARefusalAtOnceAndLogsWhatAnOperatorNeeds(t *testing.T) {
 	srv := newDesk(t, http.StatusBadRequest)
 	var logs syncBuffer
-	d, outcomes := newTestDesk(t, srv.URL, &logs)
+	d, outcomes := newTestDesk(t, srv.URL, &logs, nil)
 	d.Notify(notice)
 	testwait.For(t, "the failure", func() bool { return outcome(outcomes, metrics.HandoffFailed) == 1 })
 	if n := srv.count(); n != 1 {
@@ -119,8 +139,10 @@ func TestDeskGivesUpOnARefusalAtOnceAndLogsWhatAnOperatorNeeds(t *testing.T) {
 
 func TestDeskStopsAfterItsAttempts(t *testing.T) {
 	srv := newDesk(t, 500, 500, 500, 500, 500, 500)
-	d, outcomes := newTestDesk(t, srv.URL, io.Discard)
+	clk := clock.NewFake(notice.At)
+	d, outcomes := newTestDesk(t, srv.URL, io.Discard, clk)
 	d.Notify(notice)
+	retriesAfter(t, clk, DefaultBackoff, 2*DefaultBackoff, 4*DefaultBackoff)
 	testwait.For(t, "the failure", func() bool { return outcome(outcomes, metrics.HandoffFailed) == 1 })
 	if n := srv.count(); n != DefaultAttempts {
 		t.Errorf("the desk got %d POSTs, want %d", n, DefaultAttempts)
@@ -128,7 +150,7 @@ func TestDeskStopsAfterItsAttempts(t *testing.T) {
 }
 
 func TestDeskWithoutURLCountsTheHandoffUnsent(t *testing.T) {
-	d, outcomes := newTestDesk(t, "", io.Discard)
+	d, outcomes := newTestDesk(t, "", io.Discard, nil)
 	d.Notify(notice)
 	if outcome(outcomes, metrics.HandoffUnsent) != 1 || outcome(outcomes, metrics.HandoffDelivered) != 0 {
 		t.Error("a hand-off without a desk URL is not counted unsent")
@@ -152,4 +174,20 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A gateway stopping while a notice waits for its next attempt does not
+// hold the stop up for the wait: the notice is failed at once, logged for
+// an operator.
+func TestDeskClosedDuringAWaitGivesUpAtOnce(t *testing.T) {
+	srv := newDesk(t, 500, 500)
+	clk := clock.NewFake(notice.At)
+	d, outcomes := newTestDesk(t, srv.URL, io.Discard, clk)
+	d.Notify(notice)
+	testwait.For(t, "the wait before the second attempt", func() bool { return clk.Timers() == 1 })
+	d.Close()
+	if outcome(outcomes, metrics.HandoffFailed) != 1 || srv.count() != 1 || clk.Timers() != 0 {
+		t.Errorf("after Close: failed %v, POSTs %d, timers %d; want 1, 1, 0",
+			outcome(outcomes, metrics.HandoffFailed), srv.count(), clk.Timers())
+	}
 }
