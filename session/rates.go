@@ -36,11 +36,19 @@ const (
 // rates are a connection's message and audio limiters. Only the reader
 // uses them, so they need no lock; rate.Limiter allocates nothing.
 type rates struct {
-	msg, mic   *rate.Limiter // nil: no limit
+	msg        *rate.Limiter // nil: no limit
 	msgRun     overRun
-	micRun     overRun
+	micPace    rate.Limit // bytes per second; 0: audio not paced
+	mic        *micRate   // from the first microphone frame on
 	abuseAfter time.Duration
 	abused     bool // rateAbuse was given: it is given once
+}
+
+// micRate is the microphone's pace, made at the connection's first audio
+// frame: a text session, most of them idle, never has one (160 bytes).
+type micRate struct {
+	lim *rate.Limiter
+	run overRun
 }
 
 func newRates(cfg Config) rates {
@@ -49,8 +57,7 @@ func newRates(cfg Config) rates {
 		r.msg = rate.NewLimiter(rate.Limit(cfg.MessageRate), max(cfg.MessageBurst, 1))
 	}
 	if cfg.MicPace > 0 {
-		// A one-second burst; a frame longer than that is refused as such.
-		r.mic = rate.NewLimiter(rate.Limit(cfg.MicPace*micBytesPerSecond), micBytesPerSecond)
+		r.micPace = rate.Limit(cfg.MicPace * micBytesPerSecond)
 	}
 	return r
 }
@@ -65,15 +72,22 @@ func (r *rates) message(now time.Time) rateVerdict {
 
 // audio takes n bytes of microphone audio read at now against its pace.
 func (r *rates) audio(now time.Time, n int) rateVerdict {
-	if r.mic == nil || r.mic.AllowN(now, n) {
+	if r.micPace == 0 {
 		return rateOK
 	}
-	return r.over(now, &r.micRun)
+	if r.mic == nil {
+		// A one-second burst; a frame longer than that is refused as such.
+		r.mic = &micRate{lim: rate.NewLimiter(r.micPace, micBytesPerSecond)}
+	}
+	if r.mic.lim.AllowN(now, n) {
+		return rateOK
+	}
+	return r.over(now, &r.mic.run)
 }
 
 // pacesAudio reports whether microphone audio is paced (and a frame over
 // one second of audio refused as such).
-func (r *rates) pacesAudio() bool { return r.mic != nil }
+func (r *rates) pacesAudio() bool { return r.micPace != 0 }
 
 func (r *rates) over(now time.Time, run *overRun) rateVerdict {
 	notify, abusive := run.note(now, r.abuseAfter)
