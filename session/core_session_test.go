@@ -86,3 +86,26 @@ func TestSessionResumedOnTheSameNodeClosesTheOldOneTakenOver(t *testing.T) {
 		t.Error("the resuming session closed")
 	}
 }
+
+func TestSessionConfirmationLeftUnansweredWaitsForTheResumedSession(t *testing.T) {
+	c := newCore(t, callTool("call-1", "transfer", map[string]any{"to": "bob"}), say("Please approve."))
+	first, _, cl := c.open(nil)
+	ready := cl.next("session.ready")
+	first.Input(protocol.ClientMessage{Type: protocol.TypeText, Text: "pay bob"})
+	req := cl.next("confirm.request")
+	cl.next("turn.done")
+	first.End()
+
+	again, _, cl2 := c.open(&ready)
+	resumed := cl2.next("session.ready")
+	if p := resumed.PendingConfirmations; len(p) != 1 || p[0].Token != req.Token || p[0].Tool != "transfer" {
+		t.Fatalf("resumed pendingConfirmations %+v, want the transfer waiting (%s)", p, req.Token)
+	}
+	again.Input(protocol.ClientMessage{Type: protocol.TypeConfirm, Token: req.Token, Approve: false})
+	if ev := cl2.next("confirm.done"); ev.Outcome != "denied" || ev.Token != req.Token {
+		t.Errorf("confirm.done %+v, want %s denied", ev, req.Token)
+	}
+	if c.transfers.Load() != 0 {
+		t.Error("transfer ran after a denial")
+	}
+}
