@@ -146,8 +146,9 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}
 	desk := handoffDesk(cfg, m, gw, log)
 	// The descriptors browser and model connections share (0 when the
-	// open-file limit is unknown: not counted).
-	files := fdroom.New(connectionRoom(cfg.FileLimit))
+	// open-file limit is unknown: not counted), and the one count of the
+	// public connections, bounded at TURNSTILE_MAX_CONNECTIONS.
+	files := fdroom.New(connectionRoom(cfg.FileLimit)).WithConns(cfg.MaxConnections)
 	gw.sessions = session.NewManager(session.Config{
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxToolIterations: cfg.MaxToolIterations,

@@ -86,7 +86,9 @@ type Deps struct {
 	// Files are the file descriptors the public listener's connections
 	// share with the voice sessions' model connections: each connection
 	// holds one from accept to close, and one is refused at accept
-	// (max_connections) when none is left; nil: only MaxConnections.
+	// (max_connections) when none is left or the connections hold
+	// MaxConnections of them; it must be made with that bound
+	// (Room.WithConns(MaxConnections)). nil: a room of MaxConnections.
 	Files *fdroom.Room
 }
 

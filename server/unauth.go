@@ -41,8 +41,10 @@ const (
 // unauthenticated ones in the order they were last busy, the longest idle
 // first: the one closed to make room.
 type connTable struct {
-	max     int           // open connections; 0: no cap
-	files   *fdroom.Room  // the descriptors shared with model connections; nil: none counted
+	// files counts the open connections, as descriptors shared with the
+	// voice sessions' model connections, and bounds them at
+	// MaxConnections (fdroom.TakeConn): the one count of both caps.
+	files   *fdroom.Room
 	share   int           // unauthenticated connections together; 0: no cap
 	perIP   int           // unauthenticated connections of one client; 0: no cap
 	idle    time.Duration // an unauthenticated direct connection idle this long is closed; 0: never
@@ -52,16 +54,18 @@ type connTable struct {
 	refused func(reason metrics.RefusalReason, client string)
 
 	mu     sync.Mutex
-	open   int
 	unauth list.List             // *tracked, longest idle first
 	byIP   map[string]*list.List // client key → its unauthenticated *tracked, longest idle first
 }
 
 func newConnTable(cfg Config, files *fdroom.Room, devMode bool, refused func(reason metrics.RefusalReason, client string)) *connTable {
-	t := &connTable{max: cfg.MaxConnections, files: files, perIP: cfg.UnauthPerIP, idle: cfg.UnauthIdleTimeout,
+	if files == nil {
+		files = fdroom.New(0).WithConns(cfg.MaxConnections)
+	}
+	t := &connTable{files: files, perIP: cfg.UnauthPerIP, idle: cfg.UnauthIdleTimeout,
 		proxies: cfg.TrustedProxies, now: clock.Wall.Now, refused: refused, byIP: map[string]*list.List{}}
-	if t.max > 0 && cfg.UnauthShare > 0 && cfg.UnauthShare < 1 {
-		t.share = max(1, int(float64(t.max)*cfg.UnauthShare))
+	if cfg.MaxConnections > 0 && cfg.UnauthShare > 0 && cfg.UnauthShare < 1 {
+		t.share = max(1, int(float64(cfg.MaxConnections)*cfg.UnauthShare))
 	}
 	// In dev mode every client is this machine (the listener is loopback).
 	if devMode {
@@ -87,7 +91,7 @@ type tracked struct {
 
 	// Under t.mu:
 	state   int
-	counted bool          // counted in t.open
+	counted bool          // holding a connection's descriptor of t.files
 	elem    *list.Element // in t.unauth; nil once authenticated or gone
 	ipElem  *list.Element // in t.byIP[key]; nil when not keyed
 	timer   *time.Timer   // the idle timeout
@@ -128,7 +132,7 @@ func (t *connTable) admit(c net.Conn) *tracked {
 		}
 	}
 	t.mu.Lock()
-	if t.max > 0 && t.open >= t.max {
+	if t.files.ConnsFull() {
 		t.mu.Unlock()
 		// At accept there are no headers yet: the client is the TCP peer.
 		t.refuse(c, metrics.RefusedMaxConnections, c.RemoteAddr().String())
@@ -141,13 +145,12 @@ func (t *connTable) admit(c net.Conn) *tracked {
 		return nil
 	}
 	// A victim's descriptor passes to the newcomer (it is closed below).
-	if victim == nil && !t.files.Take() {
+	if victim == nil && !t.files.TakeConn() {
 		t.mu.Unlock()
 		// Voice sessions' model connections hold the rest.
 		t.refuse(c, metrics.RefusedMaxConnections, c.RemoteAddr().String())
 		return nil
 	}
-	t.open++
 	tc.counted = true
 	tc.elem = t.unauth.PushBack(tc)
 	t.setKey(tc, tc.key)
@@ -169,9 +172,9 @@ func (t *connTable) makeRoom(tc *tracked, key string) (victim *tracked, reason m
 	}
 	if victim != nil {
 		t.leave(victim)
-		// Its place is free at once (in admit, for the newcomer).
+		// Its place (its descriptor) passes at once to the newcomer, in
+		// admit.
 		victim.counted = false
-		t.open--
 	}
 	return victim, reason
 }
@@ -260,8 +263,7 @@ func (t *connTable) release(tc *tracked) {
 	t.leave(tc)
 	if tc.counted {
 		tc.counted = false
-		t.open--
-		t.files.Give()
+		t.files.GiveConn()
 	}
 }
 
@@ -299,5 +301,5 @@ func (c *tracked) client() string {
 func (t *connTable) full() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return (t.max > 0 && t.open >= t.max) || t.files.Full()
+	return t.files.ConnsFull() || t.files.Full()
 }

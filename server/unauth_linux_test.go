@@ -54,7 +54,7 @@ func TestIdleConnectionsFromOneIPHoldOnlyTheirCap(t *testing.T) {
 		return unauthRefusals(s, "unauth_per_ip") == flood-8
 	})
 	s.conns.mu.Lock()
-	held, open := s.conns.byIP["127.0.0.2"].Len(), s.conns.open
+	held, open := s.conns.byIP["127.0.0.2"].Len(), s.conns.files.Used()
 	s.conns.mu.Unlock()
 	if held != 8 || open != 8 {
 		t.Fatalf("127.0.0.2 holds %d connections (%d open in all), want its cap of 8", held, open)

@@ -5,6 +5,10 @@
 // for both, so that text and idle sessions (one descriptor each) may use
 // the room voice sessions (two) would, and a voice start that finds the
 // room full is refused before it dials instead of failing on EMFILE.
+//
+// The room is also the one count of the public listener's connections:
+// TURNSTILE_MAX_CONNECTIONS bounds how many of its descriptors they may
+// hold (TakeConn), so the listener keeps no second count of its own.
 package fdroom
 
 import (
@@ -21,11 +25,62 @@ import (
 type Room struct {
 	max  int64 // 0: no bound
 	used atomic.Int64
+
+	maxConns int64 // the public connections' bound; 0: none but max
+	connMu   sync.Mutex
+	conns    int64 // public connections holding a descriptor; under connMu
 }
 
 // New is a room of n descriptors; n ≤ 0 bounds nothing (the open-file
 // limit is unknown).
 func New(n int) *Room { return &Room{max: int64(max(n, 0))} }
+
+// WithConns bounds the descriptors the public listener's connections may
+// hold at conns (≤ 0: by the room alone), before r is shared; it returns r.
+func (r *Room) WithConns(conns int) *Room {
+	r.maxConns = int64(max(conns, 0))
+	return r
+}
+
+// TakeConn holds one descriptor for a public connection; false when the
+// room is full or the connections hold their bound.
+func (r *Room) TakeConn() bool {
+	if r == nil {
+		return true
+	}
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	if r.maxConns > 0 && r.conns >= r.maxConns {
+		return false
+	}
+	if !r.Take() {
+		return false
+	}
+	r.conns++
+	return true
+}
+
+// GiveConn frees a descriptor TakeConn held.
+func (r *Room) GiveConn() {
+	if r == nil {
+		return
+	}
+	r.connMu.Lock()
+	r.conns--
+	r.connMu.Unlock()
+	r.Give()
+}
+
+// ConnsFull reports whether the public connections hold their bound (a
+// TakeConn now would be refused for it, whatever room is left).
+func (r *Room) ConnsFull() bool {
+	if r == nil || r.maxConns == 0 {
+		return false
+	}
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	return r.conns >= r.maxConns
+}
 
 // Take holds one descriptor; false when the room is full.
 func (r *Room) Take() bool {

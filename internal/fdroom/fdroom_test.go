@@ -124,3 +124,36 @@ func TestAModelConnectionHoldsADescriptorFromDialToClose(t *testing.T) {
 		t.Fatalf("used %d after a failed dial, want 1", room.Used())
 	}
 }
+
+// The room is the one count of both caps: public connections stop at
+// their bound (TURNSTILE_MAX_CONNECTIONS) even with descriptors left, and
+// at the room's end even below it, when model connections hold the rest.
+func TestPublicConnectionsStopAtTheirBoundOrTheRoomsEnd(t *testing.T) {
+	r := fdroom.New(4).WithConns(3)
+	for i := range 3 {
+		if !r.TakeConn() {
+			t.Fatalf("connection %d refused below both bounds", i+1)
+		}
+	}
+	if r.TakeConn() || !r.ConnsFull() {
+		t.Fatal("a fourth connection was taken past the connections' bound")
+	}
+	if !r.Take() {
+		t.Fatal("a model connection was refused with a descriptor left")
+	}
+	r.GiveConn()
+	if !r.Take() {
+		t.Fatal("a second model connection was refused with a descriptor left")
+	}
+	if r.ConnsFull() || r.TakeConn() {
+		t.Fatal("with the room full a connection was still taken")
+	}
+	r.Give()
+	if !r.TakeConn() || r.Used() != 4 {
+		t.Fatalf("after the model connection closed: used %d, want 4", r.Used())
+	}
+	var unbounded *fdroom.Room
+	if !unbounded.TakeConn() || unbounded.ConnsFull() {
+		t.Error("a nil room bounded a connection")
+	}
+}
