@@ -38,9 +38,9 @@ type Config struct {
 	MCPConfigFile   string                      // TURNSTILE_MCP_CONFIG; "" = none
 	MCP             *mcp.Config                 // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
 	MCPStartTimeout time.Duration               // how long startup waits for each MCP server
-	// What tools learn about a call (config_identity.go).
-	ToolClaims         []string // TURNSTILE_TOOL_CLAIMS: token claims forwarded to tools
-	ToolsSigningSecret Secret   // TURNSTILE_TOOLS_SIGNING_SECRET; "" = tool requests unsigned
+	// What tools learn about a call: the claims forwarded and the signing
+	// secret, the tools' own settings (tools/settings.go).
+	tools.CallInfo
 	// What a session tells its model beyond the system prompt
 	// (config_context.go).
 	ContextClaims []string // TURNSTILE_CONTEXT_CLAIMS: token claims told to the model as facts
@@ -375,7 +375,7 @@ func configSettings() []configSetting {
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
-		edgeSettings(server.UnauthSettings()), toolIdentitySettings(), sessionContextSettings(), handoffSettings())
+		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), sessionContextSettings(), handoffSettings())
 }
 
 // tracingSettings lifts the tracing package's row into the gateway's table.

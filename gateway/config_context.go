@@ -24,7 +24,7 @@ func sessionContextSettings() []configSetting {
 				"(strings, numbers and booleans; a value with a line break or over 256 bytes is dropped with a log line)",
 			Apply: func(c *Config, v string) error {
 				// The same names and values as TURNSTILE_TOOL_CLAIMS.
-				names, err := parseToolClaims(v)
+				names, err := tools.ParseClaimNames(v)
 				c.ContextClaims = names
 				return err
 			}},

@@ -4,14 +4,13 @@ package gateway
 // help desk's URL and the key its POSTs are signed with.
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/turnstile-gw/turnstile/handoff"
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/metrics"
+	"github.com/turnstile-gw/turnstile/tools"
 )
 
 func handoffSettings() []configSetting {
@@ -31,29 +30,15 @@ func handoffSettings() []configSetting {
 			}},
 		{Env: "TURNSTILE_HANDOFF_SIGNING_SECRET", DefDoc: "unset: TURNSTILE_TOOLS_SIGNING_SECRET, else unsigned", Secret: true,
 			Usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on the hand-off POST (the scheme of tool requests), "+
-				"at least %d bytes; unset, the tools' signing secret signs it (prefer the environment: flags show in ps)", minToolsSigningSecret),
+				"at least %d bytes; unset, the tools' signing secret signs it (prefer the environment: flags show in ps)", tools.MinSigningSecretBytes),
 			Apply: func(c *Config, v string) error {
-				if err := checkSigningSecret(v); err != nil || v == "" {
+				if err := tools.CheckSigningSecret(v); err != nil || v == "" {
 					return err
 				}
 				c.HandoffSigningSecret = Secret(v)
 				return nil
 			}},
 	}
-}
-
-// checkSigningSecret refuses an HMAC key a receiver could guess or a
-// header could not carry; "" is no key.
-func checkSigningSecret(v string) error {
-	switch {
-	case v == "":
-		return nil
-	case len(v) < minToolsSigningSecret:
-		return fmt.Errorf("must be at least %d bytes", minToolsSigningSecret)
-	case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return errors.New("contains control characters")
-	}
-	return nil
 }
 
 // handoffDesk is the desk the sessions tell of hand-offs: signed with the
