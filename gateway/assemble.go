@@ -150,32 +150,17 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	// public connections, bounded at TURNSTILE_MAX_CONNECTIONS.
 	files := fdroom.New(connectionRoom(cfg.FileLimit)).WithConns(cfg.MaxConnections)
 	gw.sessions = session.NewManager(session.Config{
-		SystemPrompt:      cfg.SystemPrompt,
-		MaxToolIterations: cfg.MaxToolIterations,
-		MaxMessageBytes:   int64(cfg.MaxMessageBytes),
-		MaxTextChars:      cfg.MaxTextChars,
-		SendQueueBytes:    cfg.SendQueueBytes,
-		WriteTimeout:      cfg.WriteTimeout,
-		ModelTimeout:      cfg.ModelTimeout,
-		StoreTimeout:      2 * cfg.RedisTimeout,
-		HistoryMax:        cfg.HistoryMax,
-		ModelName:         modelName,
-		TextProvider:      cfg.TextProvider,
-		GenAIProvider:     cfg.genAIProvider(),
-		Offline:           cfg.Offline(),
-
-		RestrictOutput:           cfg.RestrictOutput,
-		RestrictionMessage:       cfg.RestrictionMessage,
-		RestrictionMaxInjections: cfg.RestrictionMaxInjections,
+		StoreTimeout:  2 * cfg.RedisTimeout,
+		ModelName:     modelName,
+		TextProvider:  cfg.TextProvider,
+		GenAIProvider: cfg.genAIProvider(),
+		Offline:       cfg.Offline(),
 
 		Limits:     cfg.Limits,
+		Assistant:  cfg.Assistant,
 		AuthLeeway: cfg.AuthLeeway,
 		Clock:      clk,
 		Pseudonyms: gw.users,
-
-		// Per-session context (issue 21).
-		LiveVoice:  cfg.LiveVoice,
-		LiveVoices: cfg.LiveVoices,
 		Profiles:   profileSet,
 	}, session.Deps{
 		Store: st,

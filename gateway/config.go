@@ -23,6 +23,7 @@ import (
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/geminilive"
 )
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
@@ -41,12 +42,10 @@ type Config struct {
 	// What tools learn about a call: the claims forwarded and the signing
 	// secret, the tools' own settings (tools/settings.go).
 	tools.CallInfo
-	// What a session tells its model beyond the system prompt
-	// (config_context.go).
-	ContextClaims []string // TURNSTILE_CONTEXT_CLAIMS: token claims told to the model as facts
-	LiveVoice     string   // TURNSTILE_LIVE_VOICE; "" = the model's own
-	LiveVoices    []string // TURNSTILE_LIVE_VOICES: the voices a session or profile may ask for
-	ProfilesDir   string   // TURNSTILE_PROFILES_DIR; "" = no profiles
+	// What a session's model is told — the system prompt, the token's
+	// claims as facts — restricted output, the voices and the profiles:
+	// the session's own settings (session/settings_assistant.go).
+	session.Assistant
 	// The hand-off to a person (config_handoff.go).
 	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
 	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
@@ -62,21 +61,9 @@ type Config struct {
 	// confirmations' life: the orchestrator's own settings
 	// (orchestrator/settings.go).
 	orchestrator.Budgets
-	MaxToolIterations int // model↔tool rounds per text turn
 
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration // drain budget after SIGTERM
-	HistoryMax      int           // history entries kept per session
-	MaxMessageBytes int           // largest browser WebSocket message accepted
-	MaxTextChars    int           // longest user text message, in characters
-	SendQueueBytes  int           // per-connection outbound queue bound
-	WriteTimeout    time.Duration // per-write deadline towards the browser
-	ModelTimeout    time.Duration // deadline of one model call
-	SystemPrompt    string
-
-	RestrictOutput           bool   // the model must answer through tools
-	RestrictionMessage       string // "" = the session's default message
-	RestrictionMaxInjections int    // 0 = bounded by MaxToolIterations only
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
 
@@ -116,8 +103,10 @@ type Config struct {
 	// default that conflicted with an explicit value, a value below its
 	// minimum taken as the minimum); logged at start.
 	Warnings []string
-	// What one connection, session or user may do, and the blocks the
-	// model imposes: the session's own settings (session/settings.go).
+	// What one connection, session or user may do — rates, budgets,
+	// history and message sizes, the send queue, write and model
+	// deadlines, tool rounds — and the blocks the model imposes: the
+	// session's own settings (session/settings.go).
 	session.Limits
 	UserStorageBytes int // history all of a user's sessions keep in Redis; 0 = no quota
 	// Clock is not a setting: nil is the system clock; tests inject one to
@@ -251,13 +240,9 @@ type (
 	SecretURL = settings.SecretURL
 )
 
-// DefaultSystemPrompt is the base instruction when TURNSTILE_SYSTEM_PROMPT is not set.
-const DefaultSystemPrompt = "You are a friendly customer-support assistant. " +
-	"Before answering a question about the product, search the knowledge base with kb_search " +
-	"and read the relevant article with kb_get; answer only from what you find, and say plainly " +
-	"when the knowledge base does not cover the question instead of guessing. " +
-	"Keep answers brief: two or three sentences, or a short list. " +
-	"In a voice conversation speak naturally, without markdown, lists or links."
+// DefaultSystemPrompt is the base instruction when TURNSTILE_SYSTEM_PROMPT
+// is not set (the session's).
+const DefaultSystemPrompt = session.DefaultSystemPrompt
 
 // configSetting is one row of the gateway's table of settings; the
 // packages' own rows are lifted into it (settings.Lift).
@@ -287,20 +272,7 @@ func configSettings() []configSetting {
 			settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
 				func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
 		}, orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
-			{Env: "TURNSTILE_MAX_TOOL_ITERATIONS", Def: "20",
-				Usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
-				Apply: func(c *Config, v string) error {
-					n, err := strconv.Atoi(strings.TrimSpace(v))
-					if err != nil {
-						return errors.New("not a whole number")
-					}
-					if n < 1 {
-						c.Warnings = append(c.Warnings, fmt.Sprintf("TURNSTILE_MAX_TOOL_ITERATIONS=%d is below 1: using 1", n))
-						n = 1
-					}
-					c.MaxToolIterations = n
-					return nil
-				}},
+			sessionRow(session.ToolIterationsSetting()),
 			{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
 				Apply: func(c *Config, v string) error {
 					switch strings.ToLower(v) {
@@ -312,41 +284,10 @@ func configSettings() []configSetting {
 			settings.Duration("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
 				func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
 			redisRow(store.SessionTTLSetting()),
-			settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
-				func(c *Config) *int { return &c.HistoryMax }),
-			settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
-				func(c *Config) *int { return &c.MaxMessageBytes }),
-			settings.Int("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
-				func(c *Config) *int { return &c.MaxTextChars }),
-			settings.Int("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
-				func(c *Config) *int { return &c.SendQueueBytes }),
-			settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
-				func(c *Config) *time.Duration { return &c.WriteTimeout }),
-			redisRow(store.TimeoutSetting()),
-			settings.Duration("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
-				func(c *Config) *time.Duration { return &c.ModelTimeout }),
-			{Env: "TURNSTILE_SYSTEM_PROMPT", Def: DefaultSystemPrompt, DefDoc: "a brief, knowledge-base-first support assistant",
-				Usage: "base system instruction given to the model", Apply: func(c *Config, v string) error {
-					c.SystemPrompt = v
-					return nil
-				}},
-		}, orchestratorSettings(orchestrator.ConfirmSettings()), []configSetting{
-			{Env: "TURNSTILE_RESTRICT_OUTPUT", Def: "false", Usage: "true: the model must answer through tools (finish or a terminal tool); a plain-text answer is refused and the restriction message injected",
-				Apply: func(c *Config, v string) error {
-					b, err := strconv.ParseBool(strings.TrimSpace(v))
-					if err != nil {
-						return errors.New("must be true or false")
-					}
-					c.RestrictOutput = b
-					return nil
-				}},
-			{Env: "TURNSTILE_RESTRICTION_MESSAGE", DefDoc: "ask the model to use its tools and answer through finish",
-				Usage: "the instruction injected when restricted output refuses a plain-text answer", Apply: func(c *Config, v string) error {
-					c.RestrictionMessage = v
-					return nil
-				}},
-			settings.Int("TURNSTILE_RESTRICTION_MAX_INJECTIONS", 0, "injections per turn under restricted output; 0: no limit but TURNSTILE_MAX_TOOL_ITERATIONS", 0, -1,
-				func(c *Config) *int { return &c.RestrictionMaxInjections }),
+		}, sessionSettings(session.SizeSettings()),
+		[]configSetting{redisRow(store.TimeoutSetting()), sessionRow(session.ModelTimeoutSetting())},
+		assistantSettings([]settings.Setting[session.Assistant]{session.SystemPromptSetting()}),
+		orchestratorSettings(orchestrator.ConfirmSettings()), assistantSettings(session.RestrictionSettings()), []configSetting{
 			{Env: "TURNSTILE_PPROF_ADDR", DefDoc: "unset: off",
 				Usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
 				Apply: func(c *Config, v string) error {
@@ -375,7 +316,7 @@ func configSettings() []configSetting {
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
-		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), sessionContextSettings(), handoffSettings())
+		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), assistantSettings(session.ContextSettings(geminilive.Voices)), handoffSettings())
 }
 
 // tracingSettings lifts the tracing package's row into the gateway's table.
@@ -422,9 +363,20 @@ func authSettings(rows []settings.Setting[server.Auth]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *server.Auth { return &c.Auth })
 }
 
-// sessionSettings lifts a table of the session's limits into the gateway's.
+// sessionSettings lifts a table of the session's limits into the gateway's;
+// sessionRow one row.
 func sessionSettings(rows []settings.Setting[session.Limits]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *session.Limits { return &c.Limits })
+}
+
+func sessionRow(row settings.Setting[session.Limits]) configSetting {
+	return sessionSettings([]settings.Setting[session.Limits]{row})[0]
+}
+
+// assistantSettings lifts a table of the session's assistant settings into
+// the gateway's.
+func assistantSettings(rows []settings.Setting[session.Assistant]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *session.Assistant { return &c.Assistant })
 }
 
 // LoadConfig resolves the configuration from command-line flags (args, without the program name),
@@ -478,7 +430,10 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			shown[s.Env] = s.Env + "=" + configDisplayValue(s.Env, v)
 			label += "=" + configDisplayValue(s.Env, v)
 		}
-		if err := s.Apply(&c, v); err != nil {
+		var warning settings.Warning
+		if err := s.Apply(&c, v); errors.As(err, &warning) {
+			c.Warnings = append(c.Warnings, string(warning))
+		} else if err != nil {
 			failed[s.Env] = true
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 		}

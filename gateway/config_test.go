@@ -17,6 +17,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/server"
+	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -70,13 +71,14 @@ func TestLoadConfigDefaults(t *testing.T) {
 			TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto"},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
 			Text: orchestrator.Budget{MaxRetrieval: 5, MaxCalls: 10}, ConfirmTTL: 2 * time.Minute},
-		MaxToolIterations: 20,
-		LogLevel:          slog.LevelInfo, ShutdownTimeout: 15 * time.Second, HistoryMax: 200,
+		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second,
 		Redis:           store.Redis{RedisMode: "single", RedisTimeout: 500 * time.Millisecond, SessionTTL: 24 * time.Hour},
-		MaxMessageBytes: 65536, MaxTextChars: 8000, SendQueueBytes: 256 << 10, WriteTimeout: 5 * time.Second,
-		ModelTimeout: 60 * time.Second, SystemPrompt: DefaultSystemPrompt,
+		Assistant:       session.Assistant{SystemPrompt: DefaultSystemPrompt},
 		MCPStartTimeout: 10 * time.Second,
 	}
+	want.MaxToolIterations, want.HistoryMax = 20, 200
+	want.MaxMessageBytes, want.MaxTextChars, want.SendQueueBytes, want.WriteTimeout = 65536, 8000, 256<<10, 5*time.Second
+	want.ModelTimeout = 60 * time.Second
 	withEdgeDefaults(&want)
 	withDefaultSessionLimits(&want)
 	withTracingDefaults(&want)
@@ -155,12 +157,13 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
-		MaxToolIterations: 1,
-		LogLevel:          slog.LevelDebug, ShutdownTimeout: 2 * time.Second, HistoryMax: 2,
-		MaxMessageBytes: 1024, MaxTextChars: 1, SendQueueBytes: 65536, WriteTimeout: time.Second,
-		ModelTimeout: 3 * time.Minute, SystemPrompt: "Be terse.",
+		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second,
+		Assistant:       session.Assistant{SystemPrompt: "Be terse."},
 		MCPStartTimeout: 10 * time.Second,
 	}
+	want.MaxToolIterations, want.HistoryMax = 1, 2
+	want.MaxMessageBytes, want.MaxTextChars, want.SendQueueBytes, want.WriteTimeout = 1024, 1, 65536, time.Second
+	want.ModelTimeout = 3 * time.Minute
 	withEdgeDefaults(&want)
 	withDefaultSessionLimits(&want)
 	withTracingDefaults(&want)

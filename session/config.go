@@ -12,27 +12,14 @@ import (
 
 // Config bounds what a session may do. Zero values get the defaults noted.
 type Config struct {
-	SystemPrompt      string
-	MaxToolIterations int           // model↔tool rounds per text turn; default 20
-	MaxMessageBytes   int64         // largest browser frame; default 64 KiB
-	MaxTextChars      int           // longest user text; default 8000
-	SendQueueBytes    int           // send queue bound; default 256 KiB
-	WriteTimeout      time.Duration // one browser write; default 5 s
-	ModelTimeout      time.Duration // one model call; default 60 s
-	StoreTimeout      time.Duration // one store call; default 1 s
+	StoreTimeout time.Duration // one store call; default 1 s
 	// LiveConnectTimeout bounds opening a voice upstream; default 10 s.
 	LiveConnectTimeout time.Duration
 	HandshakeTimeout   time.Duration // time to send session.start; default 10 s
-	// LiveVoice is the Live voice of a session that asks for none ("" the
-	// model's own); LiveVoices the voices a session.start or a profile may
-	// ask for (empty: none).
-	LiveVoice  string
-	LiveVoices []string
 	// Profiles are the assistant profiles a session may run (nil: none,
 	// every session runs the default).
-	Profiles   profiles.Set
-	HistoryMax int // entries kept; default 200
-	ModelName  string
+	Profiles  profiles.Set
+	ModelName string
 	// TextProvider names the text model's provider in metrics; default
 	// "gemini".
 	TextProvider transport.Provider
@@ -40,23 +27,17 @@ type Config struct {
 	// spans (tracing.ProviderGemini, …); default tracing.ProviderGemini.
 	GenAIProvider string
 	Offline       bool // the model is the offline demo model
-	// RestrictOutput makes the model answer through tools (finish or a
-	// terminal tool): a text answer without a tool call is not the answer;
-	// RestrictionMessage ("": textturn.DefaultRestrictionMessage)
-	// follows it in that turn's history and the model is asked again, at
-	// most RestrictionMaxInjections times per turn (0: no limit but the
-	// iteration limit).
-	RestrictOutput           bool
-	RestrictionMessage       string
-	RestrictionMaxInjections int
 	// TakeoverWait bounds how long a resume waits for the connection it
 	// replaces on this node to end, so that it reads that connection's
 	// last writes; default 2 s.
 	TakeoverWait time.Duration
 
 	// Limits are what one connection, session or user may do, and the
-	// blocks the model imposes: the package's own settings (settings.go).
+	// blocks the model imposes; Assistant what the model is told, its
+	// voices and profiles: the package's own settings (settings.go,
+	// settings_assistant.go).
 	Limits
+	Assistant
 	// AuthLeeway is how long past its token's expiry a connection lasts
 	// without an auth refresh before it is closed 4001.
 	AuthLeeway time.Duration
@@ -105,9 +86,7 @@ func (c *Config) defaults() {
 	def(&c.MaxTextChars, 8000)
 	def(&c.SendQueueBytes, 256<<10)
 	def(&c.HistoryMax, 200)
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 64 << 10
-	}
+	def(&c.MaxMessageBytes, 64<<10)
 	if c.GenAIProvider == "" {
 		c.GenAIProvider = tracing.ProviderGemini
 	}

@@ -131,7 +131,7 @@ func (m *Manager) Active() int {
 // drop a connection at once however stuck the WebSocket is. Serve closes
 // ws.
 func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity) {
-	ws.SetReadLimit(m.cfg.MaxMessageBytes)
+	ws.SetReadLimit(int64(m.cfg.MaxMessageBytes))
 	wire, pings := browserWire(ws)
 	m.serve(ctx, wire, raw, id, pings)
 }
@@ -149,7 +149,7 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 // it holds (its stack, the request, its buffers) are freed while the
 // session stays open: an idle session keeps one goroutine, not two.
 func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity, ended func()) {
-	ws.SetReadLimit(m.cfg.MaxMessageBytes)
+	ws.SetReadLimit(int64(m.cfg.MaxMessageBytes))
 	wire, pings := browserWire(ws)
 	c := m.admit(ctx, wire, raw, id, pings)
 	if c == nil {

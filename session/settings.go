@@ -9,6 +9,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +18,17 @@ import (
 )
 
 // Limits are what one connection, session or user may do. For each, zero
-// means no limit (but RateAbuseAfter, BlockSteps and BlockMemory, which
-// have defaults); the gateway's settings supply the usual values.
+// means no limit (but the sizes, deadlines and rounds, RateAbuseAfter,
+// BlockSteps and BlockMemory, which have defaults); the gateway's settings
+// supply the usual values.
 type Limits struct {
+	HistoryMax        int           // history entries kept per session; default 200
+	MaxMessageBytes   int           // largest browser WebSocket message; default 64 KiB
+	MaxTextChars      int           // longest user text, in characters; default 8000
+	SendQueueBytes    int           // outbound bytes queued per browser; default 256 KiB
+	WriteTimeout      time.Duration // one write to a browser; default 5 s
+	ModelTimeout      time.Duration // one model call; default 60 s
+	MaxToolIterations int           // model↔tool rounds per text turn; default 20
 	// MessageRate and MessageBurst bound the text frames of one connection
 	// (session.start aside): excess is dropped and answered rate_limited.
 	MessageRate  float64 // frames per second
@@ -123,6 +132,48 @@ func LimitSettings() []settings.Setting[Limits] {
 		settings.Int("TURNSTILE_RECENT_SESSIONS_BYTES", 64<<20, "bytes of history (JSON) of the sessions whose connection ended on this node in the last TURNSTILE_IDLE_TIMEOUT kept in memory, to write them back if Redis comes back empty; the oldest go first; 0: none kept", 0, -1,
 			func(l *Limits) *int { return &l.RecentSessionsBytes }),
 	}
+}
+
+// SizeSettings bound what a session keeps and what one message, the send
+// queue and one write to the browser may be.
+func SizeSettings() []settings.Setting[Limits] {
+	return []settings.Setting[Limits]{
+		settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
+			func(l *Limits) *int { return &l.HistoryMax }),
+		settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
+			func(l *Limits) *int { return &l.MaxMessageBytes }),
+		settings.Int("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
+			func(l *Limits) *int { return &l.MaxTextChars }),
+		settings.Int("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+			func(l *Limits) *int { return &l.SendQueueBytes }),
+		settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
+			func(l *Limits) *time.Duration { return &l.WriteTimeout }),
+	}
+}
+
+// ModelTimeoutSetting is the deadline of one model call.
+func ModelTimeoutSetting() settings.Setting[Limits] {
+	return settings.Duration("TURNSTILE_MODEL_TIMEOUT", "60s", "deadline of one model call", time.Nanosecond,
+		func(l *Limits) *time.Duration { return &l.ModelTimeout })
+}
+
+// ToolIterationsSetting bounds the model↔tool rounds of a text turn; a
+// number below 1 is taken as 1, with a warning.
+func ToolIterationsSetting() settings.Setting[Limits] {
+	return settings.Setting[Limits]{Env: "TURNSTILE_MAX_TOOL_ITERATIONS", Def: "20",
+		Usage: "model↔tool rounds per text turn (a whole number; below 1 is taken as 1, with a warning)",
+		Apply: func(l *Limits, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return errors.New("not a whole number")
+			}
+			if n < 1 {
+				l.MaxToolIterations = 1
+				return settings.Warning(fmt.Sprintf("TURNSTILE_MAX_TOOL_ITERATIONS=%d is below 1: using 1", n))
+			}
+			l.MaxToolIterations = n
+			return nil
+		}}
 }
 
 // AbuseCooldownSettings are how long a user closed 4008 for rate abuse is

@@ -29,6 +29,14 @@ type Setting[C any] struct {
 	Apply func(c *C, v string) error
 }
 
+// Warning is what Apply returns when it took a value adjusted instead of
+// refusing it (a number below its minimum taken as the minimum): the field
+// is set, and the caller logs the warning at start. Unlike an error's, its
+// text names the setting and the value.
+type Warning string
+
+func (w Warning) Error() string { return string(w) }
+
 // Lift makes rows that fill a part of C (a package's configuration inside
 // the gateway's) into rows that fill C.
 func Lift[P, C any](rows []Setting[P], part func(*C) *P) []Setting[C] {
@@ -44,7 +52,8 @@ func Lift[P, C any](rows []Setting[P], part func(*C) *P) []Setting[C] {
 // Read fills c from getenv by rows (a row's default where a variable is
 // empty), for a command that takes a few of a package's settings from the
 // environment only. Each failure names the variable (never the value: it
-// may be a secret or a URL with a password), all at once.
+// may be a secret or a URL with a password), all at once. A Warning is
+// not a failure: the adjusted value is kept.
 func Read[C any](c *C, rows []Setting[C], getenv func(string) string) error {
 	var errs []error
 	for _, r := range rows {
@@ -52,7 +61,8 @@ func Read[C any](c *C, rows []Setting[C], getenv func(string) string) error {
 		if v == "" {
 			v = r.Def
 		}
-		if err := r.Apply(c, v); err != nil {
+		var w Warning
+		if err := r.Apply(c, v); err != nil && !errors.As(err, &w) {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Env, err))
 		}
 	}

@@ -204,3 +204,18 @@ func TestReadFillsDefaultsAndNamesEachRefusedVariable(t *testing.T) {
 		t.Errorf("err %v, want both variables named and no value shown", err)
 	}
 }
+
+func TestReadKeepsAValueAdjustedWithAWarning(t *testing.T) {
+	rows := []Setting[part]{{Env: "X_N", Def: "0", Apply: func(p *part, v string) error {
+		p.N = 1
+		return Warning("X_N=" + v + " is below 1: using 1")
+	}}}
+	var p part
+	if err := Read(&p, rows, func(string) string { return "" }); err != nil || p.N != 1 {
+		t.Errorf("read %+v, %v; want N=1 and no error", p, err)
+	}
+	var w Warning
+	if err := rows[0].Apply(&p, "-3"); !errors.As(err, &w) || w.Error() != "X_N=-3 is below 1: using 1" {
+		t.Errorf("Apply: %v, want the warning naming the setting and value", err)
+	}
+}
