@@ -268,7 +268,9 @@ func configSettings() []configSetting {
 				Apply: settings.OptionalFolder(func(c *Config) *string { return &c.ToolsDir })},
 			{Env: "TURNSTILE_MCP_CONFIG", DefDoc: "unset: no MCP tool servers",
 				Usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
-				Apply: parseMCPConfigPath},
+				// Only the path: loadToolSources loads the file, reading the
+				// environment its ${NAME} references need.
+				Apply: settings.OptionalFile("MCP config file", func(c *Config) *string { return &c.MCPConfigFile })},
 			settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
 				func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
 		}, orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{

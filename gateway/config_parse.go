@@ -24,32 +24,12 @@ import (
 // line and key; tool names are checked against the registry when the
 // gateway assembles it.
 func parsePolicy(c *Config, v string) error {
-	if v == "" {
-		return nil
-	}
-	if err := settings.RegularFile(v, "policy file"); err != nil {
+	err := settings.OptionalFile("policy file", func(c *Config) *string { return &c.PolicyFile })(c, v)
+	if err != nil || c.PolicyFile == "" {
 		return err
 	}
-	p, err := tools.LoadPolicy(v)
-	if err != nil {
-		return err
-	}
-	c.PolicyFile, c.Policy = v, p
-	return nil
-}
-
-// parseMCPConfigPath checks the path; the file is loaded by
-// loadToolSources, which can read the environment its ${NAME} references
-// need (as it does for TURNSTILE_TOOLS_DIR's tools).
-func parseMCPConfigPath(c *Config, v string) error {
-	if v == "" {
-		return nil
-	}
-	if err := settings.RegularFile(v, "MCP config file"); err != nil {
-		return err
-	}
-	c.MCPConfigFile = v
-	return nil
+	c.Policy, err = tools.LoadPolicy(v)
+	return err
 }
 
 // lookupFrom turns getenv into a lookup in which an empty variable is an

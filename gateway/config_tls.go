@@ -14,25 +14,11 @@ func networkSettings() []configSetting {
 	return append([]configSetting{
 		{Env: "TURNSTILE_TLS_CERT_FILE", DefDoc: "unset: plain HTTP",
 			Usage: "PEM certificate (chain) both listeners serve TLS 1.2+ with, read again when the file changes; needs TURNSTILE_TLS_KEY_FILE",
-			Apply: tlsFile(func(c *Config) *string { return &c.TLSCertFile })},
+			Apply: settings.OptionalFile("", func(c *Config) *string { return &c.TLSCertFile })},
 		{Env: "TURNSTILE_TLS_KEY_FILE", DefDoc: "unset: plain HTTP",
 			Usage: "PEM private key of TURNSTILE_TLS_CERT_FILE, read again when the file changes",
-			Apply: tlsFile(func(c *Config) *string { return &c.TLSKeyFile })},
+			Apply: settings.OptionalFile("", func(c *Config) *string { return &c.TLSKeyFile })},
 	}, edgeSettings(server.ProxySettings())...)
-}
-
-// tlsFile takes the path of a readable regular file.
-func tlsFile(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if v == "" {
-			return nil
-		}
-		if err := settings.RegularFile(v, ""); err != nil {
-			return err
-		}
-		*field(c) = v
-		return nil
-	}
 }
 
 // tlsChecks wants both TLS files or neither, and a pair that loads.

@@ -104,6 +104,22 @@ func OptionalFolder[C any](field func(*C) *string) func(*C, string) error {
 	}
 }
 
+// OptionalFile takes the path of an existing regular file into a field;
+// what names it in the error (as RegularFile's). An empty value leaves the
+// field "" (the caller's default: no policy, no MCP servers, plain HTTP).
+func OptionalFile[C any](what string, field func(*C) *string) func(*C, string) error {
+	return func(c *C, v string) error {
+		if v == "" {
+			return nil
+		}
+		if err := RegularFile(v, what); err != nil {
+			return err
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
 // Plain takes a value PlainString accepts into a field (a token claim to
 // compare with, a stream key).
 func Plain[C any](field func(*C) *string) func(*C, string) error {

@@ -140,8 +140,8 @@ func TestFlagNameDerivesFromTheVariable(t *testing.T) {
 // default.
 func TestStringRowsStoreOnlyWhatTheyAccept(t *testing.T) {
 	type strs struct {
-		Dir, Name string
-		Key       Secret
+		Dir, File, Name string
+		Key             Secret
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
@@ -149,6 +149,7 @@ func TestStringRowsStoreOnlyWhatTheyAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	folder := OptionalFolder(func(s *strs) *string { return &s.Dir })
+	policy := OptionalFile("policy file", func(s *strs) *string { return &s.File })
 	plain := Plain(func(s *strs) *string { return &s.Name })
 	key := Key(func(s *strs) *Secret { return &s.Key })
 	for _, tc := range []struct {
@@ -158,6 +159,8 @@ func TestStringRowsStoreOnlyWhatTheyAccept(t *testing.T) {
 	}{
 		{folder, file, "is not a directory"},
 		{folder, filepath.Join(dir, "missing"), "cannot use folder: "},
+		{policy, dir, "is not a regular file"},
+		{policy, filepath.Join(dir, "missing"), "cannot use policy file: "},
 		{plain, " tenant", "has control characters or surrounding blanks"},
 		{plain, "a\nb", "has control characters or surrounding blanks"},
 		{key, "sk-1 2", "contains whitespace or control characters"},
@@ -172,12 +175,12 @@ func TestStringRowsStoreOnlyWhatTheyAccept(t *testing.T) {
 		}
 	}
 	var s strs
-	for _, ok := range []error{folder(&s, ""), folder(&s, dir), plain(&s, "tenant"), key(&s, "sk-12")} {
+	for _, ok := range []error{folder(&s, ""), folder(&s, dir), policy(&s, ""), policy(&s, file), plain(&s, "tenant"), key(&s, "sk-12")} {
 		if ok != nil {
 			t.Fatal(ok)
 		}
 	}
-	if s != (strs{Dir: dir, Name: "tenant", Key: "sk-12"}) {
+	if s != (strs{Dir: dir, File: file, Name: "tenant", Key: "sk-12"}) {
 		t.Errorf("accepted values not stored: %+v", s)
 	}
 }
