@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/turnstile-gw/turnstile/handoff"
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/server"
@@ -46,9 +47,9 @@ type Config struct {
 	// claims as facts — restricted output, the voices and the profiles:
 	// the session's own settings (session/settings_assistant.go).
 	session.Assistant
-	// The hand-off to a person (config_handoff.go).
-	HandoffURL           string // TURNSTILE_HANDOFF_URL; "" = no help desk POST
-	HandoffSigningSecret Secret // TURNSTILE_HANDOFF_SIGNING_SECRET; "" = the tools' secret
+	// The hand-off to a person: the help desk's URL and signing secret,
+	// the handoff package's own settings (handoff/settings.go).
+	handoff.HelpDesk
 
 	// Who answers: Gemini's key or endpoint or Vertex AI, the text
 	// provider, the model names and the tool choice: the transport's own
@@ -318,7 +319,7 @@ func configSettings() []configSetting {
 		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
-		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), assistantSettings(session.ContextSettings(geminilive.Voices)), handoffSettings())
+		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), assistantSettings(session.ContextSettings(geminilive.Voices)), settings.Lift(handoff.HelpDeskSettings(), func(c *Config) *handoff.HelpDesk { return &c.HelpDesk }))
 }
 
 // tracingSettings lifts the tracing package's row into the gateway's table.
