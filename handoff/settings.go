@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
-	"github.com/turnstile-gw/turnstile/tools"
+	"github.com/turnstile-gw/turnstile/internal/signature"
 )
 
 // HelpDesk is where a hand-off is POSTed and the key it is signed with.
@@ -37,9 +37,9 @@ func HelpDeskSettings() []settings.Setting[HelpDesk] {
 			}},
 		{Env: "TURNSTILE_HANDOFF_SIGNING_SECRET", DefDoc: "unset: TURNSTILE_TOOLS_SIGNING_SECRET, else unsigned", Secret: true,
 			Usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on the hand-off POST (the scheme of tool requests), "+
-				"at least %d bytes; unset, the tools' signing secret signs it (prefer the environment: flags show in ps)", tools.MinSigningSecretBytes),
+				"at least %d bytes; unset, the tools' signing secret signs it (prefer the environment: flags show in ps)", signature.MinSecretBytes),
 			Apply: func(h *HelpDesk, v string) error {
-				if err := tools.CheckSigningSecret(v); err != nil || v == "" {
+				if err := signature.CheckSecret(v); err != nil || v == "" {
 					return err
 				}
 				h.HandoffSigningSecret = settings.Secret(v)

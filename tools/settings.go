@@ -6,11 +6,11 @@ package tools
 // table the gateway lifts into its own.
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
+	"github.com/turnstile-gw/turnstile/internal/signature"
 )
 
 // CallInfo is what tools are told about a call beyond its arguments.
@@ -22,10 +22,6 @@ type CallInfo struct {
 	// tool requests; "": unsigned.
 	ToolsSigningSecret settings.Secret
 }
-
-// MinSigningSecretBytes is the shortest signing secret taken: an HMAC key
-// a tool's service could guess would let anyone sign.
-const MinSigningSecretBytes = 32
 
 // CallInfoSettings are the rows of the claims forwarded and the signing
 // secret.
@@ -41,9 +37,9 @@ func CallInfoSettings() []settings.Setting[CallInfo] {
 			}},
 		{Env: "TURNSTILE_TOOLS_SIGNING_SECRET", DefDoc: "unset: tool requests are not signed", Secret: true,
 			Usage: fmt.Sprintf("HMAC-SHA256 key of the Turnstile-Signature header on HTTP tool requests (t=<unix>,v1=<hex HMAC of \"t.body\">), "+
-				"at least %d bytes (prefer the environment: flags show in ps)", MinSigningSecretBytes),
+				"at least %d bytes (prefer the environment: flags show in ps)", signature.MinSecretBytes),
 			Apply: func(c *CallInfo, v string) error {
-				if err := CheckSigningSecret(v); err != nil {
+				if err := signature.CheckSecret(v); err != nil {
 					return err
 				}
 				c.ToolsSigningSecret = settings.Secret(v)
@@ -74,18 +70,4 @@ func ParseClaimNames(v string) ([]string, error) {
 		names = append(names, name)
 	}
 	return names, nil
-}
-
-// CheckSigningSecret refuses an HMAC key a receiver could guess or a
-// header could not carry; "" is no key.
-func CheckSigningSecret(v string) error {
-	switch {
-	case v == "":
-		return nil
-	case len(v) < MinSigningSecretBytes:
-		return fmt.Errorf("must be at least %d bytes", MinSigningSecretBytes)
-	case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return errors.New("contains control characters")
-	}
-	return nil
 }
