@@ -120,17 +120,7 @@ func TestQueueConcurrentProducersLoseNothingAndKeepOrder(t *testing.T) {
 
 	var mu sync.Mutex
 	var all []string
-	q.write = func() {
-		for {
-			f, _, ok := q.next(nil)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			all = append(all, frames(f)...)
-			mu.Unlock()
-		}
-	}
+	q.write = collect(q, &mu, &all)
 
 	var wg sync.WaitGroup
 	refused := make(chan string, producers*perProducer)
@@ -241,17 +231,7 @@ func TestQueueClaimWritesAheadOnlyWhenIdleAndLaterFramesFollowInOrder(t *testing
 	q := newQueue(100)
 	var mu sync.Mutex
 	var got []string
-	q.write = func() {
-		for {
-			f, _, ok := q.next(nil)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			got = append(got, frames(f)...)
-			mu.Unlock()
-		}
-	}
+	q.write = collect(q, &mu, &got)
 	if !q.claim(3) {
 		t.Fatal("claim refused on an idle, empty queue")
 	}
@@ -277,5 +257,21 @@ func TestQueueClaimWritesAheadOnlyWhenIdleAndLaterFramesFollowInOrder(t *testing
 	q.write = func() {}
 	if q.claim(5) {
 		t.Error("claim granted for a frame larger than the queue's bound")
+	}
+}
+
+// collect is a writer that takes the queue's frames into *into, under mu,
+// until the queue has none.
+func collect(q *queue, mu *sync.Mutex, into *[]string) func() {
+	return func() {
+		for {
+			f, _, ok := q.next(nil)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			*into = append(*into, frames(f)...)
+			mu.Unlock()
+		}
 	}
 }
