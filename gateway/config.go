@@ -29,17 +29,16 @@ import (
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
-	Addr            string                      // listen address, host:port
-	AllowedOrigins  []string                    // Origin patterns; empty = same host only
-	KBDir           string                      // knowledge-base folder; "" = embedded sample
-	PolicyFile      string                      // TURNSTILE_POLICY; "" = none
-	Policy          *tools.Policy               // the loaded PolicyFile; nil = none
-	ToolsDir        string                      // TURNSTILE_TOOLS_DIR: folder of HTTP tool folders; "" = none
-	HTTPTools       *tools.Registry             // the HTTP tools loaded from ToolsDir; nil = none
-	toolsLookup     func(string) (string, bool) // the environment ToolsDir's ${NAME} references read, at start and reload
-	MCPConfigFile   string                      // TURNSTILE_MCP_CONFIG; "" = none
-	MCP             *mcp.Config                 // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
-	MCPStartTimeout time.Duration               // how long startup waits for each MCP server
+	Addr           string   // listen address, host:port
+	AllowedOrigins []string // Origin patterns; empty = same host only
+	// Where the tools come from beside the built-in ones — the knowledge
+	// base, the policy file (loaded), the HTTP tools' folder, the MCP
+	// servers' file and how long each may take to start: the tools' own
+	// settings (tools/settings_sources.go).
+	tools.Sources
+	HTTPTools   *tools.Registry             // the HTTP tools loaded from ToolsDir; nil = none
+	toolsLookup func(string) (string, bool) // the environment ToolsDir's ${NAME} references read, at start and reload
+	MCP         *mcp.Config                 // the loaded MCPConfigFile; nil = none (holds secrets: never log it)
 	// What tools learn about a call: the claims forwarded and the signing
 	// secret, the tools' own settings (tools/settings.go).
 	tools.CallInfo
@@ -259,22 +258,8 @@ func configSettings() []configSetting {
 			{Env: "TURNSTILE_ALLOWED_ORIGINS", DefDoc: "unset: same host only",
 				Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
 				Apply: parseOrigins},
-			{Env: "TURNSTILE_KB_DIR", DefDoc: "unset: embedded sample", Usage: "folder of Markdown knowledge-base documents",
-				Apply: settings.OptionalFolder(func(c *Config) *string { return &c.KBDir })},
-			{Env: "TURNSTILE_POLICY", DefDoc: "unset: budgets from the settings below, tool metadata from the manifests",
-				Usage: "policy file (.yaml, .yml or .json) overriding per-turn budgets and tool metadata; see docs/tools.md",
-				Apply: parsePolicy},
-			{Env: "TURNSTILE_TOOLS_DIR", DefDoc: "unset: no HTTP tools",
-				Usage: "folder of manifest-only HTTP tools (one folder per tool: schema.json with an http block, guide.md); see docs/tools.md",
-				Apply: settings.OptionalFolder(func(c *Config) *string { return &c.ToolsDir })},
-			{Env: "TURNSTILE_MCP_CONFIG", DefDoc: "unset: no MCP tool servers",
-				Usage: `MCP servers file ({"mcpServers": {...}}, stdio command or Streamable HTTP url); see docs/tools.md`,
-				// Only the path: loadToolSources loads the file, reading the
-				// environment its ${NAME} references need.
-				Apply: settings.OptionalFile("MCP config file", func(c *Config) *string { return &c.MCPConfigFile })},
-			settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
-				func(c *Config) *time.Duration { return &c.MCPStartTimeout }),
-		}, orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
+		}, settings.Lift(tools.SourceSettings(), func(c *Config) *tools.Sources { return &c.Sources }),
+		orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
 			sessionRow(session.ToolIterationsSetting()),
 			{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
 				Apply: func(c *Config, v string) error {

@@ -13,24 +13,10 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/store"
-	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
 	"github.com/turnstile-gw/turnstile/tools/mcp"
 )
-
-// parsePolicy loads and validates the policy file. Its errors name the file,
-// line and key; tool names are checked against the registry when the
-// gateway assembles it.
-func parsePolicy(c *Config, v string) error {
-	err := settings.OptionalFile("policy file", func(c *Config) *string { return &c.PolicyFile })(c, v)
-	if err != nil || c.PolicyFile == "" {
-		return err
-	}
-	c.Policy, err = tools.LoadPolicy(v)
-	return err
-}
 
 // lookupFrom turns getenv into a lookup in which an empty variable is an
 // unset one, as everywhere in the configuration.

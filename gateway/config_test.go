@@ -19,6 +19,7 @@ import (
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/session"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tracing"
 	"github.com/turnstile-gw/turnstile/transport"
 	"github.com/turnstile-gw/turnstile/transport/geminilive"
@@ -72,9 +73,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
 			Text: orchestrator.Budget{MaxRetrieval: 5, MaxCalls: 10}, ConfirmTTL: 2 * time.Minute},
 		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second,
-		Redis:           store.Redis{RedisMode: "single", RedisTimeout: 500 * time.Millisecond, SessionTTL: 24 * time.Hour},
-		Assistant:       session.Assistant{SystemPrompt: DefaultSystemPrompt},
-		MCPStartTimeout: 10 * time.Second,
+		Redis:     store.Redis{RedisMode: "single", RedisTimeout: 500 * time.Millisecond, SessionTTL: 24 * time.Hour},
+		Assistant: session.Assistant{SystemPrompt: DefaultSystemPrompt},
+		Sources:   tools.Sources{MCPStartTimeout: 10 * time.Second},
 	}
 	want.MaxToolIterations, want.HistoryMax = 20, 200
 	want.MaxMessageBytes, want.MaxTextChars, want.SendQueueBytes, want.WriteTimeout = 65536, 8000, 256<<10, 5*time.Second
@@ -154,12 +155,12 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 			ToolChoice: "required"},
 		Redis:          store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
 		Auth:           server.Auth{AuthSecret: testAuthSecret},
-		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}, KBDir: kb,
+		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
 		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second,
-		Assistant:       session.Assistant{SystemPrompt: "Be terse."},
-		MCPStartTimeout: 10 * time.Second,
+		Assistant: session.Assistant{SystemPrompt: "Be terse."},
+		Sources:   tools.Sources{KBDir: kb, MCPStartTimeout: 10 * time.Second},
 	}
 	want.MaxToolIterations, want.HistoryMax = 1, 2
 	want.MaxMessageBytes, want.MaxTextChars, want.SendQueueBytes, want.WriteTimeout = 1024, 1, 65536, time.Second
