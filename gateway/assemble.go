@@ -90,11 +90,12 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	if w := redisDurability(ctx, cfg, rdb, log); w != "" {
 		readyWarnings = append(readyWarnings, w)
 	}
+	storeCfg := cfg.Redis
+	storeCfg.UserStorageBytes = userStorageQuota(cfg, log)
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{
-		Redis: cfg.Redis, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
-		Observe:             m.ObserveRedis,
-		UserStorageMaxBytes: userStorageQuota(cfg, log),
-		Now:                 clk.Now,
+		Redis: storeCfg, HistoryMax: cfg.HistoryMax, HistoryMaxBytes: cfg.HistoryMaxBytes,
+		Observe: m.ObserveRedis,
+		Now:     clk.Now,
 	})
 
 	var kbFS fs.FS = kb.Sample
@@ -369,10 +370,10 @@ func (c Config) budgets() orchestrator.Budgets {
 // userStorageQuota is the per-user storage quota the store keeps: none in
 // dev mode, where every anonymous connection is the one user "anon" (a
 // quota there would be shared by every tab and load run of a developer).
-func userStorageQuota(cfg Config, log *slog.Logger) int64 {
+func userStorageQuota(cfg Config, log *slog.Logger) int {
 	if cfg.DevMode() && cfg.UserStorageBytes > 0 {
 		log.Info("dev mode: no per-user storage quota (TURNSTILE_USER_STORAGE_BYTES applies to authenticated users)")
 		return 0
 	}
-	return int64(cfg.UserStorageBytes)
+	return cfg.UserStorageBytes
 }

@@ -77,7 +77,8 @@ type Config struct {
 
 	// Which Redis holds the sessions and how it is read, each call's
 	// deadline, a session's life there, the timelines and the event
-	// stream: the store's own settings (store/settings.go).
+	// stream, the per-user storage quota: the store's own settings
+	// (store/settings.go).
 	store.Redis
 
 	// The edge: listeners, admission and tokens.
@@ -108,7 +109,6 @@ type Config struct {
 	// deadlines, tool rounds — and the blocks the model imposes: the
 	// session's own settings (session/settings.go).
 	session.Limits
-	UserStorageBytes int // history all of a user's sessions keep in Redis; 0 = no quota
 	// Clock is not a setting: nil is the system clock; tests inject one to
 	// move token expiries.
 	Clock session.Clock
@@ -301,7 +301,7 @@ func configSettings() []configSetting {
 					return nil
 				}},
 		}, edgeSettings(server.EdgeSettings()), authSettings(server.AuthSettings()),
-		sessionSettings(session.LimitSettings()), []configSetting{userStorageSetting()},
+		sessionSettings(session.LimitSettings()), []configSetting{redisRow(store.UserStorageSetting())},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
 		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
 		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), assistantSettings(session.ContextSettings(geminilive.Voices)), settings.Lift(handoff.HelpDeskSettings(), func(c *Config) *handoff.HelpDesk { return &c.HelpDesk }))
@@ -311,13 +311,6 @@ func configSettings() []configSetting {
 func tracingSettings() []configSetting {
 	return settings.Lift([]settings.Setting[tracing.Settings]{tracing.PseudonymKeySetting()},
 		func(c *Config) *tracing.Settings { return &c.Tracing })
-}
-
-// userStorageSetting is the store's per-user quota, listed with the
-// session limits.
-func userStorageSetting() configSetting {
-	return settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
-		func(c *Config) *int { return &c.UserStorageBytes })
 }
 
 // orchestratorSettings lifts a table of the orchestrator's budgets into the

@@ -78,7 +78,7 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	watch := &slotWatch{names: map[string]int{}}
 	c.AddHook(watch)
-	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 2 * time.Second}, UserStorageMaxBytes: 1 << 20})
+	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 2 * time.Second, UserStorageBytes: 1 << 20}})
 	ctx := context.Background()
 
 	// A session and a user on different masters: a script or MULTI that

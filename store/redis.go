@@ -51,11 +51,6 @@ type RedisStoreOptions struct {
 	// Now is the clock confirmations, blocks and turn windows go by;
 	// default the system clock.
 	Now func() time.Time
-	// UserStorageMaxBytes is the most bytes of history (JSON) all of one
-	// user's sessions may keep, across every node: a new turn the quota
-	// has no room for is refused (TurnStart.OverQuota). 0: no quota, and
-	// nothing counted. See storage.go.
-	UserStorageMaxBytes int64
 }
 
 // DefaultHistoryMaxBytes is the default bound of a session's stored history.
@@ -155,7 +150,7 @@ func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
 	s := &RedisStore{c: c, ttl: o.SessionTTL, historyMax: o.HistoryMax, historyBytes: o.HistoryMaxBytes,
 		timeout: o.RedisTimeout, watchInterval: o.WatchInterval, observe: o.Observe, now: o.Now, waitReplicas: o.RedisWaitReplicas,
 		timelineMax: o.TimelineMax, eventsStream: o.EventsStream, eventsMaxLen: int64(o.EventsMaxLen),
-		userStorage: o.UserStorageMaxBytes}
+		userStorage: int64(o.UserStorageBytes)}
 	if s.timelineMax <= 0 {
 		s.timelineMax = DefaultTimelineMax
 	}

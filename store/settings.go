@@ -42,6 +42,11 @@ type Redis struct {
 	// EventsMaxLen, default DefaultEventsMaxLen).
 	EventsStream string
 	EventsMaxLen int
+	// UserStorageBytes is the most bytes of history (JSON) all of one
+	// user's sessions may keep, across every node: a new turn the quota
+	// has no room for is refused (TurnStart.OverQuota). 0: no quota, and
+	// nothing counted. See storage.go.
+	UserStorageBytes int
 }
 
 // maxWaitReplicas bounds TURNSTILE_REDIS_WAIT_REPLICAS: more replicas than
@@ -96,6 +101,12 @@ func TimelineSettings() []settings.Setting[Redis] {
 		settings.Int("TURNSTILE_EVENTS_MAXLEN", DefaultEventsMaxLen, "approximate length the event stream is trimmed to (XADD MAXLEN ~)", 1, -1,
 			func(r *Redis) *int { return &r.EventsMaxLen }),
 	}
+}
+
+// UserStorageSetting is the row of the per-user storage quota.
+func UserStorageSetting() settings.Setting[Redis] {
+	return settings.Int("TURNSTILE_USER_STORAGE_BYTES", 20<<20, "bytes of history (JSON) all of one user's sessions may keep in Redis, across all nodes; a typed turn it has no room for is refused quota_exceeded; not kept in dev mode; 0: no quota", 0, -1,
+		func(r *Redis) *int { return &r.UserStorageBytes })
 }
 
 // EventsStreamSetting is the row of the event stream's key.

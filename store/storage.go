@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A user's storage quota (RedisStoreOptions.UserStorageMaxBytes): the bytes
+// A user's storage quota (Redis.UserStorageBytes): the bytes
 // of history all of a user's sessions keep, across every node, counted in two
 // keys on the user's hash tag (storage_charge.lua):
 // turnstile:user:{<user>}:storage, a hash of the bytes counted per session and

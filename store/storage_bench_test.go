@@ -24,10 +24,10 @@ func BenchmarkBeginTurnStorageQuota(b *testing.B) {
 	runs := 0 // each run of a sub-benchmark starts a session of its own
 	for _, bc := range []struct {
 		name  string
-		quota int64
+		quota int
 	}{{"off", 0}, {"on", 1 << 40}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := NewRedisStore(c, RedisStoreOptions{UserStorageMaxBytes: bc.quota})
+			s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{UserStorageBytes: bc.quota}})
 			ctx := context.Background()
 			runs++
 			rec, _, err := s.Create(ctx, Record{ID: "s-bench-" + strconv.Itoa(runs), UserID: "alice", Mode: "text"})

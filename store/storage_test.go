@@ -23,7 +23,7 @@ func testUserStorageQuota(t *testing.T, b *backend) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	const ttl, quota = time.Hour, 10 << 10
-	s := b.store(RedisStoreOptions{Now: clock, Redis: Redis{SessionTTL: ttl}, HistoryMaxBytes: 16 << 10, UserStorageMaxBytes: quota})
+	s := b.store(RedisStoreOptions{Now: clock, Redis: Redis{SessionTTL: ttl, UserStorageBytes: quota}, HistoryMaxBytes: 16 << 10})
 
 	text := strings.Repeat("<b>", 1000) // 3,000 bytes stored; 13,000 if escaped
 	entrySize := len(`{"role":"user","text":"","turn":1}`) + len(text)

@@ -197,7 +197,7 @@ type TurnStart struct {
 	Allowed    bool
 	RetryAfter time.Duration
 	// OverQuota is true when the user's storage quota had no room for the
-	// turn's entry (UserStorageMaxBytes); StoredBytes is then what the
+	// turn's entry (Redis.UserStorageBytes); StoredBytes is then what the
 	// user's sessions hold.
 	OverQuota   bool
 	StoredBytes int64
