@@ -11,9 +11,6 @@ import (
 	"syscall"
 )
 
-// chunkSize is a pooled read buffer: what one read takes from the socket.
-const chunkSize = 4 << 10
-
 // directMin: a read at least this large, with nothing pooled, goes
 // straight into the caller's buffer (a frame's payload).
 const directMin = 512
@@ -21,8 +18,6 @@ const directMin = 512
 // heldSize is the library's write buffer, and the most a write holds back
 // (see Write).
 const heldSize = 128
-
-var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
 // heldBuf is what a write holds back, and the writev that sends it with
 // the rest of its frame: pooled, taken only while a frame larger than
@@ -42,17 +37,8 @@ var helds = sync.Pool{New: func() any { return new(heldBuf) }}
 // library's write lock); the two share nothing.
 type leanConn struct {
 	net.Conn          // as hijacked: Close, addresses, deadlines
-	sock     net.Conn // the socket under it, for reads and writes
-	raw      syscall.RawConn
-
-	// Reading. in holds bytes read and not yet taken, in a pooled chunk
-	// (nil: none); to is the caller's buffer for a direct read.
-	in     *[]byte
-	r      int
-	to     []byte
-	n      int
-	rerr   error
-	readFn func(fd uintptr) bool
+	sock     net.Conn // the socket under it, for writes
+	sockReader
 
 	// Writing: held holds the one buffer-full the library flushed before
 	// the rest of its frame (see Write), and sends both with one writev;
@@ -61,28 +47,59 @@ type leanConn struct {
 	nheld int
 }
 
-// newLeanConn makes c lean; pending is the HTTP server's reader, whose
-// buffered bytes (a frame the client sent right after its handshake) are
-// read first. ok is false for a connection without a socket under it
-// (through Unwrapper).
-func newLeanConn(c net.Conn, pending *bufio.Reader) (*leanConn, bool) {
-	sock := c
+// sockReader reads a socket holding no buffer while it waits: the read
+// half of a lean connection, the server's (leanConn) or a dialled one
+// (ReadLean). Read is called by one goroutine at a time.
+type sockReader struct {
+	raw syscall.RawConn
+	// in holds bytes read and not yet taken, in a pooled chunk (nil:
+	// none); to is the caller's buffer for a direct read.
+	in     *[]byte
+	r      int
+	to     []byte
+	n      int
+	rerr   error
+	readFn func(fd uintptr) bool
+}
+
+// rawSocket is the socket under c, walking Unwrapper, and its raw
+// connection; ok is false when there is none.
+func rawSocket(c net.Conn) (sock net.Conn, raw syscall.RawConn, ok bool) {
+	sock = c
 	for {
 		if _, ok := sock.(syscall.Conn); ok {
 			break
 		}
 		u, ok := sock.(Unwrapper)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		sock = u.Unwrap()
 	}
 	raw, err := sock.(syscall.Conn).SyscallConn()
 	if err != nil {
+		return nil, nil, false
+	}
+	return sock, raw, true
+}
+
+// init readies the reader for raw.
+func (c *sockReader) init(raw syscall.RawConn) {
+	c.raw = raw
+	c.readFn = c.readSocket
+}
+
+// newLeanConn makes c lean; pending is the HTTP server's reader, whose
+// buffered bytes (a frame the client sent right after its handshake) are
+// read first. ok is false for a connection without a socket under it
+// (through Unwrapper).
+func newLeanConn(c net.Conn, pending *bufio.Reader) (*leanConn, bool) {
+	sock, raw, ok := rawSocket(c)
+	if !ok {
 		return nil, false
 	}
-	lc := &leanConn{Conn: c, sock: sock, raw: raw}
-	lc.readFn = lc.readSocket
+	lc := &leanConn{Conn: c, sock: sock}
+	lc.init(raw)
 	if n := pending.Buffered(); n > 0 {
 		b, _ := pending.Peek(n)
 		bp := chunks.Get().(*[]byte)
@@ -96,11 +113,14 @@ func newLeanConn(c net.Conn, pending *bufio.Reader) (*leanConn, bool) {
 	return lc, true
 }
 
+// Read reads the socket (see sockReader.Read).
+func (c *leanConn) Read(p []byte) (int, error) { return c.sockReader.Read(p) }
+
 // Read takes bytes already read first; with none, it waits for the
 // socket to be readable holding no buffer, then reads what has arrived
 // into a pooled chunk (or, for a large read, into p), in one system call
 // as net.Conn's Read does.
-func (c *leanConn) Read(p []byte) (int, error) {
+func (c *sockReader) Read(p []byte) (int, error) {
 	if c.in == nil {
 		if len(p) >= directMin {
 			c.to = p
@@ -123,7 +143,7 @@ func (c *leanConn) Read(p []byte) (int, error) {
 
 // fill reads once, into c.to when set, else into a pooled chunk that
 // becomes c.in.
-func (c *leanConn) fill() (int, error) {
+func (c *sockReader) fill() (int, error) {
 	err := c.raw.Read(c.readFn)
 	c.to = nil
 	if err != nil {
@@ -134,7 +154,7 @@ func (c *leanConn) fill() (int, error) {
 
 // readSocket is the raw read: false (nothing to read yet) has the runtime
 // wait until the socket is readable and call it again.
-func (c *leanConn) readSocket(fd uintptr) bool {
+func (c *sockReader) readSocket(fd uintptr) bool {
 	buf, bp := c.to, (*[]byte)(nil)
 	if buf == nil {
 		bp = chunks.Get().(*[]byte)
@@ -196,4 +216,27 @@ func (c *leanConn) Write(p []byte) (int, error) {
 	h.bufs = nil
 	helds.Put(h)
 	return max(int(n)-held, 0), err
+}
+
+// readLean is ReadLean on unix.
+type readLean struct {
+	net.Conn // writes, Close, addresses, deadlines
+	sockReader
+}
+
+// Read reads the socket (see sockReader.Read).
+func (c *readLean) Read(p []byte) (int, error) { return c.sockReader.Read(p) }
+
+func newReadLean(c, sock net.Conn) net.Conn {
+	sc, ok := sock.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	rl := &readLean{Conn: c}
+	rl.init(raw)
+	return rl
 }

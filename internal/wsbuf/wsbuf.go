@@ -18,6 +18,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 )
 
 // ResponseWriter is an http.ResponseWriter whose Hijack hands the
@@ -65,6 +66,12 @@ func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 type Unwrapper interface {
 	Unwrap() net.Conn
 }
+
+// chunkSize is a pooled buffer: what one read takes from the socket, and
+// the most a dialled connection gathers for one write (clientBody).
+const chunkSize = 4 << 10
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
 // readBufioSize is the library's read buffer: bufio's smallest. Reads of
 // a frame's header go through it; payloads are read straight into the

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 )
 
 // endpoint is where and how a Live connection is dialled: the URL, the
@@ -158,21 +159,24 @@ const dialTimeout = 10 * time.Second
 // connection it dials keeps a write deadline at least writeTimeout ahead
 // of each write, which bounds every frame written (data, pong, close)
 // without a context per write. Connections are never pooled: each is upgraded and
-// then owned by its session.
+// then owned by its session. A session waiting for its next message holds
+// no buffer of the connection's (wsbuf: reads wait on the socket holding
+// none, writes gather a frame in a pooled buffer, the library's own are
+// 16 and 256 bytes).
 func newHTTPClient(writeTimeout time.Duration) *http.Client {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: &wsbuf.Transport{Base: &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			return &deadlineConn{Conn: c, timeout: writeTimeout}, nil
+			return wsbuf.ReadLean(&deadlineConn{Conn: c, timeout: writeTimeout}, c), nil
 		},
 		TLSHandshakeTimeout: dialTimeout,
 		DisableKeepAlives:   true,
-	}}
+	}}}
 }
 
 // deadlineConn bounds every write: a write the peer does not take within

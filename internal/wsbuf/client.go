@@ -1,0 +1,187 @@
+package wsbuf
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// The client side. websocket.Dial takes a 4 KiB bufio.Reader and Writer
+// from the library's pools and keeps them for the connection's life (8 KiB
+// of an active voice session's upstream), with no option to do otherwise.
+// A dial through Transport hands the library the 16- and 256-byte ones of
+// smallBufio instead, under a response body (clientBody) that takes a
+// pooled buffer only while a frame is being written, over a connection
+// made lean for reading by ReadLean (a plain TCP connection; TLS keeps
+// buffers of its own). The connection must not negotiate compression.
+
+// ReadLean returns c reading sock, the socket under it, without holding a
+// buffer while it waits (as an accepted lean connection does): a read
+// waits for the socket to be readable, then reads what has arrived into a
+// pooled chunk, or, for a large read, into the caller's buffer. Writes and
+// the rest are c's. Where sock has no raw socket, c is returned as it is.
+func ReadLean(c, sock net.Conn) net.Conn { return newReadLean(c, sock) }
+
+// Transport is the http.RoundTripper of the http.Client given to
+// websocket.Dial (DialOptions.HTTPClient): Base makes the request, and a
+// handshake's response (101) gets a body whose writes go out a frame at a
+// time from a pooled buffer, and the library small buffers on top of it.
+//
+// Once a process dials through a Transport, every coder/websocket client
+// connection in it gets the small buffers (see smallBufio); dial them all
+// through one, or a connection over a plain socket pays a system call per
+// 16 bytes read and 256 written.
+type Transport struct {
+	Base http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.Base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		return resp, err
+	}
+	rwc, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		return resp, nil
+	}
+	smallBufio.Do(useSmallBufio)
+	resp.Body = &clientBody{rwc: rwc}
+	return resp, nil
+}
+
+// clientBody is a dialled WebSocket connection as the library sees it:
+// reads go straight through, and writes are gathered into whole frames
+// (the library flushes its small buffer many times a frame) and go out in
+// one write each, as they did from the library's 4 KiB buffer: a frame of
+// up to chunkSize bytes in one, a longer one a chunkSize at a time. The
+// buffer is pooled and held only while a frame is in flight. Write is
+// called by one goroutine at a time (under the library's write lock).
+type clientBody struct {
+	rwc io.ReadWriteCloser
+
+	out  *[]byte // from chunks: bytes of frames not yet written; nil between frames
+	left int64   // bytes of the current frame still to come; 0 at a frame's start
+	hdr  [10]byte
+	nhdr int // bytes of hdr collected: a header whose length came in two writes
+}
+
+func (b *clientBody) Read(p []byte) (int, error) { return b.rwc.Read(p) }
+func (b *clientBody) Close() error               { return b.rwc.Close() }
+
+// Write takes what the library flushed: a frame's header and payload, in
+// one piece or several.
+func (b *clientBody) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if b.left == 0 { // a frame starts: learn its length from its header
+			k := copy(b.hdr[b.nhdr:], p)
+			size := frameLen(b.hdr[:b.nhdr+k])
+			if size == 0 { // the length is not all here (a header split by a flush)
+				b.nhdr += k
+				if err := b.buffer(p); err != nil {
+					return 0, err
+				}
+				return n, nil
+			}
+			b.left = size - int64(b.nhdr)
+			b.nhdr = 0
+		}
+		m := int(min(b.left, int64(len(p))))
+		seg := p[:m]
+		p = p[m:]
+		b.left -= int64(m)
+		if b.out == nil && b.left == 0 { // the whole frame, or its end, is here
+			if _, err := b.rwc.Write(seg); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := b.buffer(seg); err != nil {
+			return 0, err
+		}
+		if b.left == 0 && b.out != nil {
+			if err := b.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// buffer appends seg to the bytes not yet written, writing them out a full
+// chunk at a time.
+func (b *clientBody) buffer(seg []byte) error {
+	for len(seg) > 0 {
+		if b.out == nil {
+			b.out = chunks.Get().(*[]byte)
+			*b.out = (*b.out)[:0]
+		}
+		o := *b.out
+		k := copy(o[len(o):cap(o)], seg)
+		*b.out = o[:len(o)+k]
+		seg = seg[k:]
+		if len(*b.out) == cap(*b.out) {
+			if err := b.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the bytes gathered and gives the buffer back.
+func (b *clientBody) flush() error {
+	out := b.out
+	b.out = nil
+	_, err := b.rwc.Write(*out)
+	chunks.Put(out)
+	return err
+}
+
+// frameLen is the length, header included, of the frame whose header h
+// starts with (RFC 6455 §5.2), or 0 when h is too short to tell.
+func frameLen(h []byte) int64 {
+	if len(h) < 2 {
+		return 0
+	}
+	n := int64(2)
+	if h[1]&0x80 != 0 {
+		n += 4 // the masking key
+	}
+	switch l := int64(h[1] & 0x7f); l {
+	case 126:
+		if len(h) < 4 {
+			return 0
+		}
+		return n + 2 + int64(binary.BigEndian.Uint16(h[2:]))
+	case 127:
+		if len(h) < 10 {
+			return 0
+		}
+		return n + 8 + int64(binary.BigEndian.Uint64(h[2:]))
+	default:
+		return n + l
+	}
+}
+
+// The library's buffers for a dialled connection (see pools.go): bufio's
+// smallest reader, enough for a frame's header, and a writer that a frame
+// of up to 256 bytes (a pong, audioStreamEnd) fills once.
+const (
+	clientReadBufio  = 16
+	clientWriteBufio = 256
+)
+
+var smallBufio sync.Once
+
+// useSmallBufio has the library's pools make small buffers when they are
+// empty. Buffers the library gives back when a connection closes go back
+// to the same pools, so once set, the pools hold only small ones.
+func useSmallBufio() {
+	libraryReaders.New = func() any { return bufio.NewReaderSize(nil, clientReadBufio) }
+	libraryWriters.New = func() any { return bufio.NewWriterSize(nil, clientWriteBufio) }
+}
