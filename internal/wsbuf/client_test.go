@@ -211,3 +211,32 @@ type nopRWC struct{}
 func (nopRWC) Read([]byte) (int, error)    { return 0, io.EOF }
 func (nopRWC) Write(p []byte) (int, error) { return len(p), nil }
 func (nopRWC) Close() error                { return nil }
+
+// Over TLS (as to Google) the frames are gathered above TLS: a frame goes
+// out as one TLS record, and every size comes back whole.
+func TestDialledConnectionOverTLSEchoes(t *testing.T) {
+	srv := httptest.NewUnstartedServer(echoServer(t, make(chan bool, 1), nil).Config.Handler)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	rt := newRecTransport()
+	rt.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	ws, _, err := websocket.Dial(context.Background(), "wss"+strings.TrimPrefix(srv.URL, "https"),
+		&websocket.DialOptions{HTTPClient: &http.Client{Transport: &Transport{Base: rt}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(1 << 20)
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	for _, n := range []int{0, 100, 900, chunkSize + 1, 70000} {
+		msg := bytes.Repeat([]byte{'x'}, n)
+		if err := ws.Write(context.Background(), websocket.MessageText, msg); err != nil {
+			t.Fatalf("write %d bytes: %v", n, err)
+		}
+		if w := rt.body.takeWrites(); len(w) > (n+14+chunkSize-1)/chunkSize {
+			t.Errorf("a %d-byte message went out in %d writes", n, len(w))
+		}
+		if _, got, err := ws.Read(context.Background()); err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("echo of %d bytes: %d bytes, %v", n, len(got), err)
+		}
+	}
+}
