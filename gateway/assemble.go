@@ -202,7 +202,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Log:       log,
 		Ready:     m.SetReady,
 		Warnings:  readyWarnings,
-		Telephony: telephonyEdge(cfg, log),
+		Telephony: telephonyEdge(cfg, log, st),
 		Admin:     st,
 		Cooldowns: st,
 		Files:     files,

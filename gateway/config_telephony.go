@@ -22,7 +22,7 @@ func (c Config) TelephonyOn() bool { return c.TwilioAuthToken != "" || isLoopbac
 // calls are off. The call parameters are signed with a key derived from the
 // auth token, which every node of a fleet shares; without one (loopback
 // only) the key is this process's own.
-func telephonyEdge(cfg Config, log *slog.Logger) *server.Telephony {
+func telephonyEdge(cfg Config, log *slog.Logger, starts server.CallStarts) *server.Telephony {
 	if !cfg.TelephonyOn() {
 		log.Warn("phone calls are off: TWILIO_AUTH_TOKEN is unset and the address is not loopback; " +
 			"set it to serve /v1/telephony/twilio")
@@ -38,5 +38,5 @@ func telephonyEdge(cfg Config, log *slog.Logger) *server.Telephony {
 			"which fails behind a proxy that rewrites it")
 	}
 	return &server.Telephony{Carrier: &twilio.Carrier{AuthToken: string(cfg.TwilioAuthToken)},
-		Signer: telephony.NewSigner(key, cfg.Clock.Now), PublicURL: cfg.PublicURL}
+		Signer: telephony.NewSigner(key, cfg.Clock.Now), PublicURL: cfg.PublicURL, Starts: starts}
 }

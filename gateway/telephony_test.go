@@ -482,7 +482,14 @@ func TestSecondStreamForTheSameCallIsRefused(t *testing.T) {
 	}
 	first := openCall(t, cfg, ans)
 	u := nextUpstream(t, script)
-	expectEnded(t, openCall(t, cfg, ans), 1008)
+	// A second answer for the call (the webhook retried): its own start,
+	// refused because the call streams (the first answer's start again is
+	// a replay: TestAReplayedCallStartIsRefusedOnEveryNode).
+	ans2, err := caller.Webhook(callCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectEnded(t, openCall(t, cfg, ans2), 1008)
 	// The first stream goes on.
 	must(t, u.SendAudio(pcm24Tone(1000, 0, 2400)))
 	must(t, u.SendTurnComplete(nil))
@@ -695,5 +702,56 @@ func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
 	must(t, u2.SendTurnComplete(nil))
 	if h := hearUntilMark(t, next); len(h.mulaw) == 0 {
 		t.Fatal("the call's new stream after the first ended heard nothing")
+	}
+}
+
+// A signed start opens one stream: whoever captured it cannot send it again
+// once its call has ended, within the five minutes the signature stays
+// valid, on this node or another sharing the Redis. A new webhook answer
+// (a new signed start) still opens a stream.
+func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t)) // a real redis-server, shared
+	a, scriptA := startCallGateway(t, cfg)
+	b, scriptB := startCallGateway(t, cfg)
+	const sid = "CA00000000000000000000000000000023"
+	cfgA, cfgB := a.callConfig(), b.callConfig()
+	cfgA.CallSID, cfgB.CallSID = sid, sid
+
+	ans, err := caller.Webhook(callCtx(t), cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := openCall(t, cfgA, ans)
+	u := nextUpstream(t, scriptA)
+	must(t, first.Hangup(callCtx(t)))
+	u.waitEnded()
+	testwait.For(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
+
+	// The same start again, on each node: refused before any session.
+	expectEnded(t, openCall(t, cfgA, ans), 1008)
+	toB := ans
+	toB.StreamURL = "ws" + strings.TrimPrefix(b.url, "http") + "/v1/telephony/twilio/stream"
+	expectEnded(t, openCall(t, cfgB, toB), 1008)
+	noUpstream(t, scriptA)
+	noUpstream(t, scriptB)
+	if ra, rb := telEvents(a, "stream_replayed"), telEvents(b, "stream_replayed"); ra != 1 || rb != 1 {
+		t.Fatalf("replays counted: %v on the first node, %v on the second; want 1 and 1", ra, rb)
+	}
+	if n := a.counterSum("turnstile_sessions_started_total") + b.counterSum("turnstile_sessions_started_total"); n != 1 {
+		t.Fatalf("%v sessions started, want the first call's only", n)
+	}
+
+	// The carrier's own new answer for the call is a new start.
+	again, err := caller.Webhook(callCtx(t), cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := openCall(t, cfgB, again)
+	u2 := nextUpstream(t, scriptB)
+	must(t, u2.SendAudio(pcm24Tone(1000, 0, 2400)))
+	must(t, u2.SendTurnComplete(nil))
+	if h := hearUntilMark(t, next); len(h.mulaw) == 0 {
+		t.Fatal("the call's new stream heard nothing")
 	}
 }

@@ -30,15 +30,16 @@ const (
 	RedisLive         RedisOp = "live"
 	RedisTimeline     RedisOp = "timeline"
 	RedisOperator     RedisOp = "operator"
-	RedisCooldown     RedisOp = "cooldown" // abuse cooldowns (a 4008 for rate abuse; checked before each upgrade)
-	RedisHandoff      RedisOp = "handoff"  // a session handed to a person (request_human)
+	RedisCooldown     RedisOp = "cooldown"   // abuse cooldowns (a 4008 for rate abuse; checked before each upgrade)
+	RedisHandoff      RedisOp = "handoff"    // a session handed to a person (request_human)
+	RedisCallStart    RedisOp = "call_start" // a phone call's signed stream start used once (a replay is refused)
 )
 
 // RedisOps is the closed set of RedisOp.
 var RedisOps = []RedisOp{RedisCreate, RedisResume, RedisLoad, RedisAppend, RedisRestore, RedisTurns, RedisWatch,
 	RedisEpochs, RedisPing, RedisLedger, RedisConfirm, RedisBlock, RedisLeaseAcquire, RedisLeaseRenew,
 	RedisLeaseRelease, RedisLeaseCount, RedisLeave, RedisLive, RedisTimeline, RedisOperator, RedisCooldown,
-	RedisHandoff}
+	RedisHandoff, RedisCallStart}
 
 // ObserveRedis records one session-store operation; it has the shape the
 // store's Observe hook wants.

@@ -11,6 +11,7 @@ const (
 	TelephonyStreamRefused    TelephonyEvent = "stream_refused"    // a stream upgrade with a bad or missing signature: HTTP 403
 	TelephonyStreamBadParams  TelephonyEvent = "stream_bad_params" // start without this gateway's signed call parameters: the stream ends
 	TelephonyStreamDuplicate  TelephonyEvent = "stream_duplicate"  // a second stream for a call already streaming: the stream ends
+	TelephonyStreamReplayed   TelephonyEvent = "stream_replayed"   // a signed start a stream already used, sent again: the stream ends
 	TelephonyStreamBadFrame   TelephonyEvent = "stream_bad_frame"  // a frame that is not the carrier's protocol: the stream ends
 	TelephonyDTMFConfirmation TelephonyEvent = "dtmf_confirmation" // a keypad digit answered a confirmation
 	TelephonyDTMFText         TelephonyEvent = "dtmf_text"         // a keypad digit reached the model as text
@@ -23,8 +24,9 @@ const (
 // TelephonyEventNames lists the events.
 var TelephonyEventNames = []TelephonyEvent{
 	TelephonyWebhook, TelephonyWebhookRefused, TelephonyWebhookDraining, TelephonyStreamRefused,
-	TelephonyStreamBadParams, TelephonyStreamDuplicate, TelephonyStreamBadFrame, TelephonyDTMFConfirmation,
-	TelephonyDTMFText, TelephonyClear, TelephonyHangup, TelephonyDropped, TelephonyDrainGoodbye,
+	TelephonyStreamBadParams, TelephonyStreamDuplicate, TelephonyStreamReplayed, TelephonyStreamBadFrame,
+	TelephonyDTMFConfirmation, TelephonyDTMFText, TelephonyClear, TelephonyHangup, TelephonyDropped,
+	TelephonyDrainGoodbye,
 }
 
 // Carriers are the channels of phone carriers, the carrier label of

@@ -34,11 +34,22 @@ type Telephony struct {
 	// HangupWait bounds a hang-up's wait for the goodbye to play; default
 	// telephony.DefaultHangupWait.
 	HangupWait time.Duration
+	// Starts remembers which signed stream starts a stream has used, across
+	// the fleet, so that a start sent again is refused; nil: only the
+	// start's age bounds a replay.
+	Starts CallStarts
 	// BodyTimeout bounds the reading of a webhook's body, from the end of
 	// its headers; default DefaultWebhookBodyTimeout. A client that sends
 	// its headers and then trickles (or withholds) the body is cut then,
 	// instead of holding a handler and its connection for ever.
 	BodyTimeout time.Duration
+}
+
+// CallStarts records the first use of each signed stream start (the
+// store's RedisStore implements it). first is false for a start a stream
+// used before, on any node, within ttl. Errors mean Redis did not answer.
+type CallStarts interface {
+	UseCallStart(ctx context.Context, callSID, signature string, ttl time.Duration) (first bool, err error)
 }
 
 // DefaultWebhookBodyTimeout is Telephony.BodyTimeout's default: a carrier
@@ -217,6 +228,16 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		_ = ws.Close(websocket.StatusPolicyViolation, "no valid start")
 		return
 	}
+	if !s.firstStart(ctx, t, call.ID, b.StartSignature()) {
+		s.telephonyEvent(t, metrics.TelephonyStreamReplayed)
+		if count, ok := s.throttle.Note("telephony_replayed_start", clock.Wall.Now(), 1); ok {
+			log.Warn("telephony stream refused: its signed start was used by a stream before (a replayed start: "+
+				"someone holds a copy of the carrier's stream frames)", "call", call.ID, "remote", r.RemoteAddr,
+				"count", count)
+		}
+		_ = ws.Close(websocket.StatusPolicyViolation, "replayed start")
+		return
+	}
 	if !s.calls.add(call.ID) {
 		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
 		log.Warn("telephony stream refused: the call already has a stream", "call", call.ID)
@@ -243,6 +264,25 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	log.Info("call stream started", "call", call.ID, "user", user)
 	s.d.Sessions.ServeWire(ctx, b, hw.Conn, session.Identity{User: user, Channel: t.Carrier.Channel(),
 		Prompt: telephony.Prompt, Pinned: true, ClientIP: s.cfg.TrustedProxies.ClientIP(r)})
+}
+
+// firstStart records the first use of a call's signed start and reports
+// whether this is it. When Redis does not answer the stream is admitted
+// (only the start's age bounds a replay then), the failure counted
+// (redis_errors_total{op="call_start"}) and logged.
+func (s *Server) firstStart(ctx context.Context, t *Telephony, callSID, signature string) bool {
+	if t.Starts == nil {
+		return true
+	}
+	first, err := t.Starts.UseCallStart(ctx, callSID, signature, telephony.ReplayWindow)
+	if err != nil {
+		if count, ok := s.throttle.Note("call_start_failed", clock.Wall.Now(), 1); ok {
+			s.d.Log.Warn("replayed call starts not refused: Redis did not answer; stream admitted", "err", err,
+				"count", count)
+		}
+		return true
+	}
+	return first
 }
 
 // telephonyRefused logs a refused carrier request, at most once per

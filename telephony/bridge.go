@@ -74,6 +74,7 @@ type Bridge struct {
 	conn   Conn
 	stream Stream
 	call   Call
+	signed string // the start's signature (StartSignature)
 	log    *slog.Logger
 
 	// The reader's.
@@ -136,7 +137,7 @@ func (b *Bridge) Start(ctx context.Context) (Call, error) {
 			if err != nil {
 				return Call{}, err
 			}
-			b.call = call
+			b.call, b.signed = call, ev.Params[ParamSignature]
 			b.log = b.log.With("call", call.ID)
 			return call, nil
 		case KindOther:
@@ -145,6 +146,11 @@ func (b *Bridge) Start(ctx context.Context) (Call, error) {
 		}
 	}
 }
+
+// StartSignature is the signature of the start Start accepted: one per
+// webhook answer, so the key by which a replay of that start — the same
+// frame sent on another stream — is refused (ReplayWindow).
+func (b *Bridge) StartSignature() string { return b.signed }
 
 // sessionStart is what the session reads first: a new session in voice.
 var sessionStart = []byte(`{"type":"session.start","mode":"voice"}`)

@@ -2,6 +2,7 @@ package telephony
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -17,6 +18,7 @@ const (
 	ParamFrom      = "From"
 	ParamTo        = "To"
 	ParamIssued    = "TurnstileIssued"    // unix seconds
+	ParamNonce     = "TurnstileNonce"     // random: two answers issued in one second differ
 	ParamSignature = "TurnstileSignature" // base64url HMAC-SHA256 of the others
 )
 
@@ -24,6 +26,12 @@ const (
 // a carrier opens it within a second or two; a replayed start much later
 // is refused.
 const ParamsMaxAge = 5 * time.Minute
+
+// ReplayWindow is how long a start accepted once must be remembered to
+// refuse it when it is sent again: as long as Check accepts it, its age
+// (ParamsMaxAge) plus the minute an issue time may lie ahead of this node's
+// clock.
+const ReplayWindow = ParamsMaxAge + time.Minute
 
 // ErrParams is a stream whose custom parameters are missing, unsigned,
 // tampered with, stale, or for another call.
@@ -52,17 +60,27 @@ func derive(key []byte, purpose string) []byte {
 	return mac.Sum(nil)
 }
 
-// Params are c's custom parameters, signed.
+// Params are c's custom parameters, signed. Each answer's are its own (a
+// random nonce): its signature names it, for refusing a replayed start.
 func (s *Signer) Params(c Call) []Param {
 	issued := strconv.FormatInt(s.now().Unix(), 10)
+	n := make([]byte, 12)
+	_, _ = rand.Read(n)
+	nonce := base64.RawURLEncoding.EncodeToString(n)
 	return []Param{{ParamCallSID, c.ID}, {ParamFrom, c.From}, {ParamTo, c.To}, {ParamIssued, issued},
-		{ParamSignature, s.sign(c, issued)}}
+		{ParamNonce, nonce}, {ParamSignature, s.sign(c, issued, nonce)}}
 }
 
-func (s *Signer) sign(c Call, issued string) string {
+// sign is the parameters' signature. Without a nonce it is what nodes
+// that issued none signed (a start in flight across an upgrade).
+func (s *Signer) sign(c Call, issued, nonce string) string {
 	mac := hmac.New(sha256.New, s.params)
 	for _, v := range []string{c.ID, c.From, c.To, issued} {
 		mac.Write([]byte(v))
+		mac.Write([]byte{0})
+	}
+	if nonce != "" {
+		mac.Write([]byte(nonce))
 		mac.Write([]byte{0})
 	}
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
@@ -78,7 +96,7 @@ func (s *Signer) Check(params map[string]string, callSID string) (Call, error) {
 	if err != nil || c.ID == "" || c.ID != callSID {
 		return Call{}, ErrParams
 	}
-	want, _ := base64.RawURLEncoding.DecodeString(s.sign(c, issued))
+	want, _ := base64.RawURLEncoding.DecodeString(s.sign(c, issued, params[ParamNonce]))
 	if !hmac.Equal(got, want) {
 		return Call{}, ErrParams
 	}

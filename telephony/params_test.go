@@ -25,6 +25,23 @@ func TestSignedParamsComeBackAsTheCall(t *testing.T) {
 	}
 }
 
+// Two answers for one call in the same second are two starts: a replay of
+// one is refused by its signature, which the other does not share.
+func TestTwoAnswersInOneSecondAreSignedApart(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := NewSigner([]byte("key"), func() time.Time { return now })
+	call := Call{ID: "CA1", From: "+15550100", To: "+15550199"}
+	a, b := paramMap(s.Params(call)), paramMap(s.Params(call))
+	if a[ParamSignature] == b[ParamSignature] {
+		t.Fatalf("two answers share the signature %q", a[ParamSignature])
+	}
+	for _, p := range []map[string]string{a, b} {
+		if _, err := s.Check(p, "CA1"); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+	}
+}
+
 func TestTamperedStaleOrForeignParamsAreRefused(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
@@ -50,6 +67,8 @@ func TestTamperedStaleOrForeignParamsAreRefused(t *testing.T) {
 		"unsigned":       {edit(ParamSignature, ""), "CA1", s},
 		"from changed":   {edit(ParamFrom, "+15550666"), "CA1", s},
 		"issued changed": {edit(ParamIssued, "1700000001"), "CA1", s},
+		"nonce changed":  {edit(ParamNonce, "AAAAAAAAAAAAAAAA"), "CA1", s},
+		"nonce removed":  {edit(ParamNonce, ""), "CA1", s},
 		"another call":   {good, "CA2", s},
 		"another key":    {good, "CA1", NewSigner([]byte("other"), clock)},
 		"stale": {good, "CA1", NewSigner([]byte("key"), func() time.Time {
