@@ -187,6 +187,9 @@ func (m *Metrics) initZero() {
 		for _, d := range RelayDirections {
 			m.RelayAdded.WithLabelValues(c, string(d))
 		}
+		for _, p := range AudioPaths {
+			m.AudioOut.WithLabelValues(c, string(p))
+		}
 		for _, mode := range protocol.Modes {
 			m.SessionsActive.WithLabelValues(string(mode), c)
 			for _, r := range protocol.TurnEndReasons {

@@ -58,6 +58,7 @@ func TestEveryClosedLabelSetStartsAtZero(t *testing.T) {
 		"turnstile_session_context_budget_tokens":       1,
 		"turnstile_session_peak_context_tokens":         1,
 		"turnstile_tool_calls_per_session":              1,
+		"turnstile_audio_out_frames_total":              len(AudioPaths) * chans,
 	}
 	for name, n := range want {
 		if got, err := testutil.GatherAndCount(reg, name); err != nil || got != n {

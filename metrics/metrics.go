@@ -104,6 +104,9 @@ type Metrics struct {
 	// frame read → written upstream (direction in), model audio read →
 	// written to the connection (out) (channel, direction: RelayDirections).
 	RelayAdded *prometheus.HistogramVec
+	// AudioOut counts model-audio frames sent to connections by how they
+	// went out (channel, path: AudioPaths); resolve through AudioOutCounter.
+	AudioOut *prometheus.CounterVec
 	// Handoffs counts hand-offs to a person (outcome: HandoffOutcomes).
 	Handoffs *prometheus.CounterVec
 
@@ -244,6 +247,10 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Time the gateway adds to audio, sampled (one frame per 100 ms or 1 in 8 per session): a microphone frame read → "+
 				"written upstream (direction in), model audio received → written to the connection (out).",
 			prometheus.ExponentialBuckets(0.00002, 2.5, 12), "channel", "direction"),
+		AudioOut: f.counterVec("turnstile_audio_out_frames_total",
+			"Model-audio frames sent to connections, by channel and path: direct (written by the voice pump itself, nothing "+
+				"queued before it) or queued (behind other frames, written by the connection's writer: a rising queued share "+
+				"is connections falling behind).", "channel", "path"),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}

@@ -102,6 +102,25 @@ func (m *Metrics) RelayObserver(ch Channel, dir RelayDirection) prometheus.Obser
 	return m.RelayAdded.WithLabelValues(ch.String(), string(dir))
 }
 
+// AudioPath is how a model-audio frame went out to its connection, the
+// path label of turnstile_audio_out_frames_total. A closed set:
+// AudioPaths.
+type AudioPath string
+
+const (
+	AudioDirect AudioPath = "direct" // written by the voice pump itself
+	AudioQueued AudioPath = "queued" // queued for the connection's writer
+)
+
+// AudioPaths lists the paths.
+var AudioPaths = []AudioPath{AudioDirect, AudioQueued}
+
+// AudioOutCounter is the turnstile_audio_out_frames_total series of a
+// channel and path; a connection resolves it once, off the audio path.
+func (m *Metrics) AudioOutCounter(ch Channel, p AudioPath) prometheus.Counter {
+	return m.AudioOut.WithLabelValues(ch.String(), string(p))
+}
+
 // VoiceResponseObserver is the turnstile_voice_response_seconds series of
 // channel ch; a voice session resolves it once.
 func (m *Metrics) VoiceResponseObserver(ch Channel) prometheus.Observer {

@@ -7,6 +7,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/protocol"
+	"github.com/turnstile-gw/turnstile/session/voice"
 )
 
 // send queues one event. A queue overflow closes the connection as too
@@ -22,7 +23,7 @@ func (c *conn) send(v protocol.Event) {
 
 func (c *conn) push(b []byte) {
 	if !c.q.push(b) {
-		c.tooSlow()
+		c.tooSlow(0)
 	}
 }
 
@@ -44,36 +45,77 @@ func (c *conn) sendNow(v protocol.Event) {
 		c.push(b)
 		return
 	}
-	if c.ctx.Err() != nil {
-		c.writerEnded()
-		return
-	}
-	c.armWatchdog()
-	fs := [1]frame{{data: b}}
-	if _, ok := c.flush(fs[:]); !ok {
-		c.cancel()
-		c.writerEnded()
-		return
-	}
-	c.q.release()
+	c.writeClaimed(frame{data: b}, false)
 }
 
-// sendAudio queues a copy of model audio; false when the browser is too
-// slow (and is being closed). A received time that is not zero is timed
-// to the frame's write (turnstile_relay_added_seconds, out).
+// sendAudio sends model audio; false when the browser is too slow (and is
+// being closed). A received time that is not zero is timed to the frame's
+// write (turnstile_relay_added_seconds, out).
+//
+// When nothing is queued and no writer runs — the usual case while audio
+// streams, a frame every 20 ms or more — the caller (the voice pump)
+// writes the frame itself, from pcm, with no copy and no writer goroutine
+// woken for it. Else a copy is queued behind what is there, as is what
+// others queue while the pump writes. The pump writing directly does not
+// read the upstream meanwhile, so a browser that stops reading does not
+// overflow the queue: the watchdog cuts a direct write once it has run for
+// as long as the queue's bound holds of model audio at its real-time rate
+// (no longer than WriteTimeout), and the browser is closed as too slow
+// (4101), as it would have been had the frames been queued.
 func (c *conn) sendAudio(pcm []byte, received time.Time) bool {
+	if c.q.claim(len(pcm)) {
+		c.relay.direct.Inc()
+		return c.writeClaimed(frame{data: pcm, binary: true, received: received}, true)
+	}
+	c.relay.queued.Inc()
 	if !c.q.pushAudio(pcm, received) {
-		c.tooSlow()
+		c.tooSlow(0)
 		return false
 	}
 	return true
 }
 
-func (c *conn) tooSlow() {
+// directLimit is how long the pump's own write of model audio may take:
+// as long as the send queue's bound holds of model audio at its real-time
+// rate (a browser slower than that would have overflowed it), and no
+// longer than WriteTimeout.
+func (c *conn) directLimit() time.Duration {
+	return min(c.m.cfg.WriteTimeout, time.Duration(c.m.cfg.SendQueueBytes)*time.Second/voice.ModelAudioBytesPerSecond)
+}
+
+// writeClaimed writes f on the caller's goroutine, which has claimed the
+// writer's place (queue.claim), and gives the place back (to a writer for
+// what was queued meanwhile); it reports whether the write went out. A
+// slow write is cut as too slow after directLimit (writeFrame). A failed
+// write ends the connection as the writer's does.
+func (c *conn) writeClaimed(f frame, slow bool) bool {
+	if c.ctx.Err() != nil {
+		c.writerEnded()
+		return false
+	}
+	c.armWatchdog()
+	if !c.writeFrame(f, slow) {
+		c.cancel()
+		c.writerEnded()
+		return false
+	}
+	c.q.release()
+	return true
+}
+
+// tooSlow closes the connection as too slow (4101): its send queue
+// overflowed, or (stuck above zero) the pump's own write of model audio
+// ran for as long as the queue's bound holds.
+func (c *conn) tooSlow(stuck time.Duration) {
 	if !c.out.closeNow(protocol.DisconnectTooSlow) {
 		return
 	}
 	if n, ok := c.refusals.tooSlow(c.m.now()); ok {
+		if stuck > 0 {
+			c.log().Warn("browser too slow: a write of model audio stuck for as long as the send queue holds, closing",
+				"stuck", stuck, "bound_bytes", c.m.cfg.SendQueueBytes, "count", n)
+			return
+		}
 		c.log().Warn("browser too slow: send queue over its bound, closing", "bound_bytes", c.m.cfg.SendQueueBytes,
 			"count", n)
 	}
@@ -218,8 +260,12 @@ func (c *conn) write() {
 // (one at a time) calls it.
 func (c *conn) armWatchdog() {
 	if c.watchdog == nil {
-		c.watchdog = newWatchdog(c.m.cfg.WriteTimeout, func() {
-			c.out.setReason(protocol.DisconnectWriteFailed)
+		c.watchdog = newWatchdog(c.m.cfg.WriteTimeout, c.directLimit(), func(slow bool) {
+			if slow {
+				c.tooSlow(c.directLimit())
+			} else {
+				c.out.setReason(protocol.DisconnectWriteFailed)
+			}
 			c.cancel()
 		})
 	}
@@ -241,14 +287,7 @@ func (c *conn) flush(frames []frame) (_ []frame, ok bool) {
 	ok = true
 	for i, f := range frames {
 		if ok {
-			c.watchdog.begin()
-			if err := c.wire.Write(f.binary, f.data); err != nil {
-				c.out.setReason(protocol.DisconnectWriteFailed)
-				ok = false
-			} else if stages.Wrote(); !f.received.IsZero() {
-				c.relay.written(f.received)
-			}
-			c.watchdog.end()
+			ok = c.writeFrame(f, false)
 		}
 		c.q.written(f)
 		frames[i] = frame{}
@@ -257,6 +296,26 @@ func (c *conn) flush(frames []frame) (_ []frame, ok bool) {
 		return nil, ok // grown by a backlog: not kept
 	}
 	return frames[:0], ok
+}
+
+// writeFrame writes one frame under the watchdog: cut as failed after
+// WriteTimeout, or if slow as too slow after directLimit. It reports false
+// when the write failed.
+func (c *conn) writeFrame(f frame, slow bool) bool {
+	if slow {
+		c.watchdog.beginSlow()
+	} else {
+		c.watchdog.begin()
+	}
+	defer c.watchdog.end()
+	if err := c.wire.Write(f.binary, f.data); err != nil {
+		c.out.setReason(protocol.DisconnectWriteFailed)
+		return false
+	}
+	if stages.Wrote(); !f.received.IsZero() {
+		c.relay.written(f.received)
+	}
+	return true
 }
 
 // closeBounded sends the close frame and waits for the browser's answer

@@ -18,10 +18,11 @@ import (
 // model audio (20 ms and more apart) a connection holds no writer
 // goroutine, nor its stack; starting one per frame costs about what waking
 // a parked one did (docs/benchmarks.md, "Active voice sessions' memory").
-// An idle connection has no writer goroutine. A text turn's goroutine may
-// instead claim the writer's place for one frame when nothing is queued
-// and none runs, and write it itself (claim, release; conn.sendNow): a
-// frame then waits for no goroutine's wake-up.
+// An idle connection has no writer goroutine. A text turn's goroutine, or
+// the voice pump with model audio, may instead claim the writer's place
+// for one frame when nothing is queued and none runs, and write it itself
+// (claim, release; conn.sendNow, conn.sendAudio): a frame then waits for
+// no goroutine's wake-up.
 type queue struct {
 	mu     sync.Mutex
 	frames []frame

@@ -17,6 +17,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/genai"
 
@@ -258,5 +259,35 @@ func TestVoiceSessionBetweenChunksHoldsOnlyItsTwoReaders(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatalf("%v:\n%s", err, dump)
+	}
+}
+
+// While audio streams, each model-audio frame goes to the browser from
+// the voice pump itself: no writer goroutine is woken for it, neither for
+// a frame that comes between chunks nor chunk after chunk of a relay
+// (turnstile_audio_out_frames_total counts every frame as direct, none as
+// queued).
+func TestVoiceRelayWritesModelAudioFromThePumpWithoutWakingAWriter(t *testing.T) {
+	r := startRelay(t)
+	ch := session.ChannelBrowser.String()
+	direct, queued := r.m.AudioOut.WithLabelValues(ch, "direct"), r.m.AudioOut.WithLabelValues(ch, "queued")
+	// The writer that wrote session.ready and mode may not have ended yet
+	// when the first chunks' audio arrives: it would take those frames.
+	testwait.ForNil(t, "a frame written by the pump", func() error {
+		before := testutil.ToFloat64(direct)
+		r.chunk()
+		if testutil.ToFloat64(direct) == before {
+			return fmt.Errorf("the frame was queued (%v queued so far)", testutil.ToFloat64(queued))
+		}
+		return nil
+	})
+	d0, q0 := testutil.ToFloat64(direct), testutil.ToFloat64(queued)
+	const chunks = 50
+	for range chunks {
+		r.chunk()
+	}
+	if d, q := testutil.ToFloat64(direct)-d0, testutil.ToFloat64(queued)-q0; d != chunks || q != 0 {
+		t.Fatalf("of %d model-audio frames %v went out from the pump and %v through a writer goroutine, want all from the pump",
+			chunks, d, q)
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // relayStats are a connection's audio figures: the browser's audio frames
-// (turnstile_browser_messages_total{type="audio"}), and the time one
+// (turnstile_browser_messages_total{type="audio"}), model audio out by
+// its path (turnstile_audio_out_frames_total), and the time one
 // frame in voice.RelaySampleEvery spends crossing the gateway, each way
 // (turnstile_relay_added_seconds).
 type relayStats struct {
@@ -25,11 +26,15 @@ type relayStats struct {
 type relaySeries struct {
 	audioIn prometheus.Counter
 	in, out prometheus.Observer
+	// Model audio out, written by the pump itself or queued
+	// (turnstile_audio_out_frames_total).
+	direct, queued prometheus.Counter
 }
 
 func newRelaySeries(m *metrics.Metrics, ch metrics.Channel) *relaySeries {
 	return &relaySeries{audioIn: m.BrowserAudio(), in: m.RelayObserver(ch, metrics.RelayIn),
-		out: m.RelayObserver(ch, metrics.RelayOut)}
+		out: m.RelayObserver(ch, metrics.RelayOut), direct: m.AudioOutCounter(ch, metrics.AudioDirect),
+		queued: m.AudioOutCounter(ch, metrics.AudioQueued)}
 }
 
 // newRelayStats are the figures of a connection on channel ch.

@@ -110,11 +110,14 @@ func (v *Session) onEvent(ev transport.LiveEvent) bool {
 		switch {
 		case len(ev.Audio) == 0:
 		case drop == "":
+			// Written by the pump itself when nothing is queued before it
+			// (no writer goroutine woken per frame); a browser too slow to
+			// take it is closed 4101 by the host.
 			v.h.SendAudio(ev.Audio, received)
 		default:
 			// Generated, billed and thrown away: the Live API cannot stop
 			// a turn's speech once asked for it (docs/operations.md).
-			v.d.Metrics.VoiceAudioDrop(drop, v.channel, float64(len(ev.Audio))/modelAudioBytesPerSecond)
+			v.d.Metrics.VoiceAudioDrop(drop, v.channel, float64(len(ev.Audio))/ModelAudioBytesPerSecond)
 		}
 	case transport.LiveInputTranscript:
 		v.mu.Lock()

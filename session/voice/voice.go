@@ -38,8 +38,11 @@ import (
 type Host interface {
 	// Send queues one event for the browser.
 	Send(ev protocol.Event)
-	// SendAudio queues model audio for the browser (the host copies pcm);
-	// false means the browser is too slow and the host is closing it.
+	// SendAudio sends model audio to the browser: written on the caller's
+	// goroutine when nothing is queued before it (so it may block while
+	// the browser's socket is full, up to the host's limit), else queued
+	// as a copy; pcm is not kept. False means the browser is too slow and
+	// the host is closing it.
 	// received, when not zero, is when the pump received it: a sample for
 	// turnstile_relay_added_seconds{direction="out"}, taken when written.
 	SendAudio(pcm []byte, received time.Time) bool
@@ -247,9 +250,9 @@ func (t *turn) dropReason() metrics.VoiceDrop {
 	return ""
 }
 
-// modelAudioBytesPerSecond is the Live model's output: PCM16 mono at
+// ModelAudioBytesPerSecond is the Live model's output: PCM16 mono at
 // 24 kHz.
-const modelAudioBytesPerSecond = 24000 * 2
+const ModelAudioBytesPerSecond = 24000 * 2
 
 // userTurn is input for the model that waits until it stops speaking: a
 // clientContent sent mid-answer would cut the answer off.
