@@ -156,3 +156,38 @@ func TestAResumeLoopRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
 		g.dial("", bob).start(nil)
 	}
 }
+
+// A user refused 4008 for creating sessions in a loop is cooled down too:
+// on both nodes, with the wait in the 4008's reason and in the error, and
+// the refusal counted.
+func TestTooManyNewSessionsRefused4008CoolsTheUserDownOnBothNodes(t *testing.T) {
+	cfg := budgetConfig(t, redistest.Start(t), 0, 0)
+	cfg.NewSessionsPerMinute = 1
+	cfg.AbuseCooldown = store.CooldownPolicy{First: 2 * time.Minute, Max: time.Hour, Memory: 24 * time.Hour}
+	// The cooldown goes by the store's clock: it moves only when told.
+	cfg.Clock = clock.NewFake(time.Now())
+	a, b := startGateway(t, cfg, fakegemini.NewScript()), startGateway(t, cfg, fakegemini.NewScript())
+	mallory := bearer(t, cfg, "mallory")
+	a.dial("", mallory).start(nil)
+	second := b.dial("", mallory)
+	second.send(map[string]any{"type": "session.start"})
+	if ev := second.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" ||
+		!strings.Contains(ev.str("message"), "try again in 120 s") {
+		t.Fatalf("the second new session in a minute: %v, want rate_limited, try again in 120 s", ev)
+	}
+	_, err := second.read()
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4008 || !strings.HasSuffix(ce.Reason, "; retry after 120 s") {
+		t.Fatalf("the refused session ended with %v, want 4008 ending \"; retry after 120 s\"", err)
+	}
+	for name, g := range map[string]*testGateway{"A": a, "B": b} {
+		if cl, r := g.tryUpgrade(mallory, ""); cl != nil || r.status != http.StatusTooManyRequests || r.retryAfter != "120" ||
+			!strings.Contains(r.body, string(metrics.RefusedAbuseCooldown)) {
+			t.Fatalf("mallory on %s after the refused session: %+v, want 429 abuse_cooldown, Retry-After 120", name, r)
+		}
+		g.dial("", bearer(t, cfg, "bob-"+name)).start(nil) // other users are not affected
+	}
+	if n := b.refusals(metrics.RefusedNewSessionsPerMinute); n != 1 {
+		t.Fatalf("refusals{new_sessions_per_minute} on B = %v, want 1", n)
+	}
+}

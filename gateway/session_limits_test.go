@@ -208,6 +208,9 @@ func TestNewSessionsPerMinuteHoldForAUserAcrossGateways(t *testing.T) {
 	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
 	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
 	cfg.NewSessionsPerMinute = 2
+	// Without the abuse cooldown the 4008 starts (TestTooManyNewSessionsRefused4008CoolsTheUserDownOnBothNodes),
+	// which would refuse the resume below too.
+	cfg.AbuseCooldown = store.CooldownPolicy{}
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
 	a := startGateway(t, cfg, fakegemini.NewScript())
 	b := startGateway(t, cfg, fakegemini.NewScript())

@@ -145,8 +145,10 @@ func (s *session) allowVoiceStart() bool {
 
 // allowNewSession counts a new session against the user's new sessions per
 // minute, across nodes (one round trip; resumes do not count). Over it,
-// the browser is told rate_limited with the wait and closed 4008. A store
-// that does not answer lets it through: creating the session then decides.
+// the browser is told rate_limited with the wait and closed 4008, which
+// starts the user's abuse cooldown (coolDown) as a resume loop's does. A
+// store that does not answer lets it through: creating the session then
+// decides.
 func (s *session) allowNewSession() bool {
 	n := s.m.cfg.NewSessionsPerMinute
 	if n <= 0 {
@@ -161,9 +163,12 @@ func (s *session) allowNewSession() bool {
 	}
 	s.refused(limitNewSessions, s.m.now())
 	s.m.Metrics.RefuseSession(limitNewSessions.String(), s.id.Channel)
-	secs := int(wait.Round(time.Second) / time.Second)
+	// Sessions created in a loop are rate abuse: the 4008 starts the
+	// user's cooldown like a flood's, on every node.
+	_, cooldown := s.m.coolDown(s.ctx, s.id, s.log(), protocol.DisconnectNewSessions)
+	wait = max(wait, cooldown)
 	s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", max(secs, 1)), true, 0))
+		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
 	s.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
 	return false
 }
