@@ -186,10 +186,8 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 			"allowed on loopback only")
 	}
 	gw.edge = server.New(server.Config{
-		AllowedOrigins:   cfg.AllowedOrigins,
-		Edge:             cfg.Edge,
-		AdminToken:       string(cfg.AdminToken),
-		AdminMetricsOpen: cfg.AdminMetricsOpen,
+		Access: cfg.Access,
+		Edge:   cfg.Edge,
 	}, server.Deps{
 		Sessions:  gw.sessions,
 		Auth:      auth,

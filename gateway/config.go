@@ -29,8 +29,6 @@ import (
 
 // Config is the gateway's whole configuration, resolved from flags, environment and defaults.
 type Config struct {
-	Addr           string   // listen address, host:port
-	AllowedOrigins []string // Origin patterns; empty = same host only
 	// Where the tools come from beside the built-in ones — the knowledge
 	// base, the policy file (loaded), the HTTP tools' folder, the MCP
 	// servers' file and how long each may take to start: the tools' own
@@ -82,10 +80,12 @@ type Config struct {
 	store.Redis
 
 	// The edge: listeners, admission and tokens.
-	AdminAddr   string // host:port of /metrics, /metrics/summary, /healthz, /readyz
-	FileLimit   uint64 // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
-	TLSCertFile string // PEM certificate of both listeners; "" = plain HTTP
-	TLSKeyFile  string // its PEM key
+	// Where the public and the admin listener listen and TLS on both, and
+	// who may use them — the browser Origins, the admin token: the edge's
+	// own settings (server/settings_listen.go).
+	server.Listeners
+	server.Access
+	FileLimit uint64 // the process's open-file limit (RLIMIT_NOFILE) at start; 0 = unknown
 	// Browser tokens — the HS256 secret, the identity provider's key set,
 	// the claims checked, a token's longest life: the edge's own settings
 	// (server/settings_auth.go). Neither secret nor key set is dev mode
@@ -95,10 +95,6 @@ type Config struct {
 	// trusted proxies, unauthenticated connections: the edge's own
 	// settings (server/settings.go).
 	server.Edge
-
-	// The admin listener's operator actions (config_admin.go).
-	AdminToken       Secret // bearer token of the admin routes; required off loopback
-	AdminMetricsOpen bool   // /metrics answers without the token
 
 	// Warnings are settings the gateway adjusted instead of refusing them (a
 	// default that conflicted with an explicit value, a value below its
@@ -250,15 +246,12 @@ type configSetting = settings.Setting[Config]
 
 func configSettings() []configSetting {
 	return slices.Concat([]configSetting{
-		{Env: "TURNSTILE_ADDR", Def: "127.0.0.1:8080", Usage: "listen address, host:port", Apply: parseAddr},
+		listenerRow(server.AddrSetting()),
 	}, redisSettings(store.ConnectionSettings()), []configSetting{}, modelSettings(transport.GeminiSettings()), []configSetting{demoSetting()},
 		settings.Lift(telephony.CallSettings(), func(c *Config) *telephony.Calls { return &c.Calls }),
 		modelSettings(transport.ModelSettings()),
-		authSettings([]settings.Setting[server.Auth]{server.AuthSecretSetting()}), []configSetting{
-			{Env: "TURNSTILE_ALLOWED_ORIGINS", DefDoc: "unset: same host only",
-				Usage: "comma-separated browser Origins allowed to connect, e.g. https://app.example.com,https://*.example.com",
-				Apply: parseOrigins},
-		}, settings.Lift(tools.SourceSettings(), func(c *Config) *tools.Sources { return &c.Sources }),
+		authSettings([]settings.Setting[server.Auth]{server.AuthSecretSetting()}),
+		accessSettings([]settings.Setting[server.Access]{server.OriginsSetting()}), settings.Lift(tools.SourceSettings(), func(c *Config) *tools.Sources { return &c.Sources }),
 		orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
 			sessionRow(session.ToolIterationsSetting()),
 			{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
@@ -282,28 +275,21 @@ func configSettings() []configSetting {
 					if v == "" {
 						return nil
 					}
-					if err := parseAddr(&Config{}, v); err != nil {
+					if err := server.CheckAddr(v); err != nil {
 						return err
 					}
-					if !isLoopbackAddr(v) {
+					if !server.IsLoopbackAddr(v) {
 						return errors.New("must be a loopback address: profiles expose the process's internals")
 					}
 					c.PprofAddr = v
 					return nil
 				}},
-			{Env: "TURNSTILE_ADMIN_ADDR", Def: "127.0.0.1:9090",
-				Usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
-				Apply: func(c *Config, v string) error {
-					if err := parseAddr(&Config{}, v); err != nil {
-						return err
-					}
-					c.AdminAddr = v
-					return nil
-				}},
+			listenerRow(server.AdminAddrSetting()),
 		}, edgeSettings(server.EdgeSettings()), authSettings(server.AuthSettings()),
 		sessionSettings(session.LimitSettings()), []configSetting{redisRow(store.UserStorageSetting())},
 		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
-		networkSettings(), tracingSettings(), adminSettings(), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
+		listenerSettings(server.TLSSettings()), edgeSettings(server.ProxySettings()), tracingSettings(),
+		accessSettings(server.AdminSettings()), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
 		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), assistantSettings(session.ContextSettings(geminilive.Voices)), settings.Lift(handoff.HelpDeskSettings(), func(c *Config) *handoff.HelpDesk { return &c.HelpDesk }))
 }
 
@@ -337,6 +323,22 @@ func edgeSettings(rows []settings.Setting[server.Edge]) []configSetting {
 // modelSettings lifts a table of the models' settings into the gateway's.
 func modelSettings(rows []settings.Setting[transport.Models]) []configSetting {
 	return settings.Lift(rows, func(c *Config) *transport.Models { return &c.Models })
+}
+
+// listenerSettings lifts a table of the listeners' settings into the
+// gateway's; listenerRow one row.
+func listenerSettings(rows []settings.Setting[server.Listeners]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *server.Listeners { return &c.Listeners })
+}
+
+func listenerRow(row settings.Setting[server.Listeners]) configSetting {
+	return listenerSettings([]settings.Setting[server.Listeners]{row})[0]
+}
+
+// accessSettings lifts a table of the listeners' access settings (origins,
+// admin token) into the gateway's.
+func accessSettings(rows []settings.Setting[server.Access]) []configSetting {
+	return settings.Lift(rows, func(c *Config) *server.Access { return &c.Access })
 }
 
 // authSettings lifts a table of the edge's token settings into the gateway's.
@@ -462,7 +464,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 	errs = append(errs, c.ToolChoiceChecks(failed, explicit, shown)...)
 	errs = append(errs, redisCrossChecks(*c, failed, shown)...)
 	if !failed["TURNSTILE_ADDR"] && !failed["TURNSTILE_AUTH_SECRET"] && !failed["TURNSTILE_AUTH_JWKS_URL"] &&
-		c.DevMode() && !isLoopbackAddr(c.Addr) {
+		c.DevMode() && !server.IsLoopbackAddr(c.Addr) {
 		errs = append(errs, fmt.Errorf("%s: TURNSTILE_AUTH_SECRET is unset and so is TURNSTILE_AUTH_JWKS_URL (dev mode, anonymous users), "+
 			"and the address is not loopback; set one of them or listen on 127.0.0.1, ::1 or localhost", shown["TURNSTILE_ADDR"]))
 	}
@@ -471,7 +473,7 @@ func crossChecks(c *Config, failed, explicit map[string]bool, shown map[string]s
 			shown["TURNSTILE_IDLE_TIMEOUT"], shown["TURNSTILE_PING_INTERVAL"]))
 	}
 	errs = append(errs, edgeChecks(c, failed, explicit, shown)...)
-	errs = append(errs, tlsChecks(*c, failed, shown)...)
+	errs = append(errs, c.TLSChecks(failed, shown)...)
 	errs = append(errs, adminChecks(c, failed, shown)...)
 	if !failed["TURNSTILE_ABUSE_COOLDOWN"] && !failed["TURNSTILE_ABUSE_COOLDOWN_MAX"] && c.AbuseCooldown.First > c.AbuseCooldown.Max {
 		errs = append(errs, fmt.Errorf("%s: must not exceed %s", shown["TURNSTILE_ABUSE_COOLDOWN"], shown["TURNSTILE_ABUSE_COOLDOWN_MAX"]))

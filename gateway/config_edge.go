@@ -1,11 +1,15 @@
 package gateway
 
-// Settings of the edge that depend on the machine (the open-file limit) or
-// on each other: the connection cap and the session cap.
+// The checks of the edge's settings that depend on the machine (the
+// open-file limit) or on each other: the connection cap and the session
+// cap, the admin listener's address and token (the rows are the server's:
+// server/settings.go, server/settings_listen.go).
 
 import (
 	"fmt"
 	"net"
+
+	"github.com/turnstile-gw/turnstile/server"
 )
 
 const (
@@ -67,10 +71,21 @@ func edgeChecks(c *Config, failed, explicit map[string]bool, shown map[string]st
 			errs = append(errs, fmt.Errorf("%s: must differ from TURNSTILE_ADDR: the public listener serves no metrics",
 				shown["TURNSTILE_ADMIN_ADDR"]))
 		}
-		if !isLoopbackAddr(c.AdminAddr) && c.AdminMetricsOpen {
+		if !server.IsLoopbackAddr(c.AdminAddr) && c.AdminMetricsOpen {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is not loopback and TURNSTILE_ADMIN_METRICS_OPEN is true: /metrics "+
 				"answers whoever reaches it; keep it off the public network", shown["TURNSTILE_ADMIN_ADDR"]))
 		}
 	}
 	return errs
+}
+
+// adminChecks refuses an admin listener off loopback without a token:
+// it serves session timelines and operator actions.
+func adminChecks(c *Config, failed map[string]bool, shown map[string]string) []error {
+	if failed["TURNSTILE_ADMIN_ADDR"] || failed["TURNSTILE_ADMIN_TOKEN"] || server.IsLoopbackAddr(c.AdminAddr) || c.AdminToken != "" {
+		return nil
+	}
+	return []error{fmt.Errorf("%s: is not loopback, so TURNSTILE_ADMIN_TOKEN (at least %d bytes) is required: the admin "+
+		"listener serves conversations and operator actions; set it (e.g. openssl rand -hex 32) or listen on 127.0.0.1",
+		shown["TURNSTILE_ADMIN_ADDR"], server.MinAdminTokenBytes)}
 }

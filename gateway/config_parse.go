@@ -1,17 +1,12 @@
 package gateway
 
-// The parsers of single settings: each sets a Config field from a value, or
-// returns an error that does not repeat the value.
+// The checks that need more than a row: the HTTP tools and the MCP file the
+// tools' rows name, loaded with the environment, and the Redis settings
+// that need a REDIS_URL.
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
@@ -54,35 +49,6 @@ func loadToolSources(c *Config, getenv func(string) string, failed map[string]bo
 	return errs
 }
 
-func parseAddr(c *Config, v string) error {
-	host, port, err := net.SplitHostPort(v)
-	if err != nil {
-		return errors.New("must be host:port, e.g. 127.0.0.1:8080 or :8080")
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return errors.New("port must be a number from 0 to 65535")
-	}
-	if strings.ContainsFunc(host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return errors.New("host has spaces or control characters")
-	}
-	c.Addr = v
-	return nil
-}
-
-// isLoopbackAddr reports whether a valid host:port only listens on this machine. An empty host means
-// every interface.
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // redisCrossChecks refuses Redis settings that need a REDIS_URL without
 // one: the embedded miniredis is one server with no replicas.
 func redisCrossChecks(c Config, failed map[string]bool, shown map[string]string) []error {
@@ -98,31 +64,6 @@ func redisCrossChecks(c Config, failed map[string]bool, shown map[string]string)
 			shown["TURNSTILE_REDIS_WAIT_REPLICAS"]))
 	}
 	return errs
-}
-
-// parseOrigins accepts scheme://host[:port] entries; the host may start with "*." to match subdomains.
-func parseOrigins(c *Config, v string) error {
-	var out, bad []string
-	for _, o := range strings.Split(v, ",") {
-		o = strings.TrimSpace(o)
-		if o == "" {
-			continue
-		}
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" ||
-			strings.Contains(strings.TrimPrefix(u.Hostname(), "*."), "*") {
-			bad = append(bad, strconv.Quote(o))
-			continue
-		}
-		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("%s: an origin is scheme://host[:port] with scheme http or https, "+
-			"optionally *.host for subdomains", strings.Join(bad, ", "))
-	}
-	c.AllowedOrigins = out
-	return nil
 }
 
 // httpToolOptions are how the HTTP tools of TURNSTILE_TOOLS_DIR are loaded,

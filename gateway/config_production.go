@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/turnstile-gw/turnstile/internal/settings"
+	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -42,7 +43,7 @@ func productionChecks(c Config, failed map[string]bool, shown map[string]string)
 			return errs
 		}
 	}
-	if c.Demo || isLoopbackAddr(c.Addr) {
+	if c.Demo || server.IsLoopbackAddr(c.Addr) {
 		return errs
 	}
 	var demo []string

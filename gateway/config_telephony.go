@@ -16,7 +16,7 @@ import (
 // auth token (every request signed), or on a loopback address (a developer
 // trying calls with `gateway call`). A public gateway without a token does
 // not take calls: anyone could post a webhook.
-func (c Config) TelephonyOn() bool { return c.TwilioAuthToken != "" || isLoopbackAddr(c.Addr) }
+func (c Config) TelephonyOn() bool { return c.TwilioAuthToken != "" || server.IsLoopbackAddr(c.Addr) }
 
 // telephonyEdge is the Twilio carrier on the public listener, or nil when
 // calls are off. The call parameters are signed with a key derived from the

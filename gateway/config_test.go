@@ -67,7 +67,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults must be valid: %v", err)
 	}
 	want := Config{
-		Addr: "127.0.0.1:8080",
+		Listeners: server.Listeners{Addr: "127.0.0.1:8080"},
 		Models: transport.Models{TextModel: "gemini-2.5-flash", LiveModel: "gemini-2.5-flash-native-audio-preview-12-2025",
 			TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto"},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
@@ -149,13 +149,13 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("LoadConfig: %v", err)
 	}
 	want := Config{
-		Addr: "0.0.0.0:9000",
+		Listeners: server.Listeners{Addr: "0.0.0.0:9000"},
 		Models: transport.Models{GeminiAPIKey: "key-123", GeminiBaseURL: "http://127.0.0.1:7000", TextModel: "text-m", LiveModel: "live-m",
 			TextProvider: "openai", OpenAIAPIKey: "sk-proj-123", OpenAIBaseURL: "http://localhost:11434/v1", OpenAIModel: "llama3.1",
 			ToolChoice: "required"},
-		Redis:          store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
-		Auth:           server.Auth{AuthSecret: testAuthSecret},
-		AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"},
+		Redis:  store.Redis{RedisURL: "redis://:pw@127.0.0.1:6379/2", RedisMode: "single", RedisTimeout: 50 * time.Millisecond, SessionTTL: time.Hour},
+		Auth:   server.Auth{AuthSecret: testAuthSecret},
+		Access: server.Access{AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
 		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second,

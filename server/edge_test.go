@@ -230,8 +230,8 @@ func TestMetricsOnlyOnTheAdminHandler(t *testing.T) {
 
 func TestOriginAndHostRules(t *testing.T) {
 	dev := newTestServer(t, Config{}, nil)
-	devAllow := newTestServer(t, Config{AllowedOrigins: []string{"https://app.example.com"}}, nil)
-	authed := newTestServer(t, Config{AllowedOrigins: []string{"https://app.example.com", "https://*.example.org"}}, hsAuth(t))
+	devAllow := newTestServer(t, Config{Access: Access{AllowedOrigins: []string{"https://app.example.com"}}}, nil)
+	authed := newTestServer(t, Config{Access: Access{AllowedOrigins: []string{"https://app.example.com", "https://*.example.org"}}}, hsAuth(t))
 	cases := []struct {
 		name         string
 		s            *Server

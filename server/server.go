@@ -37,21 +37,15 @@ type Pinger interface {
 // Config is the edge's part of the gateway configuration. Zero values take
 // the defaults noted; a zero limit is no limit.
 type Config struct {
-	// AllowedOrigins are Origin patterns, scheme://host[:port] with
-	// path.Match syntax in the host (e.g. "https://*.example.com"); see
-	// checkOrigin for what else is allowed.
-	AllowedOrigins []string
+	// Access are the browser Origins allowed to open a WebSocket and the
+	// admin routes' token (settings_listen.go).
+	Access
 	// ReadyTimeout bounds the store ping of /readyz; default 1 s.
 	ReadyTimeout time.Duration
 
 	// Edge are the listener's limits: HTTP timeouts, connection and
 	// session caps, proxies, unauthenticated connections (settings.go).
 	Edge
-	// AdminToken, when set, is the bearer token every admin route but
-	// /healthz and /readyz requires (and /metrics unless
-	// AdminMetricsOpen).
-	AdminToken       string
-	AdminMetricsOpen bool
 }
 
 // Deps are the parts the edge hands work to.
@@ -162,7 +156,7 @@ func (s *Server) Handler() http.Handler { return s.public }
 // AdminHandler is the admin listener's handler: with an admin token, every
 // route but the probes (and /metrics when left open) requires it.
 func (s *Server) AdminHandler() http.Handler {
-	return adminGuard(s.cfg.AdminToken, s.cfg.AdminMetricsOpen, s.admin)
+	return adminGuard(string(s.cfg.AdminToken), s.cfg.AdminMetricsOpen, s.admin)
 }
 
 // SetDraining makes /readyz fail so that load balancers stop sending new
