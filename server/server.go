@@ -281,6 +281,8 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		InsecureSkipVerify: true,
 		// Ping frames count toward the message rate (the library answers them inside Read).
 		OnPingReceived: session.OnPing,
+		// After a pong, an idle reader waits outside the library (wsbuf.Idle).
+		OnPongReceived: session.OnPong,
 	})
 	if err != nil {
 		// Accept has already answered (400 for a request that is no upgrade).
@@ -295,7 +297,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	// the session stays open.
 	ended := release
 	release = nil
-	s.d.Sessions.Start(context.Background(), conn, hw.Conn, id, ended)
+	s.d.Sessions.Start(context.Background(), conn, hw, id, ended)
 }
 
 // refused counts a refusal and logs it, at most once per reason per

@@ -115,21 +115,44 @@ func (c *conn) run(fresh bool, done func()) {
 	// (cancel) drops the socket.
 	started := c.m.now()
 	ok := c.handshake()
-	serve := func() {
-		defer done()
-		defer close(c.done)
-		defer c.cancel()
-		defer c.exp.stop()
-		if ok {
-			c.readLoop()
-		}
-		c.end(started)
-	}
+	r := &reader{started: started, done: done}
 	if ok && fresh {
-		go serve()
+		go c.serve(r)
 		return
 	}
-	serve()
+	if !ok {
+		r.ended = true
+	}
+	c.serve(r)
+}
+
+// reader is what the reader's goroutine carries from one to the next (see
+// serve).
+type reader struct {
+	started time.Time
+	done    func()
+	begun   bool // the session has started (afterStart), as the reader knows
+	ended   bool // the handshake failed: nothing to read
+}
+
+// serve reads until the connection ends, then stops what it runs and calls
+// done. When the browser has answered a ping and sent nothing else (the
+// wire said errIdleRead), serve hands the reading on to a new goroutine and
+// returns: the pong was read deep inside the WebSocket library, whose
+// frames grew this goroutine's stack to 4 KiB, which the runtime never
+// halves to 2 (it would need under a quarter of the smaller stack in use,
+// less its 800-byte guard); the new one starts small (see readOn). Once a
+// ping interval per connection at most: still one goroutine a connection.
+func (c *conn) serve(r *reader) {
+	if !r.ended && c.readLoop(r) {
+		go c.readOn(r)
+		return
+	}
+	defer r.done()
+	defer close(c.done)
+	defer c.cancel()
+	defer c.exp.stop()
+	c.end(r.started)
 }
 
 // end stops what the connection runs once its reader has returned, and
@@ -178,42 +201,60 @@ func (c *conn) drop() {
 	_ = c.wire.CloseNow()
 }
 
-// readLoop handles browser messages until the connection ends.
-func (c *conn) readLoop() {
+// readOn is serve on a new goroutine that first waits for the next frame
+// from as few and as small frames as it can (about 0.5 KiB of stack, the
+// readiness wait's own included): the runtime starts a goroutine with the
+// average stack in use at the last collection plus an 928-byte guard, in
+// powers of two, so a node whose goroutines are mostly these waits starts
+// them, and keeps them, at 2 KiB (with the wait under the read loop's and
+// Read's frames, about 1 KiB, the average came to just over, and to 4).
+func (c *conn) readOn(r *reader) {
+	if w, ok := c.wire.(idleWaiter); ok {
+		w.waitIdle()
+	}
+	c.serve(r)
+}
+
+// readLoop handles browser messages until the connection ends, and reports
+// false; or true when the wire has nothing to read after a pong
+// (errIdleRead), for serve to read on from a new goroutine.
+func (c *conn) readLoop(r *reader) bool {
 	var buf []byte  // a browser's wire reads into buffers of its own
 	s := c.s.Load() // the handshake made it
-	begun := false  // the session has started (afterStart), as the reader knows
 	for {
 		binary, data, err := c.wire.Read(buf)
 		if err != nil {
+			if err == errIdleRead {
+				return true
+			}
 			c.out.setReason(readReason(err))
-			return
+			return false
 		}
 		buf = data[:0]
 		now := clock.Wall.Now()
 		c.alive(now)
 		if binary {
 			c.relay.audioIn.Inc()
-			if !begun {
+			if !r.begun {
 				// Read while session.start runs: it goes after, as read then.
 				if !s.afterStart() {
 					continue
 				}
-				begun, now = true, clock.Wall.Now()
+				r.begun, now = true, clock.Wall.Now()
 			}
 			c.micAudio(s, now, data)
 			continue
 		}
 		if !utf8.Valid(data) {
 			c.invalidUTF8()
-			return
+			return false
 		}
 		if !c.allowMessage(now) {
 			continue
 		}
 		stages.Mark(stages.Read)
 		if !c.handle(s, data) {
-			return
+			return false
 		}
 	}
 }
@@ -224,6 +265,9 @@ func (c *conn) handshake() bool {
 	timer := clock.Wall.AfterFunc(c.m.cfg.HandshakeTimeout, func() { c.close(protocol.DisconnectHandshakeTimeout) })
 	defer timer.Stop()
 	binary, data, err := c.wire.Read(nil)
+	for err == errIdleRead { // a pong before session.start
+		binary, data, err = c.wire.Read(nil)
+	}
 	if err != nil {
 		c.out.setReason(readReason(err))
 		return false

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -27,10 +29,17 @@ import (
 	"github.com/turnstile-gw/turnstile/tools"
 )
 
-// An idle session — session.start, session.ready, then nothing — holds one
-// goroutine of its own: its reader. The HTTP handler that upgraded it has
-// returned (Manager.Start) and no writer waits while nothing is queued.
-func TestIdleSessionHoldsOneGoroutine(t *testing.T) {
+// idleNode is a session manager behind an HTTP server that accepts as the
+// gateway's edge does (wsbuf, OnPing, OnPong); ended gets a value as each
+// connection ends.
+type idleNode struct {
+	url   string
+	mgr   *session.Manager
+	ended chan struct{}
+}
+
+func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode {
+	t.Helper()
 	mr := miniredis.RunT(t)
 	rdb, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
 	if err != nil {
@@ -44,63 +53,219 @@ func TestIdleSessionHoldsOneGoroutine(t *testing.T) {
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
-	mgr := session.NewManager(session.Config{}, session.Deps{Store: st,
+	n := &idleNode{ended: make(chan struct{}, 16)}
+	n.mgr = session.NewManager(cfg, session.Deps{Store: st,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
 		Tools: fixedTools{reg}, Metrics: m, Log: log})
-	ended := make(chan struct{}, 16)
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lw := &wsbuf.ResponseWriter{ResponseWriter: w}
-		ws, err := websocket.Accept(lw, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+		ws, err := websocket.Accept(lw, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol},
+			OnPingReceived: session.OnPing, OnPongReceived: session.OnPong})
 		if err != nil {
 			return
 		}
-		mgr.Start(context.WithoutCancel(r.Context()), ws, lw.Conn, session.Identity{User: "u", Anonymous: true},
-			func() { ended <- struct{}{} })
+		n.mgr.Start(context.WithoutCancel(r.Context()), ws, lw,
+			session.Identity{User: "u", Anonymous: true, ExpiresAt: expires}, func() { n.ended <- struct{}{} })
 	}))
 	t.Cleanup(gw.Close)
+	n.url = "ws" + strings.TrimPrefix(gw.URL, "http")
+	return n
+}
 
-	const n = 8
-	var clients []*websocket.Conn
-	for range n {
-		ws, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(gw.URL, "http"),
-			&websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, ws)
-		if err := ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"session.start"}`)); err != nil {
-			t.Fatal(err)
-		}
+// idleClient is a browser that has started its session: it reads on (and
+// so answers the gateway's pings while answer holds) and hands over what
+// it reads.
+type idleClient struct {
+	ws     *websocket.Conn
+	answer atomic.Bool
+	events chan string // the type of each event read
+	err    chan error  // what ended the reading
+}
+
+func (n *idleNode) open(t *testing.T) *idleClient {
+	t.Helper()
+	c := &idleClient{events: make(chan string, 64), err: make(chan error, 1)}
+	c.answer.Store(true)
+	ws, _, err := websocket.Dial(context.Background(), n.url, &websocket.DialOptions{
+		Subprotocols:   []string{protocol.Subprotocol},
+		OnPingReceived: func(context.Context, []byte) bool { return c.answer.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ws = ws
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	if err := ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"session.start"}`)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
 		for {
 			_, data, err := ws.Read(context.Background())
 			if err != nil {
-				t.Fatal(err)
+				c.err <- err
+				return
 			}
 			var ev struct{ Type string }
-			if json.Unmarshal(data, &ev) == nil && ev.Type == protocol.TypeSessionReady {
-				break
+			if json.Unmarshal(data, &ev) == nil {
+				select {
+				case c.events <- ev.Type:
+				default:
+				}
 			}
 		}
+	}()
+	c.next(t, protocol.TypeSessionReady)
+	return c
+}
+
+// next waits for an event of type typ, skipping others.
+func (c *idleClient) next(t *testing.T, typ string) {
+	t.Helper()
+	for {
+		select {
+		case got := <-c.events:
+			if got == typ {
+				return
+			}
+		case err := <-c.err:
+			t.Fatalf("the connection ended waiting for %s: %v", typ, err)
+		}
+	}
+}
+
+// sessionGoroutines are the goroutines the session package started for
+// its connections (not the node's one keepalive goroutine), each as
+// runtime.Stack prints it.
+func sessionGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	var gs []string
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "created by github.com/turnstile-gw/turnstile/session.") &&
+			!strings.Contains(g, "session.(*Manager).startKeepaliveLocked") {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// waitOutsideLibrary waits until the node's n session goroutines are n
+// readers waiting for the socket in wsbuf's Idle.Wait straight from the
+// goroutine's first function (readOn), none of them inside coder/websocket
+// or the read loop: the shallow stack that lets them start at 2 KiB.
+func waitOutsideLibrary(t *testing.T, n int) {
+	t.Helper()
+	var gs []string
+	if testwait.Poll(func() error {
+		gs = sessionGoroutines()
+		parked := 0
+		for _, g := range gs {
+			if strings.Contains(g, "wsbuf.(*Idle).Wait(") && strings.Contains(g, "session.(*conn).readOn(") &&
+				!strings.Contains(g, "coder/websocket") && !strings.Contains(g, "session.(*conn).readLoop(") {
+				parked++
+			}
+		}
+		if len(gs) != n || parked != n {
+			return fmt.Errorf("%d goroutines of the session package, %d waiting outside the library", len(gs), parked)
+		}
+		return nil
+	}) != nil {
+		t.Fatalf("%d idle sessions that answered a ping do not wait outside the WebSocket library:\n%s", n,
+			strings.Join(gs, "\n\n"))
+	}
+}
+
+// An idle session — session.start, session.ready, then nothing — holds one
+// goroutine of its own: its reader. The HTTP handler that upgraded it has
+// returned (Manager.Start) and no writer waits while nothing is queued.
+func TestIdleSessionHoldsOneGoroutine(t *testing.T) {
+	node := newIdleNode(t, session.Config{}, time.Time{})
+	const n = 8
+	var clients []*idleClient
+	for range n {
+		clients = append(clients, node.open(t))
 	}
 	// Goroutines the session package started (the sessions, their
 	// writers, turns, store writers, keepalive): one per session, the
 	// reader. (Others come and go: miniredis serves each new connection.)
-	var dump string
+	var gs []string
 	if testwait.Poll(func() error {
-		buf := make([]byte, 1<<20)
-		dump = string(buf[:runtime.Stack(buf, true)])
-		if got := strings.Count(dump, "created by github.com/turnstile-gw/turnstile/session."); got != n {
-			return fmt.Errorf("%d goroutines of the session package", got)
+		if gs = sessionGoroutines(); len(gs) != n {
+			return fmt.Errorf("%d goroutines of the session package", len(gs))
 		}
 		return nil
 	}) != nil {
-		t.Fatalf("%d idle sessions do not hold one goroutine each:\n%s", n, dump)
+		t.Fatalf("%d idle sessions do not hold one goroutine each:\n%s", n, strings.Join(gs, "\n\n"))
 	}
-	for _, ws := range clients {
-		_ = ws.CloseNow()
+	for _, c := range clients {
+		_ = c.ws.CloseNow()
 	}
 	for range n {
-		<-ended
+		<-node.ended
+	}
+}
+
+// Once an idle browser has answered a ping, its session's one goroutine
+// waits for the next frame outside the WebSocket library, on a stack of
+// its own (a reader parked inside the library's header read keeps the
+// 4 KiB stack it grew there); the session still answers what comes next.
+func TestIdleReaderWaitsOutsideTheLibraryAfterAPong(t *testing.T) {
+	node := newIdleNode(t, session.Config{Limits: session.Limits{PingInterval: 20 * time.Millisecond,
+		IdleTimeout: time.Hour}}, time.Time{})
+	const n = 4
+	var clients []*idleClient
+	for range n {
+		clients = append(clients, node.open(t))
+	}
+	for round := range 2 {
+		waitOutsideLibrary(t, n)
+		for i, c := range clients {
+			if err := c.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`)); err != nil {
+				t.Fatalf("round %d, session %d: %v", round, i, err)
+			}
+			c.next(t, protocol.TypePong)
+		}
+	}
+	for _, c := range clients {
+		_ = c.ws.CloseNow()
+	}
+	for range n {
+		<-node.ended
+	}
+}
+
+// A reader waiting outside the library still ends with its connection,
+// whichever way that ends: the browser's close, the idle timeout, the
+// token's expiry, the node's drain.
+func TestIdleReaderWaitEndsWithTheConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code websocket.StatusCode // what the browser is told; 0: it closed itself
+		end  func(*idleNode, *idleClient, *clock.Fake)
+	}{
+		{"browser closes", 0, func(_ *idleNode, c *idleClient, _ *clock.Fake) {
+			_ = c.ws.Close(websocket.StatusNormalClosure, "bye")
+		}},
+		{"idle timeout", websocket.StatusCode(protocol.DisconnectIdle.Code), func(_ *idleNode, c *idleClient, _ *clock.Fake) {
+			c.answer.Store(false) // a browser gone away: no more pongs
+		}},
+		{"token expires", websocket.StatusCode(protocol.DisconnectTokenExpired.Code),
+			func(_ *idleNode, _ *idleClient, clk *clock.Fake) { clk.Advance(2 * time.Hour) }},
+		{"node drains", websocket.StatusCode(protocol.DisconnectDraining.Code), func(n *idleNode, _ *idleClient, _ *clock.Fake) {
+			go n.mgr.Drain(context.Background())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Now())
+			node := newIdleNode(t, session.Config{Clock: clk, Limits: session.Limits{
+				PingInterval: 20 * time.Millisecond, IdleTimeout: 300 * time.Millisecond}}, clk.Now().Add(time.Hour))
+			c := node.open(t)
+			waitOutsideLibrary(t, 1)
+			tc.end(node, c, clk)
+			<-node.ended
+			err := <-c.err
+			if tc.code != 0 && websocket.CloseStatus(err) != tc.code {
+				t.Fatalf("the browser read %v, want close %d", err, tc.code)
+			}
+		})
 	}
 }

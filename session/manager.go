@@ -24,6 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/internal/throttle"
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -126,13 +127,15 @@ func (m *Manager) Active() int {
 	return len(m.all)
 }
 
-// Serve runs one accepted browser WebSocket until it ends. raw is the
-// network connection under it (nil when unknown), which lets the session
-// drop a connection at once however stuck the WebSocket is. Serve closes
-// ws.
-func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity) {
+// Serve runs one accepted browser WebSocket until it ends. hw is what it
+// was accepted through (nil when not through wsbuf): its Conn, the network
+// connection under it, lets the session drop a connection at once however
+// stuck the WebSocket is, and its Idle lets an idle reader wait outside
+// the library (see wsbuf.Idle). The WebSocket must have been accepted with
+// OnPing and OnPong. Serve closes ws.
+func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, hw *wsbuf.ResponseWriter, id Identity) {
 	ws.SetReadLimit(int64(m.cfg.MaxMessageBytes))
-	wire, pings := browserWire(ws)
+	wire, raw, pings := browserWire(ws, hw)
 	m.serve(ctx, wire, raw, id, pings)
 }
 
@@ -148,9 +151,9 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 // upgraded it — can then return, and the HTTP server's goroutine and what
 // it holds (its stack, the request, its buffers) are freed while the
 // session stays open: an idle session keeps one goroutine, not two.
-func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, raw net.Conn, id Identity, ended func()) {
+func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, hw *wsbuf.ResponseWriter, id Identity, ended func()) {
 	ws.SetReadLimit(int64(m.cfg.MaxMessageBytes))
-	wire, pings := browserWire(ws)
+	wire, raw, pings := browserWire(ws, hw)
 	c := m.admit(ctx, wire, raw, id, pings)
 	if c == nil {
 		ended()
@@ -161,7 +164,7 @@ func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, raw net.Conn, i
 
 // serve is ServeWire; pings, when not nil, is the wire's ping gate, bound
 // to the connection's message rate before its reader starts.
-func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) {
+func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *readerHooks) {
 	if c := m.admit(ctx, wire, raw, id, pings); c != nil {
 		m.runConn(c, false, func() {})
 	}
@@ -170,7 +173,7 @@ func (m *Manager) serve(ctx context.Context, wire Wire, raw net.Conn, id Identit
 // admit registers a new connection; nil when the node is draining (the
 // wire is then closed 4100). The connection's context exists before it is
 // registered: a drain may close it (and start its writer) before it runs.
-func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *pingGate) *conn {
+func (m *Manager) admit(ctx context.Context, wire Wire, raw net.Conn, id Identity, pings *readerHooks) *conn {
 	if id.Channel == "" {
 		id.Channel = ChannelBrowser
 	}

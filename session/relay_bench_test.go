@@ -130,7 +130,7 @@ func startRelay(tb testing.TB) relay {
 		}
 		wg.Add(1)
 		defer wg.Done()
-		mgr.Serve(context.WithoutCancel(r.Context()), ws, lw.Conn, session.Identity{User: "u"})
+		mgr.Serve(context.WithoutCancel(r.Context()), ws, lw, session.Identity{User: "u"})
 	}))
 	tb.Cleanup(gw.Close)
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 )
 
 // Wire is the client end of a connection as a session sees it: browser
@@ -23,7 +25,9 @@ import (
 type Wire interface {
 	// Read reads the next message into buf (grown when needed; the result
 	// may alias it). Its errors read as coder/websocket's
-	// (websocket.CloseStatus tells a close from a failure).
+	// (websocket.CloseStatus tells a close from a failure), but for
+	// errIdleRead (a browser's, after a pong): nothing was read, and the
+	// next Read waits for the next frame.
 	Read(buf []byte) (binary bool, data []byte, err error)
 	// Write sends one message, a binary one (model audio) or a JSON event.
 	Write(binary bool, data []byte) error
@@ -43,11 +47,12 @@ func WebSocketWire(ws *websocket.Conn) Wire { return wsWire{ws: ws, ctx: context
 // wsWire is a browser's WebSocket. Reads and writes run without a context
 // of their own (a context per frame costs an allocation per audio frame):
 // the connection is dropped to end them. Reads run on ctx, made once,
-// which carries the ping gate to OnPing.
+// which carries the reader's hooks to OnPing and OnPong.
 type wsWire struct {
-	ws  *websocket.Conn
-	ctx context.Context
-	rb  *readBuf // a browser's: Read uses it, not the caller's buffer
+	ws   *websocket.Conn
+	ctx  context.Context
+	rb   *readBuf    // a browser's: Read uses it, not the caller's buffer
+	idle *wsbuf.Idle // a lean browser connection's (OnPong)
 }
 
 // readBuf is a browser wire's read buffer, held from a frame's arrival to
@@ -87,33 +92,75 @@ func (b *readBuf) release() {
 	}
 }
 
-// browserWire is the WebSocket of a browser accepted with OnPing: the ping
-// frames it reads count toward the message rate (see pingGate).
-func browserWire(ws *websocket.Conn) (wsWire, *pingGate) {
-	g := &pingGate{}
-	return wsWire{ws: ws, ctx: context.WithValue(context.Background(), pingGateKey{}, g), rb: &readBuf{}}, g
+// browserWire is the WebSocket of a browser accepted with OnPing and
+// OnPong, through hw (nil when not through wsbuf), and raw the network
+// connection under it (nil when unknown): the ping frames it reads count
+// toward the message rate, and a pong has its reader wait outside the
+// library (see readerHooks).
+func browserWire(ws *websocket.Conn, hw *wsbuf.ResponseWriter) (wsWire, net.Conn, *readerHooks) {
+	h := &readerHooks{}
+	var raw net.Conn
+	if hw != nil {
+		raw, h.idle = hw.Conn, hw.Idle()
+	}
+	w := wsWire{ws: ws, ctx: context.WithValue(context.Background(), readerHooksKey{}, h), rb: &readBuf{}, idle: h.idle}
+	return w, raw, h
 }
 
-// pingGate lets OnPing reach the connection's message rate. Its allow is
-// set before the reader starts and called only inside the reader's Read,
-// where the library handles control frames: on the reader goroutine, as
-// allowMessage requires.
-type pingGate struct{ allow func(now time.Time) bool }
+// readerHooks is what the library's OnPingReceived and OnPongReceived
+// reach of a browser connection. They are called only inside the reader's
+// Read, where the library handles control frames: on the reader goroutine,
+// under the library's read lock. (A close handshake reads the peer's last
+// frames on another goroutine, with a context of its own: they find no
+// hooks there.)
+//
+// allow is set before the reader starts (allowMessage requires the
+// reader goroutine). idle, when the connection is lean (wsbuf), is armed
+// at each pong: an idle browser's reader otherwise stays parked 18 frames
+// deep inside the library's header read after the first pong it reads,
+// with the stack that took (see conn.serve).
+type readerHooks struct {
+	allow func(now time.Time) bool
+	idle  *wsbuf.Idle
+}
 
-type pingGateKey struct{}
+type readerHooksKey struct{}
 
 // OnPing is the websocket.AcceptOptions.OnPingReceived of browser
 // connections: a ping frame is taken against the connection's message
 // rate like a text message, and over it it is not answered (a flood of
 // them is told rate_limited and closed 4008 as a flood of messages is).
-// Other WebSockets (no gate in ctx) are answered as usual.
+// Other WebSockets (no hooks in ctx) are answered as usual.
 func OnPing(ctx context.Context, _ []byte) bool {
-	g, ok := ctx.Value(pingGateKey{}).(*pingGate)
-	if !ok || g.allow == nil {
+	h, ok := ctx.Value(readerHooksKey{}).(*readerHooks)
+	if !ok || h.allow == nil {
 		return true
 	}
-	return g.allow(clock.Wall.Now())
+	return h.allow(clock.Wall.Now())
 }
+
+// OnPong is the websocket.AcceptOptions.OnPongReceived of browser
+// connections: the library's read that follows a pong (the next frame's
+// header) returns wsbuf.ErrIdle instead of waiting, when nothing is
+// buffered, so that the reader waits for the next frame outside the
+// library (wsWire.Read).
+func OnPong(ctx context.Context, _ []byte) {
+	if h, ok := ctx.Value(readerHooksKey{}).(*readerHooks); ok && h.idle != nil {
+		h.idle.Park()
+	}
+}
+
+// idleWaiter is a wire whose Read may say errIdleRead (a lean browser
+// connection's): waitIdle waits for the next frame, as the next Read
+// would, for a caller that waits on a shallower stack (conn.readOn).
+type idleWaiter interface{ waitIdle() }
+
+func (w wsWire) waitIdle() { w.idle.Wait() }
+
+// errIdleRead is what a browser wire's Read returns when its connection
+// had nothing to read after a pong (wsbuf.ErrIdle): nothing was read, and
+// the next Read waits for the next frame before it enters the library.
+var errIdleRead = errors.New("session: nothing to read")
 
 // Read reads into buf, or for a browser into its own buffer (see readBuf),
 // valid until the next Read.
@@ -121,8 +168,14 @@ func (w wsWire) Read(buf []byte) (bool, []byte, error) {
 	if w.rb != nil {
 		w.rb.release()
 	}
+	if w.idle != nil {
+		w.idle.Wait() // after errIdleRead: here, not in the library
+	}
 	typ, r, err := w.ws.Reader(w.ctx)
 	if err != nil {
+		if errors.Is(err, wsbuf.ErrIdle) {
+			return false, nil, errIdleRead
+		}
 		return false, nil, err
 	}
 	if w.rb != nil {

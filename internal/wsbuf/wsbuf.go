@@ -56,8 +56,34 @@ func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return c, brw, nil
 	}
 	w.lean = lc
-	return lc, bufio.NewReadWriter(bufio.NewReaderSize(lc, readBufioSize), bufio.NewWriterSize(lc, heldSize)), nil
+	lc.br = bufio.NewReaderSize(lc, readBufioSize)
+	return lc, bufio.NewReadWriter(lc.br, bufio.NewWriterSize(lc, heldSize)), nil
 }
+
+// Idle is the hijacked connection's parking (see Idle); nil when it was
+// not made lean (TLS, or no socket under it).
+func (w *ResponseWriter) Idle() *Idle {
+	if w.lean == nil {
+		return nil
+	}
+	return &Idle{c: w.lean}
+}
+
+// ErrIdle is what the library's read returns, instead of waiting inside
+// the library, once Idle.Park has armed it: the connection has nothing
+// buffered at a frame boundary. The library passes it up (wrapped) from
+// Conn.Reader without reading anything or changing its state; the
+// reader then waits with Idle.Wait and calls Reader again.
+var ErrIdle = errors.New("wsbuf: nothing has arrived; wait with Idle.Wait")
+
+// Idle lets a WebSocket's reader wait for the next frame on a shallow
+// stack of its own instead of 18 frames deep in coder/websocket's header
+// read, where an idle connection's reader otherwise stays (and with it
+// the stack that grew to get there: 4 KiB rather than 2). The library's
+// read loop goes on to the next frame header after a control frame
+// without returning; Park, from the library's OnPongReceived, has the
+// header read that follows return ErrIdle when nothing is buffered.
+type Idle struct{ c *leanConn }
 
 // Unwrapper is a net.Conn wrapper that passes bytes through unchanged
 // (one that counts or tracks connections) and gives the connection under
