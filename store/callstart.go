@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -28,11 +31,18 @@ func callStartKey(callSID, signature string) string {
 func (s *RedisStore) UseCallStart(ctx context.Context, callSID, signature string, ttl time.Duration) (bool, error) {
 	var first bool
 	err := s.call(ctx, metrics.RedisCallStart, func(ctx context.Context) error {
-		ok, err := s.c.SetNX(ctx, callStartKey(callSID, signature), "1", ttl).Result()
+		// Sent once (script.go): a SET NX sent again after its reply was
+		// lost would find its own key and refuse the start as a replay.
+		cmd := onceCmd{redis.NewCmd(ctx, "set", callStartKey(callSID, signature), "1", "nx", "px", ttl.Milliseconds())}
+		cmd.SetFirstKeyPos(1)
+		err := s.c.Process(ctx, cmd)
+		if errors.Is(err, redis.Nil) {
+			return nil // set before: a replay
+		}
 		if err != nil {
 			return fmt.Errorf("call start: %w", err)
 		}
-		first = ok
+		first = true
 		return nil
 	})
 	return first, err

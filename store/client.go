@@ -65,8 +65,9 @@ func NewRedisClient(rawURL string, timeout time.Duration) (redis.UniversalClient
 // *redis.Client that follows the sentinels (sentinel). rediss:// turns TLS
 // on in every mode (towards the sentinels too). The client is tuned for the
 // realtime path: every network step is bounded by timeout and the caller's
-// context deadline, a failed command is retried once, and a caller waits at
-// most timeout for a pooled connection. go-redis defaults (5 s dial and
+// context deadline, a failed command is retried once (not the Lua
+// scripts, which may have run when their reply was lost: script.go), and a
+// caller waits at most timeout for a pooled connection. go-redis defaults (5 s dial and
 // read, 3 retries) would let one dead Redis stall a voice turn for many
 // seconds; timeouts in the URL are ignored for the same reason.
 //

@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A per-user escalating record with expiry, the one primitive under the
@@ -16,7 +14,7 @@ import (
 //go:embed escalate.lua
 var escalateLua string
 
-var escalateScript = redis.NewScript(escalateLua)
+var escalateScript = newScript(escalateLua)
 
 // escalation is how a record escalates: periods from first, doubled for
 // each remembered repeat, at most longest; strikes are forgotten memory

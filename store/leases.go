@@ -24,7 +24,7 @@ import (
 //go:embed lease_acquire.lua
 var leaseAcquireLua string
 
-var leaseAcquireScript = redis.NewScript(leaseAcquireLua)
+var leaseAcquireScript = newScript(leaseAcquireLua)
 
 // UserLeases is the lease group of user's connections.
 func UserLeases(user string) string { return "turnstile:user:{" + user + "}:conns" }

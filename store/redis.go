@@ -129,21 +129,21 @@ var (
 	//go:embed operator_announce.lua
 	operatorAnnounceLua string
 
-	createScript  = redis.NewScript(createLua)
-	resumeScript  = redis.NewScript(resumeLua)
+	createScript  = newScript(createLua)
+	resumeScript  = newScript(resumeLua)
 	appendScript  = ownedScript(appendLua)
-	restoreScript = redis.NewScript(restoreLua)
+	restoreScript = newScript(restoreLua)
 )
 
 // ownedScript is a script that writes a session's keys as its owner: the
 // owner check (owner_check.lua: KEYS[1] the meta hash, ARGV[1] the
 // writer's epoch, -1 or -2 when not the owner) runs first.
-func ownedScript(body string) *redis.Script { return redis.NewScript(ownerCheckLua + body) }
+func ownedScript(body string) *luaScript { return newScript(ownerCheckLua + body) }
 
 // operatorScript is a script of an operator's action on a session, which
 // ends with announce (operator_announce.lua): the action's event on the
 // timeline and the owners channel told.
-func operatorScript(body string) *redis.Script { return redis.NewScript(operatorAnnounceLua + body) }
+func operatorScript(body string) *luaScript { return newScript(operatorAnnounceLua + body) }
 
 // NewRedisStore returns a store on c. It does not contact Redis.
 func NewRedisStore(c redis.UniversalClient, o RedisStoreOptions) *RedisStore {
@@ -375,33 +375,6 @@ func (s *RedisStore) appendCall(rec Record, undo int, entries []transport.Entry)
 	args = append(args, fields...)
 	args = append(args, encoded...)
 	return scriptCall{appendScript, []string{metaKey(rec.ID), historyKey(rec.ID)}, args}, encodedBytes(encoded), nil
-}
-
-// scriptCall is one Lua script call, to run alone or on a pipeline.
-type scriptCall struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-}
-
-// run runs the call alone (EVALSHA, then EVAL if Redis does not know the
-// script).
-func (sc scriptCall) run(ctx context.Context, c redis.Scripter) *redis.Cmd {
-	return sc.script.Run(ctx, c, sc.keys, sc.args...)
-}
-
-// queue adds the call to a pipeline as EVALSHA; settle runs it again after
-// the pipeline if Redis did not know the script (a Redis that restarted
-// forgets them), which a pipeline cannot do by itself.
-func (sc scriptCall) queue(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
-	return sc.script.EvalSha(ctx, p, sc.keys, sc.args...)
-}
-
-func (sc scriptCall) settle(ctx context.Context, c redis.Scripter, cmd *redis.Cmd) *redis.Cmd {
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		return sc.run(ctx, c)
-	}
-	return cmd
 }
 
 // writeResult turns an append script's reply into the store's errors.

@@ -32,7 +32,7 @@ type Block struct {
 //go:embed block_set.lua
 var blockSetLua string
 
-var blockSetScript = redis.NewScript(blockSetLua)
+var blockSetScript = newScript(blockSetLua)
 
 // storedBlock is a block as Redis holds it: its end in milliseconds too,
 // so that the block script compares ends without parsing dates.

@@ -37,7 +37,7 @@ var (
 	claimScript  = ownedScript(claimLua)
 	answerScript = ownedScript(answerLua)
 	// Read-only: no owner check.
-	succeededScript = redis.NewScript(succeededLua)
+	succeededScript = newScript(succeededLua)
 )
 
 func callsKey(id string) string   { return "turnstile:{" + id + "}:calls" }

@@ -22,7 +22,7 @@ import (
 //go:embed redis_turns.lua
 var turnsLua string
 
-var turnsScript = redis.NewScript(turnsLua)
+var turnsScript = newScript(turnsLua)
 
 // turnsKey is lim's sliding window: turnstile:user:{<key>}:turns, or
 // :sessions for the new sessions a user starts; a session's voice starts

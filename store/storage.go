@@ -32,7 +32,7 @@ import (
 //go:embed storage_charge.lua
 var chargeLua string
 
-var chargeScript = redis.NewScript(chargeLua)
+var chargeScript = newScript(chargeLua)
 
 func storageKey(user string) string       { return "turnstile:user:{" + user + "}:storage" }
 func storageExpiryKey(user string) string { return "turnstile:user:{" + user + "}:storage:expiry" }

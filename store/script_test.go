@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/transport"
+)
+
+// lossyProxy forwards connections to a Redis, and once armed withholds
+// the next reply Redis sends (the command ran; its answer is lost, as on a
+// network that stalls), then forwards again.
+type lossyProxy struct {
+	ln    net.Listener
+	to    string
+	armed atomic.Bool
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startLossyProxy(t *testing.T, to string) *lossyProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &lossyProxy{ln: ln, to: to}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *lossyProxy) accept() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.to)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(server, client)
+			_ = server.Close()
+		}()
+		go func() {
+			defer p.wg.Done()
+			defer client.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := server.Read(buf)
+				if err != nil {
+					return
+				}
+				if p.armed.CompareAndSwap(true, false) {
+					continue // this reply is lost
+				}
+				if _, err := client.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// A script whose reply is lost (a read timeout) has run in Redis: go-redis
+// must not send it again, or its effect happens twice — here the history
+// would hold the entry twice. The write fails instead, which the session
+// handles (it goes on from memory and catches the store up).
+func TestAScriptWhoseReplyIsLostRunsOnce(t *testing.T) {
+	proxy := startLossyProxy(t, redistest.Start(t))
+	// The client gives up reading after 200 ms; the store's own bound is
+	// far longer, leaving go-redis room to retry if it would.
+	c, err := NewRedisClient("redis://"+proxy.ln.Addr().String(), 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 10 * time.Second}})
+	ctx := context.Background()
+	rec, _, err := s.Create(ctx, sampleRecord("s-lossy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first append loads the script in Redis (EVALSHA, then EVAL).
+	if err := s.Append(ctx, rec, transport.Entry{Role: transport.RoleUser, Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.armed.Store(true)
+	err = s.Append(ctx, rec, transport.Entry{Role: transport.RoleUser, Text: "two"})
+	n, lerr := c.LLen(ctx, historyKey(rec.ID)).Result()
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if n != 2 {
+		t.Fatalf("the history holds %d entries after appending one, then one whose reply was lost (%v); want 2", n, err)
+	}
+	if err == nil {
+		t.Fatal("an append whose reply was lost reported success")
+	}
+}
