@@ -110,125 +110,6 @@ type Config struct {
 	Clock session.Clock
 }
 
-// LogValue renders the configuration for slog with secrets shown only as set/unset and passwords
-// in URLs masked, so the startup log can carry it whole.
-func (c Config) LogValue() slog.Value {
-	orEmbedded := func(s string) string {
-		if s == "" {
-			return "embedded"
-		}
-		return s
-	}
-	base := string(c.GeminiBaseURL)
-	if base == "" {
-		base = "google"
-	}
-	openaiBase := string(c.OpenAIBaseURL)
-	if openaiBase == "" {
-		openaiBase = "openai"
-	}
-	return slog.GroupValue(
-		slog.String("addr", c.Addr),
-		slog.String("redis", orEmbedded(settings.RedactURL(string(c.RedisURL)))),
-		slog.String("redis_mode", string(c.RedisMode)),
-		slog.Int("redis_wait_replicas", c.RedisWaitReplicas),
-		slog.Any("gemini_api_key", c.GeminiAPIKey),
-		slog.String("gemini_base_url", settings.RedactURL(base)),
-		slog.Bool("vertex_ai", c.UseVertexAI),
-		slog.String("vertex_project", c.VertexProject),
-		slog.String("vertex_location", c.VertexLocation),
-		slog.Bool("demo", c.Demo),
-		slog.String("text_model", c.TextModel),
-		slog.String("text_provider", string(c.TextProvider)),
-		slog.Any("openai_api_key", c.OpenAIAPIKey),
-		slog.String("openai_base_url", settings.RedactURL(openaiBase)),
-		slog.String("openai_model", c.OpenAIModel),
-		slog.String("tool_choice", c.ToolChoice),
-		slog.String("live_model", c.LiveModel),
-		slog.Any("auth_secret", c.AuthSecret),
-		slog.Bool("dev_mode", c.DevMode()),
-		slog.Bool("offline", c.Offline()),
-		slog.Any("allowed_origins", c.AllowedOrigins),
-		slog.String("kb_dir", orEmbedded(c.KBDir)),
-		slog.String("tools_dir", c.ToolsDir),
-		slog.String("mcp_config", c.MCPConfigFile),
-		slog.Duration("mcp_start_timeout", c.MCPStartTimeout),
-		slog.Any("tool_claims", c.ToolClaims),
-		slog.Any("tools_signing_secret", c.ToolsSigningSecret),
-		slog.Any("context_claims", c.ContextClaims),
-		slog.String("live_voice", c.LiveVoice),
-		slog.String("profiles_dir", c.ProfilesDir),
-		slog.String("handoff_url", c.HandoffURL),
-		slog.Any("handoff_signing_secret", c.HandoffSigningSecret),
-		slog.Int("voice_max_retrieval", c.Voice.MaxRetrieval),
-		slog.Int("voice_max_calls", c.Voice.MaxCalls),
-		slog.Int("text_max_retrieval", c.Text.MaxRetrieval),
-		slog.Int("text_max_calls", c.Text.MaxCalls),
-		slog.Int("max_tool_iterations", c.MaxToolIterations),
-		slog.String("log_level", c.LogLevel.String()),
-		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
-		slog.Duration("session_ttl", c.SessionTTL),
-		slog.Int("history_max", c.HistoryMax),
-		slog.Int("max_message_bytes", c.MaxMessageBytes),
-		slog.Int("max_text_chars", c.MaxTextChars),
-		slog.Int("send_queue_bytes", c.SendQueueBytes),
-		slog.Duration("write_timeout", c.WriteTimeout),
-		slog.Duration("redis_timeout", c.RedisTimeout),
-		slog.Duration("model_timeout", c.ModelTimeout),
-		slog.Int("system_prompt_chars", len([]rune(c.SystemPrompt))),
-		slog.String("admin_addr", c.AdminAddr),
-		slog.String("public_url", c.PublicURL),
-		slog.Any("twilio_auth_token", c.TwilioAuthToken),
-		slog.Bool("admin_token_set", c.AdminToken != ""),
-		slog.Bool("admin_metrics_open", c.AdminMetricsOpen),
-		slog.Int("timeline_max", c.TimelineMax),
-		slog.String("events_stream", c.EventsStream),
-		slog.Int("events_maxlen", c.EventsMaxLen),
-		slog.Duration("http_read_header_timeout", c.HTTPReadHeaderTimeout),
-		slog.Duration("http_idle_timeout", c.Edge.HTTPIdleTimeout),
-		slog.Int("http_max_header_bytes", c.HTTPMaxHeaderBytes),
-		slog.Int("max_connections", c.MaxConnections),
-		slog.Int("max_sessions", c.MaxSessions),
-		slog.Int("max_sessions_per_user", c.MaxSessionsPerUser),
-		slog.Duration("user_lease_ttl", c.UserLeaseTTL),
-		slog.Uint64("file_limit", c.FileLimit),
-		slog.Duration("auth_max_ttl", c.AuthMaxTTL),
-		slog.Duration("auth_leeway", c.AuthLeeway),
-		slog.String("auth_audience", c.AuthAudience),
-		slog.String("auth_issuer", c.AuthIssuer),
-		slog.String("auth_jwks_url", c.AuthJWKSURL),
-		slog.Duration("auth_jwks_refresh", c.AuthJWKSRefresh),
-		slog.Float64("message_rate", c.MessageRate),
-		slog.Int("message_burst", c.MessageBurst),
-		slog.Duration("rate_abuse_after", c.RateAbuseAfter),
-		slog.Duration("abuse_cooldown", c.AbuseCooldown.First),
-		slog.Duration("abuse_cooldown_max", c.AbuseCooldown.Max),
-		slog.Float64("mic_pace", c.MicPace),
-		slog.Int("turns_per_minute", c.TurnsPerMinute),
-		slog.Int("voice_starts_per_minute", c.VoiceStartsPerMinute),
-		slog.Int("new_sessions_per_minute", c.NewSessionsPerMinute),
-		slog.Int("live_connects_per_minute", c.LiveConnectsPerMinute),
-		slog.Int("user_live_connects_per_minute", c.UserLiveConnectsPerMinute),
-		slog.Int("resumes_per_minute", c.ResumesPerMinute),
-		slog.Int("user_resumes_per_minute", c.UserResumesPerMinute),
-		slog.Int("context_max_tokens", c.ContextMaxTokens),
-		slog.Int("history_max_bytes", c.HistoryMaxBytes),
-		slog.Int("resume_history_max", c.ResumeHistoryMax),
-		slog.Duration("ping_interval", c.PingInterval),
-		slog.Duration("idle_timeout", c.Limits.IdleTimeout),
-		slog.Any("block_steps", c.BlockSteps),
-		slog.Duration("block_memory", c.BlockMemory),
-		slog.String("tls_cert_file", c.TLSCertFile),
-		slog.String("tls_key_file", c.TLSKeyFile),
-		slog.Any("trusted_proxies", c.TrustedProxies),
-		slog.Int("unauth_per_ip", c.UnauthPerIP),
-		slog.Float64("unauth_share", c.UnauthShare),
-		slog.Duration("unauth_idle_timeout", c.UnauthIdleTimeout),
-		slog.Int("recent_sessions_bytes", c.RecentSessionsBytes),
-		slog.Int("user_storage_bytes", c.UserStorageBytes),
-	)
-}
-
 // Secret and SecretURL are the settings package's (internal/settings),
 // named here for embedders, who cannot import an internal package.
 type (
@@ -241,126 +122,75 @@ type (
 const DefaultSystemPrompt = session.DefaultSystemPrompt
 
 // configSetting is one row of the gateway's table of settings; the
-// packages' own rows are lifted into it (settings.Lift).
+// packages' own rows are lifted into it (lift).
 type configSetting = settings.Setting[Config]
 
+// configSettings is the table, in the order -h lists it and errors are
+// reported: the packages' rows, each lifted into the part of Config it
+// fills, and the process's own (config_process.go).
 func configSettings() []configSetting {
-	return slices.Concat([]configSetting{
-		listenerRow(server.AddrSetting()),
-	}, redisSettings(store.ConnectionSettings()), []configSetting{}, modelSettings(transport.GeminiSettings()), []configSetting{demoSetting()},
-		settings.Lift(telephony.CallSettings(), func(c *Config) *telephony.Calls { return &c.Calls }),
-		modelSettings(transport.ModelSettings()),
-		authSettings([]settings.Setting[server.Auth]{server.AuthSecretSetting()}),
-		accessSettings([]settings.Setting[server.Access]{server.OriginsSetting()}), settings.Lift(tools.SourceSettings(), func(c *Config) *tools.Sources { return &c.Sources }),
-		orchestratorSettings(orchestrator.BudgetSettings()), []configSetting{
-			sessionRow(session.ToolIterationsSetting()),
-			{Env: "TURNSTILE_LOG_LEVEL", Def: "info", Usage: "log level: debug, info, warn or error",
-				Apply: func(c *Config, v string) error {
-					switch strings.ToLower(v) {
-					case "debug", "info", "warn", "error":
-						return c.LogLevel.UnmarshalText([]byte(v))
-					}
-					return errors.New("must be debug, info, warn or error")
-				}},
-			settings.Duration("TURNSTILE_SHUTDOWN_TIMEOUT", "15s", "how long to drain sessions after SIGTERM", time.Nanosecond,
-				func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-			redisRow(store.SessionTTLSetting()),
-		}, sessionSettings(session.SizeSettings()),
-		[]configSetting{redisRow(store.TimeoutSetting()), sessionRow(session.ModelTimeoutSetting())},
-		assistantSettings([]settings.Setting[session.Assistant]{session.SystemPromptSetting()}),
-		orchestratorSettings(orchestrator.ConfirmSettings()), assistantSettings(session.RestrictionSettings()), []configSetting{
-			{Env: "TURNSTILE_PPROF_ADDR", DefDoc: "unset: off",
-				Usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",
-				Apply: func(c *Config, v string) error {
-					if v == "" {
-						return nil
-					}
-					if err := server.CheckAddr(v); err != nil {
-						return err
-					}
-					if !server.IsLoopbackAddr(v) {
-						return errors.New("must be a loopback address: profiles expose the process's internals")
-					}
-					c.PprofAddr = v
-					return nil
-				}},
-			listenerRow(server.AdminAddrSetting()),
-		}, edgeSettings(server.EdgeSettings()), authSettings(server.AuthSettings()),
-		sessionSettings(session.LimitSettings()), []configSetting{redisRow(store.UserStorageSetting())},
-		sessionSettings(session.AbuseCooldownSettings()), sessionSettings(session.UpstreamBudgetSettings()),
-		listenerSettings(server.TLSSettings()), edgeSettings(server.ProxySettings()), tracingSettings(),
-		accessSettings(server.AdminSettings()), redisSettings(store.TimelineSettings()), sessionSettings(session.BlockSettings()),
-		edgeSettings(server.UnauthSettings()), settings.Lift(tools.CallInfoSettings(), func(c *Config) *tools.CallInfo { return &c.CallInfo }), assistantSettings(session.ContextSettings(geminilive.Voices)), settings.Lift(handoff.HelpDeskSettings(), func(c *Config) *handoff.HelpDesk { return &c.HelpDesk }))
+	return slices.Concat(
+		lift(listenersPart, server.AddrSetting()),
+		lift(redisPart, store.ConnectionSettings()...),
+		lift(modelsPart, transport.GeminiSettings()...),
+		[]configSetting{demoSetting()},
+		lift(callsPart, telephony.CallSettings()...),
+		lift(modelsPart, transport.ModelSettings()...),
+		lift(authPart, server.AuthSecretSetting()),
+		lift(accessPart, server.OriginsSetting()),
+		lift(sourcesPart, tools.SourceSettings()...),
+		lift(budgetsPart, orchestrator.BudgetSettings()...),
+		lift(limitsPart, session.ToolIterationsSetting()),
+		[]configSetting{logLevelSetting(), shutdownTimeoutSetting()},
+		lift(redisPart, store.SessionTTLSetting()),
+		lift(limitsPart, session.SizeSettings()...),
+		lift(redisPart, store.TimeoutSetting()),
+		lift(limitsPart, session.ModelTimeoutSetting()),
+		lift(assistantPart, session.SystemPromptSetting()),
+		lift(budgetsPart, orchestrator.ConfirmSettings()...),
+		lift(assistantPart, session.RestrictionSettings()...),
+		[]configSetting{pprofSetting()},
+		lift(listenersPart, server.AdminAddrSetting()),
+		lift(edgePart, server.EdgeSettings()...),
+		lift(authPart, server.AuthSettings()...),
+		lift(limitsPart, session.LimitSettings()...),
+		lift(redisPart, store.UserStorageSetting()),
+		lift(limitsPart, session.AbuseCooldownSettings()...),
+		lift(limitsPart, session.UpstreamBudgetSettings()...),
+		lift(listenersPart, server.TLSSettings()...),
+		lift(edgePart, server.ProxySettings()...),
+		lift(tracingPart, tracing.PseudonymKeySetting()),
+		lift(accessPart, server.AdminSettings()...),
+		lift(redisPart, store.TimelineSettings()...),
+		lift(limitsPart, session.BlockSettings()...),
+		lift(edgePart, server.UnauthSettings()...),
+		lift(callInfoPart, tools.CallInfoSettings()...),
+		lift(assistantPart, session.ContextSettings(geminilive.Voices)...),
+		lift(helpDeskPart, handoff.HelpDeskSettings()...),
+	)
 }
 
-// tracingSettings lifts the tracing package's row into the gateway's table.
-func tracingSettings() []configSetting {
-	return settings.Lift([]settings.Setting[tracing.Settings]{tracing.PseudonymKeySetting()},
-		func(c *Config) *tracing.Settings { return &c.Tracing })
+// lift puts a package's rows into the gateway's table: each fills its part
+// of Config.
+func lift[P any](part func(*Config) *P, rows ...settings.Setting[P]) []configSetting {
+	return settings.Lift(rows, part)
 }
 
-// orchestratorSettings lifts a table of the orchestrator's budgets into the
-// gateway's.
-func orchestratorSettings(rows []settings.Setting[orchestrator.Budgets]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *orchestrator.Budgets { return &c.Budgets })
-}
-
-// redisSettings lifts a table of the store's settings into the gateway's;
-// redisRow one row.
-func redisSettings(rows []settings.Setting[store.Redis]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *store.Redis { return &c.Redis })
-}
-
-func redisRow(row settings.Setting[store.Redis]) configSetting {
-	return redisSettings([]settings.Setting[store.Redis]{row})[0]
-}
-
-// edgeSettings lifts a table of the edge's limits into the gateway's.
-func edgeSettings(rows []settings.Setting[server.Edge]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *server.Edge { return &c.Edge })
-}
-
-// modelSettings lifts a table of the models' settings into the gateway's.
-func modelSettings(rows []settings.Setting[transport.Models]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *transport.Models { return &c.Models })
-}
-
-// listenerSettings lifts a table of the listeners' settings into the
-// gateway's; listenerRow one row.
-func listenerSettings(rows []settings.Setting[server.Listeners]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *server.Listeners { return &c.Listeners })
-}
-
-func listenerRow(row settings.Setting[server.Listeners]) configSetting {
-	return listenerSettings([]settings.Setting[server.Listeners]{row})[0]
-}
-
-// accessSettings lifts a table of the listeners' access settings (origins,
-// admin token) into the gateway's.
-func accessSettings(rows []settings.Setting[server.Access]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *server.Access { return &c.Access })
-}
-
-// authSettings lifts a table of the edge's token settings into the gateway's.
-func authSettings(rows []settings.Setting[server.Auth]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *server.Auth { return &c.Auth })
-}
-
-// sessionSettings lifts a table of the session's limits into the gateway's;
-// sessionRow one row.
-func sessionSettings(rows []settings.Setting[session.Limits]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *session.Limits { return &c.Limits })
-}
-
-func sessionRow(row settings.Setting[session.Limits]) configSetting {
-	return sessionSettings([]settings.Setting[session.Limits]{row})[0]
-}
-
-// assistantSettings lifts a table of the session's assistant settings into
-// the gateway's.
-func assistantSettings(rows []settings.Setting[session.Assistant]) []configSetting {
-	return settings.Lift(rows, func(c *Config) *session.Assistant { return &c.Assistant })
-}
+// The parts of Config the packages' rows fill.
+func listenersPart(c *Config) *server.Listeners   { return &c.Listeners }
+func accessPart(c *Config) *server.Access         { return &c.Access }
+func authPart(c *Config) *server.Auth             { return &c.Auth }
+func edgePart(c *Config) *server.Edge             { return &c.Edge }
+func redisPart(c *Config) *store.Redis            { return &c.Redis }
+func modelsPart(c *Config) *transport.Models      { return &c.Models }
+func callsPart(c *Config) *telephony.Calls        { return &c.Calls }
+func sourcesPart(c *Config) *tools.Sources        { return &c.Sources }
+func callInfoPart(c *Config) *tools.CallInfo      { return &c.CallInfo }
+func budgetsPart(c *Config) *orchestrator.Budgets { return &c.Budgets }
+func limitsPart(c *Config) *session.Limits        { return &c.Limits }
+func assistantPart(c *Config) *session.Assistant  { return &c.Assistant }
+func tracingPart(c *Config) *tracing.Settings     { return &c.Tracing }
+func helpDeskPart(c *Config) *handoff.HelpDesk    { return &c.HelpDesk }
 
 // LoadConfig resolves the configuration from command-line flags (args, without the program name),
 // the environment (getenv; nil means an empty environment) and defaults, in that order of precedence.
