@@ -190,7 +190,7 @@ func (a *activity) admit(text, kind string, turn int, note string, user transpor
 		return
 	}
 	defer a.mu.Unlock()
-	s.tl.Begin(turn, string(protocol.ModeText), text, kind)
+	s.timeline().Begin(turn, string(protocol.ModeText), text, kind)
 	s.send(protocol.TurnStart{Turn: turn, Text: text, Kind: kind})
 	if early != nil {
 		early.decide(true)

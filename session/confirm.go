@@ -15,7 +15,7 @@ import (
 // the model learns it in a turn of its own (or at the next turn when one is
 // running) so that it can call the tool again.
 func (s *session) answerConfirm(token string, approve bool) {
-	a, err := s.conv.Answer(s.ctx, token, approve)
+	a, err := s.conversation().Answer(s.ctx, token, approve)
 	if errors.Is(err, orchestrator.ErrFenced) {
 		return // the conversation ended this connection (4005), as on any fenced write
 	}
@@ -55,7 +55,7 @@ func (s *session) answerConfirm(token string, approve bool) {
 // pendingConfirmations are the session's confirmations still waiting for
 // the user, which a resume shows again.
 func (s *session) pendingConfirmations() []protocol.ConfirmRequest {
-	pending, err := s.conv.Pending(s.ctx)
+	pending, err := s.conversation().Pending(s.ctx)
 	if err != nil {
 		s.log().Warn("could not read pending confirmations", "err", err)
 		return nil

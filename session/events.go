@@ -15,7 +15,7 @@ type turnEvents struct {
 }
 
 func (e turnEvents) CallReceived(call orchestrator.Call, redacted map[string]any) {
-	e.s.tl.CallReceived(e.turn, call.ID, call.Name, redacted)
+	e.s.timeline().CallReceived(e.turn, call.ID, call.Name, redacted)
 	e.s.send(protocol.ToolCall{Turn: e.turn, ID: call.ID, Name: call.Name, Args: redacted})
 }
 
@@ -27,13 +27,13 @@ func (e turnEvents) CallFinished(call orchestrator.Call, o orchestrator.Outcome)
 		ev.Error = &protocol.ToolError{Type: string(err.Type), Code: err.Code, Message: err.Message}
 		errType = string(err.Type)
 	}
-	e.s.tl.CallFinished(e.turn, call.ID, call.Name, o.Envelope.OK, o.Refused, errType, o.Duration, o.Shown)
+	e.s.timeline().CallFinished(e.turn, call.ID, call.Name, o.Envelope.OK, o.Refused, errType, o.Duration, o.Shown)
 	e.s.send(ev)
 }
 
 func (e turnEvents) ConfirmRequested(conf orchestrator.Confirmation) {
 	e.s.st.addConfirmation(conf) // so that a node can write it back if Redis loses it
-	e.s.tl.ConfirmAsked(e.turn, conf.Tool, conf.ExpiresAt)
+	e.s.timeline().ConfirmAsked(e.turn, conf.Tool, conf.ExpiresAt)
 	e.s.send(confirmRequest(conf))
 }
 

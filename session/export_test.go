@@ -137,3 +137,19 @@ func (t *TestSession) End() {
 		close(t.out.done)
 	})
 }
+
+// HeldParts counts the node's live sessions that hold a conversation (the
+// orchestrator's policy and loop history) and a timeline recorder.
+func (m *Manager) HeldParts() (conversations, timelines int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.live {
+		if s.conv.Load() != nil {
+			conversations++
+		}
+		if s.tl.Load() != nil {
+			timelines++
+		}
+	}
+	return conversations, timelines
+}

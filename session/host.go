@@ -54,7 +54,7 @@ func (h textHost) ToolEvents(turn int) orchestrator.Events { return turnEvents{s
 func (h textHost) Commit(entries []transport.Entry) {
 	for _, e := range entries {
 		if e.Role == transport.RoleModel {
-			h.s.tl.Answer(e.Turn, e.Text)
+			h.s.timeline().Answer(e.Turn, e.Text)
 		}
 	}
 	h.s.pst.appendEntries(h.s.st.append(entries), entries...)
@@ -137,7 +137,7 @@ func (h voiceHost) HandOff(turn int, reason, summary string) { h.s.handOff(turn,
 
 func (h voiceHost) BeginTurn() int {
 	n, _ := h.s.st.beginTurn(nil, false)
-	h.s.tl.Begin(n, string(protocol.ModeVoice), "", "")
+	h.s.timeline().Begin(n, string(protocol.ModeVoice), "", "")
 	return n
 }
 

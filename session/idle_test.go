@@ -35,6 +35,7 @@ import (
 type idleNode struct {
 	url   string
 	mgr   *session.Manager
+	st    *store.RedisStore
 	ended chan struct{}
 }
 
@@ -53,7 +54,7 @@ func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode 
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
-	n := &idleNode{ended: make(chan struct{}, 16)}
+	n := &idleNode{st: st, ended: make(chan struct{}, 16)}
 	n.mgr = session.NewManager(cfg, session.Deps{Store: st,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
@@ -78,14 +79,17 @@ func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode 
 // it reads.
 type idleClient struct {
 	ws     *websocket.Conn
+	id     string // the session's, from session.ready
 	answer atomic.Bool
-	events chan string // the type of each event read
-	err    chan error  // what ended the reading
+	events chan idleEvent // each event read
+	err    chan error     // what ended the reading
 }
+
+type idleEvent struct{ Type, SessionID string }
 
 func (n *idleNode) open(t *testing.T) *idleClient {
 	t.Helper()
-	c := &idleClient{events: make(chan string, 64), err: make(chan error, 1)}
+	c := &idleClient{events: make(chan idleEvent, 64), err: make(chan error, 1)}
 	c.answer.Store(true)
 	ws, _, err := websocket.Dial(context.Background(), n.url, &websocket.DialOptions{
 		Subprotocols:   []string{protocol.Subprotocol},
@@ -105,27 +109,27 @@ func (n *idleNode) open(t *testing.T) *idleClient {
 				c.err <- err
 				return
 			}
-			var ev struct{ Type string }
+			var ev idleEvent
 			if json.Unmarshal(data, &ev) == nil {
 				select {
-				case c.events <- ev.Type:
+				case c.events <- ev:
 				default:
 				}
 			}
 		}
 	}()
-	c.next(t, protocol.TypeSessionReady)
+	c.id = c.next(t, protocol.TypeSessionReady).SessionID
 	return c
 }
 
 // next waits for an event of type typ, skipping others.
-func (c *idleClient) next(t *testing.T, typ string) {
+func (c *idleClient) next(t *testing.T, typ string) idleEvent {
 	t.Helper()
 	for {
 		select {
 		case got := <-c.events:
-			if got == typ {
-				return
+			if got.Type == typ {
+				return got
 			}
 		case err := <-c.err:
 			t.Fatalf("the connection ended waiting for %s: %v", typ, err)
@@ -267,5 +271,41 @@ func TestIdleReaderWaitEndsWithTheConnection(t *testing.T) {
 				t.Fatalf("the browser read %v, want close %d", err, tc.code)
 			}
 		})
+	}
+}
+
+// An idle session opens neither the orchestrator's conversation (its
+// policy and loop history) nor its timeline recorder: both come at the
+// first use. Its close is still on its timeline.
+func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
+	node := newIdleNode(t, session.Config{}, time.Time{})
+	const n = 3
+	var clients []*idleClient
+	for range n {
+		c := node.open(t)
+		// A ping answered: what an idle browser's session does.
+		if err := c.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`)); err != nil {
+			t.Fatal(err)
+		}
+		c.next(t, protocol.TypePong)
+		clients = append(clients, c)
+	}
+	if convs, tls := node.mgr.HeldParts(); convs != 0 || tls != 0 {
+		t.Fatalf("%d idle sessions hold %d conversations and %d timeline recorders, want none", n, convs, tls)
+	}
+	for _, c := range clients {
+		_ = c.ws.Close(websocket.StatusNormalClosure, "")
+	}
+	for range n {
+		<-node.ended
+	}
+	for _, c := range clients {
+		tl, err := node.st.Timeline(context.Background(), c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tl.Entries) == 0 || !strings.Contains(tl.Entries[len(tl.Entries)-1], `"event":"close"`) {
+			t.Fatalf("session %s's timeline after its close: %q, want the close last", c.id, tl.Entries)
+		}
 	}
 }

@@ -20,9 +20,9 @@ func (m *Manager) loopState() any {
 	out := make(map[string]any, min(len(conns), loopStateMax))
 	active, turns := 0, 0
 	for _, s := range conns {
-		state := []loopdetect.TurnState{} // a session not ready yet holds none
-		if s.started.Load() {
-			state = s.conv.LoopState()
+		state := []loopdetect.TurnState{} // a session that took no turn holds none
+		if cv := s.conv.Load(); cv != nil {
+			state = cv.LoopState()
 		}
 		if n := len(state); n > 0 {
 			active++

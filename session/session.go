@@ -39,8 +39,11 @@ type session struct {
 	st   *state
 	pst  *persister
 	// conv is the session's policy across its turns (loop history,
-	// confirmations, fencing, the call ledger), once its session is known.
-	conv *orchestrator.Conversation
+	// confirmations, fencing, the call ledger), opened at its first use
+	// (conversation); convEpoch is the epoch it writes with, set at the
+	// start.
+	conv      atomic.Pointer[orchestrator.Conversation]
+	convEpoch int64
 	// traceLink is the browser's span (session.start traceparent) that the
 	// turns' traces link to; nil: none (link). Most sessions have none.
 	traceLink *trace.SpanContext
@@ -52,8 +55,11 @@ type session struct {
 	started  atomic.Bool // session.ready was sent
 
 	stats *metrics.SessionStats // the session's context and tool-call figures, once ready
-	tl    *timeline.Recorder    // the session's timeline, once ready (nil before)
-	owner ownership             // the epoch it holds its session with (ownership.go)
+	// tl is the session's timeline, made at its first event once ready
+	// (timeline); tlOn: the session is ready, its timeline is kept.
+	tl    atomic.Pointer[timeline.Recorder]
+	tlOn  atomic.Bool
+	owner ownership // the epoch it holds its session with (ownership.go)
 	// connectsUntil (unix ns): the upstream-connect budget refused until
 	// then; opens are refused here without asking the store.
 	connectsUntil atomic.Int64
@@ -107,6 +113,24 @@ func newSession(ctx context.Context, m *Manager, out outbound, id *Identity) *se
 			s.m.restoreBlock(ctx, s.id.User, s.st.currentBlock())
 		}}
 	return s
+}
+
+// conversation is the session's policy across its turns, opened at its
+// first use — a turn, a confirmation's answer, the pending ones listed at a
+// resume — once the session has started, so that an idle session holds
+// none (with its loop history, about 0.3 KiB). What it is opened with is
+// set by the start and not changed after.
+func (s *session) conversation() *orchestrator.Conversation {
+	if cv := s.conv.Load(); cv != nil {
+		return cv
+	}
+	cv := s.m.Orchestrator.Open(orchestrator.Session{ID: s.st.record().ID, UserID: s.id.User, Channel: s.id.Channel,
+		Tools: s.ts.reg, Epoch: s.convEpoch, TakenOver: s.takenOver, Stats: s.stats, Log: s.log(), Claims: s.id.Claims,
+		Budgets: s.asks.budgets()})
+	if !s.conv.CompareAndSwap(nil, cv) {
+		cv = s.conv.Load()
+	}
+	return cv
 }
 
 // link is the browser's span the turns' traces link to (traceLink); zero:

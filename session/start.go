@@ -8,7 +8,6 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/metrics"
-	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/tracing"
@@ -142,17 +141,15 @@ func (s *session) start(msg protocol.ClientMessage) bool {
 	s.out.named(ready.SessionID)
 	s.pst.log = s.log()
 	s.stats = s.m.Metrics.OpenSession()
-	s.conv = s.m.Orchestrator.Open(orchestrator.Session{ID: rec.ID, UserID: s.id.User, Channel: s.id.Channel,
-		Tools: s.ts.reg, Epoch: rec.Epoch, TakenOver: s.takenOver, Stats: s.stats, Log: s.log(), Claims: s.id.Claims,
-		Budgets: s.asks.budgets()})
+	s.convEpoch = rec.Epoch
 	if ready.Resumed {
 		ready.PendingConfirmations = s.pendingConfirmations()
 	}
-	s.startTimeline(rec)
+	s.tlOn.Store(true)
 	s.out.alive(clock.Wall.Now())
-	// After conv: the loop-state view reads it once started. Before
-	// session.ready: a ping read after it waits for the rest of the start
-	// (handle).
+	// After convEpoch: the conversation may be opened once started.
+	// Before session.ready: a ping read after it waits for the rest of the
+	// start (handle).
 	s.started.Store(true)
 	s.sendReady(ready)
 	if !ready.Resumed {

@@ -17,9 +17,20 @@ import (
 // between turns wait for the next write, or for the connection's end
 // (store.Leave). Nothing of it runs per audio frame.
 
-// startTimeline begins recording once the session is known.
-func (s *session) startTimeline(rec store.Record) {
-	s.tl = timeline.NewRecorder(rec.ID, s.m.Pseudonym(s.id.User), s.m.cfg.Node, s.m.cfg.Clock.Now)
+// timeline is the session's timeline recorder, made at its first event
+// (a turn, a tool call, a session event, the close) once the session is
+// ready, so that an idle session holds none (with its turn map and the
+// user's pseudonym, about 0.2 KiB); nil before ready, when nothing is
+// recorded.
+func (s *session) timeline() *timeline.Recorder {
+	if r := s.tl.Load(); r != nil || !s.tlOn.Load() {
+		return r
+	}
+	r := timeline.NewRecorder(s.st.record().ID, s.m.Pseudonym(s.id.User), s.m.cfg.Node, s.m.cfg.Clock.Now)
+	if !s.tl.CompareAndSwap(nil, r) {
+		r = s.tl.Load()
+	}
+	return r
 }
 
 // storeTurnEnd queues a turn's end: entries for the history (in it by the
@@ -41,7 +52,7 @@ func (s *session) storeTurnEnd(entries []transport.Entry, mark uint64, t timelin
 
 // takeEvents returns the events waiting, as JSON.
 func (s *session) takeEvents() [][]byte {
-	evs := s.tl.TakeEvents()
+	evs := s.tl.Load().TakeEvents() // none before the first event
 	out := make([][]byte, 0, len(evs))
 	for _, ev := range evs {
 		if b := marshalEntry(s, ev); b != nil {
@@ -63,7 +74,7 @@ func marshalEntry(s *session, v any) []byte {
 // event notes a session event at the current turn.
 func (s *session) event(ev timeline.Event) {
 	ev.Turn = s.st.record().Turn
-	s.tl.Event(ev)
+	s.timeline().Event(ev)
 }
 
 // leave is the connection's last word in the store: its close on the
@@ -71,7 +82,7 @@ func (s *session) event(ev timeline.Event) {
 // there) and the session out of the live index.
 func (s *session) leave(d protocol.Disconnect) {
 	rec := s.st.record()
-	if rec.ID == "" || s.tl == nil {
+	if rec.ID == "" || !s.tlOn.Load() {
 		return
 	}
 	s.event(timeline.Event{Event: timeline.EventClose, Reason: d.Label, Code: d.Code})

@@ -9,7 +9,7 @@ import (
 // turnDeps are what every turn of the session begins with, text or voice
 // (turnrec.Begin): its policy, its trace and, at its end, turnSink.
 func (s *session) turnDeps() turnrec.Deps {
-	return turnrec.Deps{Conversation: s.conv, Tracing: s.m.Tracing, Link: s.link(), Sink: turnSink{s}}
+	return turnrec.Deps{Conversation: s.conversation(), Tracing: s.m.Tracing, Link: s.link(), Sink: turnSink{s}}
 }
 
 // turnSink is the session's record of a finished turn, text or voice.
@@ -26,6 +26,6 @@ func (k turnSink) TurnEnded(e turnrec.End) {
 	if e.Mode == protocol.ModeVoice {
 		s.st.update(func(rec *store.Record) { rec.ResumeHandle = e.Handle })
 	}
-	t, ok := s.tl.Finish(e.N, string(e.Reason), e.Input, e.Answer, e.VoiceResponse)
+	t, ok := s.timeline().Finish(e.N, string(e.Reason), e.Input, e.Answer, e.VoiceResponse)
 	s.storeTurnEnd(e.Entries, mark, t, ok)
 }
