@@ -2,6 +2,7 @@ package wsbuf
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -23,7 +24,45 @@ import (
 // waits for the socket to be readable, then reads what has arrived into a
 // pooled chunk, or, for a large read, into the caller's buffer. Writes and
 // the rest are c's. Where sock has no raw socket, c is returned as it is.
-func ReadLean(c, sock net.Conn) net.Conn { return newReadLean(c, sock) }
+// ctx is the dial's: a connection dialled for a request made with
+// WithParking (a plain-text one) is the one that Parking waits on.
+func ReadLean(ctx context.Context, c, sock net.Conn) net.Conn {
+	pk, _ := ctx.Value(parkingKey{}).(*Parking)
+	return newReadLean(c, sock, pk)
+}
+
+// Parking lets a dialled connection's reader wait for its next message on
+// its own stack rather than deep in coder/websocket's frame-header read
+// (about 1.5 KiB of frames: the library's four, bufio's and the body's),
+// so that a reader waiting most of its life keeps a small stack. It works
+// over plain TCP (ws://, as to a local model server); over TLS, whose
+// buffers are its own, Wait returns at once.
+type Parking struct {
+	body *clientBody
+	lean *readLean
+}
+
+type parkingKey struct{}
+
+// WithParking returns ctx for websocket.Dial through a Transport, and the
+// Parking of the connection it dials.
+func WithParking(ctx context.Context) (context.Context, *Parking) {
+	pk := new(Parking)
+	return context.WithValue(ctx, parkingKey{}, pk), pk
+}
+
+// Wait waits, holding no buffer, until the connection has bytes for the
+// next frame, unless it has some already; it is called by the
+// connection's reader between messages (after the last one was read to
+// its end, before Conn.Reader). A read error is the next read's. The
+// body hands the library no byte past the frame it reads, so at a frame's
+// end the library's buffer is empty and every byte not yet read is here.
+func (pk *Parking) Wait() {
+	if pk == nil || pk.body == nil || pk.lean == nil || pk.body.rleft != 0 || pk.body.nrhdr != 0 {
+		return
+	}
+	pk.lean.waitFill()
+}
 
 // Transport is the http.RoundTripper of the http.Client given to
 // websocket.Dial (DialOptions.HTTPClient): Base makes the request, and a
@@ -49,12 +88,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	smallBufio.Do(useSmallBufio)
-	resp.Body = &clientBody{rwc: rwc}
+	body := &clientBody{rwc: rwc}
+	if pk, ok := req.Context().Value(parkingKey{}).(*Parking); ok && req.URL.Scheme == "http" {
+		pk.body = body
+	}
+	resp.Body = body
 	return resp, nil
 }
 
 // clientBody is a dialled WebSocket connection as the library sees it:
-// reads go straight through, and writes are gathered into whole frames
+// reads go through, never past the end of a frame (see Parking), and
+// writes are gathered into whole frames
 // (the library flushes its small buffer many times a frame) and go out in
 // one write each, as they did from the library's 4 KiB buffer: a frame of
 // up to chunkSize bytes in one, a longer one a chunkSize at a time. The
@@ -67,10 +111,34 @@ type clientBody struct {
 	left int64   // bytes of the current frame still to come; 0 at a frame's start
 	hdr  [10]byte
 	nhdr int // bytes of hdr collected: a header whose length came in two writes
+
+	// Reading, by one goroutine at a time: the frame being read, as
+	// above.
+	rleft int64
+	rhdr  [10]byte
+	nrhdr int
 }
 
-func (b *clientBody) Read(p []byte) (int, error) { return b.rwc.Read(p) }
-func (b *clientBody) Close() error               { return b.rwc.Close() }
+func (b *clientBody) Close() error { return b.rwc.Close() }
+
+// Read hands the library the bytes of one frame at most: at a frame's
+// start, no more than the header's bytes that give its length, then no
+// more than the frame's remaining bytes.
+func (b *clientBody) Read(p []byte) (int, error) {
+	if b.rleft > 0 {
+		n, err := b.rwc.Read(p[:min(int64(len(p)), b.rleft)])
+		b.rleft -= int64(n)
+		return n, err
+	}
+	p = p[:min(len(p), lengthBytes(b.rhdr[:b.nrhdr])-b.nrhdr)]
+	n, err := b.rwc.Read(p)
+	b.nrhdr += copy(b.rhdr[b.nrhdr:], p[:n])
+	if size := frameLen(b.rhdr[:b.nrhdr]); size > 0 {
+		b.rleft = size - int64(b.nrhdr)
+		b.nrhdr = 0
+	}
+	return n, err
+}
 
 // Write takes what the library flushed: a frame's header and payload, in
 // one piece or several.
@@ -140,6 +208,21 @@ func (b *clientBody) flush() error {
 	_, err := b.rwc.Write(*out)
 	chunks.Put(out)
 	return err
+}
+
+// lengthBytes is how many of a frame's first bytes give its length (2, 4
+// or 10), given h, its first bytes so far.
+func lengthBytes(h []byte) int {
+	if len(h) < 2 {
+		return 2
+	}
+	switch h[1] & 0x7f {
+	case 126:
+		return 4
+	case 127:
+		return 10
+	}
+	return 2
 }
 
 // frameLen is the length, header included, of the frame whose header h

@@ -63,7 +63,7 @@ func newRecTransport() *recTransport {
 			if err != nil {
 				return nil, err
 			}
-			rt.conn = ReadLean(c, c)
+			rt.conn = ReadLean(ctx, c, c)
 			return rt.conn, nil
 		}}
 	return rt
@@ -78,17 +78,39 @@ func (rt *recTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// leanDial dials srv through a Transport over rt.
-func leanDial(t testing.TB, srv *httptest.Server, rt *recTransport) *websocket.Conn {
+// recAbove records what the library asks of the body a Transport gave it.
+type recAbove struct {
+	http.RoundTripper
+	body *recBody
+}
+
+func (ra *recAbove) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := ra.RoundTripper.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		ra.body = &recBody{ReadWriteCloser: resp.Body.(io.ReadWriteCloser)}
+		resp.Body = ra.body
+	}
+	return resp, err
+}
+
+// leanDial dials srv through a Transport over rt, with parking; above,
+// if not nil, records what the library asks of the Transport's body.
+func leanDial(t testing.TB, srv *httptest.Server, rt *recTransport, above *recAbove) (*websocket.Conn, *Parking) {
 	t.Helper()
-	ws, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"),
-		&websocket.DialOptions{HTTPClient: &http.Client{Transport: &Transport{Base: rt}}})
+	var tr http.RoundTripper = &Transport{Base: rt}
+	if above != nil {
+		above.RoundTripper = tr
+		tr = above
+	}
+	ctx, pk := WithParking(context.Background())
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"),
+		&websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ws.SetReadLimit(1 << 20)
 	t.Cleanup(func() { _ = ws.CloseNow() })
-	return ws
+	return ws, pk
 }
 
 // A dialled connection reads its frames' headers through bufio's smallest
@@ -97,8 +119,8 @@ func leanDial(t testing.TB, srv *httptest.Server, rt *recTransport) *websocket.C
 // the socket in one write, a longer one in a write a chunk, however many
 // times the library flushed its small buffer.
 func TestDialledConnectionEchoesEveryMessageSizeAFrameAWrite(t *testing.T) {
-	rt := newRecTransport()
-	ws := leanDial(t, echoServer(t, make(chan bool, 1), nil), rt)
+	rt, above := newRecTransport(), &recAbove{}
+	ws, _ := leanDial(t, echoServer(t, make(chan bool, 1), nil), rt, above)
 	if _, ok := rt.conn.(*readLean); !ok && runtime.GOOS != "windows" {
 		t.Fatalf("the dialled TCP connection was not made lean for reading: %T", rt.conn)
 	}
@@ -132,7 +154,7 @@ func TestDialledConnectionEchoesEveryMessageSizeAFrameAWrite(t *testing.T) {
 			t.Fatalf("echo of %d bytes came back as %d bytes", n, len(got))
 		}
 	}
-	if r := rt.body.reads; len(r) == 0 || r[0] != clientReadBufio {
+	if r := above.body.reads; len(r) == 0 || r[0] != clientReadBufio {
 		t.Errorf("the library's reads asked for %v bytes; want the first for %d (its buffer)", r[:min(len(r), 5)], clientReadBufio)
 	}
 }
@@ -141,7 +163,7 @@ func TestDialledConnectionEchoesEveryMessageSizeAFrameAWrite(t *testing.T) {
 // being gathered.
 func TestDialledConnectionHoldsNoBufferBetweenMessages(t *testing.T) {
 	rt := newRecTransport()
-	ws := leanDial(t, echoServer(t, make(chan bool, 1), nil), rt)
+	ws, _ := leanDial(t, echoServer(t, make(chan bool, 1), nil), rt, nil)
 	rl, ok := rt.conn.(*readLean)
 	if !ok {
 		t.Skipf("no lean reads here (%T)", rt.conn)

@@ -17,9 +17,6 @@ type leanConn struct {
 // newLeanConn leaves the connection as it is where there is no raw socket
 // to wait on.
 func newLeanConn(net.Conn, *bufio.Reader) (*leanConn, bool) { return nil, false }
-
-func newReadLean(c, _ net.Conn) net.Conn { return c }
-
 // Park never arms: there is no lean connection.
 func (*Idle) Park() bool { return false }
 

@@ -286,26 +286,3 @@ func (c *leanConn) Write(p []byte) (int, error) {
 	helds.Put(h)
 	return max(int(n)-held, 0), err
 }
-
-// readLean is ReadLean on unix.
-type readLean struct {
-	net.Conn // writes, Close, addresses, deadlines
-	sockReader
-}
-
-// Read reads the socket (see sockReader.Read).
-func (c *readLean) Read(p []byte) (int, error) { return c.sockReader.Read(p) }
-
-func newReadLean(c, sock net.Conn) net.Conn {
-	sc, ok := sock.(syscall.Conn)
-	if !ok {
-		return c
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return c
-	}
-	rl := &readLean{Conn: c}
-	rl.init(raw)
-	return rl
-}

@@ -172,7 +172,7 @@ func newHTTPClient(writeTimeout time.Duration) *http.Client {
 			if err != nil {
 				return nil, err
 			}
-			return wsbuf.ReadLean(&deadlineConn{Conn: c, timeout: writeTimeout}, c), nil
+			return wsbuf.ReadLean(ctx, &deadlineConn{Conn: c, timeout: writeTimeout}, c), nil
 		},
 		TLSHandshakeTimeout: dialTimeout,
 		DisableKeepAlives:   true,

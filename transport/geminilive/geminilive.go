@@ -28,6 +28,7 @@ import (
 	"github.com/coder/websocket"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -154,7 +155,8 @@ func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) 
 	if err != nil {
 		return nil, err
 	}
-	conn, resp, err := websocket.Dial(ctx, m.ep.url, &websocket.DialOptions{
+	dctx, park := wsbuf.WithParking(ctx)
+	conn, resp, err := websocket.Dial(dctx, m.ep.url, &websocket.DialOptions{
 		HTTPClient: m.client, HTTPHeader: header, CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
@@ -165,6 +167,7 @@ func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) 
 	}
 	conn.SetReadLimit(m.opts.ReadLimit)
 	s := newSession(conn, m.opts.WriteTimeout)
+	s.park = park
 
 	// The session's reads and writes take no context (see Session); during
 	// the connect sequence, ctx ending closes the connection instead.

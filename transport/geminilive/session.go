@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -66,6 +67,7 @@ const (
 type Session struct {
 	conn         *websocket.Conn
 	writeTimeout time.Duration
+	park         *wsbuf.Parking // waits for the next message outside the library (read)
 
 	// Owned by the goroutine that calls Recv.
 	rbuf   *[]byte               // from bufs: the message being read and handled; nil between messages
@@ -160,9 +162,12 @@ func (s *Session) Recv() (transport.LiveEvent, error) {
 	}
 }
 
-// read waits for the next message holding no buffer, then reads it into a
-// buffer from bufs, held until doneReading.
+// read waits for the next message holding no buffer, on a shallow stack
+// (the reader's, not the library's, where a voice session's receiver
+// spends most of its life), then reads it into a buffer from bufs, held
+// until doneReading.
 func (s *Session) read() ([]byte, error) {
+	s.park.Wait()
 	_, r, err := s.conn.Reader(context.Background())
 	if err != nil {
 		return nil, err

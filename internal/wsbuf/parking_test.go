@@ -1,0 +1,162 @@
+package wsbuf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
+)
+
+// burstServer sends msgs once told to (go), all before the client reads
+// any, then one more message each time it reads one from the client.
+func burstServer(t *testing.T, msgs [][]byte, start <-chan struct{}, sent chan<- struct{}) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer func() { _ = ws.CloseNow() }()
+		<-start
+		for _, m := range msgs {
+			if ws.Write(context.Background(), websocket.MessageBinary, m) != nil {
+				return
+			}
+		}
+		sent <- struct{}{}
+		for {
+			_, m, err := ws.Read(context.Background())
+			if err != nil || ws.Write(context.Background(), websocket.MessageBinary, m) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// readAll reads n messages as a parked reader does (Wait, then Reader to
+// the message's end) and sends what it read, or its error, on got.
+func readAll(ws *websocket.Conn, pk *Parking, n int, got chan<- []byte, fail chan<- error) {
+	buf := make([]byte, 1<<16)
+	for range n {
+		pk.Wait()
+		_, r, err := ws.Reader(context.Background())
+		if err != nil {
+			fail <- err
+			return
+		}
+		m := 0
+		for {
+			k, err := r.Read(buf[m:])
+			m += k
+			if err != nil {
+				break
+			}
+		}
+		got <- bytes.Clone(buf[:m])
+	}
+}
+
+// Messages that arrived together — tiny frames a few to a read, a frame
+// header split from its payload, a 64 KiB one — are all read without
+// waiting for anything more to arrive: a parked reader never waits while
+// a frame it was handed sits unread.
+func TestParkedReaderReadsEveryMessageThatArrivedTogether(t *testing.T) {
+	var mixed [][]byte
+	for n := range 40 {
+		mixed = append(mixed, bytes.Repeat([]byte{byte(n)}, n%18))
+	}
+	mixed = append(mixed, make([]byte, 125), make([]byte, 126), make([]byte, 5000), make([]byte, 65536), []byte("last"))
+	for name, msgs := range map[string][][]byte{
+		"three frames within the library's 16 bytes": {[]byte("a"), []byte("bc"), {}},
+		"mixed sizes": mixed,
+	} {
+		t.Run(name, func(t *testing.T) { readBurst(t, msgs) })
+	}
+}
+
+func readBurst(t *testing.T, msgs [][]byte) {
+	start, sent := make(chan struct{}), make(chan struct{}, 1)
+	ws, pk := leanDial(t, burstServer(t, msgs, start, sent), newRecTransport(), nil)
+	if pk.body == nil || pk.lean == nil {
+		t.Skip("no parking here (no raw socket)")
+	}
+	close(start)
+	<-sent // everything is on its way before the first read
+	got, fail := make(chan []byte, len(msgs)), make(chan error, 1)
+	go readAll(ws, pk, len(msgs), got, fail)
+	for i, want := range msgs {
+		if err := testwait.Poll(func() error {
+			if len(got) > 0 || len(fail) > 0 {
+				return nil
+			}
+			return errors.New("the reader has not read the next message")
+		}); err != nil {
+			t.Fatalf("stalled before message %d of %d, with every message already sent", i, len(msgs))
+		}
+		select {
+		case m := <-got:
+			if !bytes.Equal(m, want) {
+				t.Fatalf("message %d: %d bytes, want %d", i, len(m), len(want))
+			}
+		case err := <-fail:
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+}
+
+// A reader waiting for its next message waits in Parking.Wait, outside
+// coder/websocket's frame-header read, and gets the message once it comes.
+func TestParkedReaderWaitsOutsideTheLibrary(t *testing.T) {
+	start, sent := make(chan struct{}), make(chan struct{}, 1)
+	ws, pk := leanDial(t, burstServer(t, nil, start, sent), newRecTransport(), nil)
+	if pk.body == nil || pk.lean == nil {
+		t.Skip("no parking here (no raw socket)")
+	}
+	close(start)
+	<-sent
+	got, fail := make(chan []byte, 1), make(chan error, 1)
+	go readAll(ws, pk, 1, got, fail)
+	testwait.ForNil(t, "the reader to wait in Parking.Wait", func() error {
+		st := readerStack()
+		if !strings.Contains(st, "wsbuf.(*Parking).Wait") {
+			return fmt.Errorf("its stack:\n%s", st)
+		}
+		if strings.Contains(st, "coder/websocket") {
+			t.Fatalf("the reader waits inside the library:\n%s", st)
+		}
+		return nil
+	})
+	if err := ws.Write(context.Background(), websocket.MessageBinary, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if string(m) != "hello" {
+			t.Fatalf("got %q", m)
+		}
+	case err := <-fail:
+		t.Fatal(err)
+	}
+}
+
+// readerStack is the stack of the goroutine running readAll.
+func readerStack() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "wsbuf.readAll") {
+			return g
+		}
+	}
+	return ""
+}
