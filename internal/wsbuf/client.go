@@ -57,6 +57,9 @@ func WithParking(ctx context.Context) (context.Context, *Parking) {
 // its end, before Conn.Reader). A read error is the next read's. The
 // body hands the library no byte past the frame it reads, so at a frame's
 // end the library's buffer is empty and every byte not yet read is here.
+// Wait reads outside the library's read lock: a parked connection is
+// closed with CloseNow, not Close (whose close handshake reads on the
+// closing goroutine).
 func (pk *Parking) Wait() {
 	if pk == nil || pk.body == nil || pk.lean == nil || pk.body.rleft != 0 || pk.body.nrhdr != 0 {
 		return
