@@ -17,6 +17,7 @@ type leanConn struct {
 // newLeanConn leaves the connection as it is where there is no raw socket
 // to wait on.
 func newLeanConn(net.Conn, *bufio.Reader) (*leanConn, bool) { return nil, false }
+
 // Park never arms: there is no lean connection.
 func (*Idle) Park() bool { return false }
 
