@@ -97,6 +97,12 @@ func TestToolsCheckListsTheToolsOfMCPServers(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 
+	// A start timeout the gateway would refuse is refused here too, named.
+	r = runTools(t, map[string]string{"TURNSTILE_MCP_START_TIMEOUT": "3"}, "check", "-mcp-config", config)
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "TURNSTILE_MCP_START_TIMEOUT: not a duration") {
+		t.Errorf("start timeout without a unit: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+
 	bad := writeMCPConfig(t, map[string]any{"x": map[string]any{"command": "a", "url": "https://b"}})
 	r = runTools(t, nil, "check", "-mcp-config", bad)
 	if r.code != 1 || !strings.Contains(r.stderr, bad+": mcpServers.x: has both command") {

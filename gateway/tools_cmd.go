@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/tools"
 	"github.com/turnstile-gw/turnstile/tools/builtin"
 	"github.com/turnstile-gw/turnstile/tools/httptool"
@@ -265,11 +266,14 @@ func (out *loadedTools) startMCP(path string, getenv func(string) string) *mcp.H
 		out.problems = append(out.problems, flattenErrors(err)...)
 		return nil
 	}
-	timeout := DefaultMCPStartTimeout
-	if d, err := time.ParseDuration(getenv("TURNSTILE_MCP_START_TIMEOUT")); err == nil && d > 0 {
-		timeout = d
+	// The gateway's row: the same default, and a value it would refuse is
+	// a problem here too.
+	var timeout tools.Sources
+	if err := settings.Read(&timeout, []settings.Setting[tools.Sources]{tools.MCPStartTimeoutSetting()}, getenv); err != nil {
+		out.problems = append(out.problems, err)
+		return nil
 	}
-	hub, err := mcp.Start(context.Background(), cfg, mcp.Options{StartTimeout: timeout, Version: version})
+	hub, err := mcp.Start(context.Background(), cfg, mcp.Options{StartTimeout: timeout.MCPStartTimeout, Version: version})
 	if err != nil {
 		out.problems = append(out.problems, flattenErrors(err)...)
 		return nil
@@ -291,10 +295,6 @@ func (out *loadedTools) startMCP(path string, getenv func(string) string) *mcp.H
 	}
 	return hub
 }
-
-// DefaultMCPStartTimeout is how long check waits for each MCP server
-// unless TURNSTILE_MCP_START_TIMEOUT says otherwise.
-const DefaultMCPStartTimeout = 10 * time.Second
 
 // renderProblem is a tool that a provider rendering fails for.
 type renderProblem struct {

@@ -43,9 +43,15 @@ func SourceSettings() []settings.Setting[Sources] {
 			// Only the path: the gateway loads the file, reading the
 			// environment its ${NAME} references need.
 			Apply: settings.OptionalFile("MCP config file", func(s *Sources) *string { return &s.MCPConfigFile })},
-		settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
-			func(s *Sources) *time.Duration { return &s.MCPStartTimeout }),
+		MCPStartTimeoutSetting(),
 	}
+}
+
+// MCPStartTimeoutSetting is the row of how long each MCP server has to
+// list its tools at start (`gateway tools check` reads it too).
+func MCPStartTimeoutSetting() settings.Setting[Sources] {
+	return settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
+		func(s *Sources) *time.Duration { return &s.MCPStartTimeout })
 }
 
 // parsePolicySetting loads and validates the policy file. Its errors name
