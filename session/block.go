@@ -60,7 +60,8 @@ func (s *session) block(d time.Duration, reason string) {
 }
 
 // blockLocal tells every session of user on this node about a block;
-// sessions on other nodes learn it at their next turn.
+// sessions on other nodes are told through the store (BlockUser announces
+// it; Watcher.BlockChanged), and at the latest at their next turn.
 func (m *Manager) blockLocal(user string, b store.Block) {
 	for _, s := range m.sessionsOf(user) {
 		s.setBlocked(b)

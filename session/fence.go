@@ -35,7 +35,7 @@ func (w watcher) Closed(id string) {
 	}
 }
 
-// BlockChanged: an operator set or lifted the user's block.
+// BlockChanged: the user's block was set or lifted.
 func (w watcher) BlockChanged(user string) { w.m.blockChanged(user) }
 
 // Check compares every live session with the store: one whose record is

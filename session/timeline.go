@@ -148,8 +148,9 @@ func (s *session) operatorClosed() {
 	s.act.cancelTurn()
 }
 
-// blockChanged applies a block an operator set or lifted to this node's
-// connections of user.
+// blockChanged applies a block set (by an operator, or by the model on any
+// node) or lifted (by an operator) to this node's connections of user. A
+// connection that has the stored block already is left as it is.
 func (m *Manager) blockChanged(user string) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
 	defer cancel()
@@ -159,6 +160,9 @@ func (m *Manager) blockChanged(user string) {
 		return
 	}
 	for _, s := range m.sessionsOf(user) {
+		if s.st.currentBlock().Until.Equal(b.Until) {
+			continue // known here (blockLocal, or a second message)
+		}
 		s.st.liftBlock() // an operator may shorten a block
 		if m.now().Before(b.Until) {
 			s.setBlocked(b)

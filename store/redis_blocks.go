@@ -46,13 +46,16 @@ func encodeBlock(b Block) []byte {
 	return raw
 }
 
-// BlockUser blocks a user on every session and node until b.Until. A block
-// never shortens an existing longer one, even when two are set at once
-// (one round trip, a Lua script that compares and sets).
+// BlockUser blocks a user on every session and node until b.Until, and
+// tells every node at once (Watcher's BlockChanged), so that a session of
+// the user on another node refuses its next input before any model request
+// rather than at its next store write. A block never shortens an existing
+// longer one, even when two are set at once (one round trip, a Lua script
+// that compares and sets).
 func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error {
 	return s.call(ctx, metrics.RedisBlock, func(ctx context.Context) error {
 		err := blockSetScript.Run(ctx, s.c, []string{blockKey(user)},
-			b.Until.UnixMilli(), encodeBlock(b), s.now().UnixMilli()).Err()
+			b.Until.UnixMilli(), encodeBlock(b), s.now().UnixMilli(), ownersChannel, user).Err()
 		if err != nil {
 			return fmt.Errorf("user block: %w", err)
 		}

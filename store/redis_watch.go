@@ -175,7 +175,8 @@ func (s *RedisStore) Epochs(ctx context.Context, ids []string) ([]int64, error) 
 
 // announce passes one message of the owners channel on to w: a new
 // owner ("<epoch> <id>"), an operator's close ("close <id>") or a block
-// set or lifted by an operator ("block <user>", "unblock <user>").
+// set (by an operator or the model) or lifted by an operator ("block
+// <user>", "unblock <user>").
 func announce(w Watcher, payload string) {
 	verb, rest, _ := strings.Cut(payload, " ")
 	switch verb {

@@ -211,7 +211,8 @@ type Watcher interface {
 	// Closed says that an operator closed the session (it may not be
 	// resumed any more).
 	Closed(sessionID string)
-	// BlockChanged says that an operator set or lifted the user's block.
+	// BlockChanged says that the user's block was set (by an operator or
+	// the model, on any node) or lifted (by an operator).
 	BlockChanged(user string)
 	// HandedBack says that an operator handed the session back to the
 	// model (EndHandoff).
