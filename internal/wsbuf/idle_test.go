@@ -140,14 +140,7 @@ func write(t *testing.T, c net.Conn, frames ...[]byte) {
 func TestReaderReturnsIdleAfterAPongWithNothingBehindIt(t *testing.T) {
 	s := newIdleServer(t)
 	c, _ := rawClient(t, s.url)
-	write(t, c, clientFrame(opPong, "p1"))
-	if !<-s.parked {
-		t.Fatal("Park did not arm after a pong with nothing buffered")
-	}
-	if r := <-s.results; !errors.Is(r.err, ErrIdle) {
-		t.Fatalf("Reader after a pong: %+v, want ErrIdle", r)
-	}
-	waitInWait(t)
+	s.pongThenWait(t, c)
 	write(t, c, clientFrame(opText, "hello"))
 	if r := <-s.results; r.err != nil || r.typ != websocket.MessageText || r.data != "hello" {
 		t.Fatalf("the message after the wait: %+v", r)
@@ -192,12 +185,7 @@ func TestCloseHandshakeCompletesWhileTheReaderWaits(t *testing.T) {
 	s := newIdleServer(t)
 	c, br := rawClient(t, s.url)
 	ws := <-s.srv
-	write(t, c, clientFrame(opPong, "p1"))
-	<-s.parked
-	if r := <-s.results; !errors.Is(r.err, ErrIdle) {
-		t.Fatalf("Reader after a pong: %+v, want ErrIdle", r)
-	}
-	waitInWait(t)
+	s.pongThenWait(t, c)
 	closed := make(chan error, 1)
 	go func() { closed <- ws.Close(websocket.StatusGoingAway, "bye") }()
 	// The server's close frame: answer it as a browser does.
@@ -229,16 +217,25 @@ func TestCloseNowEndsTheWait(t *testing.T) {
 	s := newIdleServer(t)
 	c, _ := rawClient(t, s.url)
 	ws := <-s.srv
-	write(t, c, clientFrame(opPong, "p1"))
-	<-s.parked
-	if r := <-s.results; !errors.Is(r.err, ErrIdle) {
-		t.Fatalf("Reader after a pong: %+v, want ErrIdle", r)
-	}
-	waitInWait(t)
+	s.pongThenWait(t, c)
 	_ = ws.CloseNow()
 	if r := <-s.results; r.err == nil || errors.Is(r.err, ErrIdle) {
 		t.Fatalf("the waiting reader after CloseNow: %+v, want an error", r)
 	}
+}
+
+// pongThenWait sends a pong with nothing behind it: Park arms, the
+// library's Reader returns ErrIdle, and the reader waits in Wait.
+func (s *idleServer) pongThenWait(t *testing.T, c net.Conn) {
+	t.Helper()
+	write(t, c, clientFrame(opPong, "p1"))
+	if !<-s.parked {
+		t.Fatal("Park did not arm after a pong with nothing buffered")
+	}
+	if r := <-s.results; !errors.Is(r.err, ErrIdle) {
+		t.Fatalf("Reader after a pong: %+v, want ErrIdle", r)
+	}
+	waitInWait(t)
 }
 
 // waitInWait waits until a goroutine waits for the socket in Idle.Wait,
