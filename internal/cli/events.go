@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ func Events(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	// checked as the gateway reads them (store/settings.go).
 	var r store.Redis
 	if err := settings.Read(&r, append(store.ConnectionSettings(), store.EventsStreamSetting()), getenv); err != nil {
-		fmt.Fprintf(stderr, "gateway events tail: %v\n", err)
+		eventsError(stderr, err)
 		return 2
 	}
 	fs := flag.NewFlagSet("gateway events tail", flag.ContinueOnError)
@@ -57,17 +58,26 @@ func Events(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	}
 	rdb, err := store.NewRedisModeClient(r.RedisMode, string(r.RedisURL), time.Second)
 	if err != nil {
-		fmt.Fprintf(stderr, "gateway events tail: REDIS_URL: %v\n", err)
+		eventsError(stderr, fmt.Errorf("REDIS_URL: %w", err))
 		return 2
 	}
 	defer func() { _ = rdb.Close() }()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := tailEvents(ctx, rdb, *stream, *from, *count, stdout); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "gateway events tail: %v\n", err)
+		eventsError(stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// eventsError writes err with the command's prefix on each of its lines:
+// a bad configuration is one problem a line (errors.Join), and each says
+// whose it is.
+func eventsError(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "gateway events tail: %s\n", line)
+	}
 }
 
 // tailEvents prints the records of stream after id, count of them (0:
