@@ -265,9 +265,12 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 	info.WithLabelValues(b.Version, b.Commit, runtime.Version()).Set(1)
 	// Besides the memory statistics, the Go scheduler's latency histogram
 	// (go_sched_latencies_seconds: how long goroutines wait, runnable, for a
-	// thread): its tail growing says the node is short of CPU.
+	// thread): its tail growing says the node is short of CPU; and the
+	// stack new goroutines start with (go_gc_stack_starting_size_bytes, the
+	// average in use at the last collection, in powers of two): 2 KiB on a
+	// node of idle sessions, whose readers wait on a shallow stack.
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/latencies:seconds$`)})),
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/latencies:seconds$|^/gc/stack/starting-size:bytes$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -57,6 +57,18 @@ func TestMetricNamesPassLint(t *testing.T) {
 	}
 }
 
+// The runtime's figures an operator sizing a node reads beside the memory
+// statistics are exported.
+func TestSchedulerLatencyAndStackStartExported(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	New(reg, Build{Version: "test"})
+	for _, name := range []string{"go_sched_latencies_seconds", "go_gc_stack_starting_size_bytes"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
+			t.Errorf("%s: %d series, %v", name, n, err)
+		}
+	}
+}
+
 func TestBuildInfoExported(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	New(reg, Build{Version: "1.2.3", Commit: "deadbeef"})
