@@ -46,9 +46,14 @@ func telEvents(g *testGateway, event string) float64 {
 	return testutil.ToFloat64(g.gw.sessions.Metrics.TelephonyEvents.WithLabelValues("twilio", event))
 }
 
-// callsActive is turnstile_channel_sessions_active{channel="twilio"}.
+// callsActive is sum by (channel) (turnstile_sessions_active) for twilio
+// (turnstile_channel_sessions_active, deprecated, is the same).
 func callsActive(g *testGateway) float64 {
-	return testutil.ToFloat64(g.gw.sessions.Metrics.ChannelSessions.WithLabelValues("twilio"))
+	var sum float64
+	for _, mode := range []string{"text", "voice"} {
+		sum += testutil.ToFloat64(g.gw.sessions.Metrics.SessionsActive.WithLabelValues(mode, "twilio"))
+	}
+	return sum
 }
 
 // callsEnded is turnstile_channel_sessions_ended_total{channel="twilio"}

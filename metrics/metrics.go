@@ -93,7 +93,7 @@ type Metrics struct {
 	UpstreamConnects *prometheus.CounterVec
 
 	// The channel a session came by: a browser or a phone carrier.
-	ChannelSessions      *prometheus.GaugeVec   // channel: Channels
+	ChannelSessions      *prometheus.GaugeVec   // channel: Channels; deprecated: SessionsActive summed over mode
 	ChannelSessionsEnded *prometheus.CounterVec // channel, reason: DisconnectReasons
 	TelephonyEvents      *prometheus.CounterVec // carrier: Carriers, event: TelephonyEventNames
 
@@ -233,7 +233,7 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 			"Sessions a drain is waiting on: their running turn (a voice turn playing out) ends before their connection is closed 4100."),
 
 		ChannelSessions: f.gaugeVec("turnstile_channel_sessions_active",
-			"Sessions with a live connection, by channel (browser, or a phone carrier such as twilio).", "channel"),
+			"Deprecated: the same as sum without (mode) (turnstile_sessions_active); kept for existing dashboards, to be removed in a later release. Sessions with a live connection, by channel (browser, or a phone carrier such as twilio).", "channel"),
 		ChannelSessionsEnded: f.counterVec("turnstile_channel_sessions_ended_total",
 			"Sessions whose connection ended, by channel and disconnect reason.", "channel", "reason"),
 		TelephonyEvents: f.counterVec("turnstile_telephony_events_total",

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/turnstile-gw/turnstile/protocol"
 )
 
 func TestMetricNamesPassLint(t *testing.T) {
@@ -158,4 +160,38 @@ func TestVoiceTokensCountByModalityAndTheRestAsUnspecified(t *testing.T) {
 	if got := testutil.ToFloat64(m.ModelTokens.WithLabelValues("gemini", "text", "input", "text", "browser")); got != 0 {
 		t.Errorf("voice tokens counted as text: %v", got)
 	}
+}
+
+// turnstile_channel_sessions_active is deprecated because it is
+// sum without (mode) (turnstile_sessions_active): the replacement a
+// dashboard moves to gives the same value through a session's whole life
+// (live in text, into voice and back, ended in either mode).
+func TestDeprecatedChannelSessionsActiveIsSessionsActiveSummedOverModes(t *testing.T) {
+	m := New(prometheus.NewRegistry(), Build{})
+	check := func(when string) {
+		t.Helper()
+		for _, ch := range Channels {
+			var sum float64
+			for _, mode := range []protocol.Mode{protocol.ModeText, protocol.ModeVoice} {
+				sum += testutil.ToFloat64(m.SessionsActive.WithLabelValues(string(mode), ch.String()))
+			}
+			if got := testutil.ToFloat64(m.ChannelSessions.WithLabelValues(ch.String())); got != sum {
+				t.Fatalf("%s: channel_sessions_active{channel=%q} = %v, sessions_active summed over modes = %v",
+					when, ch, got, sum)
+			}
+		}
+	}
+	m.SessionLive(ChannelBrowser)
+	m.SessionLive(ChannelBrowser)
+	m.SessionLive(ChannelTwilio)
+	check("three live")
+	m.SessionMode(protocol.ModeText, protocol.ModeVoice, ChannelTwilio)
+	m.SessionMode(protocol.ModeText, protocol.ModeVoice, ChannelBrowser)
+	check("two in voice")
+	m.SessionEnded(protocol.DisconnectClientClosed, ChannelBrowser, protocol.ModeVoice, time.Second, 1)
+	m.SessionMode(protocol.ModeVoice, protocol.ModeText, ChannelTwilio)
+	check("one ended in voice, one back in text")
+	m.SessionEnded(protocol.DisconnectClientClosed, ChannelTwilio, protocol.ModeText, time.Second, 2)
+	m.SessionEnded(protocol.DisconnectClientClosed, ChannelBrowser, protocol.ModeText, time.Second, 0)
+	check("all ended")
 }
