@@ -657,19 +657,27 @@ func TestCallerAudioBeforeTheModelIsUpDoesNotEndTheCall(t *testing.T) {
 	}
 }
 
+// startCallPair starts two call gateways sharing a real redis-server, with
+// a caller of call sid for each.
+func startCallPair(t *testing.T, sid string) (a *testGateway, scriptA *fakegemini.LiveScript, cfgA caller.Config,
+	b *testGateway, scriptB *fakegemini.LiveScript, cfgB caller.Config) {
+	t.Helper()
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
+	a, scriptA = startCallGateway(t, cfg)
+	b, scriptB = startCallGateway(t, cfg)
+	cfgA, cfgB = a.callConfig(), b.callConfig()
+	cfgA.CallSID, cfgB.CallSID = sid, sid
+	return a, scriptA, cfgA, b, scriptB, cfgB
+}
+
 // A carrier may send a call's stream to any node behind the load balancer
 // (its webhook retried, a replayed start): the one stream per call holds
 // across the fleet, through a lease in Redis. Once that stream has ended
 // the call is free again: a call sent back to the webhook (a <Redirect>,
 // an operator's update of the live call) gets a new stream and session.
 func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t)) // a real redis-server, shared
-	a, scriptA := startCallGateway(t, cfg)
-	b, scriptB := startCallGateway(t, cfg)
-	const sid = "CA00000000000000000000000000000018"
-	cfgA, cfgB := a.callConfig(), b.callConfig()
-	cfgA.CallSID, cfgB.CallSID = sid, sid
+	a, scriptA, cfgA, b, scriptB, cfgB := startCallPair(t, "CA00000000000000000000000000000018")
 
 	ansA, err := caller.Webhook(callCtx(t), cfgA)
 	if err != nil {
@@ -715,13 +723,7 @@ func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
 // valid, on this node or another sharing the Redis. A new webhook answer
 // (a new signed start) still opens a stream.
 func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t)) // a real redis-server, shared
-	a, scriptA := startCallGateway(t, cfg)
-	b, scriptB := startCallGateway(t, cfg)
-	const sid = "CA00000000000000000000000000000023"
-	cfgA, cfgB := a.callConfig(), b.callConfig()
-	cfgA.CallSID, cfgB.CallSID = sid, sid
+	a, scriptA, cfgA, b, scriptB, cfgB := startCallPair(t, "CA00000000000000000000000000000023")
 
 	ans, err := caller.Webhook(callCtx(t), cfgA)
 	if err != nil {
