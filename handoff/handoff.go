@@ -194,8 +194,9 @@ func (d *Desk) post(n Notice, body []byte) (retry bool, err error) {
 // failed counts and logs a notice the desk did not get: the operator
 // learns which session waits for a person and where to read it.
 func (d *Desk) failed(n Notice, attempts int, err error) {
-	d.metrics.Handoff(metrics.HandoffFailed)
 	d.log.Error("hand-off NOT delivered to the help desk: a user waits for a person; pick the session up from "+
 		"GET /admin/sessions/{id} or the event stream, and hand it back with POST /admin/sessions/{id}/handback",
 		"session", n.Session, "reason", n.Reason, "attempts", attempts, "url", d.cfg.URL, "err", err)
+	// Counted after the log line, so whoever sees the count finds the line.
+	d.metrics.Handoff(metrics.HandoffFailed)
 }
