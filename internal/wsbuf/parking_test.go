@@ -127,7 +127,7 @@ func TestParkedReaderWaitsOutsideTheLibrary(t *testing.T) {
 	got, fail := make(chan []byte, 1), make(chan error, 1)
 	go readAll(ws, pk, 1, got, fail)
 	testwait.ForNil(t, "the reader to wait in Parking.Wait", func() error {
-		st := readerStack()
+		st := stackWith("wsbuf.readAll")
 		if !strings.Contains(st, "wsbuf.(*Parking).Wait") {
 			return fmt.Errorf("its stack:\n%s", st)
 		}
@@ -149,12 +149,13 @@ func TestParkedReaderWaitsOutsideTheLibrary(t *testing.T) {
 	}
 }
 
-// readerStack is the stack of the goroutine running readAll.
-func readerStack() string {
+// stackWith is the stack of the first goroutine whose stack has fn in it,
+// or "".
+func stackWith(fn string) string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "wsbuf.readAll") {
+		if strings.Contains(g, fn) {
 			return g
 		}
 	}
