@@ -1,10 +1,15 @@
 package wsbuf
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -160,4 +165,59 @@ func stackWith(fn string) string {
 		}
 	}
 	return ""
+}
+
+// A frame that came in the same segment as the handshake's response (a
+// server may speak first) is read without waiting for more: the HTTP
+// transport's reader was handed the response and nothing past it.
+func TestParkedReaderReadsAFrameThatCameWithTheHandshake(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	done := make(chan struct{})
+	t.Cleanup(func() { <-done })
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer func() { _ = c.Close() }()
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		h := sha1.Sum([]byte(req.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+			"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(h[:]) + "\r\n\r\n"
+		// The response and a text frame "hi" in one write; then wait for
+		// the client to go.
+		if _, err := c.Write(append([]byte(resp), 0x81, 2, 'h', 'i')); err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	ctx, pk := WithParking(context.Background())
+	ws, _, err := websocket.Dial(ctx, "ws://"+ln.Addr().String(),
+		&websocket.DialOptions{HTTPClient: &http.Client{Transport: &Transport{Base: newRecTransport()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	if pk.body == nil || pk.lean == nil {
+		t.Skip("no parking here (no raw socket)")
+	}
+	got, fail := make(chan []byte, 1), make(chan error, 1)
+	go readAll(ws, pk, 1, got, fail)
+	testwait.For(t, "the frame sent with the handshake", func() bool { return len(got) > 0 || len(fail) > 0 })
+	select {
+	case m := <-got:
+		if string(m) != "hi" {
+			t.Fatalf("got %q, want \"hi\"", m)
+		}
+	case err := <-fail:
+		t.Fatal(err)
+	}
 }
