@@ -705,17 +705,7 @@ func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
 	must(t, first.Hangup(callCtx(t)))
 	u.waitEnded()
 	testwait.For(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
-	again, err := caller.Webhook(callCtx(t), cfgB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := openCall(t, cfgB, again)
-	u2 := nextUpstream(t, scriptB)
-	must(t, u2.SendAudio(pcm24Tone(1000, 0, 2400)))
-	must(t, u2.SendTurnComplete(nil))
-	if h := hearUntilMark(t, next); len(h.mulaw) == 0 {
-		t.Fatal("the call's new stream after the first ended heard nothing")
-	}
+	newStartHears(t, cfgB, scriptB, "the call's new stream after the first ended")
 }
 
 // A signed start opens one stream: whoever captured it cannot send it again
@@ -750,15 +740,22 @@ func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
 	}
 
 	// The carrier's own new answer for the call is a new start.
-	again, err := caller.Webhook(callCtx(t), cfgB)
+	newStartHears(t, cfgB, scriptB, "the call's new stream")
+}
+
+// newStartHears asks the carrier's webhook for a new answer on cfg's node,
+// opens its stream and fails unless the caller hears the model's audio.
+func newStartHears(t *testing.T, cfg caller.Config, script *fakegemini.LiveScript, what string) {
+	t.Helper()
+	ans, err := caller.Webhook(callCtx(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := openCall(t, cfgB, again)
-	u2 := nextUpstream(t, scriptB)
-	must(t, u2.SendAudio(pcm24Tone(1000, 0, 2400)))
-	must(t, u2.SendTurnComplete(nil))
-	if h := hearUntilMark(t, next); len(h.mulaw) == 0 {
-		t.Fatal("the call's new stream heard nothing")
+	call := openCall(t, cfg, ans)
+	u := nextUpstream(t, script)
+	must(t, u.SendAudio(pcm24Tone(1000, 0, 2400)))
+	must(t, u.SendTurnComplete(nil))
+	if h := hearUntilMark(t, call); len(h.mulaw) == 0 {
+		t.Fatalf("%s heard nothing", what)
 	}
 }
