@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -44,9 +45,15 @@ type Parking struct {
 
 type parkingKey struct{}
 
-// WithParking returns ctx for websocket.Dial through a Transport, and the
-// Parking of the connection it dials.
-func WithParking(ctx context.Context) (context.Context, *Parking) {
+// WithParking returns ctx for websocket.Dial of url through a Transport,
+// and the Parking of the connection it dials. For a URL over TLS (wss://,
+// https://) it returns ctx as it is and a nil Parking, whose Wait returns
+// at once: the socket's bytes are TLS records, not frames.
+func WithParking(ctx context.Context, url string) (context.Context, *Parking) {
+	scheme, _, _ := strings.Cut(url, "://")
+	if !strings.EqualFold(scheme, "ws") && !strings.EqualFold(scheme, "http") {
+		return ctx, nil
+	}
 	pk := new(Parking)
 	return context.WithValue(ctx, parkingKey{}, pk), pk
 }
@@ -92,7 +99,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	smallBufio.Do(useSmallBufio)
 	body := &clientBody{rwc: rwc}
-	if pk, ok := req.Context().Value(parkingKey{}).(*Parking); ok && req.URL.Scheme == "http" {
+	if pk, ok := req.Context().Value(parkingKey{}).(*Parking); ok { // a plain-text dial (WithParking)
+		body.frames = true
 		pk.body = body
 	}
 	resp.Body = body
@@ -115,11 +123,13 @@ type clientBody struct {
 	hdr  [10]byte
 	nhdr int // bytes of hdr collected: a header whose length came in two writes
 
-	// Reading, by one goroutine at a time: the frame being read, as
-	// above.
-	rleft int64
-	rhdr  [10]byte
-	nrhdr int
+	// Reading, by one goroutine at a time: with frames (a parked
+	// connection), the frame being read, as above; without, reads go
+	// straight through.
+	frames bool
+	rleft  int64
+	rhdr   [10]byte
+	nrhdr  int
 }
 
 func (b *clientBody) Close() error { return b.rwc.Close() }
@@ -128,6 +138,9 @@ func (b *clientBody) Close() error { return b.rwc.Close() }
 // start, no more than the header's bytes that give its length, then no
 // more than the frame's remaining bytes.
 func (b *clientBody) Read(p []byte) (int, error) {
+	if !b.frames {
+		return b.rwc.Read(p)
+	}
 	if b.rleft > 0 {
 		n, err := b.rwc.Read(p[:min(int64(len(p)), b.rleft)])
 		b.rleft -= int64(n)

@@ -102,8 +102,9 @@ func leanDial(t testing.TB, srv *httptest.Server, rt *recTransport, above *recAb
 		above.RoundTripper = tr
 		tr = above
 	}
-	ctx, pk := WithParking(context.Background())
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"),
+	url := "ws" + strings.TrimPrefix(srv.URL, "http")
+	ctx, pk := WithParking(context.Background(), url)
+	ws, _, err := websocket.Dial(ctx, url,
 		&websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +243,12 @@ func TestDialledConnectionOverTLSEchoes(t *testing.T) {
 	t.Cleanup(srv.Close)
 	rt := newRecTransport()
 	rt.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-	ws, _, err := websocket.Dial(context.Background(), "wss"+strings.TrimPrefix(srv.URL, "https"),
+	url := "wss" + strings.TrimPrefix(srv.URL, "https")
+	ctx, pk := WithParking(context.Background(), url) // as the Live adapter dials
+	if pk != nil {
+		t.Fatal("a connection over TLS has a Parking: its socket's bytes are TLS records, not frames")
+	}
+	ws, _, err := websocket.Dial(ctx, url,
 		&websocket.DialOptions{HTTPClient: &http.Client{Transport: &Transport{Base: rt}}})
 	if err != nil {
 		t.Fatal(err)
@@ -260,5 +266,8 @@ func TestDialledConnectionOverTLSEchoes(t *testing.T) {
 		if _, got, err := ws.Read(context.Background()); err != nil || !bytes.Equal(got, msg) {
 			t.Fatalf("echo of %d bytes: %d bytes, %v", n, len(got), err)
 		}
+	}
+	if rl, ok := rt.conn.(*readLean); ok && rl.handshake {
+		t.Error("the TLS socket is still read as an HTTP response's header (every read copied and scanned)")
 	}
 }

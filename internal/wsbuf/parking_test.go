@@ -199,8 +199,9 @@ func TestParkedReaderReadsAFrameThatCameWithTheHandshake(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, c)
 	}()
-	ctx, pk := WithParking(context.Background())
-	ws, _, err := websocket.Dial(ctx, "ws://"+ln.Addr().String(),
+	url := "ws://" + ln.Addr().String()
+	ctx, pk := WithParking(context.Background(), url)
+	ws, _, err := websocket.Dial(ctx, url,
 		&websocket.DialOptions{HTTPClient: &http.Client{Transport: &Transport{Base: newRecTransport()}}})
 	if err != nil {
 		t.Fatal(err)

@@ -155,7 +155,7 @@ func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) 
 	if err != nil {
 		return nil, err
 	}
-	dctx, park := wsbuf.WithParking(ctx)
+	dctx, park := wsbuf.WithParking(ctx, m.ep.url)
 	conn, resp, err := websocket.Dial(dctx, m.ep.url, &websocket.DialOptions{
 		HTTPClient: m.client, HTTPHeader: header, CompressionMode: websocket.CompressionDisabled,
 	})
