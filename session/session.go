@@ -56,9 +56,8 @@ type session struct {
 
 	stats *metrics.SessionStats // the session's context and tool-call figures, once ready
 	// tl is the session's timeline, made at its first event once ready
-	// (timeline); tlOn: the session is ready, its timeline is kept.
+	// (timeline; before started nothing is recorded).
 	tl    atomic.Pointer[timeline.Recorder]
-	tlOn  atomic.Bool
 	owner ownership // the epoch it holds its session with (ownership.go)
 	// connectsUntil (unix ns): the upstream-connect budget refused until
 	// then; opens are refused here without asking the store.

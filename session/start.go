@@ -145,9 +145,9 @@ func (s *session) start(msg protocol.ClientMessage) bool {
 	if ready.Resumed {
 		ready.PendingConfirmations = s.pendingConfirmations()
 	}
-	s.tlOn.Store(true)
 	s.out.alive(clock.Wall.Now())
-	// After convEpoch: the conversation may be opened once started.
+	// After convEpoch: the conversation may be opened, and the timeline
+	// kept, once started.
 	// Before session.ready: a ping read after it waits for the rest of the
 	// start (handle).
 	s.started.Store(true)

@@ -23,7 +23,7 @@ import (
 // user's pseudonym, about 0.2 KiB); nil before ready, when nothing is
 // recorded.
 func (s *session) timeline() *timeline.Recorder {
-	if r := s.tl.Load(); r != nil || !s.tlOn.Load() {
+	if r := s.tl.Load(); r != nil || !s.started.Load() {
 		return r
 	}
 	r := timeline.NewRecorder(s.st.record().ID, s.m.Pseudonym(s.id.User), s.m.cfg.Node, s.m.cfg.Clock.Now)
@@ -82,7 +82,7 @@ func (s *session) event(ev timeline.Event) {
 // there) and the session out of the live index.
 func (s *session) leave(d protocol.Disconnect) {
 	rec := s.st.record()
-	if rec.ID == "" || !s.tlOn.Load() {
+	if rec.ID == "" || !s.started.Load() {
 		return
 	}
 	s.event(timeline.Event{Event: timeline.EventClose, Reason: d.Label, Code: d.Code})
