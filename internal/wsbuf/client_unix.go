@@ -4,7 +4,6 @@ package wsbuf
 
 import (
 	"net"
-	"syscall"
 )
 
 // readLean is ReadLean on unix. Reads are made by one goroutine at a
@@ -25,12 +24,8 @@ type readLean struct {
 }
 
 func newReadLean(c, sock net.Conn, pk *Parking) net.Conn {
-	sc, ok := sock.(syscall.Conn)
+	_, raw, ok := rawSocket(sock)
 	if !ok {
-		return c
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
 		return c
 	}
 	rl := &readLean{Conn: c}
