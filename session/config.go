@@ -83,10 +83,10 @@ func (c *Config) defaults() {
 		}
 	}
 	def(&c.MaxToolIterations, 20)
-	def(&c.MaxTextChars, 8000)
-	def(&c.SendQueueBytes, 256<<10)
-	def(&c.HistoryMax, 200)
-	def(&c.MaxMessageBytes, 64<<10)
+	def(&c.MaxTextChars, DefaultMaxTextChars)
+	def(&c.SendQueueBytes, DefaultSendQueueBytes)
+	def(&c.HistoryMax, DefaultHistoryMax)
+	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	if c.GenAIProvider == "" {
 		c.GenAIProvider = tracing.ProviderGemini
 	}

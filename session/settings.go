@@ -134,17 +134,25 @@ func LimitSettings() []settings.Setting[Limits] {
 	}
 }
 
+// The size limits' defaults: the rows below and Config.defaults.
+const (
+	DefaultHistoryMax      = 200
+	DefaultMaxMessageBytes = 64 << 10
+	DefaultMaxTextChars    = 8000
+	DefaultSendQueueBytes  = 256 << 10
+)
+
 // SizeSettings bound what a session keeps and what one message, the send
 // queue and one write to the browser may be.
 func SizeSettings() []settings.Setting[Limits] {
 	return []settings.Setting[Limits]{
-		settings.Int("TURNSTILE_HISTORY_MAX", 200, "conversation entries kept per session", 2, -1,
+		settings.Int("TURNSTILE_HISTORY_MAX", DefaultHistoryMax, "conversation entries kept per session", 2, -1,
 			func(l *Limits) *int { return &l.HistoryMax }),
-		settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", 65536, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
+		settings.Int("TURNSTILE_MAX_MESSAGE_BYTES", DefaultMaxMessageBytes, "largest browser WebSocket message accepted, in bytes", 1024, 16<<20,
 			func(l *Limits) *int { return &l.MaxMessageBytes }),
-		settings.Int("TURNSTILE_MAX_TEXT_CHARS", 8000, "longest user text message, in characters", 1, -1,
+		settings.Int("TURNSTILE_MAX_TEXT_CHARS", DefaultMaxTextChars, "longest user text message, in characters", 1, -1,
 			func(l *Limits) *int { return &l.MaxTextChars }),
-		settings.Int("TURNSTILE_SEND_QUEUE_BYTES", 256<<10, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
+		settings.Int("TURNSTILE_SEND_QUEUE_BYTES", DefaultSendQueueBytes, "outbound bytes queued per browser before it is disconnected as too slow", 64<<10, -1,
 			func(l *Limits) *int { return &l.SendQueueBytes }),
 		settings.Duration("TURNSTILE_WRITE_TIMEOUT", "5s", "deadline of one write to a browser", time.Nanosecond,
 			func(l *Limits) *time.Duration { return &l.WriteTimeout }),
