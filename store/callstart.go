@@ -33,9 +33,7 @@ func (s *RedisStore) UseCallStart(ctx context.Context, callSID, signature string
 	err := s.call(ctx, metrics.RedisCallStart, func(ctx context.Context) error {
 		// Sent once (script.go): a SET NX sent again after its reply was
 		// lost would find its own key and refuse the start as a replay.
-		cmd := onceCmd{redis.NewCmd(ctx, "set", callStartKey(callSID, signature), "1", "nx", "px", ttl.Milliseconds())}
-		cmd.SetFirstKeyPos(1)
-		err := s.c.Process(ctx, cmd)
+		err := s.c.Process(ctx, once(ctx, "set", callStartKey(callSID, signature), "1", "nx", "px", ttl.Milliseconds()))
 		if errors.Is(err, redis.Nil) {
 			return nil // set before: a replay
 		}

@@ -76,7 +76,7 @@ func (s *RedisStore) HandOff(ctx context.Context, rec Record, h Handoff, event, 
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			cmd = sc.queue(ctx, p)
 			if s.eventsStream != "" && record != nil {
-				p.XAdd(ctx, s.streamArgs(rec.ID, record))
+				_ = p.Process(ctx, s.streamCmd(ctx, rec.ID, record))
 			}
 			return nil
 		})
@@ -107,7 +107,7 @@ func (s *RedisStore) EndHandoff(ctx context.Context, id string, event []byte) (b
 		case n == 1 && s.eventsStream != "":
 			// After the hand-back itself: a stream that refuses the record
 			// does not undo it.
-			_ = s.c.XAdd(ctx, s.streamArgs(id, event)).Err()
+			_ = s.c.Process(ctx, s.streamCmd(ctx, id, event))
 		}
 		found = n == 1
 		return nil

@@ -102,8 +102,9 @@ func (s *RedisStore) touchMarker(ctx context.Context, node string) (bool, error)
 	err := s.call(ctx, metrics.RedisWatch, func(ctx context.Context) error {
 		// Kept for a few intervals: a node that stalls briefly does not
 		// mistake its own expired marker for lost data (and if it does,
-		// a Check finds everything in place).
-		_, err := s.c.SetArgs(ctx, nodeKey(node), "1", redis.SetArgs{TTL: 10 * s.watchInterval, Get: true}).Result()
+		// a Check finds everything in place). Sent once: sent again after
+		// its reply was lost, it would find its own marker.
+		err := s.c.Process(ctx, once(ctx, "set", nodeKey(node), "1", "px", (10*s.watchInterval).Milliseconds(), "get"))
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:

@@ -53,6 +53,16 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry tells go-redis not to retry the command.
 func (onceCmd) NoRetry() bool { return true }
 
+// once is the command args (its key first, after the command's name),
+// to be sent once: for a write whose second run would answer differently
+// (a SET NX finding its own key, a DEL finding nothing, an XADD adding a
+// second record).
+func once(ctx context.Context, args ...any) onceCmd {
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(1) // a Cluster client routes it by its key
+	return onceCmd{cmd}
+}
+
 // evalCmd is sc as EVALSHA (sha) or EVAL (the script's source), sent once.
 func (sc scriptCall) evalCmd(ctx context.Context, name, script string) onceCmd {
 	args := make([]any, 0, 3+len(sc.keys)+len(sc.args))
@@ -61,9 +71,9 @@ func (sc scriptCall) evalCmd(ctx context.Context, name, script string) onceCmd {
 		args = append(args, k)
 	}
 	args = append(args, sc.args...)
-	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(3) // a Cluster client routes it by its first key
-	return onceCmd{cmd}
+	cmd := once(ctx, args...)
+	cmd.SetFirstKeyPos(3) // its first key
+	return cmd
 }
 
 // run runs the call alone (EVALSHA, then EVAL if Redis does not know the

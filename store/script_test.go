@@ -123,3 +123,25 @@ func TestAScriptWhoseReplyIsLostRunsOnce(t *testing.T) {
 		t.Fatal("an append whose reply was lost reported success")
 	}
 }
+
+// The store watch's marker write whose reply is lost has set the marker:
+// sent again, the SET ... GET would find its own marker and report it had
+// been there, hiding a Redis that lost its data. The write fails instead.
+func TestAMarkerWriteWhoseReplyIsLostDoesNotFindItself(t *testing.T) {
+	proxy := startLossyProxy(t, redistest.Start(t))
+	c, err := NewRedisClient("redis://"+proxy.ln.Addr().String(), 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 10 * time.Second}})
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil { // the connection's own hand-shake, before any reply is lost
+		t.Fatal(err)
+	}
+	proxy.armed.Store(true)
+	present, err := s.touchMarker(ctx, "n_lossy")
+	if err == nil && present {
+		t.Fatal("a marker written for the first time, its reply lost, was reported as there before")
+	}
+}

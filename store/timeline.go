@@ -81,7 +81,7 @@ func (s *RedisStore) EndTurn(ctx context.Context, rec Record, end TurnEnd) (Bloc
 				tlCmd = tl.queue(ctx, p)
 			}
 			if s.eventsStream != "" && end.Turn != nil {
-				p.XAdd(ctx, s.streamArgs(rec.ID, end.Turn))
+				_ = p.Process(ctx, s.streamCmd(ctx, rec.ID, end.Turn))
 			}
 			if counted && n > 0 {
 				chargeCmd = charge.queue(ctx, p)
@@ -105,11 +105,11 @@ func (s *RedisStore) EndTurn(ctx context.Context, rec Record, end TurnEnd) (Bloc
 	return b, err
 }
 
-// streamArgs is the XADD of a turn's entry: approximate MAXLEN, so that
-// trimming costs nothing per entry.
-func (s *RedisStore) streamArgs(id string, turn []byte) *redis.XAddArgs {
-	return &redis.XAddArgs{Stream: s.eventsStream, MaxLen: s.eventsMaxLen, Approx: true,
-		Values: []any{"session", id, "record", turn}}
+// streamCmd is the XADD of a record on the event stream: approximate
+// MAXLEN, so that trimming costs nothing per entry. Sent once: sent again
+// after its reply was lost, it would add a second record.
+func (s *RedisStore) streamCmd(ctx context.Context, id string, turn []byte) onceCmd {
+	return once(ctx, "xadd", s.eventsStream, "maxlen", "~", s.eventsMaxLen, "*", "session", id, "record", turn)
 }
 
 // timelineCall is the timeline script for entries; false when there are
@@ -352,9 +352,11 @@ func (s *RedisStore) SetBlock(ctx context.Context, user string, b Block) error {
 func (s *RedisStore) LiftBlock(ctx context.Context, user string) (bool, error) {
 	var had bool
 	err := s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
-		var del *redis.IntCmd
+		// Sent once: sent again after its reply was lost, the DEL would
+		// find nothing and the operator be told there was no block.
+		del := once(ctx, "del", blockKey(user))
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			del = p.Del(ctx, blockKey(user))
+			_ = p.Process(ctx, del)
 			p.Del(ctx, strikesKey(user))
 			p.Publish(ctx, ownersChannel, "unblock "+user)
 			return nil
@@ -362,7 +364,8 @@ func (s *RedisStore) LiftBlock(ctx context.Context, user string) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("user block: %w", err)
 		}
-		had = del.Val() > 0
+		n, _ := del.Int()
+		had = n > 0
 		return nil
 	})
 	return had, err
