@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/redistest"
@@ -26,10 +25,10 @@ import (
 // backend is one Redis the suite runs against.
 type backend struct {
 	client redis.UniversalClient
-	mr     *miniredis.Miniredis // nil for a real redis-server
+	mr     *Embedded // nil for a real redis-server
 }
 
-func newBackend(t *testing.T, addr string, mr *miniredis.Miniredis) *backend {
+func newBackend(t *testing.T, addr string, mr *Embedded) *backend {
 	t.Helper()
 	// Bounds far above a healthy call's: the suite runs on a shared, busy
 	// machine, where a starved process is not a slow Redis.
@@ -390,11 +389,8 @@ func testExpiry(t *testing.T, b *backend) {
 	}
 	mustResume(t, s, rec.ID, tok, rec.UserID)
 
-	if b.mr != nil {
-		b.mr.FastForward(ttl + time.Millisecond)
-	}
-	// A real server expires keys on its own clock: poll, without Resume,
-	// which would refresh the TTL.
+	// Every backend, the embedded store too, expires keys on its own
+	// clock: poll, without Resume, which would refresh the TTL.
 	testwait.For(t, "the session keys to expire after their TTL", func() bool {
 		return b.client.Exists(context.Background(), metaKey(rec.ID), historyKey(rec.ID)).Val() == 0
 	})
