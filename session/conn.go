@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -29,13 +28,13 @@ type conn struct {
 	raw  net.Conn // under wire; nil when unknown
 	q    *queue
 	id   Identity // as the edge admitted it (user, channel, prompt, pinned)
-	// logp is the connection's logger (log); session.start adds the
-	// session's id while the reader and timers may log.
+	// logp is the connection's logger (log, connlog.go); session.start
+	// adds the session's id while the reader and timers may log.
 	logp atomic.Pointer[slog.Logger]
 
 	// ctx ends with the connection (cancel), which drops the socket.
 	ctx  *connCtx
-	done chan struct{} // closed when run has returned
+	done latch // closed when run has returned
 
 	// s is the session it carries (session.go), from session.start on;
 	// nil before.
@@ -45,8 +44,7 @@ type conn struct {
 	// queue. wend is closed when a writer has ended for good.
 	watchdog *watchdog
 	spare    []frame
-	wend     chan struct{}
-	wendOnce sync.Once
+	wend     latch
 
 	relay relayStats // audio frames in, and their time through the gateway (relaystats.go)
 
@@ -64,22 +62,16 @@ func newConn(parent context.Context, m *Manager, wire Wire, id Identity) *conn {
 	c := &conn{
 		m: m, wire: wire, id: id,
 		q:     newQueue(m.cfg.SendQueueBytes),
-		done:  make(chan struct{}),
 		relay: m.newRelayStats(id.Channel),
 		rates: newRates(m.cfg),
 	}
-	c.logp.Store(m.Log)
+	c.logp.Store(connLogger(m.Log, id.ClientIP, ""))
 	c.refusals.node = &m.limitLogs
 	if c.refusals.counters = m.refusals[id.Channel]; c.refusals.counters == nil {
 		c.refusals.counters = newLimitCounters(m.Metrics, id.Channel)
 	}
 	c.exp.init(m.cfg.AuthLeeway, m.cfg.Clock, c.tokenExpired)
-	if id.ClientIP != "" {
-		c.logp.Store(c.log().With("client_ip", id.ClientIP))
-	}
-	c.out.closing = make(chan struct{})
 	c.out.onClose = c.q.requestClose
-	c.wend = make(chan struct{})
 	c.q.write = c.write
 	c.ctx = newConnCtx(parent, c.drop)
 	return c
@@ -149,7 +141,7 @@ func (c *conn) serve(r *reader) {
 		return
 	}
 	defer r.done()
-	defer close(c.done)
+	defer c.done.close()
 	defer c.cancel()
 	defer c.exp.stop()
 	c.end(r.started)
@@ -159,11 +151,11 @@ func (c *conn) serve(r *reader) {
 // accounts for it.
 func (c *conn) end(started time.Time) {
 	select {
-	case <-c.out.closing:
+	case <-c.out.closing.wait():
 		// Let the writer flush what explains the close, and send the close
 		// frame, before everything stops.
 		select {
-		case <-c.wend:
+		case <-c.wend.wait():
 		case <-clock.Wall.After(2 * c.m.cfg.WriteTimeout):
 		}
 	default:

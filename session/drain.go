@@ -31,7 +31,7 @@ func (c *conn) drain(ctx context.Context) {
 			goodbye = t.C
 		}
 		select {
-		case <-c.done:
+		case <-c.done.wait():
 			return
 		case <-ctx.Done():
 		case <-goodbye:

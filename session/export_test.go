@@ -138,18 +138,37 @@ func (t *TestSession) End() {
 	})
 }
 
-// HeldParts counts the node's live sessions that hold a conversation (the
-// orchestrator's policy and loop history) and a timeline recorder.
-func (m *Manager) HeldParts() (conversations, timelines int) {
+// Held counts what the node's live sessions hold that an idle one need
+// not (see HeldParts).
+type Held struct {
+	Conversations int // the orchestrator's policy and loop history
+	Timelines     int // a timeline recorder
+	Signals       int // channels for the connection's end, close or writer's end
+	LogCopies     int // loggers with a handler copy of their own (slog's With)
+}
+
+// HeldParts counts what the node's live sessions and connections hold.
+func (m *Manager) HeldParts() Held {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var h Held
 	for _, s := range m.live {
 		if s.conv.Load() != nil {
-			conversations++
+			h.Conversations++
 		}
 		if s.tl.Load() != nil {
-			timelines++
+			h.Timelines++
 		}
 	}
-	return conversations, timelines
+	for c := range m.all {
+		for _, l := range []*latch{&c.done, &c.out.closing, &c.wend} {
+			if l.p.Load() != nil {
+				h.Signals++
+			}
+		}
+		if _, lean := c.log().Handler().(*connHandler); !lean && c.log() != m.Log {
+			h.LogCopies++
+		}
+	}
+	return h
 }

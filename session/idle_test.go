@@ -1,15 +1,16 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +38,25 @@ type idleNode struct {
 	mgr   *session.Manager
 	st    *store.RedisStore
 	ended chan struct{}
+	log   *lockedBuffer // the node's log lines (JSON)
+}
+
+// lockedBuffer is a log's output, written and read from any goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode {
@@ -52,9 +72,10 @@ func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode 
 		t.Fatal(err)
 	}
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lines := &lockedBuffer{}
+	log := slog.New(slog.NewJSONHandler(lines, nil))
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
-	n := &idleNode{st: st, ended: make(chan struct{}, 16)}
+	n := &idleNode{st: st, ended: make(chan struct{}, 16), log: lines}
 	n.mgr = session.NewManager(cfg, session.Deps{Store: st,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
@@ -67,7 +88,8 @@ func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode 
 			return
 		}
 		n.mgr.Start(context.WithoutCancel(r.Context()), ws, lw,
-			session.Identity{User: "u", Anonymous: true, ExpiresAt: expires}, func() { n.ended <- struct{}{} })
+			session.Identity{User: "u", Anonymous: true, ExpiresAt: expires, ClientIP: "192.0.2.7"},
+			func() { n.ended <- struct{}{} })
 	}))
 	t.Cleanup(gw.Close)
 	n.url = "ws" + strings.TrimPrefix(gw.URL, "http")
@@ -290,8 +312,16 @@ func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
 		c.next(t, protocol.TypePong)
 		clients = append(clients, c)
 	}
-	if convs, tls := node.mgr.HeldParts(); convs != 0 || tls != 0 {
-		t.Fatalf("%d idle sessions hold %d conversations and %d timeline recorders, want none", n, convs, tls)
+	if h := node.mgr.HeldParts(); h.Conversations != 0 || h.Timelines != 0 {
+		t.Fatalf("%d idle sessions hold %d conversations and %d timeline recorders, want none", n, h.Conversations,
+			h.Timelines)
+	}
+	// Nor channels nobody waits on (their end, their close, their writer's
+	// end: 0.1 KiB each), nor a copy of the node's log handler with their
+	// attributes formatted in advance (0.25 KiB).
+	if h := node.mgr.HeldParts(); h.Signals != 0 || h.LogCopies != 0 {
+		t.Fatalf("%d idle sessions hold %d channels and %d copies of the log handler, want none", n, h.Signals,
+			h.LogCopies)
 	}
 	for _, c := range clients {
 		_ = c.ws.Close(websocket.StatusNormalClosure, "")
@@ -306,6 +336,17 @@ func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
 		}
 		if len(tl.Entries) == 0 || !strings.Contains(tl.Entries[len(tl.Entries)-1], `"event":"close"`) {
 			t.Fatalf("session %s's timeline after its close: %q, want the close last", c.id, tl.Entries)
+		}
+		// Its lines still say whose they are, as With wrote them.
+		want := `"client_ip":"192.0.2.7","session":"` + c.id + `"`
+		found := false
+		for _, line := range strings.Split(node.log.String(), "\n") {
+			if strings.Contains(line, `"msg":"browser disconnected"`) && strings.Contains(line, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no line \"browser disconnected\" with %s in the log:\n%s", want, node.log.String())
 		}
 	}
 }

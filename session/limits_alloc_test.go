@@ -19,7 +19,6 @@ func limitedConn(cfg Config) *conn {
 	c := &conn{m: m, q: newQueue(1 << 20), rates: newRates(cfg),
 		refusals: refusals{counters: newLimitCounters(m.Metrics, metrics.ChannelBrowser), node: &m.limitLogs}}
 	c.logp.Store(m.Log)
-	c.out.closing = make(chan struct{})
 	return c
 }
 

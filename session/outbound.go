@@ -148,8 +148,8 @@ func (c *conn) close(d protocol.Disconnect) { c.out.close(d, false) }
 // closer is how a connection ends, decided once.
 type closer struct {
 	once    sync.Once
-	closing chan struct{} // closed when a close is decided
-	onClose func()        // called once a close is decided: asks the writer to close
+	closing latch  // closed when a close is decided
+	onClose func() // called once a close is decided: asks the writer to close
 
 	// later are the closes decided after a store round trip (abuse); the
 	// connection's end waits for them.
@@ -172,7 +172,7 @@ func (o *closer) close(d protocol.Disconnect, now bool) bool {
 		}
 		o.now, o.closed = now, true
 		o.mu.Unlock()
-		close(o.closing)
+		o.closing.close()
 		won = true
 	})
 	if won && o.onClose != nil {
@@ -184,14 +184,7 @@ func (o *closer) close(d protocol.Disconnect, now bool) bool {
 func (o *closer) closeNow(d protocol.Disconnect) bool { return o.close(d, true) }
 
 // decided reports whether a close has been decided.
-func (o *closer) decided() bool {
-	select {
-	case <-o.closing:
-		return true
-	default:
-		return false
-	}
-}
+func (o *closer) decided() bool { return o.closing.isClosed() }
 
 // setReason records how the connection ended when the gateway did not end
 // it (the browser left, a read failed); a decided close wins.
@@ -278,7 +271,7 @@ func (c *conn) writerEnded() {
 		c.watchdog.stop()
 	}
 	c.q.endWriter()
-	c.wendOnce.Do(func() { close(c.wend) })
+	c.wend.close()
 }
 
 // flush writes frames; it returns the emptied slice for the next take,
@@ -349,8 +342,10 @@ var _ outbound = (*conn)(nil)
 func (c *conn) closeWith(d protocol.Disconnect) bool { return c.out.close(d, false) }
 func (c *conn) closing() bool                        { return c.out.decided() }
 func (c *conn) abort()                               { c.cancel() }
-func (c *conn) ended() <-chan struct{}               { return c.done }
+func (c *conn) ended() <-chan struct{}               { return c.done.wait() }
 func (c *conn) dropAudio()                           { c.q.dropAudio() }
 func (c *conn) audioDrained() <-chan struct{}        { return c.q.audioDrained() }
 func (c *conn) free() int                            { return c.q.free() }
-func (c *conn) named(sessionID string)               { c.logp.Store(c.log().With("session", sessionID)) }
+func (c *conn) named(sessionID string) {
+	c.logp.Store(connLogger(c.m.Log, c.id.ClientIP, sessionID))
+}

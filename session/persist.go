@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -32,7 +31,7 @@ type persister struct {
 	st      *state
 	store   store.Store
 	timeout time.Duration
-	log     *slog.Logger
+	log     logSource       // the connection's (its logger at each line)
 	ctx     context.Context // the connection's; writes outlive its end
 	// fenced is told once when a write is refused for a newer owner;
 	// restored each time a restore wrote back a session Redis had lost
@@ -141,9 +140,9 @@ func (p *persister) do(op writeOp) {
 	case fenced:
 		p.fenced()
 	case err != nil:
-		p.log.Warn("session store write failed; going on from memory and catching up later", "err", err)
+		p.log.log().Warn("session store write failed; going on from memory and catching up later", "err", err)
 	case dirty:
-		p.log.Info("session store caught up: the whole session was written back")
+		p.log.log().Info("session store caught up: the whole session was written back")
 	}
 }
 

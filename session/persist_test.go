@@ -36,7 +36,7 @@ func TestAWriteAfterARestoreThatCoveredItsEntriesDoesNotStoreThemTwice(t *testin
 	st := &state{historyMax: 100, now: time.Now}
 	st.load(rec, nil)
 	p := &persister{st: st, store: rs, timeout: time.Second, ctx: ctx,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), fenced: func() {}, restored: func(context.Context) {}}
+		log: fixedLog{slog.New(slog.NewTextHandler(io.Discard, nil))}, fenced: func() {}, restored: func(context.Context) {}}
 
 	entry := func(role transport.Role, text string, turn int) transport.Entry {
 		return transport.Entry{Role: role, Text: text, Turn: turn}
@@ -65,3 +65,8 @@ func TestAWriteAfterARestoreThatCoveredItsEntriesDoesNotStoreThemTwice(t *testin
 		t.Fatalf("stored history = %q, want one|noted|two|noted", got)
 	}
 }
+
+// fixedLog is a logSource that is one logger.
+type fixedLog struct{ l *slog.Logger }
+
+func (f fixedLog) log() *slog.Logger { return f.l }

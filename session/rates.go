@@ -37,9 +37,9 @@ const (
 // uses them, so they need no lock; rate.Limiter allocates nothing.
 type rates struct {
 	msg        *rate.Limiter // nil: no limit
-	msgRun     overRun
-	micPace    rate.Limit // bytes per second; 0: audio not paced
-	mic        *micRate   // from the first microphone frame on
+	msgRun     *overRun      // from the first message over the rate on (72 bytes most never use)
+	micPace    rate.Limit    // bytes per second; 0: audio not paced
+	mic        *micRate      // from the first microphone frame on
 	abuseAfter time.Duration
 	abused     bool // rateAbuse was given: it is given once
 }
@@ -67,7 +67,10 @@ func (r *rates) message(now time.Time) rateVerdict {
 	if r.msg == nil || r.msg.AllowN(now, 1) {
 		return rateOK
 	}
-	return r.over(now, &r.msgRun)
+	if r.msgRun == nil {
+		r.msgRun = &overRun{}
+	}
+	return r.over(now, r.msgRun)
 }
 
 // audio takes n bytes of microphone audio read at now against its pace.

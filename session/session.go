@@ -105,7 +105,7 @@ func newSession(ctx context.Context, m *Manager, out outbound, id *Identity) *se
 		s.limitKey = id.User + ":" + newSessionID()
 	}
 	s.act.s = s
-	s.pst = &persister{st: s.st, store: m.Store, timeout: m.cfg.StoreTimeout, log: out.log(), ctx: ctx,
+	s.pst = &persister{st: s.st, store: m.Store, timeout: m.cfg.StoreTimeout, log: out, ctx: ctx,
 		fenced: s.fence, restored: func(ctx context.Context) {
 			s.m.Metrics.StoreRestorations.Inc()
 			s.log().Info("session written back to a store that had lost it")

@@ -139,7 +139,6 @@ func (s *session) start(msg protocol.ClientMessage) bool {
 		ready.Tools = s.ts.text.listed
 	}
 	s.out.named(ready.SessionID)
-	s.pst.log = s.log()
 	s.stats = s.m.Metrics.OpenSession()
 	s.convEpoch = rec.Epoch
 	if ready.Resumed {
