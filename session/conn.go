@@ -137,6 +137,7 @@ type reader struct {
 // ping interval per connection at most: still one goroutine a connection.
 func (c *conn) serve(r *reader) {
 	if !r.ended && c.readLoop(r) {
+		c.shedWriter()
 		go c.readOn(r)
 		return
 	}

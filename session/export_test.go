@@ -145,6 +145,7 @@ type Held struct {
 	Timelines     int // a timeline recorder
 	Signals       int // channels for the connection's end, close or writer's end
 	LogCopies     int // loggers with a handler copy of their own (slog's With)
+	WriterParts   int // a writer's watchdog or frame slices, or a writer running
 }
 
 // HeldParts counts what the node's live sessions and connections hold.
@@ -169,6 +170,11 @@ func (m *Manager) HeldParts() Held {
 		if _, lean := c.log().Handler().(*connHandler); !lean && c.log() != m.Log {
 			h.LogCopies++
 		}
+		c.q.mu.Lock()
+		if c.q.writing || c.watchdog != nil || c.q.frames != nil || c.spare != nil {
+			h.WriterParts++
+		}
+		c.q.mu.Unlock()
 	}
 	return h
 }

@@ -350,3 +350,41 @@ func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
 		}
 	}
 }
+
+// Once its browser has gone idle (a WebSocket pong and nothing behind it),
+// a session holds none of its writer's parts — the write watchdog with its
+// timer, the send queue's frame slices — and gets them back at its next
+// write: a message after the idle spell still gets its answer, again and
+// again.
+func TestIdleSessionShedsItsWriterAndStillAnswers(t *testing.T) {
+	node := newIdleNode(t, session.Config{Limits: session.Limits{PingInterval: 20 * time.Millisecond,
+		IdleTimeout: time.Hour, WriteTimeout: 50 * time.Millisecond}}, time.Time{})
+	const n = 3
+	var clients []*idleClient
+	for range n {
+		clients = append(clients, node.open(t))
+	}
+	for round := range 3 {
+		var h session.Held
+		if testwait.Poll(func() error {
+			if h = node.mgr.HeldParts(); h.WriterParts != 0 {
+				return fmt.Errorf("%d sessions hold their writer's parts", h.WriterParts)
+			}
+			return nil
+		}) != nil {
+			t.Fatalf("round %d: %d of %d idle sessions still hold their writer's parts", round, h.WriterParts, n)
+		}
+		for i, c := range clients {
+			if err := c.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`)); err != nil {
+				t.Fatalf("round %d, session %d: %v", round, i, err)
+			}
+			c.next(t, protocol.TypePong)
+		}
+	}
+	for _, c := range clients {
+		_ = c.ws.Close(websocket.StatusNormalClosure, "")
+	}
+	for range n {
+		<-node.ended
+	}
+}

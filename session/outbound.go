@@ -264,6 +264,32 @@ func (c *conn) armWatchdog() {
 	}
 }
 
+// shedWriter drops what the writer keeps from one write to the next — its
+// watchdog with the watchdog's timer, and the queue's two frame slices,
+// about 0.3 KiB — when no writer runs, nothing is queued and the
+// watchdog's timer has gone quiet; the next write makes them again. The
+// reader calls it when the browser has gone idle (a pong with nothing
+// behind it, at most once a ping interval: serve), so that a session left
+// open holds none of it; a connection that streams audio never goes idle
+// that way, and keeps them.
+func (c *conn) shedWriter() {
+	q := c.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	// A writer starts, and a claim is made, only under q.mu with writing
+	// set: while it is not, nothing touches the writer's parts.
+	if q.writing || len(q.frames) > 0 {
+		return
+	}
+	if w := c.watchdog; w != nil {
+		if w.armed.Load() {
+			return // its timer may still fire: left for the next time
+		}
+		c.watchdog = nil
+	}
+	q.frames, c.spare = nil, nil
+}
+
 // writerEnded stops the writer for good (a close was sent, a write
 // failed, or the connection ended) and tells run.
 func (c *conn) writerEnded() {
