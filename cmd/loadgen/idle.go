@@ -38,6 +38,7 @@ const idleDialers = 64
 // metricGoroutines.
 const (
 	metricHeapInuse  = "go_memstats_heap_inuse_bytes"
+	metricHeapAlloc  = "go_memstats_heap_alloc_bytes"
 	metricStackInuse = "go_memstats_stack_inuse_bytes"
 )
 
@@ -60,24 +61,28 @@ type idleReport struct {
 
 // idleFigures are the gateway's process figures: bytes and a count.
 type idleFigures struct {
-	RSS        float64 `json:"rssBytes"`
-	HeapInuse  float64 `json:"heapInuseBytes"`
+	RSS       float64 `json:"rssBytes"`
+	HeapInuse float64 `json:"heapInuseBytes"`
+	// HeapLive is the heap's objects, read right after the collection
+	// (what is live, without the free room in the spans that hold them).
+	HeapLive   float64 `json:"heapLiveBytes"`
 	StackInuse float64 `json:"stackInuseBytes"`
 	Goroutines float64 `json:"goroutines"`
 }
 
 func idleFiguresOf(m series) idleFigures {
-	return idleFigures{RSS: m[metricRSS], HeapInuse: m[metricHeapInuse], StackInuse: m[metricStackInuse],
-		Goroutines: m[metricGoroutines]}
+	return idleFigures{RSS: m[metricRSS], HeapInuse: m[metricHeapInuse], HeapLive: m[metricHeapAlloc],
+		StackInuse: m[metricStackInuse], Goroutines: m[metricGoroutines]}
 }
 
 func (f idleFigures) minus(g idleFigures) idleFigures {
-	return idleFigures{RSS: f.RSS - g.RSS, HeapInuse: f.HeapInuse - g.HeapInuse, StackInuse: f.StackInuse - g.StackInuse,
-		Goroutines: f.Goroutines - g.Goroutines}
+	return idleFigures{RSS: f.RSS - g.RSS, HeapInuse: f.HeapInuse - g.HeapInuse, HeapLive: f.HeapLive - g.HeapLive,
+		StackInuse: f.StackInuse - g.StackInuse, Goroutines: f.Goroutines - g.Goroutines}
 }
 
 func (f idleFigures) div(n float64) idleFigures {
-	return idleFigures{RSS: f.RSS / n, HeapInuse: f.HeapInuse / n, StackInuse: f.StackInuse / n, Goroutines: f.Goroutines / n}
+	return idleFigures{RSS: f.RSS / n, HeapInuse: f.HeapInuse / n, HeapLive: f.HeapLive / n, StackInuse: f.StackInuse / n,
+		Goroutines: f.Goroutines / n}
 }
 
 // runIdle opens cfg.Sessions idle sessions (over cfg.Ramp), holds them
@@ -215,12 +220,14 @@ func (r *idleReport) writeText(w io.Writer) error {
 gateway              before        after   per session
 RSS              %9.1f MiB %9.1f MiB %8.2f KiB
 heap in use      %9.1f MiB %9.1f MiB %8.2f KiB
+heap live        %9.1f MiB %9.1f MiB %8.2f KiB
 stacks in use    %9.1f MiB %9.1f MiB %8.2f KiB
 goroutines       %13.0f %13.0f %11.2f
 per 100 000 idle sessions: %.2f GiB RSS, %.0f goroutines
 `, r.Sessions, r.Ready, r.Failed, r.Lost, r.Hold.Round(time.Second),
 		r.Before.RSS/(1<<20), r.After.RSS/(1<<20), r.PerSession.RSS/kib,
 		r.Before.HeapInuse/(1<<20), r.After.HeapInuse/(1<<20), r.PerSession.HeapInuse/kib,
+		r.Before.HeapLive/(1<<20), r.After.HeapLive/(1<<20), r.PerSession.HeapLive/kib,
 		r.Before.StackInuse/(1<<20), r.After.StackInuse/(1<<20), r.PerSession.StackInuse/kib,
 		r.Before.Goroutines, r.After.Goroutines, r.PerSession.Goroutines,
 		r.PerSession.RSS*100000/(1<<30), r.PerSession.Goroutines*100000)
