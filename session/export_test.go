@@ -146,6 +146,7 @@ type Held struct {
 	Signals       int // channels for the connection's end, close or writer's end
 	LogCopies     int // loggers with a handler copy of their own (slog's With)
 	WriterParts   int // a writer's watchdog or frame slices, or a writer running
+	Limiters      int // a message rate limiter (made at the first message)
 }
 
 // HeldParts counts what the node's live sessions and connections hold.
@@ -169,6 +170,9 @@ func (m *Manager) HeldParts() Held {
 		}
 		if _, lean := c.log().Handler().(*connHandler); !lean && c.log() != m.Log {
 			h.LogCopies++
+		}
+		if c.rates.msg != nil {
+			h.Limiters++
 		}
 		c.q.mu.Lock()
 		if c.q.writing || c.watchdog != nil || c.q.frames != nil || c.spare != nil {

@@ -300,7 +300,7 @@ func TestIdleReaderWaitEndsWithTheConnection(t *testing.T) {
 // policy and loop history) nor its timeline recorder: both come at the
 // first use. Its close is still on its timeline.
 func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
-	node := newIdleNode(t, session.Config{}, time.Time{})
+	node := newIdleNode(t, session.Config{Limits: session.Limits{MessageRate: 50, MessageBurst: 10}}, time.Time{})
 	const n = 3
 	var clients []*idleClient
 	for range n {
@@ -323,10 +323,17 @@ func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
 		t.Fatalf("%d idle sessions hold %d channels and %d copies of the log handler, want none", n, h.Signals,
 			h.LogCopies)
 	}
+	// Nor a message rate limiter while no message came after session.start.
+	quiet := node.open(t)
+	if h := node.mgr.HeldParts(); h.Limiters != n {
+		t.Fatalf("%d sessions that sent a message and one that did not hold %d rate limiters, want %d", n+1,
+			h.Limiters, n)
+	}
+	clients = append(clients, quiet)
 	for _, c := range clients {
 		_ = c.ws.Close(websocket.StatusNormalClosure, "")
 	}
-	for range n {
+	for range clients {
 		<-node.ended
 	}
 	for _, c := range clients {

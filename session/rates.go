@@ -36,7 +36,9 @@ const (
 // rates are a connection's message and audio limiters. Only the reader
 // uses them, so they need no lock; rate.Limiter allocates nothing.
 type rates struct {
-	msg        *rate.Limiter // nil: no limit
+	msgLimit   rate.Limit // messages per second; 0: no limit
+	msgBurst   int
+	msg        *rate.Limiter // from the first message on (a limiter starts with its burst, then as now)
 	msgRun     *overRun      // from the first message over the rate on (72 bytes most never use)
 	micPace    rate.Limit    // bytes per second; 0: audio not paced
 	mic        *micRate      // from the first microphone frame on
@@ -54,7 +56,7 @@ type micRate struct {
 func newRates(cfg Config) rates {
 	r := rates{abuseAfter: cfg.RateAbuseAfter}
 	if cfg.MessageRate > 0 {
-		r.msg = rate.NewLimiter(rate.Limit(cfg.MessageRate), max(cfg.MessageBurst, 1))
+		r.msgLimit, r.msgBurst = rate.Limit(cfg.MessageRate), max(cfg.MessageBurst, 1)
 	}
 	if cfg.MicPace > 0 {
 		r.micPace = rate.Limit(cfg.MicPace * micBytesPerSecond)
@@ -64,7 +66,14 @@ func newRates(cfg Config) rates {
 
 // message takes one text frame read at now against the message rate.
 func (r *rates) message(now time.Time) rateVerdict {
-	if r.msg == nil || r.msg.AllowN(now, 1) {
+	if r.msgLimit == 0 {
+		return rateOK
+	}
+	if r.msg == nil {
+		// An idle connection never needs one (80 bytes).
+		r.msg = rate.NewLimiter(r.msgLimit, r.msgBurst)
+	}
+	if r.msg.AllowN(now, 1) {
 		return rateOK
 	}
 	if r.msgRun == nil {

@@ -97,14 +97,38 @@ func (b *readBuf) release() {
 // connection under it (nil when unknown): the ping frames it reads count
 // toward the message rate, and a pong has its reader wait outside the
 // library (see readerHooks).
-func browserWire(ws *websocket.Conn, hw *wsbuf.ResponseWriter) (wsWire, net.Conn, *readerHooks) {
-	h := &readerHooks{}
+func browserWire(ws *websocket.Conn, hw *wsbuf.ResponseWriter) (Wire, net.Conn, *readerHooks) {
+	b := &browser{hooks: hooksCtx{Context: context.Background()}}
+	h := &b.hooks.h
 	var raw net.Conn
 	if hw != nil {
 		raw, h.idle = hw.Conn, hw.Idle()
 	}
-	w := wsWire{ws: ws, ctx: context.WithValue(context.Background(), readerHooksKey{}, h), rb: &readBuf{}, idle: h.idle}
-	return w, raw, h
+	b.wire = wsWire{ws: ws, ctx: &b.hooks, rb: &b.rb, idle: h.idle}
+	return &b.wire, raw, h
+}
+
+// browser is a browser's wire with what it reads with — the read context
+// that carries its hooks, its read buffer — in one allocation (four
+// small ones otherwise, for as long as the connection lives).
+type browser struct {
+	wire  wsWire
+	hooks hooksCtx
+	rb    readBuf
+}
+
+// hooksCtx is a browser wire's read context: its hooks as the value of
+// readerHooksKey.
+type hooksCtx struct {
+	context.Context
+	h readerHooks
+}
+
+func (c *hooksCtx) Value(key any) any {
+	if key == (readerHooksKey{}) {
+		return &c.h
+	}
+	return c.Context.Value(key)
 }
 
 // readerHooks is what the library's OnPingReceived and OnPongReceived
