@@ -45,12 +45,12 @@ type persister struct {
 	isFenced bool
 	closed   bool // the connection has ended: nothing more is queued
 	dirty    bool // a write failed or was dropped: rewrite everything next
+	// handleQueued: a handle write is queued (see saveHandle).
+	handleQueued bool
 	// covered is the state's append mark at the last restore that landed:
 	// entries added up to it are in Redis (see uncovered).
 	covered uint64
-	// handleQueued: a handle write is queued (see saveHandle).
-	handleQueued bool
-	wg           sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
 // write runs op in order with every other write of the connection, and
