@@ -2,285 +2,314 @@ package wsbuf
 
 import (
 	"bufio"
-	"context"
-	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
-	"net/http"
-	"strings"
+	"strconv"
 	"sync"
+	"time"
+
+	"github.com/gobwas/ws"
 )
 
-// The client side. websocket.Dial takes a 4 KiB bufio.Reader and Writer
-// from the library's pools and keeps them for the connection's life (8 KiB
-// of an active voice session's upstream), with no option to do otherwise.
-// A dial through Transport hands the library the 16- and 256-byte ones of
-// smallBufio instead, under a response body (clientBody) that takes a
-// pooled buffer only while a frame is being written, over a connection
-// made lean for reading by ReadLean (a plain TCP connection; TLS keeps
-// buffers of its own). The connection must not negotiate compression.
+// Client is a dialled WebSocket connection (Dial), framed with
+// github.com/gobwas/ws's low-level API: the gateway's upstream to its model.
+// It keeps no buffer of its own between messages: a frame is written from
+// a pooled chunk, masked there, and a reader waiting for its next message
+// over plain TCP (Wait) waits for the socket to be readable holding none.
+// Over TLS, TLS keeps the buffers it needs.
+//
+// One goroutine reads (Wait, Next, Read); writes may come from any
+// goroutine and are serialised by the one lock a frame costs, which the
+// reader's pongs and close replies take too. Close may be called at any
+// time, by anyone.
+type Client struct {
+	sock net.Conn // the TCP connection: Close, write deadlines
+	conn net.Conn // frames go through it: sock, or TLS over sock
 
-// ReadLean returns c reading sock, the socket under it, without holding a
-// buffer while it waits (as an accepted lean connection does): a read
-// waits for the socket to be readable, then reads what has arrived into a
-// pooled chunk, or, for a large read, into the caller's buffer. Writes and
-// the rest are c's. Where sock has no raw socket, c is returned as it is.
-// ctx is the dial's: a connection dialled for a request made with
-// WithParking (a plain-text one) is the one that Parking waits on.
-func ReadLean(ctx context.Context, c, sock net.Conn) net.Conn {
-	pk, _ := ctx.Value(parkingKey{}).(*Parking)
-	return newReadLean(c, sock, pk)
+	// Reading, by one goroutine at a time.
+	lean  *sockReader   // over plain TCP (unix): reads holding no buffer while waiting; else nil
+	pre   *bufio.Reader // bytes the handshake read past the response; nil once drained
+	rerr  error         // what Wait's read failed with, for the next read
+	limit int64         // the largest message read
+	left  int64         // payload bytes of the current data frame still to read
+	size  int64         // bytes of the current message so far
+	fin   bool          // the current data frame is its message's last
+	inMsg bool          // Next found a message whose end Read has not reached
+	rhdr  [ws.MaxHeaderSize - 2]byte
+	ctl   [ws.MaxControlFramePayloadSize]byte // a control frame's payload
+
+	// Writing, under wmu.
+	wmu     sync.Mutex
+	werr    error // a write failed: every later one fails with it
+	timeout time.Duration
+	until   time.Time // the write deadline set on the socket
+	whdr    [ws.MaxHeaderSize]byte
+	hw      headerWriter
 }
 
-// Parking lets a dialled connection's reader wait for its next message on
-// its own stack rather than deep in coder/websocket's frame-header read
-// (about 1.5 KiB of frames: the library's four, bufio's and the body's),
-// so that a reader waiting most of its life keeps a small stack. It works
-// over plain TCP (ws://, as to a local model server); over TLS, whose
-// buffers are its own, Wait returns at once.
-type Parking struct {
-	body *clientBody
-	lean *readLean
+// CloseError is a close frame received: its code (1005 when it had none)
+// and reason.
+type CloseError struct {
+	Code   int
+	Reason string
 }
 
-type parkingKey struct{}
-
-// WithParking returns ctx for websocket.Dial of url through a Transport,
-// and the Parking of the connection it dials. For a URL over TLS (wss://,
-// https://) it returns ctx as it is and a nil Parking, whose Wait returns
-// at once: the socket's bytes are TLS records, not frames.
-func WithParking(ctx context.Context, url string) (context.Context, *Parking) {
-	scheme, _, _ := strings.Cut(url, "://")
-	if !strings.EqualFold(scheme, "ws") && !strings.EqualFold(scheme, "http") {
-		return ctx, nil
-	}
-	pk := new(Parking)
-	return context.WithValue(ctx, parkingKey{}, pk), pk
+func (e *CloseError) Error() string {
+	return "websocket: received close frame: " + strconv.Itoa(e.Code) + " " + strconv.Quote(e.Reason)
 }
+
+// ErrMessageTooBig is what Next and Read return for a message longer than
+// the read limit; the connection is then unusable.
+var ErrMessageTooBig = errors.New("websocket: message exceeds the read limit")
 
 // Wait waits, holding no buffer, until the connection has bytes for the
-// next frame, unless it has some already; it is called by the
-// connection's reader between messages (after the last one was read to
-// its end, before Conn.Reader). A read error is the next read's. The
-// body hands the library no byte past the frame it reads, so at a frame's
-// end the library's buffer is empty and every byte not yet read is here.
-// Wait reads outside the library's read lock: a parked connection is
-// closed with CloseNow, not Close (whose close handshake reads on the
-// closing goroutine).
-func (pk *Parking) Wait() {
-	if pk == nil || pk.body == nil || pk.lean == nil || pk.body.rleft != 0 || pk.body.nrhdr != 0 {
+// next message, unless it has some already; the reader calls it between
+// messages (after Read returned io.EOF, before Next), on its own shallow
+// stack rather than deep in a frame-header read. Over TLS it returns at
+// once. A read error is the next read's.
+func (c *Client) Wait() {
+	if c.lean == nil || c.pre != nil || c.rerr != nil || c.inMsg || c.lean.in != nil {
 		return
 	}
-	pk.lean.waitFill()
+	if _, err := c.lean.fill(); err != nil {
+		c.rerr = err
+	}
 }
 
-// Transport is the http.RoundTripper of the http.Client given to
-// websocket.Dial (DialOptions.HTTPClient): Base makes the request, and a
-// handshake's response (101) gets a body whose writes go out a frame at a
-// time from a pooled buffer, and the library small buffers on top of it.
-//
-// Once a process dials through a Transport, every coder/websocket client
-// connection in it gets the small buffers (see smallBufio); dial them all
-// through one, or a connection over a plain socket pays a system call per
-// 16 bytes read and 256 written.
-type Transport struct {
-	Base http.RoundTripper
-}
-
-// RoundTrip implements http.RoundTripper.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.Base.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		return resp, err
-	}
-	rwc, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
-		return resp, nil
-	}
-	smallBufio.Do(useSmallBufio)
-	body := &clientBody{rwc: rwc}
-	if pk, ok := req.Context().Value(parkingKey{}).(*Parking); ok { // a plain-text dial (WithParking)
-		body.frames = true
-		pk.body = body
-	}
-	resp.Body = body
-	return resp, nil
-}
-
-// clientBody is a dialled WebSocket connection as the library sees it:
-// reads go through, never past the end of a frame (see Parking), and
-// writes are gathered into whole frames
-// (the library flushes its small buffer many times a frame) and go out in
-// one write each, as they did from the library's 4 KiB buffer: a frame of
-// up to chunkSize bytes in one, a longer one a chunkSize at a time. The
-// buffer is pooled and held only while a frame is in flight. Write is
-// called by one goroutine at a time (under the library's write lock).
-type clientBody struct {
-	rwc io.ReadWriteCloser
-
-	out  *[]byte // from chunks: bytes of frames not yet written; nil between frames
-	left int64   // bytes of the current frame still to come; 0 at a frame's start
-	hdr  [10]byte
-	nhdr int // bytes of hdr collected: a header whose length came in two writes
-
-	// Reading, by one goroutine at a time: with frames (a parked
-	// connection), the frame being read, as above; without, reads go
-	// straight through.
-	frames bool
-	rleft  int64
-	rhdr   [10]byte
-	nrhdr  int
-}
-
-func (b *clientBody) Close() error { return b.rwc.Close() }
-
-// Read hands the library the bytes of one frame at most: at a frame's
-// start, no more than the header's bytes that give its length, then no
-// more than the frame's remaining bytes.
-func (b *clientBody) Read(p []byte) (int, error) {
-	if !b.frames {
-		return b.rwc.Read(p)
-	}
-	if b.rleft > 0 {
-		n, err := b.rwc.Read(p[:min(int64(len(p)), b.rleft)])
-		b.rleft -= int64(n)
-		return n, err
-	}
-	p = p[:min(len(p), lengthBytes(b.rhdr[:b.nrhdr])-b.nrhdr)]
-	n, err := b.rwc.Read(p)
-	b.nrhdr += copy(b.rhdr[b.nrhdr:], p[:n])
-	if size := frameLen(b.rhdr[:b.nrhdr]); size > 0 {
-		b.rleft = size - int64(b.nrhdr)
-		b.nrhdr = 0
-	}
-	return n, err
-}
-
-// Write takes what the library flushed: a frame's header and payload, in
-// one piece or several.
-func (b *clientBody) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if b.left == 0 { // a frame starts: learn its length from its header
-			k := copy(b.hdr[b.nhdr:], p)
-			size := frameLen(b.hdr[:b.nhdr+k])
-			if size == 0 { // the length is not all here (a header split by a flush)
-				b.nhdr += k
-				if err := b.buffer(p); err != nil {
-					return 0, err
-				}
-				return n, nil
-			}
-			b.left = size - int64(b.nhdr)
-			b.nhdr = 0
+// Next reads up to the start of the next data message (text or binary),
+// answering pings and skipping pongs on the way; Read then reads the
+// message. A close frame is answered and returned as a *CloseError.
+func (c *Client) Next() error {
+	for {
+		h, err := c.header(0)
+		if err != nil {
+			return err
 		}
-		m := int(min(b.left, int64(len(p))))
-		seg := p[:m]
-		p = p[m:]
-		b.left -= int64(m)
-		if b.out == nil && b.left == 0 { // the whole frame, or its end, is here
-			if _, err := b.rwc.Write(seg); err != nil {
+		if h.OpCode.IsControl() {
+			if err := c.control(h); err != nil {
+				return err
+			}
+			continue
+		}
+		if h.Length > c.limit {
+			return c.tooBig()
+		}
+		c.left, c.size, c.fin, c.inMsg = h.Length, h.Length, h.Fin, true
+		return nil
+	}
+}
+
+// Read reads the message Next found, its continuation frames reassembled
+// and control frames between them handled; io.EOF at its end.
+func (c *Client) Read(p []byte) (int, error) {
+	for c.left == 0 {
+		if !c.inMsg || c.fin {
+			c.inMsg = false
+			return 0, io.EOF
+		}
+		h, err := c.header(ws.StateFragmented)
+		if err != nil {
+			return 0, err
+		}
+		if h.OpCode.IsControl() {
+			if err := c.control(h); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		if err := b.buffer(seg); err != nil {
-			return 0, err
+		if h.Length > c.limit-c.size {
+			return 0, c.tooBig()
 		}
-		if b.left == 0 && b.out != nil {
-			if err := b.flush(); err != nil {
-				return 0, err
-			}
-		}
+		c.left, c.fin = h.Length, h.Fin
+		c.size += h.Length
 	}
-	return n, nil
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := c.src(p[:min(int64(len(p)), c.left)])
+	c.left -= int64(n)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
-// buffer appends seg to the bytes not yet written, writing them out a full
-// chunk at a time.
-func (b *clientBody) buffer(seg []byte) error {
-	for len(seg) > 0 {
-		if b.out == nil {
-			b.out = chunks.Get().(*[]byte)
-			*b.out = (*b.out)[:0]
+// header reads and checks the next frame's header.
+func (c *Client) header(state ws.State) (ws.Header, error) {
+	h, err := ws.ReadHeaderBuffer(reader{c}, c.rhdr[:])
+	if err != nil {
+		return h, err
+	}
+	if err := ws.CheckHeader(h, ws.StateClientSide|state); err != nil {
+		c.writeClose(ws.StatusProtocolError, "")
+		return h, err
+	}
+	return h, nil
+}
+
+// control handles a control frame whose header was just read: a ping is
+// answered with a pong, a pong skipped, a close answered with a close
+// frame of the same code and returned as a *CloseError.
+func (c *Client) control(h ws.Header) error {
+	p := c.ctl[:h.Length]
+	if _, err := io.ReadFull(reader{c}, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
 		}
-		o := *b.out
-		k := copy(o[len(o):cap(o)], seg)
-		*b.out = o[:len(o)+k]
-		seg = seg[k:]
-		if len(*b.out) == cap(*b.out) {
-			if err := b.flush(); err != nil {
-				return err
-			}
+		return err
+	}
+	switch h.OpCode {
+	case ws.OpPing:
+		_ = c.write(ws.OpPong, p) // a failed write is the next send's error
+		return nil
+	case ws.OpPong:
+		return nil
+	}
+	if len(p) == 0 {
+		c.writeClose(0, "")
+		return &CloseError{Code: int(ws.StatusNoStatusRcvd)}
+	}
+	code, reason := ws.ParseCloseFrameData(p)
+	if !wireCloseCode(code) {
+		c.writeClose(ws.StatusProtocolError, "")
+		return fmt.Errorf("websocket: received a close frame with the invalid code %d", code)
+	}
+	c.writeClose(code, "")
+	return &CloseError{Code: int(code), Reason: reason}
+}
+
+// wireCloseCode reports whether a close frame may carry code (RFC 6455
+// §7.4): 1000–1014 but for 1004–1006, which never go on the wire, and the
+// registered and private ranges 3000–4999. (ws.CheckCloseFrameData would
+// refuse 1012–1014, which servers send when restarting or overloaded.)
+func wireCloseCode(code ws.StatusCode) bool {
+	switch {
+	case code >= 1004 && code <= 1006:
+		return false
+	case code >= 1000 && code <= 1014, code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}
+
+// tooBig ends reading with ErrMessageTooBig, telling the peer (1009).
+func (c *Client) tooBig() error {
+	c.writeClose(ws.StatusMessageTooBig, "")
+	return fmt.Errorf("%w (%d bytes)", ErrMessageTooBig, c.limit)
+}
+
+// writeClose writes a close frame, code 0 meaning one without a code;
+// an error is left for the next send.
+func (c *Client) writeClose(code ws.StatusCode, reason string) {
+	var p []byte
+	if code != 0 {
+		p = c.ctl[:2+len(reason)]
+		ws.PutCloseFrameBody(p, code, reason)
+	}
+	_ = c.write(ws.OpClose, p)
+}
+
+// reader is the connection's byte stream under the frames.
+type reader struct{ c *Client }
+
+func (r reader) Read(p []byte) (int, error) { return r.c.src(p) }
+
+// src reads the bytes under the frames: first those the handshake read
+// past its response, then the socket's (holding no buffer while it waits
+// over plain TCP).
+func (c *Client) src(p []byte) (int, error) {
+	if c.pre != nil {
+		n, err := c.pre.Read(p)
+		if c.pre.Buffered() == 0 {
+			ws.PutReader(c.pre)
+			c.pre = nil
 		}
+		return n, err
+	}
+	if c.rerr != nil {
+		err := c.rerr
+		c.rerr = nil
+		return 0, err
+	}
+	if c.lean != nil {
+		return c.lean.Read(p)
+	}
+	return c.conn.Read(p)
+}
+
+// WriteText writes p as one text message. p is not changed: the frame is
+// masked in a pooled chunk, in one write for a frame of up to a chunk, a
+// write a chunk for a longer one. A write that fails (the write timeout,
+// the peer gone) fails every later one with the same error.
+func (c *Client) WriteText(p []byte) error { return c.write(ws.OpText, p) }
+
+func (c *Client) write(op ws.OpCode, p []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if err := c.writeFrame(op, p); err != nil {
+		c.werr = err
+		return err
 	}
 	return nil
 }
 
-// flush writes the bytes gathered and gives the buffer back.
-func (b *clientBody) flush() error {
-	out := b.out
-	b.out = nil
-	_, err := b.rwc.Write(*out)
-	chunks.Put(out)
-	return err
+// headerWriter takes what ws.WriteHeaderBuffer writes into the chunk that
+// carries the frame.
+type headerWriter struct{ b []byte }
+
+func (w *headerWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
-// lengthBytes is how many of a frame's first bytes give its length (2, 4
-// or 10), given h, its first bytes so far.
-func lengthBytes(h []byte) int {
-	if len(h) < 2 {
-		return 2
-	}
-	switch h[1] & 0x7f {
-	case 126:
-		return 4
-	case 127:
-		return 10
-	}
-	return 2
-}
-
-// frameLen is the length, header included, of the frame whose header h
-// starts with (RFC 6455 §5.2), or 0 when h is too short to tell.
-func frameLen(h []byte) int64 {
-	if len(h) < 2 {
-		return 0
-	}
-	n := int64(2)
-	if h[1]&0x80 != 0 {
-		n += 4 // the masking key
-	}
-	switch l := int64(h[1] & 0x7f); l {
-	case 126:
-		if len(h) < 4 {
-			return 0
+// writeFrame writes one frame, masked with a fresh key; c.wmu is held.
+//
+// The write deadline is moved only when less than the timeout of it is
+// left, to twice the timeout ahead: setting it re-arms a runtime timer,
+// and audio is written 50 times a second. Every write still gets at least
+// the timeout.
+func (c *Client) writeFrame(op ws.OpCode, p []byte) error {
+	if now := time.Now(); c.until.Sub(now) < c.timeout {
+		until := now.Add(2 * c.timeout)
+		if err := c.sock.SetWriteDeadline(until); err != nil {
+			return err
 		}
-		return n + 2 + int64(binary.BigEndian.Uint16(h[2:]))
-	case 127:
-		if len(h) < 10 {
-			return 0
+		c.until = until
+	}
+	h := ws.Header{Fin: true, OpCode: op, Length: int64(len(p)), Masked: true}
+	mask := rand.Uint32()
+	h.Mask = [4]byte{byte(mask), byte(mask >> 8), byte(mask >> 16), byte(mask >> 24)}
+	bp := chunks.Get().(*[]byte)
+	defer chunks.Put(bp)
+	c.hw.b = (*bp)[:0]
+	if err := ws.WriteHeaderBuffer(&c.hw, h, c.whdr[:]); err != nil {
+		return err
+	}
+	out := c.hw.b
+	c.hw.b = nil
+	for off := 0; ; {
+		k := copy(out[len(out):cap(out)], p[off:])
+		seg := out[len(out) : len(out)+k]
+		ws.Cipher(seg, h.Mask, off)
+		if _, err := c.conn.Write(out[:len(out)+k]); err != nil {
+			return err
 		}
-		return n + 8 + int64(binary.BigEndian.Uint64(h[2:]))
-	default:
-		return n + l
+		off += k
+		if off == len(p) {
+			return nil
+		}
+		out = out[:0]
 	}
 }
 
-// The library's buffers for a dialled connection (see pools.go): bufio's
-// smallest reader, enough for a frame's header, and a writer that a frame
-// of up to 256 bytes (a pong, audioStreamEnd) fills once.
-const (
-	clientReadBufio  = 16
-	clientWriteBufio = 256
-)
-
-var smallBufio sync.Once
-
-// useSmallBufio has the library's pools make small buffers when they are
-// empty. Buffers the library gives back when a connection closes go back
-// to the same pools, so once set, the pools hold only small ones.
-func useSmallBufio() {
-	libraryReaders.New = func() any { return bufio.NewReaderSize(nil, clientReadBufio) }
-	libraryWriters.New = func() any { return bufio.NewWriterSize(nil, clientWriteBufio) }
-}
+// Close closes the connection at once, without a close frame (the peer
+// sees it drop): a blocked read or write returns. Over TLS the TCP
+// connection is closed, not TLS, whose close_notify a full socket buffer
+// would hold up.
+func (c *Client) Close() error { return c.sock.Close() }

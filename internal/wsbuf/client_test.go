@@ -1,273 +1,537 @@
 package wsbuf
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
+	"crypto/sha1"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/coder/websocket"
+	"github.com/gobwas/ws"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
-// recBody records what reaches a dialled connection's body from above:
-// the length of every read asked for, and every write.
-type recBody struct {
-	io.ReadWriteCloser
-	mu     sync.Mutex
-	reads  []int
-	writes [][]byte
-}
-
-func (r *recBody) Read(p []byte) (int, error) {
-	r.mu.Lock()
-	r.reads = append(r.reads, len(p))
-	r.mu.Unlock()
-	return r.ReadWriteCloser.Read(p)
-}
-
-func (r *recBody) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	r.writes = append(r.writes, bytes.Clone(p))
-	r.mu.Unlock()
-	return r.ReadWriteCloser.Write(p)
-}
-
-func (r *recBody) takeWrites() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.writes
-	r.writes = nil
-	return w
-}
-
-// recTransport is the http.Transport under a Transport, recording the
-// connection it dialled (made lean for reading) and the handshake's body.
-type recTransport struct {
-	*http.Transport
-	conn net.Conn
-	body *recBody
-}
-
-func newRecTransport() *recTransport {
-	rt := &recTransport{}
-	rt.Transport = &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			rt.conn = ReadLean(ctx, c, c)
-			return rt.conn, nil
-		}}
-	return rt
-}
-
-func (rt *recTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := rt.Transport.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
-		rt.body = &recBody{ReadWriteCloser: resp.Body.(io.ReadWriteCloser)}
-		resp.Body = rt.body
+// readMessage reads the client's next message whole, as the Live adapter
+// does: Wait, Next, then Read to io.EOF.
+func readMessage(c *Client) ([]byte, error) {
+	c.Wait()
+	if err := c.Next(); err != nil {
+		return nil, err
 	}
-	return resp, err
-}
-
-// recAbove records what the library asks of the body a Transport gave it.
-type recAbove struct {
-	http.RoundTripper
-	body *recBody
-}
-
-func (ra *recAbove) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := ra.RoundTripper.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
-		ra.body = &recBody{ReadWriteCloser: resp.Body.(io.ReadWriteCloser)}
-		resp.Body = ra.body
+	var b []byte
+	buf := make([]byte, 1000) // smaller than most messages: a message is read in pieces
+	for {
+		n, err := c.Read(buf)
+		b = append(b, buf[:n]...)
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
-	return resp, err
 }
 
-// leanDial dials srv through a Transport over rt, with parking; above,
-// if not nil, records what the library asks of the Transport's body.
-func leanDial(t testing.TB, srv *httptest.Server, rt *recTransport, above *recAbove) (*websocket.Conn, *Parking) {
+func clientDial(t *testing.T, url string, o DialOptions) *Client {
 	t.Helper()
-	var tr http.RoundTripper = &Transport{Base: rt}
-	if above != nil {
-		above.RoundTripper = tr
-		tr = above
+	if o.ReadLimit == 0 {
+		o.ReadLimit = 1 << 20
 	}
-	url := "ws" + strings.TrimPrefix(srv.URL, "http")
-	ctx, pk := WithParking(context.Background(), url)
-	ws, _, err := websocket.Dial(ctx, url,
-		&websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	c, err := Dial(context.Background(), url, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws.SetReadLimit(1 << 20)
-	t.Cleanup(func() { _ = ws.CloseNow() })
-	return ws, pk
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
-// A dialled connection reads its frames' headers through bufio's smallest
-// buffer (the library's first read asks for 16 bytes, not 4096), every
-// message size comes back whole, and every frame of up to a chunk reaches
-// the socket in one write, a longer one in a write a chunk, however many
-// times the library flushed its small buffer.
-func TestDialledConnectionEchoesEveryMessageSizeAFrameAWrite(t *testing.T) {
-	rt, above := newRecTransport(), &recAbove{}
-	ws, _ := leanDial(t, echoServer(t, make(chan bool, 1), nil), rt, above)
-	if _, ok := rt.conn.(*readLean); !ok && runtime.GOOS != "windows" {
-		t.Fatalf("the dialled TCP connection was not made lean for reading: %T", rt.conn)
-	}
+// echoSizes are the message sizes the echo tests send: every size to 300,
+// and around the edges of a frame's length encodings (125/126,
+// 65535/65536), of a chunk, and up to 200 000 bytes.
+func echoSizes() []int {
 	var sizes []int
-	for n := range 300 {
+	for n := range 301 {
 		sizes = append(sizes, n)
 	}
-	for _, base := range []int{clientWriteBufio, directMin, chunkSize - 8, chunkSize - 14, chunkSize, 65535, 65536, 200000} {
+	for _, base := range []int{directMin, chunkSize - 14, chunkSize - 8, chunkSize, 2 * chunkSize, 65535, 65536, 100000, 200000} {
 		for d := -3; d <= 3; d++ {
 			sizes = append(sizes, base+d)
 		}
 	}
-	for i, n := range sizes {
-		msg := bytes.Repeat([]byte{byte('a' + i%26)}, n)
-		if err := ws.Write(context.Background(), websocket.MessageBinary, msg); err != nil {
-			t.Fatalf("write %d bytes: %v", n, err)
-		}
-		writes := rt.body.takeWrites()
-		frame := 0
-		for _, w := range writes {
-			frame += len(w)
-		}
-		if most := (frame + chunkSize - 1) / chunkSize; len(writes) > most {
-			t.Errorf("a %d-byte message (a %d-byte frame) went out in %d writes, want at most %d", n, frame, len(writes), most)
-		}
-		typ, got, err := ws.Read(context.Background())
-		if err != nil {
-			t.Fatalf("read the echo of %d bytes: %v", n, err)
-		}
-		if typ != websocket.MessageBinary || !bytes.Equal(got, msg) {
-			t.Fatalf("echo of %d bytes came back as %d bytes", n, len(got))
-		}
-	}
-	if r := above.body.reads; len(r) == 0 || r[0] != clientReadBufio {
-		t.Errorf("the library's reads asked for %v bytes; want the first for %d (its buffer)", r[:min(len(r), 5)], clientReadBufio)
-	}
+	return sizes
 }
 
-// Between messages a dialled connection holds no read chunk and no frame
-// being gathered.
-func TestDialledConnectionHoldsNoBufferBetweenMessages(t *testing.T) {
-	rt := newRecTransport()
-	ws, _ := leanDial(t, echoServer(t, make(chan bool, 1), nil), rt, nil)
-	rl, ok := rt.conn.(*readLean)
-	if !ok {
-		t.Skipf("no lean reads here (%T)", rt.conn)
-	}
-	for _, n := range []int{10, 700, 5000, 70000} {
-		if err := ws.Write(context.Background(), websocket.MessageText, make([]byte, n)); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := ws.Read(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if rl.in != nil {
-			t.Errorf("after echoing a %d-byte message the connection still held a read chunk", n)
-		}
-	}
-}
-
-// A frame written in pieces of any size, its header split too, goes out
-// whole and unchanged, in one write if it fits a chunk (a chunk a write
-// if not), and the body
-// holds nothing once it is out.
-func TestClientBodyGathersAFrameWrittenInPieces(t *testing.T) {
-	frame := func(n int) []byte { // a masked binary frame with an n-byte payload
-		h := []byte{0x82, 0x80}
-		switch {
-		case n < 126:
-			h[1] |= byte(n)
-		case n < 1<<16:
-			h = append(h[:1], 0x80|126, byte(n>>8), byte(n))
-		default:
-			h = append(h[:1], 0x80|127, 0, 0, 0, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-		}
-		h = append(h, 1, 2, 3, 4)
-		p := make([]byte, n)
-		_, _ = rand.Read(p)
-		return append(h, p...)
-	}
-	for _, n := range []int{0, 5, 125, 126, 900, chunkSize - 8, 70000} {
-		for _, piece := range []int{1, 3, 16, clientWriteBufio, 1 << 20} {
-			f := frame(n)
-			var sink recBody
-			sink.ReadWriteCloser = nopRWC{}
-			b := &clientBody{rwc: &sink}
-			for rest := f; len(rest) > 0; {
-				k := min(piece, len(rest))
-				if m, err := b.Write(rest[:k]); m != k || err != nil {
-					t.Fatalf("Write = %d, %v", m, err)
+// Every message size from 0 to 200 000 bytes comes back whole and in
+// order, over ws:// and over wss:// (TLS verified against a root the
+// client was given), and between messages a plain connection holds no
+// read chunk.
+func TestClientEchoesEveryMessageSize(t *testing.T) {
+	plain := echoServer(t, make(chan bool, 8), nil)
+	tlsSrv := httptest.NewUnstartedServer(plain.Config.Handler)
+	tlsSrv.StartTLS()
+	t.Cleanup(tlsSrv.Close)
+	for name, c := range map[string]*Client{
+		"ws":  clientDial(t, "ws"+strings.TrimPrefix(plain.URL, "http"), DialOptions{}),
+		"wss": clientDial(t, "wss"+strings.TrimPrefix(tlsSrv.URL, "https"), DialOptions{TLSConfig: trusting(tlsSrv)}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, ok := c.conn.(*tls.Conn); ok != (name == "wss") {
+				t.Fatalf("%s: connection is %T", name, c.conn)
+			}
+			for i, n := range echoSizes() {
+				msg := bytes.Repeat([]byte{byte('a' + i%26)}, n)
+				if err := c.WriteText(msg); err != nil {
+					t.Fatalf("write %d bytes: %v", n, err)
 				}
-				rest = rest[k:]
+				got, err := readMessage(c)
+				if err != nil {
+					t.Fatalf("read the echo of %d bytes: %v", n, err)
+				}
+				if !bytes.Equal(got, msg) {
+					t.Fatalf("the echo of %d bytes came back as %d different bytes", n, len(got))
+				}
+				if c.lean != nil && c.lean.in != nil {
+					t.Fatalf("after echoing %d bytes the connection still holds a read chunk", n)
+				}
 			}
-			got := bytes.Join(sink.writes, nil)
-			if !bytes.Equal(got, f) {
-				t.Fatalf("a %d-byte frame in %d-byte pieces went out as %d different bytes", len(f), piece, len(got))
-			}
-			if most := (len(f) + chunkSize - 1) / chunkSize; len(sink.writes) > most {
-				t.Errorf("a %d-byte frame in %d-byte pieces went out in %d writes, want at most %d", len(f), piece, len(sink.writes), most)
-			}
-			if b.out != nil || b.left != 0 || b.nhdr != 0 {
-				t.Errorf("after a %d-byte frame in %d-byte pieces the body still holds a buffer or a frame", len(f), piece)
-			}
-		}
+		})
 	}
 }
 
-type nopRWC struct{}
+// trusting is a TLS configuration that trusts srv's certificate.
+func trusting(srv *httptest.Server) *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return &tls.Config{RootCAs: pool}
+}
 
-func (nopRWC) Read([]byte) (int, error)    { return 0, io.EOF }
-func (nopRWC) Write(p []byte) (int, error) { return len(p), nil }
-func (nopRWC) Close() error                { return nil }
-
-// Over TLS (as to Google) the frames are gathered above TLS: a frame goes
-// out as one TLS record, and every size comes back whole.
-func TestDialledConnectionOverTLSEchoes(t *testing.T) {
-	srv := httptest.NewUnstartedServer(echoServer(t, make(chan bool, 1), nil).Config.Handler)
+// Over wss:// the URL's host goes as SNI and the server's certificate is
+// verified against it: a certificate from an unknown authority, or one
+// for another name, fails the dial.
+func TestClientVerifiesTheServersCertificateForTheURLsHost(t *testing.T) {
+	var mu sync.Mutex
+	var sni []string
+	srv := httptest.NewUnstartedServer(echoServer(t, make(chan bool, 8), nil).Config.Handler)
+	srv.TLS = &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		mu.Lock()
+		sni = append(sni, h.ServerName)
+		mu.Unlock()
+		return nil, nil
+	}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	rt := newRecTransport()
-	rt.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-	url := "wss" + strings.TrimPrefix(srv.URL, "https")
-	ctx, pk := WithParking(context.Background(), url) // as the Live adapter dials
-	if pk != nil {
-		t.Fatal("a connection over TLS has a Parking: its socket's bytes are TLS records, not frames")
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+
+	// The system's roots do not know the test authority.
+	_, err := Dial(context.Background(), "wss://127.0.0.1:"+port, DialOptions{ReadLimit: 1 << 10})
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); !ok {
+		t.Errorf("dial with the system's roots = %v, want a certificate verification error", err)
 	}
-	ws, _, err := websocket.Dial(ctx, url,
-		&websocket.DialOptions{HTTPClient: &http.Client{Transport: &Transport{Base: rt}}})
+	// The certificate is for example.com and 127.0.0.1, not localhost.
+	_, err = Dial(context.Background(), "wss://localhost:"+port, DialOptions{ReadLimit: 1 << 10, TLSConfig: trusting(srv)})
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); !ok {
+		t.Errorf("dial of localhost with a certificate for 127.0.0.1 = %v, want a certificate verification error", err)
+	}
+	c := clientDial(t, "wss://127.0.0.1:"+port, DialOptions{TLSConfig: trusting(srv)})
+	if err := c.WriteText([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMessage(c); err != nil || string(got) != "hi" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sni) < 2 || sni[1] != "localhost" {
+		t.Errorf("SNI sent = %q, want \"localhost\" for the dial of localhost", sni)
+	}
+}
+
+// rawWS serves one WebSocket connection by hand: handle gets the upgraded
+// connection (frames written with ws.WriteFrame, unmasked as a server's).
+func rawWS(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws.SetReadLimit(1 << 20)
-	t.Cleanup(func() { _ = ws.CloseNow() })
-	for _, n := range []int{0, 100, 900, chunkSize + 1, 70000} {
-		msg := bytes.Repeat([]byte{'x'}, n)
-		if err := ws.Write(context.Background(), websocket.MessageText, msg); err != nil {
-			t.Fatalf("write %d bytes: %v", n, err)
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
 		}
-		if w := rt.body.takeWrites(); len(w) > (n+14+chunkSize-1)/chunkSize {
-			t.Errorf("a %d-byte message went out in %d writes", n, len(w))
+		defer func() { _ = c.Close() }()
+		br := bufio.NewReader(c)
+		if _, err := (ws.Upgrader{}).Upgrade(struct {
+			io.Reader
+			io.Writer
+		}{br, c}); err != nil {
+			return
 		}
-		if _, got, err := ws.Read(context.Background()); err != nil || !bytes.Equal(got, msg) {
-			t.Fatalf("echo of %d bytes: %d bytes, %v", n, len(got), err)
+		handle(c, br)
+	}()
+	return "ws://" + ln.Addr().String()
+}
+
+// readClientFrame reads one frame from the client and unmasks it.
+func readClientFrame(r io.Reader) (ws.Header, []byte, error) {
+	h, err := ws.ReadHeader(r)
+	if err != nil {
+		return h, nil, err
+	}
+	p := make([]byte, h.Length)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return h, nil, err
+	}
+	if !h.Masked {
+		return h, p, errors.New("the client sent an unmasked frame")
+	}
+	ws.Cipher(p, h.Mask, 0)
+	return h, p, nil
+}
+
+func frameOf(op ws.OpCode, fin bool, p string) ws.Frame { return ws.NewFrame(op, fin, []byte(p)) }
+
+// A message the server sends in fragments, with a ping and a pong between
+// them, is read whole; the ping is answered with a pong carrying its
+// payload.
+func TestClientReassemblesAFragmentedMessageAroundControlFrames(t *testing.T) {
+	pong := make(chan string, 1)
+	url := rawWS(t, func(c net.Conn, br *bufio.Reader) {
+		for _, f := range []ws.Frame{
+			frameOf(ws.OpText, false, "hel"),
+			frameOf(ws.OpPing, true, "are you there"),
+			frameOf(ws.OpContinuation, false, "lo "),
+			frameOf(ws.OpPong, true, "unasked"),
+			frameOf(ws.OpContinuation, false, ""),
+			frameOf(ws.OpContinuation, true, "world"),
+			frameOf(ws.OpBinary, true, "next"),
+		} {
+			if ws.WriteFrame(c, f) != nil {
+				return
+			}
+		}
+		h, p, err := readClientFrame(br)
+		if err == nil && h.OpCode == ws.OpPong {
+			pong <- string(p)
+		}
+		close(pong)
+		_, _ = io.Copy(io.Discard, br)
+	})
+	c := clientDial(t, url, DialOptions{})
+	for _, want := range []string{"hello world", "next"} {
+		got, err := readMessage(c)
+		if err != nil || string(got) != want {
+			t.Fatalf("message = %q, %v; want %q", got, err, want)
 		}
 	}
-	if rl, ok := rt.conn.(*readLean); ok && rl.handshake {
-		t.Error("the TLS socket is still read as an HTTP response's header (every read copied and scanned)")
+	if p := <-pong; p != "are you there" {
+		t.Errorf("the ping was answered with %q, want a pong with its payload", p)
+	}
+}
+
+// A close frame's code and reason reach the reader, and the close is
+// answered with the same code; one without a code reads as 1005.
+func TestClientReadsTheServersCloseCodeAndReason(t *testing.T) {
+	for _, tc := range []struct {
+		payload []byte
+		code    int
+		reason  string
+	}{
+		{ws.NewCloseFrameBody(1011, "Internal error occurred."), 1011, "Internal error occurred."},
+		{ws.NewCloseFrameBody(1013, "try again later"), 1013, "try again later"},
+		{ws.NewCloseFrameBody(4000, ""), 4000, ""},
+		{nil, 1005, ""},
+	} {
+		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			reply := make(chan []byte, 1)
+			url := rawWS(t, func(c net.Conn, br *bufio.Reader) {
+				_ = ws.WriteFrame(c, frameOf(ws.OpText, true, "before"))
+				_ = ws.WriteFrame(c, ws.NewCloseFrame(tc.payload))
+				h, p, err := readClientFrame(br)
+				if err == nil && h.OpCode == ws.OpClose {
+					reply <- p
+				}
+				close(reply)
+			})
+			c := clientDial(t, url, DialOptions{})
+			if got, err := readMessage(c); err != nil || string(got) != "before" {
+				t.Fatalf("first message = %q, %v", got, err)
+			}
+			_, err := readMessage(c)
+			ce, ok := errors.AsType[*CloseError](err)
+			if !ok || ce.Code != tc.code || ce.Reason != tc.reason {
+				t.Fatalf("read = %v, want *CloseError{%d, %q}", err, tc.code, tc.reason)
+			}
+			p, ok := <-reply
+			if !ok {
+				t.Fatal("the close was not answered")
+			}
+			if code, _ := ws.ParseCloseFrameData(p); tc.code != 1005 && int(code) != tc.code || tc.code == 1005 && len(p) != 0 {
+				t.Errorf("the close was answered with %x, want the same code", p)
+			}
+		})
+	}
+}
+
+// A message longer than the read limit, in one frame or in fragments,
+// fails the read (the server is told 1009) instead of being read.
+func TestClientRefusesAMessageOverTheReadLimit(t *testing.T) {
+	for name, frames := range map[string][]ws.Frame{
+		"one frame":    {frameOf(ws.OpBinary, true, strings.Repeat("x", 101))},
+		"fragmented":   {frameOf(ws.OpBinary, false, strings.Repeat("x", 60)), frameOf(ws.OpContinuation, true, strings.Repeat("x", 41))},
+		"at the limit": {frameOf(ws.OpBinary, false, strings.Repeat("x", 60)), frameOf(ws.OpContinuation, true, strings.Repeat("x", 40))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reply := make(chan ws.StatusCode, 1)
+			url := rawWS(t, func(c net.Conn, br *bufio.Reader) {
+				for _, f := range frames {
+					_ = ws.WriteFrame(c, f)
+				}
+				h, p, err := readClientFrame(br)
+				if err == nil && h.OpCode == ws.OpClose {
+					code, _ := ws.ParseCloseFrameData(p)
+					reply <- code
+				}
+				close(reply)
+			})
+			c := clientDial(t, url, DialOptions{ReadLimit: 100})
+			got, err := readMessage(c)
+			if name == "at the limit" {
+				if err != nil || len(got) != 100 {
+					t.Fatalf("a message of the read limit: %d bytes, %v", len(got), err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrMessageTooBig) {
+				t.Fatalf("read of a 101-byte message with a limit of 100 = %d bytes, %v; want ErrMessageTooBig", len(got), err)
+			}
+			if code := <-reply; code != ws.StatusMessageTooBig {
+				t.Errorf("the server was told %d, want 1009", code)
+			}
+		})
+	}
+}
+
+// A frame that came in the same segment as the handshake's response (a
+// server may speak first) is read without waiting for more.
+func TestClientReadsAFrameThatCameWithTheHandshake(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer func() { _ = c.Close() }()
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+			"Sec-WebSocket-Accept: " + acceptKey(req.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n"
+		if _, err := c.Write(append([]byte(resp), 0x81, 2, 'h', 'i')); err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	c := clientDial(t, "ws://"+ln.Addr().String(), DialOptions{})
+	if got, err := readMessage(c); err != nil || string(got) != "hi" {
+		t.Fatalf("read = %q, %v; want \"hi\"", got, err)
+	}
+}
+
+// acceptKey is the Sec-WebSocket-Accept of key (RFC 6455 §4.2.2).
+func acceptKey(key string) string {
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(h[:])
+}
+
+// stackWith is the stack of the first goroutine whose stack has fn in it,
+// or "".
+func stackWith(fn string) string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			return g
+		}
+	}
+	return ""
+}
+
+// A reader waiting for its next message over plain TCP waits in Wait, on
+// its own shallow stack and holding no read chunk, and gets the message
+// once it comes.
+func TestClientWaitsForItsNextMessageHoldingNoBuffer(t *testing.T) {
+	send := make(chan struct{})
+	url := rawWS(t, func(c net.Conn, br *bufio.Reader) {
+		<-send
+		_ = ws.WriteFrame(c, frameOf(ws.OpText, true, "hello"))
+		_, _ = io.Copy(io.Discard, br)
+	})
+	c := clientDial(t, url, DialOptions{})
+	if c.lean == nil {
+		t.Skip("no lean reads here (no raw socket)")
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		m, _ := readMessage(c)
+		got <- m
+	}()
+	testwait.ForNil(t, "the reader to wait in Wait", func() error {
+		st := stackWith("wsbuf.readMessage")
+		if !strings.Contains(st, "wsbuf.(*Client).Wait") {
+			return fmt.Errorf("its stack:\n%s", st)
+		}
+		return nil
+	})
+	if c.lean.in != nil {
+		t.Error("the waiting reader holds a read chunk")
+	}
+	close(send)
+	if m := <-got; string(m) != "hello" {
+		t.Fatalf("got %q", m)
+	}
+}
+
+// A server that stops reading makes a write fail once the write timeout
+// has passed, with os.ErrDeadlineExceeded, and every later write with it.
+func TestClientWriteTimesOutWhenTheServerStopsReading(t *testing.T) {
+	stop := make(chan struct{})
+	url := rawWS(t, func(net.Conn, *bufio.Reader) { <-stop })
+	t.Cleanup(func() { close(stop) })
+	c := clientDial(t, url, DialOptions{WriteTimeout: 50 * time.Millisecond})
+	msg := make([]byte, 64<<10)
+	var err error
+	for range 100000 {
+		if err = c.WriteText(msg); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("writes to a server that does not read = %v, want os.ErrDeadlineExceeded", err)
+	}
+	if again := c.WriteText([]byte("x")); !errors.Is(again, os.ErrDeadlineExceeded) {
+		t.Errorf("the next write = %v, want the same error", again)
+	}
+}
+
+// A handshake the server refuses fails with its status.
+func TestClientDialReportsARefusedHandshakesStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no key", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), DialOptions{ReadLimit: 1})
+	he, ok := errors.AsType[*HandshakeError](err)
+	if !ok || he.StatusCode != http.StatusForbidden || he.Status != "403 Forbidden" {
+		t.Fatalf("dial = %v, want a *HandshakeError 403 Forbidden", err)
+	}
+}
+
+// Through an HTTP proxy (as HTTPS_PROXY names one) the connection is a
+// CONNECT tunnel, with the proxy URL's credentials, over which ws:// and
+// wss:// (TLS to the server, through the tunnel) both echo.
+func TestClientDialsThroughAProxy(t *testing.T) {
+	plain := echoServer(t, make(chan bool, 8), nil)
+	tlsSrv := httptest.NewUnstartedServer(plain.Config.Handler)
+	tlsSrv.StartTLS()
+	t.Cleanup(tlsSrv.Close)
+	var mu sync.Mutex
+	var tunnels []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect ||
+			r.Header.Get("Proxy-Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte("u:p w")) {
+			http.Error(w, "no", http.StatusProxyAuthRequired)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer func() { _ = up.Close() }()
+		mu.Lock()
+		tunnels = append(tunnels, r.Host)
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		down, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer func() { _ = down.Close() }()
+		go func() {
+			_, _ = io.Copy(up, brw)
+			_ = up.(*net.TCPConn).CloseWrite()
+		}()
+		_, _ = io.Copy(down, up)
+	}))
+	t.Cleanup(proxy.Close)
+	pu, _ := url.Parse(proxy.URL)
+	pu.User = url.UserPassword("u", "p w")
+	viaProxy := func(*http.Request) (*url.URL, error) { return pu, nil }
+
+	for name, target := range map[string]struct {
+		url string
+		tls *tls.Config
+	}{
+		"ws":  {"ws" + strings.TrimPrefix(plain.URL, "http"), nil},
+		"wss": {"wss" + strings.TrimPrefix(tlsSrv.URL, "https"), trusting(tlsSrv)},
+	} {
+		c := clientDial(t, target.url, DialOptions{Proxy: viaProxy, TLSConfig: target.tls})
+		for _, n := range []int{3, 70000} {
+			msg := bytes.Repeat([]byte("p"), n)
+			if err := c.WriteText(msg); err != nil {
+				t.Fatalf("%s: write: %v", name, err)
+			}
+			if got, err := readMessage(c); err != nil || !bytes.Equal(got, msg) {
+				t.Fatalf("%s: echo of %d bytes = %d bytes, %v", name, n, len(got), err)
+			}
+		}
+		_ = c.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tunnels) != 2 {
+		t.Errorf("tunnels through the proxy = %v, want one per dial", tunnels)
+	}
+	pu.User = url.UserPassword("u", "wrong")
+	if _, err := Dial(context.Background(), "ws"+strings.TrimPrefix(plain.URL, "http"),
+		DialOptions{Proxy: viaProxy, ReadLimit: 1}); err == nil || !strings.Contains(err.Error(), "407") {
+		t.Errorf("dial with the wrong proxy credentials = %v, want the proxy's 407", err)
 	}
 }

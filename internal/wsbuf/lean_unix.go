@@ -62,7 +62,7 @@ type leanConn struct {
 
 // sockReader reads a socket holding no buffer while it waits: the read
 // half of a lean connection, the server's (leanConn) or a dialled one
-// (ReadLean). Read is called by one goroutine at a time.
+// (Client). Read is called by one goroutine at a time.
 type sockReader struct {
 	raw syscall.RawConn
 	// in holds bytes read and not yet taken, in a pooled chunk (nil:

@@ -10,6 +10,11 @@
 // in one system call each as before, and 16- and 128-byte buffers for the
 // library's own bufio layer. The connection must not negotiate compression
 // (coder/websocket's default): see leanConn.Write.
+//
+// Client is the other side: a dialled WebSocket (the gateway's upstream to
+// its model) framed with github.com/gobwas/ws, which holds no buffer
+// between messages either and waits for the next one outside any
+// frame-header read (Client.Wait).
 package wsbuf
 
 import (
@@ -94,7 +99,7 @@ type Unwrapper interface {
 }
 
 // chunkSize is a pooled buffer: what one read takes from the socket, and
-// the most a dialled connection gathers for one write (clientBody).
+// the most a dialled connection writes at once (Client).
 const chunkSize = 4 << 10
 
 var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -14,7 +13,6 @@ import (
 	"cloud.google.com/go/auth"
 	"google.golang.org/genai"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 )
 
@@ -151,56 +149,17 @@ func vertexModelName(project, location, name string) string {
 	return "projects/" + project + "/locations/" + location + "/" + name
 }
 
-// dialTimeout bounds the TCP connect (Connect's context bounds the whole
-// handshake too).
+// dialTimeout bounds the dial: TCP connect, a proxy's CONNECT, TLS and the
+// WebSocket handshake (Connect's context bounds them too).
 const dialTimeout = 10 * time.Second
 
-// newHTTPClient is the client WebSocket handshakes go through. Every
-// connection it dials keeps a write deadline at least writeTimeout ahead
-// of each write, which bounds every frame written (data, pong, close)
-// without a context per write. Connections are never pooled: each is upgraded and
-// then owned by its session. A session waiting for its next message holds
-// no buffer of the connection's (wsbuf: reads wait on the socket holding
-// none, writes gather a frame in a pooled buffer, the library's own are
-// 16 and 256 bytes).
-func newHTTPClient(writeTimeout time.Duration) *http.Client {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &wsbuf.Transport{Base: &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return wsbuf.ReadLean(ctx, &deadlineConn{Conn: c, timeout: writeTimeout}, c), nil
-		},
-		TLSHandshakeTimeout: dialTimeout,
-		DisableKeepAlives:   true,
-	}}}
-}
-
-// deadlineConn bounds every write: a write the peer does not take within
-// timeout (at most twice that) fails with os.ErrDeadlineExceeded.
-//
-// Setting a socket's deadline re-arms a runtime timer, and audio is
-// written 50 times a second; so the deadline is moved only when less than
-// timeout of it is left, to twice timeout ahead. Every write still gets at
-// least timeout, and the timer is touched about once per timeout rather
-// than once per frame. Writes are serialised by the layer above (the
-// WebSocket library's write lock, or TLS's), so until needs no lock.
-type deadlineConn struct {
-	net.Conn
-	timeout time.Duration
-	until   time.Time // the write deadline set on the socket
-}
-
-func (c *deadlineConn) Write(p []byte) (int, error) {
-	if now := clock.Wall.Now(); c.until.Sub(now) < c.timeout {
-		until := now.Add(2 * c.timeout)
-		if err := c.Conn.SetWriteDeadline(until); err != nil {
-			return 0, err
-		}
-		c.until = until
-	}
-	return c.Conn.Write(p)
+// dialOptions are how every connection is dialled: through the proxy the
+// environment names (HTTPS_PROXY for wss, HTTP_PROXY for ws, NO_PROXY), TLS
+// with the system's roots, every write bounded by the write timeout (see
+// wsbuf.Client), and messages up to the read limit. A session waiting for
+// its next message holds no buffer of the connection's (wsbuf: reads wait
+// on the socket holding none, a frame is written from a pooled chunk).
+func dialOptions(opts Options) wsbuf.DialOptions {
+	return wsbuf.DialOptions{WriteTimeout: opts.WriteTimeout, ReadLimit: opts.ReadLimit,
+		ConnectTimeout: dialTimeout, Proxy: http.ProxyFromEnvironment}
 }

@@ -5,10 +5,11 @@
 // on the Gemini API (an API key) or on Vertex AI (project, location and an
 // OAuth access token from the client's credentials).
 //
-// It speaks the wire itself, on github.com/coder/websocket, because the
-// SDK's session costs more than the rest of a voice session together: it
-// decodes every server message into a map, re-encodes and decodes it again,
-// and marshals every 20 ms audio chunk through maps. Here the control
+// It speaks the wire itself, on internal/wsbuf's client (github.com/gobwas/ws
+// framing), because the SDK's session costs more than the rest of a voice
+// session together: it decodes every server message into a map,
+// re-encodes and decodes it again, and marshals every 20 ms audio chunk
+// through maps. Here the control
 // messages are still genai's types (encoded with encoding/json, the same
 // JSON the SDK sends), microphone audio is base64-appended into a reused
 // frame, and model audio is decoded straight from the frame into a reused
@@ -21,11 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
 	"google.golang.org/genai"
 
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
@@ -48,7 +47,7 @@ type Options struct {
 	// Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// WriteTimeout bounds every write to the upstream: a write gets at
-	// least this long and at most twice it (see deadlineConn). A write that
+	// least this long and at most twice it (see wsbuf.Client). A write that
 	// times out ends the connection: an upstream that has not taken a frame
 	// for this long is not keeping up with a live conversation. Default
 	// DefaultWriteTimeout.
@@ -70,11 +69,11 @@ type Options struct {
 
 // Model opens Gemini Live sessions for one model.
 type Model struct {
-	name   string
-	opts   Options
-	ep     endpoint
-	epErr  error // the client's configuration cannot reach Live
-	client *http.Client
+	name  string
+	opts  Options
+	ep    endpoint
+	epErr error // the client's configuration cannot reach Live
+	dial  wsbuf.DialOptions
 }
 
 // New returns a realtime model that connects where client's Live.Connect
@@ -98,7 +97,7 @@ func New(client *genai.Client, name string, opts Options) *Model {
 		opts.ReadLimit = DefaultReadLimit
 	}
 	ep, err := newEndpoint(client.ClientConfig(), name)
-	return &Model{name: name, opts: opts, ep: ep, epErr: err, client: newHTTPClient(opts.WriteTimeout)}
+	return &Model{name: name, opts: opts, ep: ep, epErr: err, dial: dialOptions(opts)}
 }
 
 var _ transport.LiveModel = (*Model)(nil)
@@ -155,19 +154,13 @@ func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) 
 	if err != nil {
 		return nil, err
 	}
-	dctx, park := wsbuf.WithParking(ctx, m.ep.url)
-	conn, resp, err := websocket.Dial(dctx, m.ep.url, &websocket.DialOptions{
-		HTTPClient: m.client, HTTPHeader: header, CompressionMode: websocket.CompressionDisabled,
-	})
+	o := m.dial
+	o.Header = header
+	conn, err := wsbuf.Dial(ctx, m.ep.url, o)
 	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("dial: HTTP %s: %w", resp.Status, err)
-		}
-		return nil, fmt.Errorf("dial: %w", err)
+		return nil, fmt.Errorf("dial: %w", err) // a refused handshake says its HTTP status
 	}
-	conn.SetReadLimit(m.opts.ReadLimit)
 	s := newSession(conn, m.opts.WriteTimeout)
-	s.park = park
 
 	// The session's reads and writes take no context (see Session); during
 	// the connect sequence, ctx ending closes the connection instead.

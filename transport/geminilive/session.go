@@ -1,7 +1,6 @@
 package geminilive
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -60,14 +57,15 @@ const (
 
 // Session is one Gemini Live connection.
 //
-// Reads and writes go to the connection without a context (a context with
-// a Done channel costs coder/websocket an AfterFunc per frame): Close
-// unblocks a blocked read, and every write is bounded by the connection's
-// write deadline (see newHTTPClient).
+// Reads and writes go to the connection without a context: Close unblocks
+// a blocked read, and every write is bounded by the connection's write
+// deadline (see dialOptions). Writes come from several goroutines (the
+// browser reader's microphone audio, the conversation's text and tool
+// responses); the connection serialises them, and the reader's pongs,
+// with its one write lock.
 type Session struct {
-	conn         *websocket.Conn
+	conn         *wsbuf.Client
 	writeTimeout time.Duration
-	park         *wsbuf.Parking // waits for the next message outside the library (read)
 
 	// Owned by the goroutine that calls Recv.
 	rbuf   *[]byte               // from bufs: the message being read and handled; nil between messages
@@ -75,8 +73,7 @@ type Session struct {
 	events []transport.LiveEvent // the last message's events
 	next   int                   // the next event of events to return
 
-	wmu  sync.Mutex // one writer at a time; guards werr
-	werr error      // a write failed: nothing more is written
+	werr atomic.Pointer[error] // a write failed: nothing more is written
 
 	dead      atomic.Bool // err is set
 	emu       sync.Mutex
@@ -86,7 +83,7 @@ type Session struct {
 
 var _ transport.LiveSession = (*Session)(nil)
 
-func newSession(conn *websocket.Conn, writeTimeout time.Duration) *Session {
+func newSession(conn *wsbuf.Client, writeTimeout time.Duration) *Session {
 	return &Session{conn: conn, writeTimeout: writeTimeout}
 }
 
@@ -163,13 +160,12 @@ func (s *Session) Recv() (transport.LiveEvent, error) {
 }
 
 // read waits for the next message holding no buffer, on a shallow stack
-// (the reader's, not the library's, where a voice session's receiver
-// spends most of its life), then reads it into a buffer from bufs, held
-// until doneReading.
+// (the reader's, not a frame-header read's, where a voice session's
+// receiver spends most of its life), then reads it into a buffer from
+// bufs, held until doneReading.
 func (s *Session) read() ([]byte, error) {
-	s.park.Wait()
-	_, r, err := s.conn.Reader(context.Background())
-	if err != nil {
+	s.conn.Wait()
+	if err := s.conn.Next(); err != nil {
 		return nil, err
 	}
 	s.rbuf = getBuf()
@@ -178,7 +174,7 @@ func (s *Session) read() ([]byte, error) {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, max(minBuffer, cap(b)))
 		}
-		n, err := r.Read(b[len(b):cap(b)])
+		n, err := s.conn.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
 			break
@@ -202,17 +198,21 @@ func (s *Session) doneReading() {
 // readError turns the first read error into what Recv reports: the close
 // frame's code and reason, 1006 when the peer vanished without one.
 func readError(err error) error {
-	var ce websocket.CloseError
+	var ce *wsbuf.CloseError
 	switch {
 	case errors.As(err, &ce):
-		return &transport.CloseError{Code: int(ce.Code), Reason: ce.Reason}
+		return &transport.CloseError{Code: ce.Code, Reason: ce.Reason}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &transport.CloseError{Code: int(websocket.StatusAbnormalClosure), Reason: "unexpected EOF"}
+		return &transport.CloseError{Code: abnormalClosure, Reason: "unexpected EOF"}
 	case errors.Is(err, syscall.ECONNRESET):
-		return &transport.CloseError{Code: int(websocket.StatusAbnormalClosure), Reason: "connection reset"}
+		return &transport.CloseError{Code: abnormalClosure, Reason: "connection reset"}
 	}
 	return fmt.Errorf("gemini live: receive: %w", err)
 }
+
+// abnormalClosure is the close code of a connection that ended without a
+// close frame (RFC 6455 §7.1.5).
+const abnormalClosure = 1006
 
 // SendAudio implements transport.LiveSession. The chunk is base64-encoded
 // into a frame from bufs, given back once written: no allocation.
@@ -225,9 +225,7 @@ func (s *Session) SendAudio(pcm16k []byte) error {
 	b = base64.StdEncoding.AppendEncode(b, pcm16k)
 	b = append(b, audioSuffix...)
 	*bp = b
-	s.wmu.Lock()
-	err := s.writeLocked(b)
-	s.wmu.Unlock()
+	err := s.write(b)
 	putBuf(bp)
 	return err
 }
@@ -271,35 +269,30 @@ func (s *Session) SendToolResponses(results []transport.FunctionResult) error {
 	return s.write(b)
 }
 
+// write writes one text frame (the SDK sends every client message as
+// text). A write that times out ends the connection. Any other write error
+// (the peer went away) only stops further writes: the reader is about to
+// see why, and a close frame's code and reason say more than a broken
+// pipe.
 func (s *Session) write(b []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.writeLocked(b)
-}
-
-// writeLocked writes one text frame (the SDK sends every client message
-// as text); s.wmu is held. A write that times out ends the connection. Any
-// other write error (the peer went away) only stops further writes: the
-// reader is about to see why, and a close frame's code and reason say more
-// than a broken pipe.
-func (s *Session) writeLocked(b []byte) error {
 	if err := s.unusable(); err != nil {
 		return err
 	}
-	err := s.conn.Write(context.Background(), websocket.MessageText, b)
+	err := s.conn.WriteText(b)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.fail(fmt.Errorf("gemini live: write timed out (no progress in at least %v): the upstream is not reading", s.writeTimeout))
 	default:
-		s.werr = fmt.Errorf("gemini live: send: %w", err)
+		werr := fmt.Errorf("gemini live: send: %w", err)
+		s.werr.CompareAndSwap(nil, &werr)
 	}
 	return s.unusable()
 }
 
 // unusable is what a send returns once nothing more can be written, or
-// nil; s.wmu is held.
+// nil.
 func (s *Session) unusable() error {
 	if s.dead.Load() {
 		err := s.cause()
@@ -308,8 +301,8 @@ func (s *Session) unusable() error {
 		}
 		return fmt.Errorf("%w: %w", ErrEnded, err)
 	}
-	if s.werr != nil {
-		return fmt.Errorf("%w: %w", ErrEnded, s.werr)
+	if werr := s.werr.Load(); werr != nil {
+		return fmt.Errorf("%w: %w", ErrEnded, *werr)
 	}
 	return nil
 }
@@ -332,7 +325,7 @@ func (s *Session) fail(cause error) error {
 	}
 	err := s.err
 	s.emu.Unlock()
-	_ = s.conn.CloseNow()
+	_ = s.conn.Close()
 	return err
 }
 

@@ -1,0 +1,195 @@
+package wsbuf
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gobwas/ws"
+)
+
+// DialOptions tune Dial.
+type DialOptions struct {
+	// Header goes with the handshake request.
+	Header http.Header
+	// WriteTimeout bounds every write: a frame the peer does not take
+	// within it (at most twice it) fails with os.ErrDeadlineExceeded.
+	WriteTimeout time.Duration
+	// ReadLimit is the largest message Read returns; a longer one fails
+	// with ErrMessageTooBig.
+	ReadLimit int64
+	// ConnectTimeout bounds the TCP connect, a proxy's CONNECT, the TLS
+	// and the WebSocket handshakes together (ctx bounds them too); 0: none
+	// but ctx.
+	ConnectTimeout time.Duration
+	// Proxy, if not nil, names the proxy for a request to the URL's host
+	// (as http.Transport's Proxy: the wss URL asked as https, ws as http),
+	// nil for none; http.ProxyFromEnvironment reads HTTPS_PROXY,
+	// HTTP_PROXY and NO_PROXY. The connection goes through an http or
+	// https proxy with CONNECT, with the proxy URL's user and password as
+	// basic Proxy-Authorization.
+	Proxy func(*http.Request) (*url.URL, error)
+	// TLSConfig is the TLS configuration of a wss URL (nil: the system's
+	// roots); its ServerName, if empty, is the URL's host, sent as SNI and
+	// verified against the certificate.
+	TLSConfig *tls.Config
+}
+
+// Dial opens a WebSocket client connection to a ws:// or wss:// URL,
+// without compression or subprotocol. A refused handshake fails with a
+// *HandshakeError carrying the response's status.
+func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return nil, fmt.Errorf("websocket: dial %s: the scheme is not ws or wss", rawURL)
+	}
+	proxy, err := proxyFor(o.Proxy, u)
+	if err != nil {
+		return nil, fmt.Errorf("websocket: proxy: %w", err)
+	}
+	var sock net.Conn // the TCP connection, once dialled
+	var refused *HandshakeError
+	d := ws.Dialer{
+		Timeout: o.ConnectTimeout,
+		Header:  ws.HandshakeHeaderHTTP(o.Header),
+		NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialTCP(ctx, network, addr, proxy)
+			sock = c
+			return c, err
+		},
+		TLSConfig: o.TLSConfig,
+		OnStatusError: func(status int, reason []byte, _ io.Reader) {
+			refused = &HandshakeError{StatusCode: status, Status: fmt.Sprintf("%d %s", status, reason)}
+		},
+	}
+	conn, br, _, err := d.Dial(ctx, u.String())
+	if err != nil {
+		if refused != nil {
+			return nil, refused
+		}
+		return nil, err
+	}
+	c := &Client{sock: sock, conn: conn, pre: br, limit: o.ReadLimit, timeout: o.WriteTimeout}
+	if conn == sock {
+		c.lean = newSockReader(sock)
+	}
+	return c, nil
+}
+
+// HandshakeError is a handshake the server answered with another status
+// than 101.
+type HandshakeError struct {
+	StatusCode int
+	Status     string // e.g. "403 Forbidden"
+}
+
+func (e *HandshakeError) Error() string {
+	return "websocket: the server refused the handshake: HTTP " + e.Status
+}
+
+// tcpDialer dials the server or the proxy.
+var tcpDialer = net.Dialer{KeepAlive: 30 * time.Second}
+
+// proxyFor is the proxy for u, or nil.
+func proxyFor(proxy func(*http.Request) (*url.URL, error), u *url.URL) (*url.URL, error) {
+	if proxy == nil {
+		return nil, nil
+	}
+	scheme := "http"
+	if u.Scheme == "wss" {
+		scheme = "https"
+	}
+	return proxy(&http.Request{Method: http.MethodGet, URL: &url.URL{Scheme: scheme, Host: u.Host, Path: u.Path},
+		Header: http.Header{}, Host: u.Host})
+}
+
+// dialTCP connects to addr, directly or through proxy with CONNECT.
+func dialTCP(ctx context.Context, network, addr string, proxy *url.URL) (net.Conn, error) {
+	if proxy == nil {
+		return tcpDialer.DialContext(ctx, network, addr)
+	}
+	var port string
+	switch proxy.Scheme {
+	case "http":
+		port = "80"
+	case "https":
+		port = "443"
+	default:
+		return nil, fmt.Errorf("websocket: proxy %s: only http and https proxies are supported", proxy.Redacted())
+	}
+	paddr := proxy.Host
+	if proxy.Port() == "" {
+		paddr = net.JoinHostPort(proxy.Hostname(), port)
+	}
+	raw, err := tcpDialer.DialContext(ctx, network, paddr)
+	if err != nil {
+		return nil, err
+	}
+	c := raw
+	if proxy.Scheme == "https" {
+		tc := tls.Client(raw, &tls.Config{ServerName: proxy.Hostname()})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		c = tc
+	}
+	if err := connect(ctx, c, addr, proxy); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("websocket: proxy %s: %w", proxy.Redacted(), err)
+	}
+	return c, nil
+}
+
+// connect asks the proxy on c for a tunnel to addr.
+func connect(ctx context.Context, c net.Conn, addr string, proxy *url.URL) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+		defer func() { _ = c.SetDeadline(time.Time{}) }()
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var req strings.Builder
+	req.WriteString("CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n")
+	if u := proxy.User; u != nil {
+		pass, _ := u.Password()
+		req.WriteString("Proxy-Authorization: Basic " +
+			base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pass)) + "\r\n")
+	}
+	req.WriteString("\r\n")
+	if _, err := io.WriteString(c, req.String()); err != nil {
+		return err
+	}
+	// The response is read a byte at a time, so that nothing past it (the
+	// server's first bytes) is taken from the tunnel.
+	resp, err := http.ReadResponse(bufio.NewReaderSize(byteReader{c}, 16), &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	// The body is not closed: a 2xx CONNECT has none, and closing one of
+	// unknown length would read the tunnel.
+	if resp.StatusCode != http.StatusOK {
+		return errors.New("CONNECT answered " + resp.Status)
+	}
+	return nil
+}
+
+// byteReader reads one byte at a time.
+type byteReader struct{ r io.Reader }
+
+func (b byteReader) Read(p []byte) (int, error) { return b.r.Read(p[:min(len(p), 1)]) }
