@@ -74,6 +74,11 @@ func classifyGo(stack []string) string {
 			return partMasking
 		}
 		return partFraming
+	case strings.HasPrefix(leaf, "github.com/gobwas/ws."):
+		if strings.Contains(strings.ToLower(leaf), "cipher") {
+			return partMasking
+		}
+		return partFraming
 	case strings.HasPrefix(leaf, ownModule+"internal/wsbuf."):
 		return partFraming
 	case strings.HasPrefix(leaf, "encoding/json."),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+	xproxy "golang.org/x/net/proxy"
 )
 
 // DialOptions tune Dial.
@@ -36,7 +37,7 @@ type DialOptions struct {
 	// nil for none; http.ProxyFromEnvironment reads HTTPS_PROXY,
 	// HTTP_PROXY and NO_PROXY. The connection goes through an http or
 	// https proxy with CONNECT, with the proxy URL's user and password as
-	// basic Proxy-Authorization.
+	// basic Proxy-Authorization, or through a socks5 one with them.
 	Proxy func(*http.Request) (*url.URL, error)
 	// TLSConfig is the TLS configuration of a wss URL (nil: the system's
 	// roots); its ServerName, if empty, is the URL's host, sent as SNI and
@@ -126,8 +127,10 @@ func dialTCP(ctx context.Context, network, addr string, proxy *url.URL) (net.Con
 		port = "80"
 	case "https":
 		port = "443"
+	case "socks5", "socks5h":
+		return dialSOCKS(ctx, network, addr, proxy)
 	default:
-		return nil, fmt.Errorf("websocket: proxy %s: only http and https proxies are supported", proxy.Redacted())
+		return nil, fmt.Errorf("websocket: proxy %s: only http, https and socks5 proxies are supported", proxy.Redacted())
 	}
 	paddr := proxy.Host
 	if proxy.Port() == "" {
@@ -148,6 +151,29 @@ func dialTCP(ctx context.Context, network, addr string, proxy *url.URL) (net.Con
 	}
 	if err := connect(ctx, c, addr, proxy); err != nil {
 		_ = c.Close()
+		return nil, fmt.Errorf("websocket: proxy %s: %w", proxy.Redacted(), err)
+	}
+	return c, nil
+}
+
+// dialSOCKS connects to addr through a SOCKS5 proxy, with the proxy URL's
+// user and password, as http.Transport does for a socks5 proxy.
+func dialSOCKS(ctx context.Context, network, addr string, proxy *url.URL) (net.Conn, error) {
+	var auth *xproxy.Auth
+	if u := proxy.User; u != nil {
+		auth = &xproxy.Auth{User: u.Username()}
+		auth.Password, _ = u.Password()
+	}
+	paddr := proxy.Host
+	if proxy.Port() == "" {
+		paddr = net.JoinHostPort(proxy.Hostname(), "1080")
+	}
+	d, err := xproxy.SOCKS5("tcp", paddr, auth, &tcpDialer)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.(xproxy.ContextDialer).DialContext(ctx, network, addr)
+	if err != nil {
 		return nil, fmt.Errorf("websocket: proxy %s: %w", proxy.Redacted(), err)
 	}
 	return c, nil

@@ -535,3 +535,92 @@ func TestClientDialsThroughAProxy(t *testing.T) {
 		t.Errorf("dial with the wrong proxy credentials = %v, want the proxy's 407", err)
 	}
 }
+
+// Through a SOCKS5 proxy (HTTPS_PROXY=socks5://user:password@host) the
+// connection is the proxy's, with the proxy URL's credentials.
+func TestClientDialsThroughASOCKS5Proxy(t *testing.T) {
+	plain := echoServer(t, make(chan bool, 8), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { socks5(c) })
+		}
+	})
+	pu := &url.URL{Scheme: "socks5", Host: ln.Addr().String(), User: url.UserPassword("u", "pw")}
+	c := clientDial(t, "ws"+strings.TrimPrefix(plain.URL, "http"),
+		DialOptions{Proxy: func(*http.Request) (*url.URL, error) { return pu, nil }})
+	if err := c.WriteText([]byte("via socks")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMessage(c); err != nil || string(got) != "via socks" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+	_ = c.Close()
+}
+
+// socks5 serves one SOCKS5 connection (RFC 1928, user "u" password "pw"
+// per RFC 1929), a CONNECT to a host:port, and pipes it.
+func socks5(c net.Conn) {
+	defer func() { _ = c.Close() }()
+	br := bufio.NewReader(c)
+	next := func(n int) []byte {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return nil
+		}
+		return b
+	}
+	if h := next(2); h == nil || next(int(h[1])) == nil {
+		return
+	}
+	_, _ = c.Write([]byte{5, 2}) // username/password
+	ver := next(2)
+	if ver == nil {
+		return
+	}
+	user := string(next(int(ver[1])))
+	pass := string(next(int(next(1)[0])))
+	if user != "u" || pass != "pw" {
+		_, _ = c.Write([]byte{1, 1})
+		return
+	}
+	_, _ = c.Write([]byte{1, 0})
+	req := next(4) // 5, CONNECT, 0, address type
+	if req == nil {
+		return
+	}
+	var host string
+	switch req[3] {
+	case 1:
+		host = net.IP(next(4)).String()
+	case 3:
+		host = string(next(int(next(1)[0])))
+	default:
+		return
+	}
+	port := next(2)
+	up, err := net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(int(port[0])<<8|int(port[1]))))
+	if err != nil {
+		_, _ = c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
+		return
+	}
+	defer func() { _ = up.Close() }()
+	_, _ = c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0})
+	go func() {
+		_, _ = io.Copy(up, br)
+		_ = up.(*net.TCPConn).CloseWrite()
+	}()
+	_, _ = io.Copy(c, up)
+}
