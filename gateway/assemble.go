@@ -226,18 +226,22 @@ func watchSessions(gw *gateway, log *slog.Logger) {
 
 // redisClient connects to REDIS_URL, or starts the embedded miniredis.
 func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClient, error) {
-	url, mode := string(cfg.RedisURL), cfg.RedisMode
-	if url == "" {
-		mr, err := store.StartEmbedded()
-		if err != nil {
-			return nil, fmt.Errorf("start embedded redis: %w", err)
+	var (
+		rdb redis.UniversalClient
+		err error
+	)
+	if cfg.RedisURL == "" {
+		mr, serr := store.StartEmbedded()
+		if serr != nil {
+			return nil, fmt.Errorf("start embedded redis: %w", serr)
 		}
 		gw.closers = append(gw.closers, mr.Close)
-		url = "redis://" + mr.Addr()
 		log.Warn("no REDIS_URL: using an embedded in-process miniredis; session state lives only in this process "+
 			"and resume works only on this node", "addr", mr.Addr())
+		rdb, err = mr.Client(cfg.RedisTimeout)
+	} else {
+		rdb, err = store.NewRedisModeClient(cfg.RedisMode, string(cfg.RedisURL), cfg.RedisTimeout)
 	}
-	rdb, err := store.NewRedisModeClient(mode, url, cfg.RedisTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,15 @@ func NewRedisClient(rawURL string, timeout time.Duration) (redis.UniversalClient
 // mode it fits. Errors never repeat the URL's passwords. It does not
 // connect; the first command does.
 func NewRedisModeClient(m RedisMode, rawURL string, timeout time.Duration) (redis.UniversalClient, error) {
+	o, err := clientOptions(m, rawURL, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewUniversalClient(o), nil
+}
+
+// clientOptions are NewRedisModeClient's options.
+func clientOptions(m RedisMode, rawURL string, timeout time.Duration) (*redis.UniversalOptions, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("redis client: timeout must be positive, got %v", timeout)
 	}
@@ -94,7 +103,7 @@ func NewRedisModeClient(m RedisMode, rawURL string, timeout time.Duration) (redi
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	o.ReadBufferSize, o.WriteBufferSize = connBufferSize, connBufferSize
 	o.PipelineReadBufferSize, o.PipelineWriteBufferSize = pipelineBufferSize, pipelineBufferSize
-	return redis.NewUniversalClient(o), nil
+	return o, nil
 }
 
 // The buffers of one pooled Redis connection. go-redis defaults to 32 KiB

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
 )
@@ -66,3 +67,28 @@ func (e *Embedded) Close() {
 	<-e.done
 	e.Miniredis.Close()
 }
+
+// Client is a client of the embedded store, as NewRedisClient's but for
+// its pool: it keeps at most EmbeddedIdleConns connections once a burst
+// of calls is over. miniredis runs one command at a time, under one lock;
+// a burst of session starts opens a connection for each call waiting
+// there, and go-redis kept every one: 27 after 200 voice sessions started
+// at once, each with its buffers at both ends and two goroutines of
+// miniredis's whose stacks grew running Lua — about 5 KB of the gateway's
+// memory a session (docs/benchmarks.md, "third pass"). A burst still gets
+// as many connections as against Redis (a smaller pool makes calls queue
+// for one, and session starts time out on a busy machine); what is left
+// idle beyond EmbeddedIdleConns is closed. Pipelines take the same
+// connections (no pool of their own, whose buffers are 16 KiB).
+func (e *Embedded) Client(timeout time.Duration) (redis.UniversalClient, error) {
+	o, err := clientOptions(RedisSingle, "redis://"+e.Addr(), timeout)
+	if err != nil {
+		return nil, err
+	}
+	o.MaxIdleConns, o.PipelinePoolSize = EmbeddedIdleConns, -1
+	return redis.NewUniversalClient(o), nil
+}
+
+// EmbeddedIdleConns is how many idle connections a Client of the embedded
+// store keeps.
+const EmbeddedIdleConns = 4

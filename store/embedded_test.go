@@ -3,8 +3,12 @@ package store
 import (
 	"context"
 	"net"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
@@ -56,4 +60,53 @@ func TestEmbeddedStoreExpiresKeysOnTheWallClock(t *testing.T) {
 	if c.Exists(ctx, "kept").Val() != 1 {
 		t.Error("a key without a TTL expired")
 	}
+}
+
+// A burst of calls (a burst of session starts) leaves no more connections
+// to the embedded store open than its client keeps idle: each one left
+// would stay, with its buffers and miniredis's two goroutines, for the
+// process's life.
+func TestEmbeddedClientKeepsFewConnectionsAfterABurst(t *testing.T) {
+	mr, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	c, err := mr.Client(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := range 100 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs <- c.Incr(ctx, "calls").Err()
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "k"+strconv.Itoa(i), "v", time.Hour)
+				p.Incr(ctx, "calls")
+				return nil
+			})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Get(ctx, "calls").Val(); n != "200" {
+		t.Fatalf("calls = %s, want 200", n)
+	}
+	testwait.For(t, "the burst's surplus connections to close", func() bool {
+		return mr.CurrentConnectionCount() <= EmbeddedIdleConns
+	})
 }
