@@ -288,6 +288,8 @@ type stallingStore struct {
 	gate    atomic.Pointer[chan struct{}] // nil: not held back
 	waiting atomic.Int64                  // calls held back now
 	fail    atomic.Bool                   // Create fails (after the hold)
+	mu      sync.Mutex
+	marks   [][]string // the sessions of each MarkLive
 }
 
 // stall holds every BeginTurn and Create back until the returned func is
@@ -330,4 +332,19 @@ func (s *stallingStore) Create(ctx context.Context, rec store.Record) (store.Rec
 		return store.Record{}, "", errors.New("redis: connection refused")
 	}
 	return s.Store.Create(ctx, rec)
+}
+
+// MarkLive notes the sessions of every write to the live index.
+func (s *stallingStore) MarkLive(ctx context.Context, node string, ids []string, ttl time.Duration) error {
+	s.mu.Lock()
+	s.marks = append(s.marks, slices.Clone(ids))
+	s.mu.Unlock()
+	return s.Store.MarkLive(ctx, node, ids, ttl)
+}
+
+// liveMarks is the sessions of each write to the live index so far.
+func (s *stallingStore) liveMarks() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.marks)
 }

@@ -182,3 +182,10 @@ func (m *Manager) HeldParts() Held {
 	}
 	return h
 }
+
+// RunPresence runs the loop that keeps this node's sessions in the live
+// index (as Watch does) until ctx ends.
+func (m *Manager) RunPresence(ctx context.Context) { m.presence(ctx) }
+
+// RenewLive is the presence loop's periodic renewal, now.
+func (m *Manager) RenewLive(ctx context.Context) { m.markLive(ctx, m.liveIDs()) }

@@ -84,6 +84,8 @@ type Manager struct {
 	lostAt   atomic.Int64
 	pinger   chan struct{} // closed to stop the keepalive goroutine; nil when none runs
 	liveKick chan struct{} // wakes the presence loop: a session started here
+	liveNew  []string      // sessions started here since the presence loop last woke
+	liveAll  bool          // too many for liveNew: the loop renews every session
 	wg       sync.WaitGroup
 }
 

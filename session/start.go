@@ -154,7 +154,7 @@ func (s *session) start(msg protocol.ClientMessage) bool {
 	if !ready.Resumed {
 		s.greet() // a resumed session was greeted when it started
 	}
-	s.m.kickPresence()
+	s.m.kickPresence(s.st.record().ID)
 	s.m.Metrics.SessionLive(s.id.Channel)
 	s.log().Info("session ready", "channel", s.id.Channel, "user", s.id.User, "resumed", ready.Resumed, "turn", ready.Turn,
 		"profile", s.asks.profileName(),

@@ -98,8 +98,10 @@ func (s *session) leave(d protocol.Disconnect) {
 const DefaultLiveTTL = 30 * time.Second
 
 // presence keeps this node's live sessions in the store's live index
-// until ctx ends: at once when a session starts here, and every third of
-// LiveTTL.
+// until ctx ends: every third of LiveTTL all of them, and a session that
+// starts here at once, alone (kickPresence): a ramp of starts writes each
+// new session once, not the whole index per start (a round trip per
+// markLiveBatch of sessions).
 func (m *Manager) presence(ctx context.Context) {
 	ttl := m.cfg.LiveTTL
 	t := clock.Wall.NewTicker(ttl / 3)
@@ -109,26 +111,70 @@ func (m *Manager) presence(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			m.markLive(ctx, m.liveIDs())
 		case <-m.liveKick:
-		}
-		m.mu.Lock()
-		ids := make([]string, 0, len(m.live))
-		for id, s := range m.live {
-			if s.started.Load() {
-				ids = append(ids, id)
+			m.mu.Lock()
+			fresh, all := m.liveNew, m.liveAll
+			m.liveNew, m.liveAll = nil, false
+			m.mu.Unlock()
+			if all {
+				m.markLive(ctx, m.liveIDs())
+			} else if ids := m.stillLive(fresh); len(ids) > 0 {
+				m.markLive(ctx, ids)
 			}
 		}
-		m.mu.Unlock()
-		sctx, cancel := context.WithTimeout(ctx, m.cfg.StoreTimeout)
-		if err := m.Store.MarkLive(sctx, m.cfg.Node, ids, ttl); err != nil && ctx.Err() == nil {
-			m.Log.Warn("could not renew this node's live sessions in the store", "err", err)
-		}
-		cancel()
 	}
 }
 
-// kickPresence asks the presence loop to write the live index now.
-func (m *Manager) kickPresence() {
+// liveIDs lists the sessions started and live here.
+func (m *Manager) liveIDs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.live))
+	for id, s := range m.live {
+		if s.started.Load() {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// stillLive keeps of ids (in place) the sessions still live here.
+func (m *Manager) stillLive(ids []string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := ids[:0]
+	for _, id := range ids {
+		if s := m.live[id]; s != nil && s.started.Load() {
+			kept = append(kept, id)
+		}
+	}
+	return kept
+}
+
+// liveNewMax bounds the sessions kickPresence keeps for the presence loop.
+const liveNewMax = 512
+
+// markLive writes ids into the live index for LiveTTL.
+func (m *Manager) markLive(ctx context.Context, ids []string) {
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StoreTimeout)
+	defer cancel()
+	if err := m.Store.MarkLive(sctx, m.cfg.Node, ids, m.cfg.LiveTTL); err != nil && ctx.Err() == nil {
+		m.Log.Warn("could not renew this node's live sessions in the store", "err", err)
+	}
+}
+
+// kickPresence asks the presence loop to write session id into the live
+// index now. Past liveNewMax sessions waiting (a burst, or no loop
+// running) it asks for all of them instead of holding more ids.
+func (m *Manager) kickPresence(id string) {
+	m.mu.Lock()
+	if len(m.liveNew) < liveNewMax {
+		m.liveNew = append(m.liveNew, id)
+	} else {
+		m.liveNew, m.liveAll = nil, true
+	}
+	m.mu.Unlock()
 	select {
 	case m.liveKick <- struct{}{}:
 	default:

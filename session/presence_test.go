@@ -1,0 +1,61 @@
+package session_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
+)
+
+// A session starting on a node that holds others already writes itself
+// into the live index, not every session again (at 20 000 sessions that
+// was some 40 round trips per start); the periodic renewal still renews
+// them all.
+func TestASessionStartWritesOnlyItselfIntoTheLiveIndex(t *testing.T) {
+	c := newCore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { c.mgr.RunPresence(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	marked := func() map[string]bool {
+		seen := map[string]bool{}
+		for _, ids := range c.store.liveMarks() {
+			for _, id := range ids {
+				seen[id] = true
+			}
+		}
+		return seen
+	}
+	var ids []string
+	for range 5 {
+		_, ready := c.start(nil)
+		ids = append(ids, ready.SessionID)
+	}
+	testwait.For(t, "the five sessions to be in the live index", func() bool {
+		seen := marked()
+		for _, id := range ids {
+			if !seen[id] {
+				return false
+			}
+		}
+		return true
+	})
+
+	before := len(c.store.liveMarks())
+	_, ready := c.start(nil)
+	testwait.For(t, "the sixth session to be in the live index", func() bool { return marked()[ready.SessionID] })
+	if writes := c.store.liveMarks()[before:]; len(writes) != 1 || !slices.Equal(writes[0], []string{ready.SessionID}) {
+		t.Fatalf("the sixth start wrote %v into the live index, want only [%s]", writes, ready.SessionID)
+	}
+
+	c.mgr.RenewLive(ctx)
+	all := c.store.liveMarks()
+	renewed := slices.Sorted(slices.Values(all[len(all)-1]))
+	want := slices.Sorted(slices.Values(append(ids, ready.SessionID)))
+	if !slices.Equal(renewed, want) {
+		t.Errorf("the periodic renewal wrote %v, want all six sessions %v", renewed, want)
+	}
+}
