@@ -721,6 +721,11 @@ func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
 	}
 	first := openCall(t, cfgA, ans)
 	u := nextUpstream(t, scriptA)
+	// The start's record and the call's stream lease are one Redis call,
+	// not two.
+	if starts, leases := redisCalls(t, a, "call_start"), redisCalls(t, a, "lease_acquire"); starts != 1 || leases != 0 {
+		t.Fatalf("the stream's start made %d call_start and %d lease_acquire Redis calls, want 1 and 0", starts, leases)
+	}
 	must(t, first.Hangup(callCtx(t)))
 	u.waitEnded()
 	testwait.For(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
@@ -741,6 +746,30 @@ func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
 
 	// The carrier's own new answer for the call is a new start.
 	newStartHears(t, cfgB, scriptB, "the call's new stream")
+}
+
+// redisCalls is how many Redis calls g's store made for op
+// (turnstile_redis_duration_seconds' count).
+func redisCalls(t *testing.T, g *testGateway, op string) uint64 {
+	t.Helper()
+	mfs, err := g.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() != "turnstile_redis_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" && l.GetValue() == op {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
 }
 
 // newStartHears asks the carrier's webhook for a new answer on cfg's node,

@@ -13,6 +13,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/telephony"
 )
 
 // Retry-After of the admission refusals.
@@ -138,17 +139,59 @@ func (a *admission) admitUser(ctx context.Context, user string) (release func(),
 		"per-user connection limit not enforced: Redis did not answer; connection admitted")
 }
 
-// admitCall takes the one lease a call's stream may hold across the fleet;
-// release ends it at once. ok is false when another stream of the call
-// holds it, on any node. Without a store it admits (the node's own check,
-// streamingCalls, still refuses a second stream here); when Redis does not
-// answer it admits as admitUser does.
-func (a *admission) admitCall(ctx context.Context, callSID string) (release func(), ok bool) {
-	if a.stop == nil {
-		return func() {}, true
+// callVerdict is admitCall's answer to a call's stream.
+type callVerdict int
+
+const (
+	callAdmitted  callVerdict = iota
+	callReplayed              // its signed start was used by a stream before
+	callElsewhere             // another stream of the call holds its lease
+)
+
+// admitCall opens a call's stream across the fleet: the first use of its
+// signed start (signature) is recorded and the one lease a call's stream
+// may hold is taken, in one round trip (starts.StartCallStream); release
+// ends the lease at once. Without starts only the lease is taken
+// (AcquireLease); without a store to renew leases in, only the start is
+// recorded. When Redis does not answer the stream is admitted (only the
+// start's age bounds a replay then, and the node's own check,
+// streamingCalls, the call's streams), the failure counted and logged, and
+// the lease kept locally as admitUser's.
+func (a *admission) admitCall(ctx context.Context, starts CallStarts, callSID, signature string) (release func(), v callVerdict) {
+	group := store.CallLeases(callSID)
+	leased := a.stop != nil
+	if starts == nil {
+		if !leased {
+			return func() {}, callAdmitted
+		}
+		release, ok := a.lease(ctx, group, 1,
+			"one stream per call not enforced across nodes: Redis did not answer; stream admitted")
+		if !ok {
+			return nil, callElsewhere
+		}
+		return release, callAdmitted
 	}
-	return a.lease(ctx, store.CallLeases(callSID), 1,
-		"one stream per call not enforced across nodes: Redis did not answer; stream admitted")
+	st := store.CallStreamStart{CallSID: callSID, Signature: signature, ReplayTTL: telephony.ReplayWindow}
+	if leased {
+		st.Holder, st.LeaseTTL = newLeaseID(), a.ttl
+	}
+	first, admitted, err := starts.StartCallStream(ctx, st)
+	switch {
+	case err != nil:
+		// redis_errors_total{op="call_start"} counts it (the store's hook).
+		if count, ok := a.throttle.Note("call_start_failed", clock.Wall.Now(), 1); ok {
+			a.log.Warn("replayed call starts not refused: Redis did not answer; stream admitted", "err", err,
+				"count", count)
+		}
+	case !first:
+		return nil, callReplayed
+	case !admitted:
+		return nil, callElsewhere
+	}
+	if !leased {
+		return func() {}, callAdmitted
+	}
+	return a.hold(group, st.Holder), callAdmitted
 }
 
 // lease takes a lease in group under limit, and keeps it renewed until
@@ -166,6 +209,12 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 	} else if !admitted {
 		return nil, false
 	}
+	return a.hold(group, id), true
+}
+
+// hold keeps holder id's lease in group renewed until release, which ends
+// it at once.
+func (a *admission) hold(group, id string) (release func()) {
 	a.mu.Lock()
 	if a.held[group] == nil {
 		a.held[group] = map[string]struct{}{}
@@ -188,7 +237,7 @@ func (a *admission) lease(ctx context.Context, group string, limit int, failOpen
 					"err", err, "expires_in", a.ttl, "count", count)
 			}
 		}
-	}, true
+	}
 }
 
 // renew extends every lease this node holds, three times per TTL and when

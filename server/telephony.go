@@ -14,6 +14,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/session"
+	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/telephony"
 )
 
@@ -35,8 +36,9 @@ type Telephony struct {
 	// telephony.DefaultHangupWait.
 	HangupWait time.Duration
 	// Starts remembers which signed stream starts a stream has used, across
-	// the fleet, so that a start sent again is refused; nil: only the
-	// start's age bounds a replay.
+	// the fleet, so that a start sent again is refused, and takes the call's
+	// one stream lease in the same round trip; nil: only the start's age
+	// bounds a replay (and the lease is taken alone).
 	Starts CallStarts
 	// BodyTimeout bounds the reading of a webhook's body, from the end of
 	// its headers; default DefaultWebhookBodyTimeout. A client that sends
@@ -45,11 +47,15 @@ type Telephony struct {
 	BodyTimeout time.Duration
 }
 
-// CallStarts records the first use of each signed stream start (the
-// store's RedisStore implements it). first is false for a start a stream
-// used before, on any node, within ttl. Errors mean Redis did not answer.
+// CallStarts opens a phone call's stream across the fleet in one round
+// trip (the store's RedisStore implements it): it records the first use
+// of the stream's signed start and, when it is the first, takes the call's
+// one stream lease (store.CallLeases) for st.Holder unless that is "".
+// first is false for a start a stream used before, on any node, within
+// st.ReplayTTL; admitted is false when another stream of the call holds
+// the lease. Errors mean Redis did not answer.
 type CallStarts interface {
-	UseCallStart(ctx context.Context, callSID, signature string, ttl time.Duration) (first bool, err error)
+	StartCallStream(ctx context.Context, st store.CallStreamStart) (first, admitted bool, err error)
 }
 
 // DefaultWebhookBodyTimeout is Telephony.BodyTimeout's default: a carrier
@@ -66,9 +72,9 @@ const (
 )
 
 // streamingCalls is the calls with a stream on this node: a second stream
-// for a call already streaming is refused here without a round trip, and
-// when Redis does not answer (the fleet-wide check, admission.admitCall,
-// then lets it through).
+// for a call already streaming here is refused even when Redis does not
+// answer (the fleet-wide check, admission.admitCall, then lets it
+// through).
 type streamingCalls struct {
 	mu  sync.Mutex
 	ids map[string]struct{}
@@ -85,6 +91,13 @@ func (c *streamingCalls) add(id string) bool {
 	}
 	c.ids[id] = struct{}{}
 	return true
+}
+
+func (c *streamingCalls) has(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.ids[id]
+	return ok
 }
 
 func (c *streamingCalls) remove(id string) {
@@ -228,7 +241,9 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		_ = ws.Close(websocket.StatusPolicyViolation, "no valid start")
 		return
 	}
-	if !s.firstStart(ctx, t, call.ID, b.StartSignature()) {
+	leaveCall, verdict := s.admit.admitCall(ctx, t.Starts, call.ID, b.StartSignature())
+	switch verdict {
+	case callReplayed:
 		s.telephonyEvent(t, metrics.TelephonyStreamReplayed)
 		if count, ok := s.throttle.Note("telephony_replayed_start", clock.Wall.Now(), 1); ok {
 			log.Warn("telephony stream refused: its signed start was used by a stream before (a replayed start: "+
@@ -237,7 +252,17 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		}
 		_ = ws.Close(websocket.StatusPolicyViolation, "replayed start")
 		return
+	case callElsewhere:
+		where := " on another node"
+		if s.calls.has(call.ID) {
+			where = ""
+		}
+		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
+		log.Warn("telephony stream refused: the call already has a stream"+where, "call", call.ID)
+		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
+		return
 	}
+	defer leaveCall()
 	if !s.calls.add(call.ID) {
 		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
 		log.Warn("telephony stream refused: the call already has a stream", "call", call.ID)
@@ -245,14 +270,6 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		return
 	}
 	defer s.calls.remove(call.ID)
-	leaveCall, ok := s.admit.admitCall(ctx, call.ID)
-	if !ok {
-		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
-		log.Warn("telephony stream refused: the call already has a stream on another node", "call", call.ID)
-		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
-		return
-	}
-	defer leaveCall()
 	user := t.Signer.Pseudonym(call.From)
 	leaveUser, ok := s.admit.admitUser(ctx, user)
 	if !ok {
@@ -264,25 +281,6 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	log.Info("call stream started", "call", call.ID, "user", user)
 	s.d.Sessions.ServeWire(ctx, b, hw.Conn, session.Identity{User: user, Channel: t.Carrier.Channel(),
 		Prompt: telephony.Prompt, Pinned: true, ClientIP: s.cfg.TrustedProxies.ClientIP(r)})
-}
-
-// firstStart records the first use of a call's signed start and reports
-// whether this is it. When Redis does not answer the stream is admitted
-// (only the start's age bounds a replay then), the failure counted
-// (redis_errors_total{op="call_start"}) and logged.
-func (s *Server) firstStart(ctx context.Context, t *Telephony, callSID, signature string) bool {
-	if t.Starts == nil {
-		return true
-	}
-	first, err := t.Starts.UseCallStart(ctx, callSID, signature, telephony.ReplayWindow)
-	if err != nil {
-		if count, ok := s.throttle.Note("call_start_failed", clock.Wall.Now(), 1); ok {
-			s.d.Log.Warn("replayed call starts not refused: Redis did not answer; stream admitted", "err", err,
-				"count", count)
-		}
-		return true
-	}
-	return first
 }
 
 // telephonyRefused logs a refused carrier request, at most once per

@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
+	_ "embed"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -17,31 +15,64 @@ import (
 // every node, the first time a stream uses it, so that the same start sent
 // again — by anyone who saw it — is refused however the first stream
 // ended. The record is a plain key on the call's hash tag (beside the
-// call's stream lease), kept a little longer than the start stays valid.
+// call's stream lease, CallLeases), kept a little longer than the start
+// stays valid; one script records it and takes the lease, in one round
+// trip.
+
+//go:embed call_start.lua
+var callStartLua string
+
+var callStartScript = newScript(callStartLua)
 
 func callStartKey(callSID, signature string) string {
 	return "turnstile:call:{" + callSID + "}:start:" + signature
 }
 
-// UseCallStart records the first use of callSID's signed start (signature
-// is the start's signature) and reports whether this was it: false when a
-// stream used the same start before, on any node, within ttl. One round
-// trip (SET NX with an expiry). The error is non-nil only when Redis did
-// not answer; first is then false.
-func (s *RedisStore) UseCallStart(ctx context.Context, callSID, signature string, ttl time.Duration) (bool, error) {
-	var first bool
-	err := s.call(ctx, metrics.RedisCallStart, func(ctx context.Context) error {
-		// Sent once (script.go): a SET NX sent again after its reply was
-		// lost would find its own key and refuse the start as a replay.
-		err := s.c.Process(ctx, once(ctx, "set", callStartKey(callSID, signature), "1", "nx", "px", ttl.Milliseconds()))
-		if errors.Is(err, redis.Nil) {
-			return nil // set before: a replay
-		}
+// CallStreamStart is a phone call's stream asking to start
+// (StartCallStream).
+type CallStreamStart struct {
+	CallSID   string // the carrier's call id
+	Signature string // the signature of the stream's signed start
+	// ReplayTTL is how long the start's use is remembered: at least as
+	// long as the start stays valid.
+	ReplayTTL time.Duration
+	// Holder is the stream's holder id in the call's lease group
+	// (CallLeases, one stream per call), its lease expiring after
+	// LeaseTTL; "": no lease is taken, only the start is recorded.
+	Holder   string
+	LeaseTTL time.Duration
+}
+
+// StartCallStream records the first use of a call's signed start and,
+// when it is the first, takes the call's one stream lease for st.Holder
+// (renewed and released as AcquireLease's): first is false for a start a
+// stream used before, on any node, within ReplayTTL (no lease is taken
+// then); admitted is false when another stream of the call holds the
+// lease. One round trip (a script on the call's hash slot; the first call
+// on a server that has not cached it costs two), sent once (script.go): a
+// start sent again after its reply was lost would find its own record and
+// refuse itself as a replay. The error is non-nil only when Redis did not
+// answer; first and admitted are then false.
+func (s *RedisStore) StartCallStream(ctx context.Context, st CallStreamStart) (first, admitted bool, err error) {
+	if st.CallSID == "" || st.Signature == "" || st.ReplayTTL <= 0 || (st.Holder != "" && st.LeaseTTL <= 0) {
+		return false, false, fmt.Errorf("call start: %+v: need a call, a signature and positive TTLs", st)
+	}
+	err = s.call(ctx, metrics.RedisCallStart, func(ctx context.Context) error {
+		now := s.now()
+		res, err := callStartScript.Run(ctx, s.c,
+			[]string{callStartKey(st.CallSID, st.Signature), CallLeases(st.CallSID)},
+			st.ReplayTTL.Milliseconds(), now.UnixMilli(), now.Add(st.LeaseTTL).UnixMilli(), st.Holder).Int64Slice()
 		if err != nil {
 			return fmt.Errorf("call start: %w", err)
 		}
-		first = true
+		if len(res) != 2 {
+			return fmt.Errorf("call start: script answered %v", res)
+		}
+		first, admitted = res[0] == 1, res[1] == 1
 		return nil
 	})
-	return first, err
+	if err != nil {
+		return false, false, err
+	}
+	return first, admitted, nil
 }
