@@ -291,8 +291,9 @@ func TestVoiceStartsPerMinuteCountEveryMoveIntoVoice(t *testing.T) {
 	toText()
 	<-u.ended
 	c.send(map[string]any{"type": "voice.start"})
-	if ev := c.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" || ev["retryable"] != true {
-		t.Fatalf("third move into voice in a minute: %v, want error rate_limited", ev)
+	if ev := c.next(); ev.typ() != "error" || ev.str("code") != "rate_limited" || ev["retryable"] != true ||
+		!tryAgainIn.MatchString(ev.str("message")) {
+		t.Fatalf("third move into voice in a minute: %v, want error rate_limited saying when to try again", ev)
 	}
 	noUpstream(t, script)
 	c.send(map[string]any{"type": "ping"})

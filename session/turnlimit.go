@@ -37,9 +37,8 @@ func (a *activity) turnsUsedUp(now time.Time) bool {
 // limit, and for how long.
 func (a *activity) refuseTurn(wait time.Duration) {
 	a.s.refused(limitTurns, a.s.m.now())
-	secs := int(wait.Round(time.Second) / time.Second)
 	a.s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many messages in the last minute; try again in %d s", max(secs, 1)), true, 0))
+		fmt.Sprintf("too many messages in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
 }
 
 // allowVoiceText counts a text typed in voice against the turn limit (one

@@ -64,10 +64,11 @@ func (b connectBudget) refuse(reason metrics.ConnectReason, wait time.Duration) 
 		reason, waitSeconds(wait)), true, 0))
 }
 
-// waitSeconds is a wait in whole seconds for a message, at least 1.
-func waitSeconds(wait time.Duration) int {
-	return max(int(wait.Round(time.Second)/time.Second), 1)
-}
+// waitSeconds is a wait in whole seconds for a message ("try again in N
+// s"): rounded up, at least 1, as a close reason's and Retry-After's
+// (protocol.RetryAfterSeconds), so that a client waiting that long finds
+// the wait over.
+func waitSeconds(wait time.Duration) int64 { return protocol.RetryAfterSeconds(wait) }
 
 // resumeLimits are the windows a resume of sessionID counts against: the
 // session's, kept on the user's tag and keyed by the session ID (only its
@@ -81,31 +82,14 @@ func (s *session) resumeLimits(sessionID string) []store.TurnLimit {
 
 // allowResume counts a resume against the session's and the user's resumes
 // per minute, across nodes, before the resume takes the session over (a
-// refused resume leaves the connection holding it alone). Over either, the
-// browser is told rate_limited with the wait and closed 4008, which starts
-// the user's abuse cooldown (coolDown). A store that
-// does not answer lets it through. It returns the member the resume was
-// counted under, for refundResume.
+// refused resume leaves the connection holding it alone); see allowStart.
+// It returns the member the resume was counted under, for refundResume.
 func (s *session) allowResume(sessionID string) (string, bool) {
 	member := newSessionID()
 	if s.m.cfg.ResumesPerMinute <= 0 && s.m.cfg.UserResumesPerMinute <= 0 {
 		return member, true
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
-	defer cancel()
-	allowed, wait, err := s.m.Store.CountLimits(ctx, member, s.resumeLimits(sessionID)...)
-	if err != nil || allowed {
-		return member, true
-	}
-	s.refused(limitResumes, s.m.now())
-	s.m.Metrics.RefuseSession(limitResumes.String(), s.id.Channel)
-	// A resume loop is rate abuse: the 4008 starts the user's cooldown
-	// like a flood's, on every node.
-	closeWith, cooldown := s.m.coolDown(s.ctx, s.id, s.log(), protocol.DisconnectResumes)
-	s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many resumes in the last minute; try again in %d s", waitSeconds(max(wait, cooldown))), true, 0))
-	s.close(closeWith)
-	return member, false
+	return member, s.allowStart(member, limitResumes, protocol.DisconnectResumes, "resumes", s.resumeLimits(sessionID)...)
 }
 
 // refundResume takes back a counted resume that the gateway could not
@@ -134,41 +118,50 @@ func (s *session) allowVoiceStart() bool {
 	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
 	lim := store.TurnLimit{Key: s.st.record().ID, Kind: store.KindVoiceStarts, Max: n, Window: time.Minute}
-	if allowed, _, err := s.m.Store.CountTurn(ctx, lim, newSessionID()); err != nil || allowed {
+	allowed, wait, err := s.m.Store.CountTurn(ctx, lim, newSessionID())
+	if err != nil || allowed {
 		return true
 	}
 	s.refused(limitVoiceStarts, s.m.now())
-	s.send(protocol.NewError(protocol.CodeRateLimited,
-		"too many switches to voice in the last minute; the session stays in text, try again shortly", true, 0))
+	s.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
+		"too many switches to voice in the last minute; the session stays in text, try again in %d s", waitSeconds(wait)), true, 0))
 	return false
 }
 
 // allowNewSession counts a new session against the user's new sessions per
-// minute, across nodes (one round trip; resumes do not count). Over it,
-// the browser is told rate_limited with the wait and closed 4008, which
-// starts the user's abuse cooldown (coolDown) as a resume loop's does. A
-// store that does not answer lets it through: creating the session then
-// decides.
+// minute, across nodes (resumes do not count); see allowStart. A store
+// that does not answer lets it through: creating the session then decides.
 func (s *session) allowNewSession() bool {
 	n := s.m.cfg.NewSessionsPerMinute
 	if n <= 0 {
 		return true
 	}
+	return s.allowStart(newSessionID(), limitNewSessions, protocol.DisconnectNewSessions, "new sessions",
+		store.TurnLimit{Key: s.limitKey, Kind: store.KindSessions, Max: n, Window: budgetWindow})
+}
+
+// allowStart counts a session's start (new, or a resume) as member against
+// lims, across nodes, in one round trip. Over any of them (l), the start is
+// refused: the browser is told rate_limited ("too many <what> in the last
+// minute; try again in N s") and closed d (4008) with the same wait in its
+// reason ("; retry after N s"), the longer of the windows' and the user's
+// abuse cooldown, which the 4008 starts (coolDown) as rate abuse's does.
+// A store that does not answer lets the start through.
+func (s *session) allowStart(member string, l limit, d protocol.Disconnect, what string, lims ...store.TurnLimit) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, s.m.cfg.StoreTimeout)
 	defer cancel()
-	allowed, wait, err := s.m.Store.CountTurn(ctx,
-		store.TurnLimit{Key: s.limitKey, Kind: store.KindSessions, Max: n, Window: time.Minute}, newSessionID())
+	allowed, wait, err := s.m.Store.CountLimits(ctx, member, lims...)
 	if err != nil || allowed {
 		return true
 	}
-	s.refused(limitNewSessions, s.m.now())
-	s.m.Metrics.RefuseSession(limitNewSessions.String(), s.id.Channel)
-	// Sessions created in a loop are rate abuse: the 4008 starts the
-	// user's cooldown like a flood's, on every node.
-	_, cooldown := s.m.coolDown(s.ctx, s.id, s.log(), protocol.DisconnectNewSessions)
+	s.refused(l, s.m.now())
+	s.m.Metrics.RefuseSession(l.String(), s.id.Channel)
+	// Starts in a loop are rate abuse: the 4008 starts the user's
+	// cooldown like a flood's, on every node.
+	_, cooldown := s.m.coolDown(s.ctx, s.id, s.log(), d)
 	wait = max(wait, cooldown)
 	s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many new sessions in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
-	s.close(protocol.DisconnectNewSessions.WithRetryAfter(wait))
+		fmt.Sprintf("too many %s in the last minute; try again in %d s", what, waitSeconds(wait)), true, 0))
+	s.close(d.WithRetryAfter(wait))
 	return false
 }
