@@ -40,6 +40,7 @@ func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 
 	c := a.dial("", alice)
 	c.start(nil)
+	readsOnB := redisCalls(t, b, "block")
 	before := time.Now()
 	evs := c.ask("you are useless")
 	if res := ofType(evs, "tool.result"); len(res) != 1 || res[0]["ok"] != true || res[0]["name"] != "ignore_user" {
@@ -64,6 +65,10 @@ func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 	// her next input before asking its model anything.
 	if ev := onB.next(); ev.typ() != "blocked" || ev.str("until") != blocked[0].str("until") {
 		t.Fatalf("her session on gateway B after the block: %v, want blocked until %s", ev, blocked[0].str("until"))
+	}
+	// The announcement carried the block: gateway B did not read it back.
+	if n := redisCalls(t, b, "block") - readsOnB; n != 0 {
+		t.Fatalf("gateway B made %d Redis calls for the block it was told of, want none", n)
 	}
 	onB.send(map[string]any{"type": "text", "text": "let me try here"})
 	if ev := onB.next(); ev.typ() != "error" || ev.str("code") != "blocked" {

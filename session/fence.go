@@ -36,7 +36,7 @@ func (w watcher) Closed(id string) {
 }
 
 // BlockChanged: the user's block was set or lifted.
-func (w watcher) BlockChanged(user string) { w.m.blockChanged(user) }
+func (w watcher) BlockChanged(user string, b *store.Block) { w.m.blockChanged(user, b) }
 
 // Check compares every live session with the store: one whose record is
 // gone (Redis restarted empty or was flushed), or stale, or whose writes

@@ -195,17 +195,28 @@ func (s *session) operatorClosed() {
 }
 
 // blockChanged applies a block set (by an operator, or by the model on any
-// node) or lifted (by an operator) to this node's connections of user. A
-// connection that has the stored block already is left as it is.
-func (m *Manager) blockChanged(user string) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
-	defer cancel()
-	b, err := m.Store.BlockOf(ctx, user)
-	if err != nil {
-		m.Log.Warn("could not read a user's block after an operator changed it", "err", err)
-		return
+// node) or lifted (by an operator) to this node's connections of user:
+// announced, the block set; nil (a lift, or a node of an earlier version
+// announcing a block without it), the block read from the store. A
+// connection that has that block already is left as it is.
+func (m *Manager) blockChanged(user string, announced *store.Block) {
+	sessions := m.sessionsOf(user)
+	if len(sessions) == 0 {
+		return // none here to tell
 	}
-	for _, s := range m.sessionsOf(user) {
+	var b store.Block
+	if announced != nil {
+		b = *announced
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StoreTimeout)
+		defer cancel()
+		var err error
+		if b, err = m.Store.BlockOf(ctx, user); err != nil {
+			m.Log.Warn("could not read a user's block after an operator changed it", "err", err)
+			return
+		}
+	}
+	for _, s := range sessions {
 		if s.st.currentBlock().Until.Equal(b.Until) {
 			continue // known here (blockLocal, or a second message)
 		}

@@ -2,8 +2,9 @@
 -- blocks of the user at once, on any nodes, keep the longer).
 -- KEYS[1] the user's block (turnstile:user:{<user>}:block), JSON with untilMs
 -- ARGV[1] the new block's end (Unix ms), ARGV[2] its JSON, ARGV[3] now (Unix ms),
--- ARGV[4] the owners channel, ARGV[5] the user
--- Returns 1 when the block is stored (and every node told, "block <user>"),
+-- ARGV[4] the owners channel, ARGV[5] the announcement (blockAnnouncement: the
+-- user and the block, so that no node reads the block back)
+-- Returns 1 when the block is stored (and every node told),
 -- 0 when a longer one stands or the new one has already ended.
 local newUntil, now = tonumber(ARGV[1]), tonumber(ARGV[3])
 if newUntil <= now then
@@ -25,5 +26,5 @@ if raw then
   end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', newUntil - now)
-redis.call('PUBLISH', ARGV[4], 'block ' .. ARGV[5])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1

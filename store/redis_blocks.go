@@ -46,6 +46,24 @@ func encodeBlock(b Block) []byte {
 	return raw
 }
 
+// announcedBlock is a block set as the owners channel carries it
+// ("blocked <JSON>", blockAnnouncement): the user and the block, so that
+// no node that hears it reads the block back.
+type announcedBlock struct {
+	User string `json:"user"`
+	Block
+}
+
+// blockAnnouncement is the owners channel's message for user's block b,
+// set (announce passes it to Watcher.BlockChanged). A node of an earlier
+// version announced "block <user>" only, and its hearers read the block;
+// it ignores this message (it hears the block at the session's next store
+// write).
+func blockAnnouncement(user string, b Block) string {
+	raw, _ := json.Marshal(announcedBlock{User: user, Block: b})
+	return "blocked " + string(raw)
+}
+
 // BlockUser blocks a user on every session and node until b.Until, and
 // tells every node at once (Watcher's BlockChanged), so that a session of
 // the user on another node refuses its next input before any model request
@@ -55,7 +73,7 @@ func encodeBlock(b Block) []byte {
 func (s *RedisStore) BlockUser(ctx context.Context, user string, b Block) error {
 	return s.call(ctx, metrics.RedisBlock, func(ctx context.Context) error {
 		err := blockSetScript.Run(ctx, s.c, []string{blockKey(user)},
-			b.Until.UnixMilli(), encodeBlock(b), s.now().UnixMilli(), ownersChannel, user).Err()
+			b.Until.UnixMilli(), encodeBlock(b), s.now().UnixMilli(), ownersChannel, blockAnnouncement(user, b)).Err()
 		if err != nil {
 			return fmt.Errorf("user block: %w", err)
 		}

@@ -218,10 +218,14 @@ func (o *ownerLog) HandedBack(id string) {
 	o.owners = append(o.owners, "handback:"+id)
 }
 
-func (o *ownerLog) BlockChanged(user string) {
+func (o *ownerLog) BlockChanged(user string, b *Block) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.owners = append(o.owners, "block:"+user)
+	if b == nil {
+		o.owners = append(o.owners, "block:"+user+" (to read)")
+		return
+	}
+	o.owners = append(o.owners, "block:"+user+" until "+b.Until.UTC().Format(time.RFC3339)+" "+b.Reason)
 }
 
 func (o *ownerLog) Check() {

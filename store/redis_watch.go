@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -176,8 +177,9 @@ func (s *RedisStore) Epochs(ctx context.Context, ids []string) ([]int64, error) 
 
 // announce passes one message of the owners channel on to w: a new
 // owner ("<epoch> <id>"), an operator's close ("close <id>") or a block
-// set (by an operator or the model) or lifted by an operator ("block
-// <user>", "unblock <user>").
+// set (by an operator or the model: "blocked <JSON>", blockAnnouncement;
+// "block <user>" from a node of an earlier version) or lifted by an
+// operator ("unblock <user>").
 func announce(w Watcher, payload string) {
 	verb, rest, _ := strings.Cut(payload, " ")
 	switch verb {
@@ -189,9 +191,14 @@ func announce(w Watcher, payload string) {
 		if validID(rest) {
 			w.HandedBack(rest)
 		}
+	case "blocked":
+		var a announcedBlock
+		if json.Unmarshal([]byte(rest), &a) == nil && a.User != "" {
+			w.BlockChanged(a.User, &a.Block)
+		}
 	case "block", "unblock":
 		if rest != "" {
-			w.BlockChanged(rest)
+			w.BlockChanged(rest, nil)
 		}
 	default:
 		if id, epoch, ok := parseOwner(payload); ok {

@@ -212,8 +212,11 @@ type Watcher interface {
 	// resumed any more).
 	Closed(sessionID string)
 	// BlockChanged says that the user's block was set (by an operator or
-	// the model, on any node) or lifted (by an operator).
-	BlockChanged(user string)
+	// the model, on any node) or lifted (by an operator). b is the block
+	// set when the announcement carried it; nil for a lift, or a block
+	// announced by a node of an earlier version: then the watcher reads
+	// the block (BlockOf).
+	BlockChanged(user string, b *Block)
 	// HandedBack says that an operator handed the session back to the
 	// model (EndHandoff).
 	HandedBack(sessionID string)

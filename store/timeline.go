@@ -329,13 +329,13 @@ func (s *RedisStore) CloseSession(ctx context.Context, id, by string, event []by
 }
 
 // SetBlock sets a user's block as an operator says (replacing a longer
-// one, unlike BlockUser) and tells every node at once (Watcher's
-// Blocked), in one round trip.
+// one, unlike BlockUser) and tells every node at once, with the block
+// (Watcher's BlockChanged), in one round trip.
 func (s *RedisStore) SetBlock(ctx context.Context, user string, b Block) error {
 	return s.call(ctx, metrics.RedisOperator, func(ctx context.Context) error {
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, blockKey(user), encodeBlock(b), b.Until.Sub(s.now()))
-			p.Publish(ctx, ownersChannel, "block "+user)
+			p.Publish(ctx, ownersChannel, blockAnnouncement(user, b))
 			return nil
 		})
 		if err != nil {
