@@ -47,10 +47,15 @@ func SourceSettings() []settings.Setting[Sources] {
 	}
 }
 
+// DefaultMCPStartTimeout is how long each MCP server has to list its
+// tools at start unless TURNSTILE_MCP_START_TIMEOUT says (mcp.Options'
+// default too).
+const DefaultMCPStartTimeout = 10 * time.Second
+
 // MCPStartTimeoutSetting is the row of how long each MCP server has to
 // list its tools at start (`gateway tools check` reads it too).
 func MCPStartTimeoutSetting() settings.Setting[Sources] {
-	return settings.Duration("TURNSTILE_MCP_START_TIMEOUT", "10s", "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
+	return settings.Duration("TURNSTILE_MCP_START_TIMEOUT", DefaultMCPStartTimeout.String(), "how long startup waits for each MCP server to list its tools (a slower one joins later)", time.Nanosecond,
 		func(s *Sources) *time.Duration { return &s.MCPStartTimeout })
 }
 

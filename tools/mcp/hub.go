@@ -31,7 +31,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultStartTimeout = 10 * time.Second
+	DefaultStartTimeout = tools.DefaultMCPStartTimeout // the setting's default
 	DefaultMinBackoff   = 500 * time.Millisecond
 	DefaultMaxBackoff   = 30 * time.Second
 )
