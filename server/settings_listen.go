@@ -46,25 +46,25 @@ type Access struct {
 
 // AddrSetting is the row of the public listener's address.
 func AddrSetting() settings.Setting[Listeners] {
-	return settings.Setting[Listeners]{Env: "TURNSTILE_ADDR", Def: "127.0.0.1:8080", Usage: "listen address, host:port",
-		Apply: func(l *Listeners, v string) error {
-			if err := CheckAddr(v); err != nil {
-				return err
-			}
-			l.Addr = v
-			return nil
-		}}
+	return addrSetting("TURNSTILE_ADDR", "127.0.0.1:8080", "listen address, host:port",
+		func(l *Listeners) *string { return &l.Addr })
 }
 
 // AdminAddrSetting is the row of the admin listener's address.
 func AdminAddrSetting() settings.Setting[Listeners] {
-	return settings.Setting[Listeners]{Env: "TURNSTILE_ADMIN_ADDR", Def: "127.0.0.1:9090",
-		Usage: "host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
+	return addrSetting("TURNSTILE_ADMIN_ADDR", "127.0.0.1:9090",
+		"host:port of the admin listener: /metrics, /metrics/summary, /healthz, /readyz, /admin/ (the public one serves none of them); off loopback it needs TURNSTILE_ADMIN_TOKEN",
+		func(l *Listeners) *string { return &l.AdminAddr })
+}
+
+// addrSetting is the row of a listener's address (CheckAddr) in field.
+func addrSetting(env, def, usage string, field func(*Listeners) *string) settings.Setting[Listeners] {
+	return settings.Setting[Listeners]{Env: env, Def: def, Usage: usage,
 		Apply: func(l *Listeners, v string) error {
 			if err := CheckAddr(v); err != nil {
 				return err
 			}
-			l.AdminAddr = v
+			*field(l) = v
 			return nil
 		}}
 }
