@@ -155,3 +155,55 @@ func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T)
 		t.Errorf("the refused message used up turn %d", rec.Turn)
 	}
 }
+
+// TestTextOfABlockedUserStartsNoModelRequestBeforeTheBlockIsAnnounced: a
+// block another node has stored but not yet announced (what Redis holds
+// between the block's write and its announcement reaching this node) is
+// found by the turn's own store round trip, and the typed text is refused
+// before any model request: none reaches the model, none is started and
+// cancelled. The block is written straight into Redis, as another node's
+// BlockUser writes it, and never announced, so this node can learn of it
+// only from the turn's round trip.
+func TestTextOfABlockedUserStartsNoModelRequestBeforeTheBlockIsAnnounced(t *testing.T) {
+	addr := redistest.Start(t)
+	cfg := defaultTestConfig(t)
+	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
+	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
+	alice := bearer(t, cfg, "alice")
+	brainA := fakegemini.NewScript(textStep("Hello Alice."))
+	brainB := fakegemini.NewScript(textStep("Hello again, Alice."))
+	a := startGateway(t, cfg, brainA)
+	b := startGateway(t, cfg, brainB)
+
+	onA, onB := a.dial("", alice), b.dial("", alice)
+	onA.start(nil)
+	onB.start(nil)
+
+	// The block as gateway A's model would store it, unannounced.
+	until := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Second)
+	rdb := redisClientFor(t, cfg)
+	raw := mustJSON(t, map[string]any{"until": until.Format(time.RFC3339), "reason": "abuse", "untilMs": until.UnixMilli()})
+	if err := rdb.Set(context.Background(), "turnstile:user:{alice}:block", raw, time.Until(until)).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, c := range map[string]*wsClient{"A": onA, "B": onB} {
+		c.send(map[string]any{"type": "text", "text": "are you still there?"})
+		ev := c.next()
+		if ev.typ() == "blocked" { // the refusal tells the session of the block first
+			ev = c.next()
+		}
+		if ev.typ() != "error" || ev.str("code") != "blocked" {
+			t.Fatalf("text on gateway %s after an unannounced block: %v, want error blocked", name, ev)
+		}
+	}
+	for name, g := range map[string]struct {
+		gw    *testGateway
+		brain *fakegemini.ScriptBrain
+	}{"A": {a, brainA}, "B": {b, brainB}} {
+		if n, cancelled := len(g.brain.Requests()), g.gw.cancelledModelRequests(); n != 0 || cancelled != 0 {
+			t.Errorf("gateway %s: %d model requests reached the model, %v started and cancelled; want none",
+				name, n, cancelled)
+		}
+	}
+}

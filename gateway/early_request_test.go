@@ -11,14 +11,14 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
-// TestRefusedTurnsShowNothingAndCostOneCancelledModelRequestPerRun: a typed
-// turn's model request starts alongside its first Redis write (which counts
-// the turn and checks the user's storage quota), and waits for its verdict.
-// A turn the store refuses shows the browser only the refusal — no
-// turn.start, no delta — and its early request is cancelled; the turns after
-// a refusal ask Redis first, so a user refused again and again starts one
-// model request per run of refusals, not one per message.
-func TestRefusedTurnsShowNothingAndCostOneCancelledModelRequestPerRun(t *testing.T) {
+// TestRefusedTurnsShowNothingAndReachNoModel: a typed turn's model request
+// is built alongside its first Redis write (which counts the turn and
+// checks the user's storage quota), and sent only once the verdict admits
+// it. A turn the store refuses shows the browser only the refusal — no
+// turn.start, no delta — and makes no model request, neither the first of
+// a run of refusals (whose request was being built) nor the ones after it
+// (which ask Redis first).
+func TestRefusedTurnsShowNothingAndReachNoModel(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
 	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
@@ -44,9 +44,9 @@ func TestRefusedTurnsShowNothingAndCostOneCancelledModelRequestPerRun(t *testing
 			t.Fatalf("message %d over the quota: first event %v, want error quota_exceeded", i+1, ev)
 		}
 	}
-	if n := cancelled(); n != 1 {
-		t.Fatalf("model requests cancelled for three refused turns in a row = %v, want 1 (the first; "+
-			"the others asked Redis first)", n)
+	if n, all := cancelled(), seriesSum(t, g.reg, "turnstile_model_requests_total", "kind", "text"); n != 0 || all != 1 {
+		t.Fatalf("model requests: %v, %v of them cancelled, for one admitted turn and three refused; "+
+			"want the admitted turn's only", all, n)
 	}
 	// Nothing of the refused turns reaches the browser later.
 	c.send(map[string]any{"type": "ping"})

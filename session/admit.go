@@ -4,14 +4,15 @@ import "errors"
 
 // A typed turn's first store write (the user's entry, the user's turns per
 // minute, storage quota and block, the session's fencing) decides whether
-// the turn may run. Its round trip runs alongside the turn's first model
-// request rather than before it: the request starts at once, and what it
-// brings waits for the store's answer (textturn.Deps.Admitted). A refused
-// turn shows nothing, runs no tool, commits nothing, and its request is
-// cancelled. After a refusal the next turn waits for the store's answer
-// before asking the model, so a user refused again and again (a flood, a
-// storage quota used up) starts at most one model request per run of
-// refusals.
+// the turn may run. Its round trip runs alongside the building of the
+// turn's first model request rather than before it: the turn starts at
+// once, and its adapter waits for the store's answer before it sends the
+// request (textturn.Deps.Admitted, transport.TextRequest.Admit). A refused
+// turn reaches no model — a user blocked on another node whose
+// announcement has not arrived yet included — shows nothing, runs no tool
+// and commits nothing (a TextModel that does not ask sends its request,
+// which is cancelled). After a refusal the next turn waits for the store's
+// answer before it starts at all.
 
 // errNotAdmitted is the cause that cancels a refused turn's early request.
 var errNotAdmitted = errors.New("turn refused by the store's verdict")

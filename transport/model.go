@@ -132,7 +132,22 @@ type TextRequest struct {
 	System  string
 	History []Entry
 	Tools   []ToolDecl
+	// Admit, when set, is asked once, after the request is built and
+	// before any of it is sent, whether it may go out: the session's store
+	// round trip (the user's block, turn limits, fencing) runs alongside
+	// the build. false: nothing is sent, and the stream yields
+	// ErrNotAdmitted alone. Adapters call it; a TextModel that does not is
+	// still correct (the session then learns the verdict with the first
+	// chunk and cancels the request), only the request went out.
+	Admit func() bool
 }
+
+// ErrNotAdmitted is the one error of a stream whose request Admit
+// refused: nothing reached the model.
+var ErrNotAdmitted = errors.New("model request not admitted")
+
+// Admitted reports whether req may be sent (TextRequest.Admit).
+func (req TextRequest) Admitted() bool { return req.Admit == nil || req.Admit() }
 
 // Chunk is one streamed piece of a model answer.
 //

@@ -100,6 +100,34 @@ func ConsumerStoppingEarlyReleasesTheRequest(t *testing.T, m transport.TextModel
 	testwait.For(t, "the abandoned stream to be released", func() bool { return inFlight() == 0 })
 }
 
+// RefusedRequestIsNotSent checks that a request whose Admit says no is not
+// sent: the stream yields transport.ErrNotAdmitted alone and m's server
+// never sees it (requests counts what it saw); Admit is asked once. An
+// admitted request is then answered as usual. m's server must answer
+// Hello with some text.
+func RefusedRequestIsNotSent(t *testing.T, m transport.TextModel, requests func() int) {
+	t.Helper()
+	asked := 0
+	req := Hello
+	req.Admit = func() bool { asked++; return false }
+	chunks, err := Collect(t, Context(t), m, req)
+	if !errors.Is(err, transport.ErrNotAdmitted) || len(chunks) != 0 || asked != 1 {
+		t.Fatalf("refused request: chunks %+v, err %v, Admit asked %d times; want ErrNotAdmitted alone, asked once",
+			chunks, err, asked)
+	}
+	if n := requests(); n != 0 {
+		t.Fatalf("the server saw %d requests of a refused one, want none", n)
+	}
+	asked = 0
+	req.Admit = func() bool { asked++; return true }
+	if chunks, err := Collect(t, Context(t), m, req); err != nil || len(chunks) == 0 || asked != 1 {
+		t.Fatalf("admitted request: chunks %+v, err %v, Admit asked %d times; want an answer, asked once", chunks, err, asked)
+	}
+	if n := requests(); n != 1 {
+		t.Fatalf("the server saw %d requests, want the admitted one", n)
+	}
+}
+
 // Context is the test's context, ended after 10 s at the latest.
 func Context(t *testing.T) context.Context {
 	t.Helper()

@@ -81,12 +81,14 @@ type Deps struct {
 	// estimate walks the whole history, which the first text.delta does
 	// not wait for.
 	Observe func(req transport.TextRequest)
-	// Admitted, when set, lets the turn's first model request start before
-	// the session knows whether the turn may run (its store round trip runs
-	// alongside): it is called once, before anything the first request
-	// brought is acted on, and blocks until the answer is known. false
-	// ends the turn at once with ReasonNotAdmitted: nothing was shown,
-	// committed or run, and the request is cancelled.
+	// Admitted, when set, lets the turn's first model request be built
+	// before the session knows whether the turn may run (its store round
+	// trip runs alongside): it is called once, by the adapter before it
+	// sends the request (transport.TextRequest.Admit), else before
+	// anything the first request brought is acted on, and blocks until the
+	// answer is known. false ends the turn at once with ReasonNotAdmitted:
+	// nothing was shown, committed or run, and the request was not sent
+	// (or, with an adapter that does not ask, is cancelled).
 	Admitted func() bool
 }
 
@@ -225,7 +227,17 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	first := true
 	var text strings.Builder
 	var calls []transport.FunctionCall
+	if l.d.Admitted != nil {
+		// The adapter asks for the verdict before it sends the request: a
+		// refused turn (a user blocked on another node, whose announcement
+		// has not arrived yet) reaches no model.
+		req.Admit = l.admitted
+	}
 	for chunk, err := range l.d.Model.Stream(ctx, req) {
+		if errors.Is(err, transport.ErrNotAdmitted) {
+			endChat(span, usage, "not_admitted") // no request was made: none to count
+			return "", nil, errNotAdmitted
+		}
 		if !l.admitted() {
 			l.d.Metrics.TextModelRequest(metrics.ModelCancelled)
 			endChat(span, usage, string(metrics.ModelCancelled))

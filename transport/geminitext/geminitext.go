@@ -74,7 +74,8 @@ func (m *Model) Name() string { return m.name }
 // transport.ErrPromptBlocked), transport.ErrTruncated, or the context's
 // error. Function calls carry their thoughtSignature as Signature. The last
 // chunk carries the usage of the latest usageMetadata (Gemini's counts are
-// cumulative).
+// cumulative). A request req.Admit refused is transport.ErrNotAdmitted,
+// and was not sent.
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
 		system, history := FoldReminders(req.System, req.History)
@@ -84,6 +85,10 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		var usage *transport.Usage
 		contents := m.encodeContents(cfg, Contents(history))
 		stages.Mark(stages.Built)
+		if !req.Admitted() {
+			yield(transport.Chunk{}, transport.ErrNotAdmitted)
+			return
+		}
 		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, contents, cfg) {
 			stages.Mark(stages.FirstChunk)
 			if err != nil {

@@ -130,6 +130,12 @@ func TestStreamConsumerStoppingEarlyReleasesTheRequest(t *testing.T) {
 	texttest.ConsumerStoppingEarlyReleasesTheRequest(t, newModel(t, base), s.InFlight)
 }
 
+func TestStreamRefusedByAdmitSendsNothing(t *testing.T) {
+	brain := fg.NewScript(fg.Fixed(fg.TextReply("hello", 1)))
+	_, base := startFake(t, brain)
+	texttest.RefusedRequestIsNotSent(t, newModel(t, base), func() int { return len(brain.Requests()) })
+}
+
 func TestStreamUnreachableServerIsRetryableModelError(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -157,6 +157,12 @@ func TestStreamConsumerStoppingEarlyReleasesTheRequest(t *testing.T) {
 	texttest.ConsumerStoppingEarlyReleasesTheRequest(t, newModel(t, base, "", openaitext.Options{}), s.InFlight)
 }
 
+func TestStreamRefusedByAdmitSendsNothing(t *testing.T) {
+	brain := fo.NewScript(fo.Fixed(fo.Reply{Chunks: []fo.Chunk{{Text: "hello", FinishReason: "stop"}}}))
+	_, base := startFake(t, brain, fo.Options{})
+	texttest.RefusedRequestIsNotSent(t, newModel(t, base, "", openaitext.Options{}), func() int { return len(brain.Requests()) })
+}
+
 func TestStreamUnreachableServerIsRetryableModelErrorWithoutTheURL(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -97,11 +97,17 @@ func (m *Model) Name() string { return m.name }
 // adapter does not know) end the answer; "length" is transport.ErrTruncated (wrapped),
 // "content_filter" is transport.ErrRefused (wrapped), and a stream that
 // ends without a finish reason is transport.ErrTruncated. Other errors are
-// *transport.ModelError or the context's error.
+// *transport.ModelError or the context's error; a request req.Admit
+// refused is transport.ErrNotAdmitted, and was not sent.
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
+		params := m.params(req)
+		if !req.Admitted() {
+			yield(transport.Chunk{}, transport.ErrNotAdmitted)
+			return
+		}
 		var resp *http.Response
-		stream := m.client.Chat.Completions.NewStreaming(ctx, m.params(req), option.WithResponseInto(&resp))
+		stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&resp))
 		defer func() { _ = stream.Close() }()
 
 		var calls assembler
