@@ -67,3 +67,54 @@ func TestConfirmationAnsweredAfterAHandOffStartsNoModelTurn(t *testing.T) {
 		t.Errorf("after the hand-back the model's history holds %q, want the approval given while handed off", kept)
 	}
 }
+
+// TestAnApprovalGivenWhileHandedOffDoesNotOutliveTheHandBack: the user
+// approves the model's pending kb_get while a person has the conversation;
+// the model is never told (no turn), so the approval is not left standing
+// for its TTL: once the conversation is handed back, the model's repeated
+// call with the same arguments asks the user again instead of running on
+// it.
+func TestAnApprovalGivenWhileHandedOffDoesNotOutliveTheHandBack(t *testing.T) {
+	cfg := withPolicy(t, tokenRedisConfig(t), confirmKBGet)
+	brain := fakegemini.NewScript(
+		callStep(getCall("shipping"),
+			fakegemini.Call{Name: "request_human", Args: map[string]any{"reason": "wants a person", "summary": "Asked for shipping."}}),
+		textStep("A colleague will take over."),
+		callStep(getCall("shipping")),
+		textStep("Please approve it first."),
+	)
+	g := startGateway(t, cfg, brain)
+	c := g.dial("", bearer(t, cfg, "alice"))
+	ready := c.start(nil)
+	evs := c.ask("read me the shipping article, or get me a person")
+	reqs := ofType(evs, "confirm.request")
+	if len(reqs) != 1 || len(ofType(evs, "handoff")) != 1 {
+		t.Fatalf("the turn: %v, want a confirm.request and a handoff", evs)
+	}
+	confirm(c, reqs[0].str("token"), true)
+	if done := c.next(); done.typ() != "confirm.done" || done.str("outcome") != "approved" {
+		t.Fatalf("answer to confirm: %v, want confirm.done approved", done)
+	}
+	if ev := c.next(); ev.typ() != "handoff.pending" {
+		t.Fatalf("after confirm.done: %v, want handoff.pending", ev)
+	}
+	op := http.Header{"Turnstile-Operator": {"dana"}}
+	if code := adminDo(t, "POST", g.adminURL+"/admin/sessions/"+ready.str("sessionId")+"/handback", op, "", nil); code != http.StatusOK {
+		t.Fatalf("hand back: HTTP %d", code)
+	}
+	if ev := c.next(); ev.typ() != "handoff.ended" {
+		t.Fatalf("after the hand-back: %v, want handoff.ended", ev)
+	}
+
+	// Within the approval's TTL, the model calls kb_get again.
+	evs = c.ask("go on then")
+	if again := ofType(evs, "confirm.request"); len(again) != 1 || again[0].str("tool") != "kb_get" {
+		t.Fatalf("the repeated call after the hand-back: %v, want a new confirm.request for kb_get "+
+			"(the approval given while handed off must not run it)", evs)
+	}
+	for _, r := range ofType(evs, "tool.result") {
+		if r.str("name") == "kb_get" && r["ok"] == true {
+			t.Fatalf("kb_get ran on the approval given while handed off: %v", evs)
+		}
+	}
+}

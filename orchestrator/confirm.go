@@ -53,6 +53,9 @@ type ConfirmStore interface {
 	Resolve(ctx context.Context, sessionID string, epoch int64, userID, token string, approve bool, ttl time.Duration) (Confirmation, error)
 	// Pending lists the session's confirmations still waiting for an answer.
 	Pending(ctx context.Context, sessionID string) ([]Confirmation, error)
+	// Revoke withdraws the user's unused approval of exactly this tool and
+	// argument digest, as the connection holding epoch; none is no error.
+	Revoke(ctx context.Context, sessionID string, epoch int64, userID, tool, argsDigest string) error
 }
 
 func newConfirmToken() string {

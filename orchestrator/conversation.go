@@ -106,7 +106,8 @@ func (cv *Conversation) Answer(ctx context.Context, token string, approve bool) 
 		a.Note = fmt.Sprintf("[The user approved your pending call to %s. Call %s again now with exactly the same "+
 			"arguments.]", conf.Tool, conf.Tool)
 		a.Held = fmt.Sprintf("[While a person had the conversation, the user approved your pending call to %s. It "+
-			"was not made; if it is still wanted, call %s again with the same arguments.]", conf.Tool, conf.Tool)
+			"was not made, and the approval has lapsed; if it is still wanted, call %s again with the same arguments "+
+			"and the user will be asked again.]", conf.Tool, conf.Tool)
 	} else {
 		a.Outcome = metrics.ConfirmDenied
 		a.Note = fmt.Sprintf("[The user declined your pending call to %s. Do not call it again with those arguments; "+
@@ -117,6 +118,24 @@ func (cv *Conversation) Answer(ctx context.Context, token string, approve bool) 
 	cv.o.Metrics.Confirmation(a.Outcome)
 	sessionLog(cv.o, cv.s).Info("confirmation answered", "tool", conf.Tool, "outcome", a.Outcome)
 	return a, nil
+}
+
+// Withdraw takes back the approval a's answer stored, unused (one store
+// round trip, bounded by Config.StoreTimeout): the model was never told of
+// it (a person had the conversation by then), so its repeated call, once
+// the conversation is handed back, asks the user again instead of running
+// on an approval given for a turn that never came. Nothing for a denial.
+func (cv *Conversation) Withdraw(ctx context.Context, a Answered) error {
+	if cv.o.Confirms == nil || a.Outcome != metrics.ConfirmApproved {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, cv.o.cfg.StoreTimeout)
+	defer cancel()
+	err := cv.o.Confirms.Revoke(sctx, cv.s.ID, cv.s.Epoch, cv.s.UserID, a.Tool, a.ArgsDigest)
+	if errors.Is(err, ErrFenced) && cv.s.TakenOver != nil {
+		cv.s.TakenOver()
+	}
+	return err
 }
 
 // Pending lists the session's confirmations still waiting for an answer

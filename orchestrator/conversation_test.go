@@ -160,6 +160,10 @@ func (d *downConfirms) Pending(context.Context, string) ([]orchestrator.Confirma
 	return nil, errRedisDown
 }
 
+func (d *downConfirms) Revoke(context.Context, string, int64, string, string, string) error {
+	return errRedisDown
+}
+
 func TestConversationAnswerWithTheStoreDownIsAnErrorTheSessionCanRetry(t *testing.T) {
 	f := newFixture(t)
 	down := &downConfirms{}

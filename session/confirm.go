@@ -49,7 +49,7 @@ func (s *session) answerConfirm(token string, approve bool) {
 	// The model that asked learns it: the Live model in voice (never the
 	// text model), else a text turn of its own, once any running turn ends;
 	// unless a person has the conversation by then (holdConfirmation).
-	s.act.confirmed(confirmNote{model: a.Note, held: a.Held})
+	s.act.confirmed(confirmNote{model: a.Note, held: a.Held, answer: a})
 }
 
 // pendingConfirmations are the session's confirmations still waiting for

@@ -2,9 +2,11 @@ package session
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/handoff"
+	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
@@ -97,16 +99,25 @@ func (s *session) hold(entry transport.Entry) {
 // confirmNote is the user's answer to a confirmation as the model is told
 // it, and as it is kept instead (held) when a person has the conversation
 // by the time the model would be told.
-type confirmNote struct{ model, held string }
+type confirmNote struct {
+	model, held string
+	answer      orchestrator.Answered
+}
 
 // holdConfirmation takes a confirmation answer while handed off: no model
 // turn starts (the conversation is with a person). The outcome is stored in
 // the history as the confirmation entry the model reads once the
 // conversation is handed back (the timeline has it already), and the
-// browser is answered handoff.pending. The approval itself stands for its
-// usual time (ConfirmTTL), as any approval the model has not used.
+// browser is answered handoff.pending. An approval is withdrawn: it was
+// given for the model's next turn, which never came, and must not let a
+// call run unasked after the hand-back (on whichever node) — the model's
+// repeated call asks the user again.
 func (s *session) holdConfirmation(n confirmNote) {
 	s.log().Info("confirmation answered while handed off: kept for the person, no model turn")
+	if err := s.conversation().Withdraw(s.ctx, n.answer); err != nil && !errors.Is(err, orchestrator.ErrFenced) {
+		s.log().Warn("could not withdraw an approval given while handed off; it lapses at its expiry",
+			"tool", n.answer.Tool, "err", err)
+	}
 	s.hold(transport.Entry{Role: transport.RoleUser, Text: n.held, Turn: s.st.record().Turn, Kind: "confirmation"})
 }
 

@@ -27,9 +27,13 @@ var confirmLua string
 //go:embed redis_resolve.lua
 var resolveLua string
 
+//go:embed redis_revoke.lua
+var revokeLua string
+
 var (
 	confirmScript = ownedScript(confirmLua)
 	resolveScript = ownedScript(resolveLua)
+	revokeScript  = ownedScript(revokeLua)
 )
 
 // pendingConfirmation is a stored confirmation; the expiry in milliseconds
@@ -117,6 +121,22 @@ func (s *RedisStore) Resolve(ctx context.Context, sessionID string, epoch int64,
 		return nil
 	})
 	return c, err
+}
+
+// Revoke implements orchestrator.ConfirmStore in one round trip, fenced on
+// epoch: the user's unused approval of exactly this call is withdrawn.
+func (s *RedisStore) Revoke(ctx context.Context, sessionID string, epoch int64, userID, tool, argsDigest string) error {
+	return s.call(ctx, metrics.RedisConfirm, func(ctx context.Context) error {
+		n, err := revokeScript.Run(ctx, s.c, []string{metaKey(sessionID), approvalKey(sessionID, tool, argsDigest)},
+			epoch, userID).Int64()
+		if err != nil {
+			return fmt.Errorf("session %s: revoke approval: %w", sessionID, err)
+		}
+		if n < 0 {
+			return refusal(sessionID, "revoke approval", n)
+		}
+		return nil
+	})
 }
 
 // Pending implements orchestrator.ConfirmStore: confirmations of the
