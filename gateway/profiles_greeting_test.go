@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +12,8 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/timeline"
 )
 
 // A profile's greeting (docs/profiles.md) through the browser protocol.
@@ -111,5 +115,41 @@ func TestProfileGreetingInVoiceIsShownAndTheLiveModelToldNotSpoken(t *testing.T)
 		if texts := contentTexts(ev); len(texts) > 0 && strings.HasPrefix(texts[0], "model:") {
 			t.Errorf("the Live session was seeded with a model turn first: %q", texts)
 		}
+	}
+}
+
+// TestProfileGreetingIsOnTheTimelineInTextAndVoice: the greeting a new
+// session was shown is on the operator's timeline (a greeting event with
+// its text, on the JSON view and the page), for a session started in text
+// and one started in voice alike; a resumed session adds none.
+func TestProfileGreetingIsOnTheTimelineInTextAndVoice(t *testing.T) {
+	cfg := configWith(t, map[string]string{"TURNSTILE_PROFILES_DIR": greetingProfilesDir(t)})
+	g, _ := startVoiceGateway(t, cfg, nil)
+	for _, mode := range []string{"text", "voice"} {
+		c := g.dial("", nil)
+		ready := c.start(map[string]any{"mode": mode, "profile": "support"})
+		if ev := c.next(); ev.typ() != "text.done" || ev.str("text") != supportGreeting {
+			t.Fatalf("%s: after session.ready: %v, want the greeting", mode, ev)
+		}
+		id := ready.str("sessionId")
+		var view timeline.View
+		testwait.For(t, mode+": the greeting on the timeline", func() bool {
+			view = timeline.View{}
+			return adminDo(t, "GET", g.adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK &&
+				slices.ContainsFunc(view.Events, func(ev timeline.Event) bool { return ev.Event == "greeting" })
+		})
+		var greetings []timeline.Event
+		for _, ev := range view.Events {
+			if ev.Event == "greeting" {
+				greetings = append(greetings, ev)
+			}
+		}
+		if len(greetings) != 1 || greetings[0].Text != supportGreeting || greetings[0].Turn != 0 {
+			t.Fatalf("%s: greeting events on the timeline %+v, want one of turn 0 with the greeting", mode, greetings)
+		}
+		if _, page := adminRequest(t, "GET", g.adminURL+"/admin/sessions/"+id, http.Header{"Accept": {"text/html"}}, ""); !strings.Contains(page, "greeting") || !strings.Contains(page, supportGreeting) {
+			t.Errorf("%s: the timeline page does not show the greeting:\n%s", mode, page)
+		}
+		c.c.Close(websocket.StatusNormalClosure, "bye")
 	}
 }

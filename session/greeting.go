@@ -5,6 +5,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
+	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -16,7 +17,9 @@ import (
 // refuses a conversation that opens with the model, which is why a
 // history otherwise always starts at a user entry. The greeting goes into
 // the session's instruction instead, for as long as the history holds it.
-// In voice it is shown, not spoken: the Live model is told it greeted.
+// In voice it is shown, not spoken: the Live model is told it greeted. The
+// operator's timeline has it as a greeting event (with its text), written
+// with the greeting's history entry.
 
 // kindGreeting marks the greeting's history entry.
 const kindGreeting = "greeting"
@@ -38,8 +41,12 @@ func (s *session) greet() {
 	}
 	entry := transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting}
 	mark := s.st.append([]transport.Entry{entry})
+	clipped, _ := timeline.Clip(p.Greeting, timeline.MaxText)
+	s.event(timeline.Event{Event: timeline.EventGreeting, Text: clipped})
 	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		return s.m.Store.Append(ctx, rec, s.pst.uncovered(mark, []transport.Entry{entry})...)
+		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: s.pst.uncovered(mark, []transport.Entry{entry}),
+			Events: s.takeEvents()})
+		return err
 	})
 	s.send(protocol.TextDone{Turn: 0, Text: p.Greeting})
 }

@@ -28,6 +28,7 @@ const (
 	EventHandoff      = "handoff"      // the model handed the conversation to a person
 	EventHandoffText  = "handoff.text" // the user wrote while it was handed off (Text)
 	EventHandback     = "handback"     // an operator handed it back to the model (By)
+	EventGreeting     = "greeting"     // the profile's greeting was shown at the session's start (Text)
 )
 
 // Bounds of one entry, so that a session's timeline stays within
@@ -124,7 +125,8 @@ type Event struct {
 	Outcome string `json:"outcome,omitempty"`
 	By      string `json:"by,omitempty"`
 	// Summary is the model's summary for the person (EventHandoff); Text
-	// what the user wrote (EventHandoffText, at most MaxText bytes).
+	// what the user wrote (EventHandoffText) or the greeting the browser
+	// was shown (EventGreeting), at most MaxText bytes.
 	Summary string `json:"summary,omitempty"`
 	Text    string `json:"text,omitempty"`
 }
