@@ -200,6 +200,32 @@ func TestSlowBrowserIsDisconnectedAsTooSlow(t *testing.T) {
 	}
 }
 
+// TestBrowserThatStopsReadingInATextTurnIsClosedTooSlow: a text turn's
+// events are written by the turn itself when nothing is queued; a browser
+// that stops reading in the middle of an answer is closed as too slow
+// (4101: reconnect and resume), as it is when model audio is written
+// directly, after as long as the send queue's bound holds (64 KiB: 1.4 s),
+// not held to the write timeout and dropped as a failed write.
+func TestBrowserThatStopsReadingInATextTurnIsClosedTooSlow(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.SendQueueBytes = 64 << 10
+	cfg.WriteTimeout = time.Minute
+	// 8 MB of answer in 10 KB deltas: more than the socket buffers hold.
+	long := strings.Repeat("lorem ipsum ", 700_000)
+	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply(long, 800))))
+	c := g.dial("", nil)
+	c.start(nil)
+	c.send(map[string]any{"type": "text", "text": "tell me everything"}) // and never read again
+	testwait.For(t, "the slow connection to be dropped", func() bool {
+		return g.gw.sessions.Active() == 0
+	})
+	m := g.gw.sessions.Metrics.BrowserDisconnect
+	if tooSlow, writeFailed := testutil.ToFloat64(m.WithLabelValues("too_slow")),
+		testutil.ToFloat64(m.WithLabelValues("write_failed")); tooSlow != 1 || writeFailed != 0 {
+		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, writeFailed)
+	}
+}
+
 func TestDrainClosesConnectionsWithReconnectCode(t *testing.T) {
 	g := startGateway(t, defaultTestConfig(t), fakegemini.NewScript())
 	c := g.dial("", nil)

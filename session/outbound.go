@@ -33,8 +33,10 @@ func (c *conn) push(b []byte) {
 // writer goroutine for it — one hand-off fewer before the browser sees a
 // turn's first words. Order is kept: what others queue meanwhile waits
 // for a writer started after this write. A browser that does not read
-// holds the turn up to WriteTimeout; its connection is then ended as the
-// writer's failed write ends it.
+// holds the turn no longer than the model's audio would be held
+// (directLimit): the write is then cut and the browser closed as too slow
+// (4101: reconnect and resume), as a direct write of model audio is, rather
+// than held to WriteTimeout and dropped as a failed write.
 func (c *conn) sendNow(v protocol.Event) {
 	b, err := protocol.Encode(v)
 	if err != nil {
@@ -45,7 +47,7 @@ func (c *conn) sendNow(v protocol.Event) {
 		c.push(b)
 		return
 	}
-	c.writeClaimed(frame{data: b}, false)
+	c.writeClaimed(frame{data: b}, true)
 }
 
 // sendAudio sends model audio; false when the browser is too slow (and is
@@ -75,7 +77,8 @@ func (c *conn) sendAudio(pcm []byte, received time.Time) bool {
 	return true
 }
 
-// directLimit is how long the pump's own write of model audio may take:
+// directLimit is how long a direct write (the pump's own of model audio, a
+// text turn's of its event) may take:
 // as long as the send queue's bound holds of model audio at its real-time
 // rate (a browser slower than that would have overflowed it), and no
 // longer than WriteTimeout.
@@ -104,15 +107,16 @@ func (c *conn) writeClaimed(f frame, slow bool) bool {
 }
 
 // tooSlow closes the connection as too slow (4101): its send queue
-// overflowed, or (stuck above zero) the pump's own write of model audio
-// ran for as long as the queue's bound holds.
+// overflowed, or (stuck above zero) a direct write (the pump's of model
+// audio, a text turn's of its event) ran for as long as the queue's bound
+// holds of model audio.
 func (c *conn) tooSlow(stuck time.Duration) {
 	if !c.out.closeNow(protocol.DisconnectTooSlow) {
 		return
 	}
 	if n, ok := c.refusals.tooSlow(c.m.now()); ok {
 		if stuck > 0 {
-			c.log().Warn("browser too slow: a write of model audio stuck for as long as the send queue holds, closing",
+			c.log().Warn("browser too slow: a direct write stuck for as long as the send queue holds of audio, closing",
 				"stuck", stuck, "bound_bytes", c.m.cfg.SendQueueBytes, "count", n)
 			return
 		}
