@@ -199,6 +199,25 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			}
 			return err
 		}},
+		{"Revoke (an approval withdrawn is not consumed)", func() error {
+			if _, _, err := s.ConsumeOrRequest(ctx, conf); err != nil {
+				return err
+			}
+			if _, err := s.Resolve(ctx, rec.ID, rec.Epoch, rec.UserID, conf.Token, true, time.Minute); err != nil {
+				return err
+			}
+			if err := s.Revoke(ctx, rec.ID, rec.Epoch, "someone else", conf.Tool, conf.ArgsDigest); err != nil {
+				return err
+			}
+			if err := s.Revoke(ctx, rec.ID, rec.Epoch, rec.UserID, conf.Tool, conf.ArgsDigest); err != nil {
+				return err
+			}
+			ok, _, err := s.ConsumeOrRequest(ctx, conf)
+			if err == nil && ok {
+				err = errors.New("a withdrawn approval was consumed")
+			}
+			return err
+		}},
 		{"Claim", func() error {
 			_, err := s.Claim(ctx, rec.ID, rec.Epoch, []orchestrator.CallRecord{
 				{ID: "call-1", Tool: "kb_search", Turn: 2, State: orchestrator.StateClaimed},
