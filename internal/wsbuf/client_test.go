@@ -72,7 +72,7 @@ func echoSizes() []int {
 	for n := range 301 {
 		sizes = append(sizes, n)
 	}
-	for _, base := range []int{directMin, chunkSize - 14, chunkSize - 8, chunkSize, 2 * chunkSize, 65535, 65536, 100000, 200000} {
+	for _, base := range append(leanSizes[:len(leanSizes):len(leanSizes)], chunkSize-14, chunkSize-8, chunkSize, 2*chunkSize, 65535, 65536, 100000, 200000) {
 		for d := -3; d <= 3; d++ {
 			sizes = append(sizes, base+d)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func echoServer(t *testing.T, lean, held chan<- bool) *httptest.Server {
 				return
 			}
 			if held != nil {
-				held <- lc.in != nil || lc.nheld != 0
+				held <- holdsBuffer(lc)
 			}
 		}
 	}))
@@ -63,13 +64,16 @@ func TestLeanConnEchoesEveryMessageSizeWhole(t *testing.T) {
 	lean := make(chan bool, 1)
 	ws := dial(t, echoServer(t, lean, nil))
 	if !<-lean {
+		if leanSizes == nil {
+			t.Skip("no lean connections on " + runtime.GOOS)
+		}
 		t.Fatal("a plain TCP connection was not made lean")
 	}
 	var sizes []int
 	for n := range 300 {
 		sizes = append(sizes, n)
 	}
-	for _, base := range []int{directMin, chunkSize, 2 * chunkSize, 65535, 65536, 200000} {
+	for _, base := range append(leanSizes[:len(leanSizes):len(leanSizes)], chunkSize, 2*chunkSize, 65535, 65536, 200000) {
 		for d := -3; d <= 3; d++ {
 			sizes = append(sizes, base+d)
 		}
