@@ -112,6 +112,20 @@ func TestRequestHumanHandsOffAndAnOperatorOnAnotherGatewayHandsBack(t *testing.T
 		t.Fatalf("a message while handed off: %v, want handoff.pending", ev)
 	}
 
+	// The held message is written after handoff.pending is sent; a resume
+	// elsewhere before that write lands fences it out (a known gap, noted
+	// in the stop's closing note), so wait for it before taking over.
+	testwait.For(t, "the first held message on the timeline", func() bool {
+		var v timeline.View
+		adminDo(t, "GET", a.adminURL+"/admin/sessions/"+id, nil, "", &v)
+		for _, ev := range v.Events {
+			if ev.Event == timeline.EventHandoffText {
+				return true
+			}
+		}
+		return false
+	})
+
 	// A resume on gateway B finds the session handed off.
 	c2 := b.dial("", bearer(t, cfg, "alice"))
 	ready2 := c2.start(resumeMsg(ready))
