@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,9 +162,8 @@ func (c *idleClient) next(t *testing.T, typ string) idleEvent {
 // its connections (not the node's one keepalive goroutine), each as
 // runtime.Stack prints it.
 func sessionGoroutines() []string {
-	buf := make([]byte, 1<<20)
 	var gs []string
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+	for _, g := range testwait.Stacks() {
 		if strings.Contains(g, "created by github.com/turnstile-gw/turnstile/session.") &&
 			!strings.Contains(g, "session.(*Manager).startKeepaliveLocked") {
 			gs = append(gs, g)

@@ -5,6 +5,8 @@ package testwait
 
 import (
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,4 +67,29 @@ func poll(timeout time.Duration, check func() error) error {
 		time.Sleep(pause)
 		pause = min(2*pause, maxInterval)
 	}
+}
+
+// Stacks are the stacks of every goroutine of the process, one a string,
+// as runtime.Stack prints them: what a test looks through to see where a
+// goroutine waits.
+func Stacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// StackWith is the stack of the first goroutine whose stack has s in it,
+// or "".
+func StackWith(s string) string {
+	for _, g := range Stacks() {
+		if strings.Contains(g, s) {
+			return g
+		}
+	}
+	return ""
 }

@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -380,19 +379,6 @@ func acceptKey(key string) string {
 	return base64.StdEncoding.EncodeToString(h[:])
 }
 
-// stackWith is the stack of the first goroutine whose stack has fn in it,
-// or "".
-func stackWith(fn string) string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, fn) {
-			return g
-		}
-	}
-	return ""
-}
-
 // A reader waiting for its next message over plain TCP waits in Wait, on
 // its own shallow stack and holding no read chunk, and gets the message
 // once it comes.
@@ -413,7 +399,7 @@ func TestClientWaitsForItsNextMessageHoldingNoBuffer(t *testing.T) {
 		got <- m
 	}()
 	testwait.ForNil(t, "the reader to wait in Wait", func() error {
-		st := stackWith("wsbuf.readMessage")
+		st := testwait.StackWith("wsbuf.readMessage")
 		if !strings.Contains(st, "wsbuf.(*Client).Wait") {
 			return fmt.Errorf("its stack:\n%s", st)
 		}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -243,8 +242,7 @@ func (s *idleServer) pongThenWait(t *testing.T, c net.Conn) {
 func waitInWait(t *testing.T) {
 	t.Helper()
 	testwait.For(t, "the reader to wait in Idle.Wait", func() bool {
-		buf := make([]byte, 1<<20)
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		for _, g := range testwait.Stacks() {
 			if strings.Contains(g, "wsbuf.(*Idle).Wait(") && strings.Contains(g, "(*pollDesc).waitRead") &&
 				!strings.Contains(g, "coder/websocket") {
 				return true

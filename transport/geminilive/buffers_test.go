@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -79,7 +78,7 @@ func TestSessionWaitsForItsNextMessageOutsideTheLibrary(t *testing.T) {
 		got <- ev
 	}()
 	testwait.ForNil(t, "Recv to wait for the next message", func() error {
-		st := stackOf("geminilive.(*Session).Recv")
+		st := testwait.StackWith("geminilive.(*Session).Recv")
 		if !strings.Contains(st, "wsbuf.(*Client).Wait") {
 			return fmt.Errorf("its stack:\n%s", st)
 		}
@@ -95,16 +94,4 @@ func TestSessionWaitsForItsNextMessageOutsideTheLibrary(t *testing.T) {
 	if ev := <-got; ev.Kind != transport.LiveOutputTranscript || ev.Text != "hi" {
 		t.Fatalf("Recv = %+v; want the transcript", ev)
 	}
-}
-
-// stackOf is the stack of the goroutine whose stack has fn in it.
-func stackOf(fn string) string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, fn) {
-			return g
-		}
-	}
-	return ""
 }
