@@ -168,6 +168,22 @@ func TestClientVerifiesTheServersCertificateForTheURLsHost(t *testing.T) {
 // connection (frames written with ws.WriteFrame, unmasked as a server's).
 func rawWS(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
+	return "ws://" + rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := (ws.Upgrader{}).Upgrade(struct {
+			io.Reader
+			io.Writer
+		}{br, c}); err != nil {
+			return
+		}
+		handle(c, br)
+	})
+}
+
+// rawServer accepts one TCP connection on a loopback port and hands it to
+// serve (with a reader over it); it returns the address. The test's
+// cleanup closes the listener and waits for serve to return.
+func rawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -184,16 +200,9 @@ func rawWS(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) string {
 			return
 		}
 		defer func() { _ = c.Close() }()
-		br := bufio.NewReader(c)
-		if _, err := (ws.Upgrader{}).Upgrade(struct {
-			io.Reader
-			io.Writer
-		}{br, c}); err != nil {
-			return
-		}
-		handle(c, br)
+		serve(c, bufio.NewReader(c))
 	}()
-	return "ws://" + ln.Addr().String()
+	return ln.Addr().String()
 }
 
 // readClientFrame reads one frame from the client and unmasks it.
@@ -339,23 +348,7 @@ func TestClientRefusesAMessageOverTheReadLimit(t *testing.T) {
 // A frame that came in the same segment as the handshake's response (a
 // server may speak first) is read without waiting for more.
 func TestClientReadsAFrameThatCameWithTheHandshake(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-	})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer func() { _ = c.Close() }()
-		br := bufio.NewReader(c)
+	addr := rawServer(t, func(c net.Conn, br *bufio.Reader) {
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			return
@@ -366,8 +359,8 @@ func TestClientReadsAFrameThatCameWithTheHandshake(t *testing.T) {
 			return
 		}
 		_, _ = io.Copy(io.Discard, br)
-	}()
-	c := clientDial(t, "ws://"+ln.Addr().String(), DialOptions{})
+	})
+	c := clientDial(t, "ws://"+addr, DialOptions{})
 	if got, err := readMessage(c); err != nil || string(got) != "hi" {
 		t.Fatalf("read = %q, %v; want \"hi\"", got, err)
 	}
