@@ -256,8 +256,16 @@ func (c *Client) write(op ws.OpCode, p []byte) error {
 		c.werr = err
 		return err
 	}
+	if op == ws.OpClose {
+		c.werr = ErrCloseSent // nothing may follow a close frame (RFC 6455 §5.5.1)
+	}
 	return nil
 }
+
+// ErrCloseSent is what a write returns once the connection has sent its
+// close frame (answering the peer's, or ending on a protocol error or an
+// oversized message).
+var ErrCloseSent = errors.New("websocket: the close frame was sent")
 
 // headerWriter takes what ws.WriteHeaderBuffer writes into the chunk that
 // carries the frame.
@@ -275,7 +283,7 @@ func (w *headerWriter) Write(p []byte) (int, error) {
 // and audio is written 50 times a second. Every write still gets at least
 // the timeout.
 func (c *Client) writeFrame(op ws.OpCode, p []byte) error {
-	if now := time.Now(); c.until.Sub(now) < c.timeout {
+	if now := time.Now(); c.timeout > 0 && c.until.Sub(now) < c.timeout {
 		until := now.Add(2 * c.timeout)
 		if err := c.sock.SetWriteDeadline(until); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,15 +24,12 @@ type DialOptions struct {
 	// Header goes with the handshake request.
 	Header http.Header
 	// WriteTimeout bounds every write: a frame the peer does not take
-	// within it (at most twice it) fails with os.ErrDeadlineExceeded.
+	// within it (at most twice it) fails with os.ErrDeadlineExceeded;
+	// 0: no bound.
 	WriteTimeout time.Duration
 	// ReadLimit is the largest message Read returns; a longer one fails
-	// with ErrMessageTooBig.
+	// with ErrMessageTooBig; 0: no limit.
 	ReadLimit int64
-	// ConnectTimeout bounds the TCP connect, a proxy's CONNECT, the TLS
-	// and the WebSocket handshakes together (ctx bounds them too); 0: none
-	// but ctx.
-	ConnectTimeout time.Duration
 	// Proxy, if not nil, names the proxy for a request to the URL's host
 	// (as http.Transport's Proxy: the wss URL asked as https, ws as http),
 	// nil for none; http.ProxyFromEnvironment reads HTTPS_PROXY,
@@ -46,7 +44,8 @@ type DialOptions struct {
 }
 
 // Dial opens a WebSocket client connection to a ws:// or wss:// URL,
-// without compression or subprotocol. A refused handshake fails with a
+// without compression or subprotocol; ctx bounds the TCP connect, a
+// proxy's CONNECT, the TLS and the WebSocket handshakes. A refused handshake fails with a
 // *HandshakeError carrying the response's status.
 func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 	u, err := url.Parse(rawURL)
@@ -63,8 +62,7 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 	var sock net.Conn // the TCP connection, once dialled
 	var refused *HandshakeError
 	d := ws.Dialer{
-		Timeout: o.ConnectTimeout,
-		Header:  ws.HandshakeHeaderHTTP(o.Header),
+		Header: ws.HandshakeHeaderHTTP(o.Header),
 		NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialTCP(ctx, network, addr, proxy)
 			sock = c
@@ -82,7 +80,11 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 		}
 		return nil, err
 	}
-	c := &Client{sock: sock, conn: conn, pre: br, limit: o.ReadLimit, timeout: o.WriteTimeout}
+	limit := o.ReadLimit
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	c := &Client{sock: sock, conn: conn, pre: br, limit: limit, timeout: o.WriteTimeout}
 	if conn == sock {
 		c.lean = newSockReader(sock)
 	}

@@ -47,14 +47,9 @@ func readMessage(c *Client) ([]byte, error) {
 	}
 }
 
+// clientDial dials url with o (zero: no write timeout, no read limit).
 func clientDial(t *testing.T, url string, o DialOptions) *Client {
 	t.Helper()
-	if o.ReadLimit == 0 {
-		o.ReadLimit = 1 << 20
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = 10 * time.Second
-	}
 	c, err := Dial(context.Background(), url, o)
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +272,7 @@ func TestClientReadsTheServersCloseCodeAndReason(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
 			reply := make(chan []byte, 1)
+			after := make(chan error, 1)
 			url := rawWS(t, func(c net.Conn, br *bufio.Reader) {
 				_ = ws.WriteFrame(c, frameOf(ws.OpText, true, "before"))
 				_ = ws.WriteFrame(c, ws.NewCloseFrame(tc.payload))
@@ -285,6 +281,11 @@ func TestClientReadsTheServersCloseCodeAndReason(t *testing.T) {
 					reply <- p
 				}
 				close(reply)
+				h, _, err = readClientFrame(br) // the client's next frame: none, the connection ends
+				if err == nil {
+					err = fmt.Errorf("a frame (opcode %d) after the close", h.OpCode)
+				}
+				after <- err
 			})
 			c := clientDial(t, url, DialOptions{})
 			if got, err := readMessage(c); err != nil || string(got) != "before" {
@@ -301,6 +302,13 @@ func TestClientReadsTheServersCloseCodeAndReason(t *testing.T) {
 			}
 			if code, _ := ws.ParseCloseFrameData(p); tc.code != 1005 && int(code) != tc.code || tc.code == 1005 && len(p) != 0 {
 				t.Errorf("the close was answered with %x, want the same code", p)
+			}
+			if err := c.WriteText([]byte("late")); !errors.Is(err, ErrCloseSent) {
+				t.Errorf("a write after the close = %v, want ErrCloseSent", err)
+			}
+			_ = c.Close()
+			if err := <-after; err != io.EOF {
+				t.Errorf("after the close the server read %v, want the end of the connection", err)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/auth"
 	"google.golang.org/genai"
@@ -149,10 +148,6 @@ func vertexModelName(project, location, name string) string {
 	return "projects/" + project + "/locations/" + location + "/" + name
 }
 
-// dialTimeout bounds the dial: TCP connect, a proxy's CONNECT, TLS and the
-// WebSocket handshake (Connect's context bounds them too).
-const dialTimeout = 10 * time.Second
-
 // dialOptions are how every connection is dialled: through the proxy the
 // environment names (HTTPS_PROXY for wss, HTTP_PROXY for ws, NO_PROXY), TLS
 // with the system's roots, every write bounded by the write timeout (see
@@ -161,5 +156,5 @@ const dialTimeout = 10 * time.Second
 // on the socket holding none, a frame is written from a pooled chunk).
 func dialOptions(opts Options) wsbuf.DialOptions {
 	return wsbuf.DialOptions{WriteTimeout: opts.WriteTimeout, ReadLimit: opts.ReadLimit,
-		ConnectTimeout: dialTimeout, Proxy: http.ProxyFromEnvironment}
+		Proxy: http.ProxyFromEnvironment}
 }
