@@ -59,16 +59,16 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("websocket: proxy: %w", err)
 	}
-	var sock net.Conn // the TCP connection, once dialled
+	var sock net.Conn // the TCP connection, once dialled (under TLS to an https proxy)
 	var refused *HandshakeError
 	d := ws.Dialer{
 		Header: ws.HandshakeHeaderHTTP(o.Header),
 		NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialTCP(ctx, network, addr, proxy)
-			sock = c
+			c, raw, err := dialTCP(ctx, network, addr, proxy, o.TLSConfig)
+			sock = raw
 			return c, err
 		},
-		TLSConfig: o.TLSConfig,
+		TLSConfig: tlsFor(o.TLSConfig, u.Hostname()),
 		OnStatusError: func(status int, reason []byte, _ io.Reader) {
 			refused = &HandshakeError{StatusCode: status, Status: fmt.Sprintf("%d %s", status, reason)}
 		},
@@ -118,10 +118,29 @@ func proxyFor(proxy func(*http.Request) (*url.URL, error), u *url.URL) (*url.URL
 		Header: http.Header{}, Host: u.Host})
 }
 
-// dialTCP connects to addr, directly or through proxy with CONNECT.
-func dialTCP(ctx context.Context, network, addr string, proxy *url.URL) (net.Conn, error) {
+// tlsFor is cfg (nil: the system's roots) naming host for SNI and the
+// certificate's check when it names none: the host without an IPv6
+// literal's brackets, which the handshake library would keep.
+func tlsFor(cfg *tls.Config, host string) *tls.Config {
+	if cfg == nil {
+		return &tls.Config{ServerName: host}
+	}
+	if cfg.ServerName != "" {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	cfg.ServerName = host
+	return cfg
+}
+
+// dialTCP connects to addr, directly or through proxy with CONNECT; it
+// returns the connection to speak on and the TCP connection under it
+// (the same but through an https proxy, where TLS to the proxy, made with
+// cfg's roots, is between them).
+func dialTCP(ctx context.Context, network, addr string, proxy *url.URL, cfg *tls.Config) (conn, raw net.Conn, err error) {
 	if proxy == nil {
-		return tcpDialer.DialContext(ctx, network, addr)
+		c, err := tcpDialer.DialContext(ctx, network, addr)
+		return c, c, err
 	}
 	var port string
 	switch proxy.Scheme {
@@ -130,47 +149,40 @@ func dialTCP(ctx context.Context, network, addr string, proxy *url.URL) (net.Con
 	case "https":
 		port = "443"
 	case "socks5", "socks5h":
-		return dialSOCKS(ctx, network, addr, proxy)
+		c, err := dialSOCKS(ctx, network, addr, proxy)
+		return c, c, err
 	default:
-		return nil, fmt.Errorf("websocket: proxy %s: only http, https and socks5 proxies are supported", proxy.Redacted())
+		return nil, nil, fmt.Errorf("websocket: proxy %s: only http, https and socks5 proxies are supported", proxy.Redacted())
 	}
 	paddr := proxy.Host
 	if proxy.Port() == "" {
 		paddr = net.JoinHostPort(proxy.Hostname(), port)
 	}
-	raw, err := tcpDialer.DialContext(ctx, network, paddr)
+	raw, err = tcpDialer.DialContext(ctx, network, paddr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c := raw
+	conn = raw
 	if proxy.Scheme == "https" {
-		tc := tls.Client(raw, &tls.Config{ServerName: proxy.Hostname()})
+		tc := tls.Client(raw, tlsFor(cfg, proxy.Hostname()))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = raw.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		c = tc
+		conn = tc
 	}
-	if err := connect(ctx, c, addr, proxy); err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("websocket: proxy %s: %w", proxy.Redacted(), err)
+	if err := connect(ctx, conn, addr, proxy); err != nil {
+		_ = raw.Close()
+		return nil, nil, fmt.Errorf("websocket: proxy %s: %w", proxy.Redacted(), err)
 	}
-	return c, nil
+	return conn, raw, nil
 }
 
 // dialSOCKS connects to addr through a SOCKS5 proxy, with the proxy URL's
-// user and password, as http.Transport does for a socks5 proxy.
+// user and password (and port 1080 when it names none), as http.Transport
+// does for a socks5 proxy.
 func dialSOCKS(ctx context.Context, network, addr string, proxy *url.URL) (net.Conn, error) {
-	var auth *xproxy.Auth
-	if u := proxy.User; u != nil {
-		auth = &xproxy.Auth{User: u.Username()}
-		auth.Password, _ = u.Password()
-	}
-	paddr := proxy.Host
-	if proxy.Port() == "" {
-		paddr = net.JoinHostPort(proxy.Hostname(), "1080")
-	}
-	d, err := xproxy.SOCKS5("tcp", paddr, auth, &tcpDialer)
+	d, err := xproxy.FromURL(proxy, &tcpDialer)
 	if err != nil {
 		return nil, err
 	}

@@ -460,7 +460,7 @@ func TestClientDialsThroughAProxy(t *testing.T) {
 	t.Cleanup(tlsSrv.Close)
 	var mu sync.Mutex
 	var tunnels []string
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tunnel := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodConnect ||
 			r.Header.Get("Proxy-Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte("u:p w")) {
 			http.Error(w, "no", http.StatusProxyAuthRequired)
@@ -486,20 +486,31 @@ func TestClientDialsThroughAProxy(t *testing.T) {
 			_ = up.(*net.TCPConn).CloseWrite()
 		}()
 		_, _ = io.Copy(down, up)
-	}))
+	})
+	proxy := httptest.NewServer(tunnel)
 	t.Cleanup(proxy.Close)
+	// An https proxy, its certificate from the roots the dial is given.
+	tlsProxy := httptest.NewUnstartedServer(tunnel)
+	tlsProxy.StartTLS()
+	t.Cleanup(tlsProxy.Close)
 	pu, _ := url.Parse(proxy.URL)
 	pu.User = url.UserPassword("u", "p w")
 	viaProxy := func(*http.Request) (*url.URL, error) { return pu, nil }
+	tpu, _ := url.Parse(tlsProxy.URL)
+	tpu.User = pu.User
+	viaTLSProxy := func(*http.Request) (*url.URL, error) { return tpu, nil }
 
 	for name, target := range map[string]struct {
-		url string
-		tls *tls.Config
+		url   string
+		proxy func(*http.Request) (*url.URL, error)
+		tls   *tls.Config
 	}{
-		"ws":  {"ws" + strings.TrimPrefix(plain.URL, "http"), nil},
-		"wss": {"wss" + strings.TrimPrefix(tlsSrv.URL, "https"), trusting(tlsSrv)},
+		"ws":                  {"ws" + strings.TrimPrefix(plain.URL, "http"), viaProxy, nil},
+		"wss":                 {"wss" + strings.TrimPrefix(tlsSrv.URL, "https"), viaProxy, trusting(tlsSrv)},
+		"ws via https proxy":  {"ws" + strings.TrimPrefix(plain.URL, "http"), viaTLSProxy, trusting(tlsProxy)},
+		"wss via https proxy": {"wss" + strings.TrimPrefix(tlsSrv.URL, "https"), viaTLSProxy, trusting(tlsSrv)},
 	} {
-		c := clientDial(t, target.url, DialOptions{Proxy: viaProxy, TLSConfig: target.tls})
+		c := clientDial(t, target.url, DialOptions{Proxy: target.proxy, TLSConfig: target.tls})
 		for _, n := range []int{3, 70000} {
 			msg := bytes.Repeat([]byte("p"), n)
 			if err := c.WriteText(msg); err != nil {
@@ -513,7 +524,7 @@ func TestClientDialsThroughAProxy(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(tunnels) != 2 {
+	if len(tunnels) != 4 {
 		t.Errorf("tunnels through the proxy = %v, want one per dial", tunnels)
 	}
 	pu.User = url.UserPassword("u", "wrong")
