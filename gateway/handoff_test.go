@@ -112,20 +112,8 @@ func TestRequestHumanHandsOffAndAnOperatorOnAnotherGatewayHandsBack(t *testing.T
 		t.Fatalf("a message while handed off: %v, want handoff.pending", ev)
 	}
 
-	// The held message is written after handoff.pending is sent; a resume
-	// elsewhere before that write lands fences it out (a known gap, noted
-	// in the stop's closing note), so wait for it before taking over.
-	testwait.For(t, "the first held message on the timeline", func() bool {
-		var v timeline.View
-		adminDo(t, "GET", a.adminURL+"/admin/sessions/"+id, nil, "", &v)
-		for _, ev := range v.Events {
-			if ev.Event == timeline.EventHandoffText {
-				return true
-			}
-		}
-		return false
-	})
-
+	// handoff.pending came after the message was stored: a resume elsewhere
+	// now finds it (the timeline's count of two below).
 	// A resume on gateway B finds the session handed off.
 	c2 := b.dial("", bearer(t, cfg, "alice"))
 	ready2 := c2.start(resumeMsg(ready))

@@ -85,10 +85,13 @@ func (s *session) holdForPerson(text string) {
 }
 
 // hold stores an entry of the user's side while handed off (history and
-// store, with the timeline's events) and answers handoff.pending.
+// store, with the timeline's events) and then answers handoff.pending:
+// the write lands before the answer, so a resume elsewhere that the
+// answer lets the user make finds the message (written after it, the
+// write would be fenced out and the message lost).
 func (s *session) hold(entry transport.Entry) {
 	mark := s.st.append([]transport.Entry{entry})
-	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+	s.pst.write(func(ctx context.Context, rec store.Record) error {
 		held := s.pst.uncovered(mark, []transport.Entry{entry})
 		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: held, Events: s.takeEvents()})
 		return err
