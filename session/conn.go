@@ -151,15 +151,13 @@ func (c *conn) serve(r *reader) {
 // end stops what the connection runs once its reader has returned, and
 // accounts for it.
 func (c *conn) end(started time.Time) {
-	select {
-	case <-c.out.closing.wait():
+	if c.out.decided() {
 		// Let the writer flush what explains the close, and send the close
 		// frame, before everything stops.
 		select {
 		case <-c.wend.wait():
 		case <-clock.Wall.After(2 * c.m.cfg.WriteTimeout):
 		}
-	default:
 	}
 	c.cancel()
 	c.out.later.Wait()

@@ -5,7 +5,8 @@ import "sync/atomic"
 // latch is a channel closed once, made only when something waits on it.
 // A connection has three such signals (its end, its close decided, its
 // writer's end); an idle one is waited on by nobody, and a channel is
-// about 0.1 KiB. close is called once; wait and isClosed from anywhere.
+// about 0.1 KiB. close, wait and isClosed may be called from anywhere, any
+// number of times.
 type latch struct{ p atomic.Pointer[chan struct{}] }
 
 // wait is a channel closed once close has been called.

@@ -38,7 +38,7 @@ func (a *activity) turnsUsedUp(now time.Time) bool {
 func (a *activity) refuseTurn(wait time.Duration) {
 	a.s.refused(limitTurns, a.s.m.now())
 	a.s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many messages in the last minute; try again in %d s", waitSeconds(wait)), true, 0))
+		fmt.Sprintf("too many messages in the last minute; try again in %d s", protocol.RetryAfterSeconds(wait)), true, 0))
 }
 
 // allowVoiceText counts a text typed in voice against the turn limit (one

@@ -61,14 +61,8 @@ func (b connectBudget) refuse(reason metrics.ConnectReason, wait time.Duration) 
 	s.refused(limitLiveConnects, s.m.now())
 	s.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
 		"too many voice connections for this session or user in the last minute (%s); the conversation stays in text, try voice again in %d s",
-		reason, waitSeconds(wait)), true, 0))
+		reason, protocol.RetryAfterSeconds(wait)), true, 0))
 }
-
-// waitSeconds is a wait in whole seconds for a message ("try again in N
-// s"): rounded up, at least 1, as a close reason's and Retry-After's
-// (protocol.RetryAfterSeconds), so that a client waiting that long finds
-// the wait over.
-func waitSeconds(wait time.Duration) int64 { return protocol.RetryAfterSeconds(wait) }
 
 // resumeLimits are the windows a resume of sessionID counts against: the
 // session's, kept on the user's tag and keyed by the session ID (only its
@@ -124,7 +118,7 @@ func (s *session) allowVoiceStart() bool {
 	}
 	s.refused(limitVoiceStarts, s.m.now())
 	s.send(protocol.NewError(protocol.CodeRateLimited, fmt.Sprintf(
-		"too many switches to voice in the last minute; the session stays in text, try again in %d s", waitSeconds(wait)), true, 0))
+		"too many switches to voice in the last minute; the session stays in text, try again in %d s", protocol.RetryAfterSeconds(wait)), true, 0))
 	return false
 }
 
@@ -161,7 +155,7 @@ func (s *session) allowStart(member string, l limit, d protocol.Disconnect, what
 	_, cooldown := s.m.coolDown(s.ctx, s.id, s.log(), d)
 	wait = max(wait, cooldown)
 	s.send(protocol.NewError(protocol.CodeRateLimited,
-		fmt.Sprintf("too many %s in the last minute; try again in %d s", what, waitSeconds(wait)), true, 0))
+		fmt.Sprintf("too many %s in the last minute; try again in %d s", what, protocol.RetryAfterSeconds(wait)), true, 0))
 	s.close(d.WithRetryAfter(wait))
 	return false
 }
