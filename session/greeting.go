@@ -1,10 +1,7 @@
 package session
 
 import (
-	"context"
-
 	"github.com/turnstile-gw/turnstile/protocol"
-	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -39,15 +36,9 @@ func (s *session) greet() {
 	if p == nil || p.Greeting == "" {
 		return
 	}
-	entry := transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting}
-	mark := s.st.append([]transport.Entry{entry})
 	clipped, _ := timeline.Clip(p.Greeting, timeline.MaxText)
 	s.event(timeline.Event{Event: timeline.EventGreeting, Text: clipped})
-	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
-		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: s.pst.uncovered(mark, []transport.Entry{entry}),
-			Events: s.takeEvents()})
-		return err
-	})
+	s.keep(transport.Entry{Role: transport.RoleModel, Text: p.Greeting, Kind: kindGreeting})
 	s.send(protocol.TextDone{Turn: 0, Text: p.Greeting})
 }
 

@@ -84,19 +84,26 @@ func (s *session) holdForPerson(text string) {
 	s.hold(transport.Entry{Role: transport.RoleUser, Text: text, Turn: s.st.record().Turn, Kind: "handoff"})
 }
 
-// hold stores an entry of the user's side while handed off (history and
-// store, with the timeline's events) and then answers handoff.pending:
-// the write lands before the answer, so a resume elsewhere that the
-// answer lets the user make finds the message (written after it, the
-// write would be fenced out and the message lost).
+// hold stores an entry of the user's side while handed off (keep) and
+// then answers handoff.pending.
 func (s *session) hold(entry transport.Entry) {
+	s.keep(entry)
+	s.send(protocol.HandoffPending{Message: handoffPendingText})
+}
+
+// keep adds an entry that is no model turn's (a greeting, a message held
+// for a person) to the history and stores it with the timeline's events,
+// waiting for the write: what the browser is told next (the greeting, the
+// handoff.pending) comes after it is stored, so a resume elsewhere that
+// it lets the user make finds it (written after, the write would be
+// fenced out by the resume and the entry lost).
+func (s *session) keep(entry transport.Entry) {
 	mark := s.st.append([]transport.Entry{entry})
 	s.pst.write(func(ctx context.Context, rec store.Record) error {
-		held := s.pst.uncovered(mark, []transport.Entry{entry})
-		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: held, Events: s.takeEvents()})
+		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: s.pst.uncovered(mark, []transport.Entry{entry}),
+			Events: s.takeEvents()})
 		return err
 	})
-	s.send(protocol.HandoffPending{Message: handoffPendingText})
 }
 
 // confirmNote is the user's answer to a confirmation as the model is told
