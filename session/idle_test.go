@@ -363,7 +363,7 @@ func TestIdleSessionOpensNoConversationNorTimeline(t *testing.T) {
 // again.
 func TestIdleSessionShedsItsWriterAndStillAnswers(t *testing.T) {
 	node := newIdleNode(t, session.Config{Limits: session.Limits{PingInterval: 20 * time.Millisecond,
-		IdleTimeout: time.Hour, WriteTimeout: 50 * time.Millisecond}}, time.Time{})
+		IdleTimeout: time.Hour}}, time.Time{})
 	const n = 3
 	var clients []*idleClient
 	for range n {

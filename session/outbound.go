@@ -269,9 +269,9 @@ func (c *conn) armWatchdog() {
 }
 
 // shedWriter drops what the writer keeps from one write to the next — its
-// watchdog with the watchdog's timer, and the queue's two frame slices,
-// about 0.3 KiB — when no writer runs, nothing is queued and the
-// watchdog's timer has gone quiet; the next write makes them again. The
+// watchdog with the watchdog's timer (stopped: no write is in progress),
+// and the queue's two frame slices, about 0.3 KiB — when no writer runs
+// and nothing is queued; the next write makes them again. The
 // reader calls it when the browser has gone idle (a pong with nothing
 // behind it, at most once a ping interval: serve), so that a session left
 // open holds none of it; a connection that streams audio never goes idle
@@ -286,9 +286,9 @@ func (c *conn) shedWriter() {
 		return
 	}
 	if w := c.watchdog; w != nil {
-		if w.armed.Load() {
-			return // its timer may still fire: left for the next time
-		}
+		// A timer that fires meanwhile finds no write in progress and
+		// goes quiet (check).
+		w.stop()
 		c.watchdog = nil
 	}
 	q.frames, c.spare = nil, nil
