@@ -231,7 +231,7 @@ func redisClient(cfg Config, log *slog.Logger, gw *gateway) (redis.UniversalClie
 		err error
 	)
 	if cfg.RedisURL == "" {
-		mr, serr := store.StartEmbedded()
+		mr, serr := store.StartEmbedded(cfg.Clock)
 		if serr != nil {
 			return nil, fmt.Errorf("start embedded redis: %w", serr)
 		}

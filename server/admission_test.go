@@ -30,7 +30,7 @@ func (p pausedRenewal) RenewLeases(ctx context.Context, leases map[string][]stri
 // 429s for a user with no connection left, after Redis restarted empty
 // and every store check renewed the leases).
 func TestLeaseReleasedDuringARenewalStaysReleased(t *testing.T) {
-	mr, err := store.StartEmbedded()
+	mr, err := store.StartEmbedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 package store
 
 import (
-	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -12,14 +12,18 @@ import (
 )
 
 // Embedded is the store used when no REDIS_URL is set: an in-process
-// miniredis on a random loopback port, its keys' TTLs running on the wall
-// clock. Its state lives only in this process, so sessions cannot move to
-// another gateway node; the caller should say so in its logs, and must
-// Close it on shutdown.
+// miniredis on a random loopback port, its keys' TTLs running on the
+// gateway's clock. Its state lives only in this process, so sessions
+// cannot move to another gateway node; the caller should say so in its
+// logs, and must Close it on shutdown.
 type Embedded struct {
-	*miniredis.Miniredis
-	stop context.CancelFunc
-	done chan struct{}
+	mr  *miniredis.Miniredis
+	clk clock.Clock
+
+	mu     sync.Mutex // the tick against Close
+	last   time.Time  // the clock at the last tick
+	next   clock.Timer
+	closed bool
 }
 
 // ExpiryTick is how often the embedded store counts its keys' TTLs down.
@@ -27,45 +31,49 @@ type Embedded struct {
 // would ever expire: every session record, lease, holder, block and window
 // of a long-running gateway would stay in its heap for good. A key goes at
 // the first tick after its TTL ran out, up to ExpiryTick late, where Redis
-// drops it at once; each tick walks every key (sorted), so it is not made
-// much shorter.
+// drops it at once; each tick walks every key (sorted) under miniredis's
+// one lock, so it is not made much shorter.
 const ExpiryTick = time.Second
 
-// StartEmbedded starts the embedded store.
-func StartEmbedded() (*Embedded, error) {
+// StartEmbedded starts the embedded store, its TTLs counted down on clk
+// (nil: the system clock) every ExpiryTick.
+func StartEmbedded(clk clock.Clock) (*Embedded, error) {
 	m := miniredis.NewMiniRedis()
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded redis: start: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &Embedded{Miniredis: m, stop: cancel, done: make(chan struct{})}
-	go e.expire(ctx)
+	e := &Embedded{mr: m, clk: clock.Or(clk)}
+	e.mu.Lock()
+	e.last = e.clk.Now()
+	e.next = e.clk.AfterFunc(ExpiryTick, e.tick)
+	e.mu.Unlock()
 	return e, nil
 }
 
-// expire counts the keys' TTLs down by the time gone since the last tick,
-// every ExpiryTick, until ctx ends.
-func (e *Embedded) expire(ctx context.Context) {
-	defer close(e.done)
-	t := clock.Wall.NewTicker(ExpiryTick)
-	defer t.Stop()
-	last := clock.Wall.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			e.FastForward(now.Sub(last))
-			last = now
-		}
+// tick counts the keys' TTLs down by the time gone since the last one and
+// arms the next.
+func (e *Embedded) tick() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
 	}
+	now := e.clk.Now()
+	e.mr.FastForward(now.Sub(e.last))
+	e.last = now
+	e.next = e.clk.AfterFunc(ExpiryTick, e.tick)
 }
+
+// Addr is the store's address (host:port).
+func (e *Embedded) Addr() string { return e.mr.Addr() }
 
 // Close stops the store's clock and the store.
 func (e *Embedded) Close() {
-	e.stop()
-	<-e.done
-	e.Miniredis.Close()
+	e.mu.Lock()
+	e.closed = true
+	e.next.Stop()
+	e.mu.Unlock()
+	e.mr.Close()
 }
 
 // Client is a client of the embedded store, as NewRedisClient's but for

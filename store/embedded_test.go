@@ -10,11 +10,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 func TestStartEmbeddedServesOnLoopback(t *testing.T) {
-	mr, err := StartEmbedded()
+	mr, err := StartEmbedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +35,13 @@ func TestStartEmbeddedServesOnLoopback(t *testing.T) {
 }
 
 // Nobody fast-forwards the embedded store in a gateway: its keys must
-// expire on the wall clock as Redis's do, or every session's record, lease
-// and window would stay in the gateway's heap for good.
-func TestEmbeddedStoreExpiresKeysOnTheWallClock(t *testing.T) {
-	mr, err := StartEmbedded()
+// expire on the gateway's clock as Redis's do on its own, or every
+// session's record, lease and window would stay in the gateway's heap for
+// good. (On the system clock, the default, a tick is a second of real
+// time; the test moves a fake one.)
+func TestEmbeddedStoreExpiresKeysOnItsClock(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	mr, err := StartEmbedded(clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,15 +52,20 @@ func TestEmbeddedStoreExpiresKeysOnTheWallClock(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	if err := c.Set(ctx, "short", "v", 50*time.Millisecond).Err(); err != nil {
+	if err := c.Set(ctx, "short", "v", 1500*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Set(ctx, "kept", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, "the key with a 50 ms TTL to expire", func() bool {
-		return c.Exists(ctx, "short").Val() == 0
-	})
+	clk.Advance(ExpiryTick)
+	if c.Exists(ctx, "short").Val() != 1 {
+		t.Fatal("a key expired a tick before its TTL ran out")
+	}
+	clk.Advance(ExpiryTick)
+	if c.Exists(ctx, "short").Val() != 0 {
+		t.Error("a key outlived its TTL by a tick")
+	}
 	if c.Exists(ctx, "kept").Val() != 1 {
 		t.Error("a key without a TTL expired")
 	}
@@ -67,7 +76,7 @@ func TestEmbeddedStoreExpiresKeysOnTheWallClock(t *testing.T) {
 // would stay, with its buffers and miniredis's two goroutines, for the
 // process's life.
 func TestEmbeddedClientKeepsFewConnectionsAfterABurst(t *testing.T) {
-	mr, err := StartEmbedded()
+	mr, err := StartEmbedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +116,6 @@ func TestEmbeddedClientKeepsFewConnectionsAfterABurst(t *testing.T) {
 		t.Fatalf("calls = %s, want 200", n)
 	}
 	testwait.For(t, "the burst's surplus connections to close", func() bool {
-		return mr.CurrentConnectionCount() <= EmbeddedIdleConns
+		return mr.mr.CurrentConnectionCount() <= EmbeddedIdleConns
 	})
 }

@@ -51,7 +51,7 @@ func allOpsFail(t *testing.T, s *RedisStore) {
 }
 
 func TestRedisStoreFailsFastWhenRedisIsGone(t *testing.T) {
-	mr, err := StartEmbedded()
+	mr, err := StartEmbedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func newBackend(t *testing.T, addr string, mr *Embedded) *backend {
 }
 
 func startMiniredis(t *testing.T) *backend {
-	mr, err := StartEmbedded()
+	mr, err := StartEmbedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

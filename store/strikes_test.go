@@ -28,7 +28,7 @@ func TestStrikesCountExpireAndAreForgivenByALift(t *testing.T) {
 	}
 
 	// A memory without a new strike forgets them.
-	b.mr.FastForward(memory + time.Second)
+	b.mr.mr.FastForward(memory + time.Second)
 	if n, err := s.Strike(ctx, "alice", memory); err != nil || n != 1 {
 		t.Fatalf("strike after the memory = %d, %v; want 1 again", n, err)
 	}
