@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
 // commandCount is a go-redis hook that counts the commands sent alone.
@@ -91,13 +89,7 @@ func TestACallStartIsUsedOnceWithinItsWindow(t *testing.T) {
 // would find its own record and refuse the stream as a replay. It fails
 // instead (and the stream is admitted: the server fails open).
 func TestACallStartWhoseReplyIsLostIsNotItsOwnReplay(t *testing.T) {
-	proxy := startLossyProxy(t, redistest.Start(t))
-	c, err := NewRedisClient("redis://"+proxy.ln.Addr().String(), 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 10 * time.Second}})
+	s, _, proxy := newLossyStore(t)
 	ctx := context.Background()
 	// The script loaded (and the connection's hand-shake done) before any
 	// reply is lost.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -23,6 +25,22 @@ type lossyProxy struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns []net.Conn
+}
+
+// newLossyStore is a store on a real redis-server behind a lossy proxy,
+// and its client: the client gives up reading a reply after a second
+// (long enough for a busy machine's warm-up commands, short enough for
+// the test that waits for a lost reply), the store's own bound is far
+// longer, leaving go-redis room to resend if it would.
+func newLossyStore(t *testing.T) (*RedisStore, redis.UniversalClient, *lossyProxy) {
+	t.Helper()
+	proxy := startLossyProxy(t, redistest.Start(t))
+	c, err := NewRedisClient("redis://"+proxy.ln.Addr().String(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 10 * time.Second}}), c, proxy
 }
 
 func startLossyProxy(t *testing.T, to string) *lossyProxy {
@@ -92,15 +110,7 @@ func (p *lossyProxy) accept() {
 // would hold the entry twice. The write fails instead, which the session
 // handles (it goes on from memory and catches the store up).
 func TestAScriptWhoseReplyIsLostRunsOnce(t *testing.T) {
-	proxy := startLossyProxy(t, redistest.Start(t))
-	// The client gives up reading after 200 ms; the store's own bound is
-	// far longer, leaving go-redis room to retry if it would.
-	c, err := NewRedisClient("redis://"+proxy.ln.Addr().String(), 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 10 * time.Second}})
+	s, c, proxy := newLossyStore(t)
 	ctx := context.Background()
 	rec, _, err := s.Create(ctx, sampleRecord("s-lossy"))
 	if err != nil {
@@ -128,13 +138,7 @@ func TestAScriptWhoseReplyIsLostRunsOnce(t *testing.T) {
 // sent again, the SET ... GET would find its own marker and report it had
 // been there, hiding a Redis that lost its data. The write fails instead.
 func TestAMarkerWriteWhoseReplyIsLostDoesNotFindItself(t *testing.T) {
-	proxy := startLossyProxy(t, redistest.Start(t))
-	c, err := NewRedisClient("redis://"+proxy.ln.Addr().String(), 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := NewRedisStore(c, RedisStoreOptions{Redis: Redis{RedisTimeout: 10 * time.Second}})
+	s, c, proxy := newLossyStore(t)
 	ctx := context.Background()
 	if err := c.Ping(ctx).Err(); err != nil { // the connection's own hand-shake, before any reply is lost
 		t.Fatal(err)
