@@ -21,18 +21,8 @@ func TestABlockIsAnnouncedWithItsEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := start(t)
 			s := b.store(RedisStoreOptions{WatchInterval: 50 * time.Millisecond})
-			var w ownerLog
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Watch(ctx, "node-a", &w) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("watch: %v", err)
-				}
-			}()
-			// After the second check the subscription is certain (testWatch).
-			testwait.For(t, "the subscription", func() bool { _, n := w.state(); return n >= 2 })
+			w := startWatch(t, s)
+			ctx := context.Background()
 
 			user := "u-blocked-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			heard := func(want string) {

@@ -240,23 +240,30 @@ func (o *ownerLog) state() ([]string, int) {
 	return append([]string(nil), o.owners...), o.checks
 }
 
-func testWatch(t *testing.T, b *backend) {
-	s := b.store(RedisStoreOptions{WatchInterval: 50 * time.Millisecond})
-	var w ownerLog
+// startWatch runs s's watch for node-a into a log until the test ends,
+// and returns once an announcement is certain to be heard: after two
+// checks (of no sessions yet) — the first probe finds no marker, and Redis
+// confirms the subscription; on a busy machine the marker's check can
+// come first, while the subscription is still on its way.
+func startWatch(t *testing.T, s *RedisStore) *ownerLog {
+	t.Helper()
+	w := new(ownerLog)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Watch(ctx, "node-a", &w) }()
-	defer func() {
+	go func() { done <- s.Watch(ctx, "node-a", w) }()
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("watch: %v", err)
 		}
-	}()
-	// Two checks (of no sessions yet): the first probe finds no marker, and
-	// Redis confirms the subscription. Only after the second is an
-	// announcement certain to be heard: on a busy machine the marker's
-	// check can come first, while the subscription is still on its way.
+	})
 	testwait.For(t, "the subscription", func() bool { _, n := w.state(); return n >= 2 })
+	return w
+}
+
+func testWatch(t *testing.T, b *backend) {
+	s := b.store(RedisStoreOptions{WatchInterval: 50 * time.Millisecond})
+	w := startWatch(t, s)
 
 	// The channel is shared: an announcement of an earlier test's session
 	// can still be on its way (a cluster passes PUBLISH between its nodes
