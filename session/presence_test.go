@@ -47,8 +47,19 @@ func TestASessionStartWritesOnlyItselfIntoTheLiveIndex(t *testing.T) {
 	before := len(c.store.liveMarks())
 	_, ready := c.start(nil)
 	testwait.For(t, "the sixth session to be in the live index", func() bool { return marked()[ready.SessionID] })
-	if writes := c.store.liveMarks()[before:]; len(writes) != 1 || !slices.Equal(writes[0], []string{ready.SessionID}) {
-		t.Fatalf("the sixth start wrote %v into the live index, want only [%s]", writes, ready.SessionID)
+	// The presence loop's periodic renewal (every LiveTTL/3 of real time)
+	// may write all six meanwhile; the start's own write is the sixth alone.
+	writes, own := c.store.liveMarks()[before:], 0
+	for _, w := range writes {
+		switch {
+		case slices.Equal(w, []string{ready.SessionID}):
+			own++
+		case len(w) != len(ids)+1:
+			t.Fatalf("the sixth start wrote %v into the live index, want only [%s]", writes, ready.SessionID)
+		}
+	}
+	if own != 1 {
+		t.Fatalf("the sixth start wrote %v into the live index, want [%s] once", writes, ready.SessionID)
 	}
 
 	c.mgr.RenewLive(ctx)
