@@ -3,13 +3,10 @@ package gateway_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
-	"github.com/turnstile-gw/turnstile/gateway"
-	"github.com/turnstile-gw/turnstile/internal/redistest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/transport"
@@ -19,10 +16,7 @@ import (
 // the user (not just the session) on every gateway that shares the Redis,
 // and nobody else.
 func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
-	addr := redistest.Start(t) // a real redis-server
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
-	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
+	cfg := tokenRedisConfig(t) // a real redis-server
 	alice, bob := bearer(t, cfg, "alice"), bearer(t, cfg, "bob")
 
 	brainA := fakegemini.NewScript(
@@ -108,10 +102,7 @@ func TestIgnoreUserBlocksTheUserOnEveryGateway(t *testing.T) {
 // (no turn.start), so, like a text refused with turn_in_progress, it must
 // not be in the history the model and a resume will see, nor use up a turn.
 func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T) {
-	addr := redistest.Start(t)
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
-	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
+	cfg := tokenRedisConfig(t)
 	alice := bearer(t, cfg, "alice")
 	a := startGateway(t, cfg, fakegemini.NewScript(
 		callStep(fakegemini.Call{Name: "ignore_user", Args: map[string]any{"duration_seconds": 60, "reason": "abuse"}}),
@@ -165,10 +156,7 @@ func TestInputRefusedForABlockOnAnotherGatewayStaysOutOfTheHistory(t *testing.T)
 // BlockUser writes it, and never announced, so this node can learn of it
 // only from the turn's round trip.
 func TestTextOfABlockedUserStartsNoModelRequestBeforeTheBlockIsAnnounced(t *testing.T) {
-	addr := redistest.Start(t)
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = gateway.SecretURL("redis://" + addr)
-	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
+	cfg := tokenRedisConfig(t)
 	alice := bearer(t, cfg, "alice")
 	brainA := fakegemini.NewScript(textStep("Hello Alice."))
 	brainB := fakegemini.NewScript(textStep("Hello again, Alice."))

@@ -7,8 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
-	"github.com/turnstile-gw/turnstile/gateway"
-	"github.com/turnstile-gw/turnstile/internal/redistest"
 )
 
 // TestRefusedTurnsShowNothingAndReachNoModel: a typed turn's model request
@@ -19,9 +17,7 @@ import (
 // a run of refusals (whose request was being built) nor the ones after it
 // (which ask Redis first).
 func TestRefusedTurnsShowNothingAndReachNoModel(t *testing.T) {
-	cfg := defaultTestConfig(t)
-	cfg.RedisURL = gateway.SecretURL("redis://" + redistest.Start(t))
-	cfg.AuthSecret = gateway.Secret(strings.Repeat("k", 32))
+	cfg := tokenRedisConfig(t)
 	cfg.UserStorageBytes = 4 << 10
 	g := startGateway(t, cfg, always{fakegemini.TextReply("noted", 1)})
 	cancelled := func() float64 {

@@ -274,11 +274,11 @@ func seriesSum(t testing.TB, reg *prometheus.Registry, name, label, value string
 }
 
 // cancelledModelRequests is how many model requests this gateway started
-// and then cancelled: a typed turn's request starts alongside its first
-// Redis write and is cancelled when Redis refuses the turn (a block or the
-// turns per minute reached on another node, the storage quota, a take-over).
-// Such a request may or may not have reached the fake model — and used up a
-// step of its script — before the cancel.
+// and then cancelled (a take-over, the user's cancel, the session's end).
+// A turn Redis refuses (a block or the turns per minute reached on another
+// node, the storage quota) sends no request and counts none: its request
+// is built alongside the turn's first Redis write and sent only once
+// admitted.
 func (g *testGateway) cancelledModelRequests() float64 {
 	g.t.Helper()
 	return seriesSum(g.t, g.reg, "turnstile_model_requests_total", "outcome", "cancelled")

@@ -136,11 +136,11 @@ func TestProfileGreetingIsOnTheTimelineInTextAndVoice(t *testing.T) {
 		testwait.For(t, mode+": the greeting on the timeline", func() bool {
 			view = timeline.View{}
 			return adminDo(t, "GET", g.adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK &&
-				slices.ContainsFunc(view.Events, func(ev timeline.Event) bool { return ev.Event == "greeting" })
+				slices.ContainsFunc(view.Events, func(ev timeline.Event) bool { return ev.Event == timeline.EventGreeting })
 		})
 		var greetings []timeline.Event
 		for _, ev := range view.Events {
-			if ev.Event == "greeting" {
+			if ev.Event == timeline.EventGreeting {
 				greetings = append(greetings, ev)
 			}
 		}
@@ -150,6 +150,23 @@ func TestProfileGreetingIsOnTheTimelineInTextAndVoice(t *testing.T) {
 		if _, page := adminRequest(t, "GET", g.adminURL+"/admin/sessions/"+id, http.Header{"Accept": {"text/html"}}, ""); !strings.Contains(page, "greeting") || !strings.Contains(page, supportGreeting) {
 			t.Errorf("%s: the timeline page does not show the greeting:\n%s", mode, page)
 		}
-		c.c.Close(websocket.StatusNormalClosure, "bye")
+		// A resume is not greeted again: once it is ready, the timeline still
+		// holds the one greeting.
+		c2 := g.dial("", nil)
+		if again := c2.start(resumeMsg(ready)); again["resumed"] != true {
+			t.Fatalf("%s: resume: %v", mode, again)
+		}
+		view = timeline.View{}
+		adminDo(t, "GET", g.adminURL+"/admin/sessions/"+id, nil, "", &view)
+		n := 0
+		for _, ev := range view.Events {
+			if ev.Event == timeline.EventGreeting {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d greeting events on the timeline after a resume, want 1", mode, n)
+		}
+		c2.c.Close(websocket.StatusNormalClosure, "bye")
 	}
 }
