@@ -151,26 +151,14 @@ const (
 // admitCall opens a call's stream across the fleet: the first use of its
 // signed start (signature) is recorded and the one lease a call's stream
 // may hold is taken, in one round trip (starts.StartCallStream); release
-// ends the lease at once. Without starts only the lease is taken
-// (AcquireLease); without a store to renew leases in, only the start is
-// recorded. When Redis does not answer the stream is admitted (only the
-// start's age bounds a replay then, and the node's own check,
+// ends the lease at once. Without a store to renew leases in, only the
+// start is recorded. When Redis does not answer the stream is admitted
+// (only the start's age bounds a replay then, and the node's own check,
 // streamingCalls, the call's streams), the failure counted and logged, and
 // the lease kept locally as admitUser's.
 func (a *admission) admitCall(ctx context.Context, starts CallStarts, callSID, signature string) (release func(), v callVerdict) {
 	group := store.CallLeases(callSID)
 	leased := a.stop != nil
-	if starts == nil {
-		if !leased {
-			return func() {}, callAdmitted
-		}
-		release, ok := a.lease(ctx, group, 1,
-			"one stream per call not enforced across nodes: Redis did not answer; stream admitted")
-		if !ok {
-			return nil, callElsewhere
-		}
-		return release, callAdmitted
-	}
 	st := store.CallStreamStart{CallSID: callSID, Signature: signature, ReplayTTL: telephony.ReplayWindow}
 	if leased {
 		st.Holder, st.LeaseTTL = newLeaseID(), a.ttl

@@ -37,8 +37,8 @@ type Telephony struct {
 	HangupWait time.Duration
 	// Starts remembers which signed stream starts a stream has used, across
 	// the fleet, so that a start sent again is refused, and takes the call's
-	// one stream lease in the same round trip; nil: only the start's age
-	// bounds a replay (and the lease is taken alone).
+	// one stream lease in the same round trip. Required: New panics without
+	// it.
 	Starts CallStarts
 	// BodyTimeout bounds the reading of a webhook's body, from the end of
 	// its headers; default DefaultWebhookBodyTimeout. A client that sends
@@ -107,6 +107,9 @@ func (c *streamingCalls) remove(id string) {
 }
 
 func (s *Server) routeTelephony(t *Telephony) {
+	if t.Starts == nil {
+		panic("server: Telephony.Starts is nil: a phone stream's start needs the store's CallStarts")
+	}
 	if t.StartTimeout <= 0 {
 		t.StartTimeout = 10 * time.Second
 	}
