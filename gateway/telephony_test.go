@@ -488,13 +488,23 @@ func TestSecondStreamForTheSameCallIsRefused(t *testing.T) {
 	first := openCall(t, cfg, ans)
 	u := nextUpstream(t, script)
 	// A second answer for the call (the webhook retried): its own start,
-	// refused because the call streams (the first answer's start again is
-	// a replay: TestAReplayedCallStartIsRefusedOnEveryNode).
+	// refused because the call streams here.
 	ans2, err := caller.Webhook(callCtx(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expectEnded(t, openCall(t, cfg, ans2), 1008)
+	// The first answer's start again, while its stream lives here: a
+	// replay (TestAReplayedCallStartIsRefusedOnEveryNode: after it ended).
+	expectEnded(t, openCall(t, cfg, ans), 1008)
+	if n := telEvents(g, "stream_replayed"); n != 1 {
+		t.Fatalf("replays counted %v, want 1", n)
+	}
+	// The node refused both by itself: the first stream's start was the
+	// only call_start Redis call.
+	if n := redisCalls(t, g, "call_start"); n != 1 {
+		t.Fatalf("%d call_start Redis calls, want the first stream's only", n)
+	}
 	// The first stream goes on.
 	must(t, u.SendAudio(pcm24Tone(1000, 0, 2400)))
 	must(t, u.SendTurnComplete(nil))

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,33 +72,30 @@ const (
 	maxStreamFrame = 64 << 10
 )
 
-// streamingCalls is the calls with a stream on this node: a second stream
-// for a call already streaming here is refused even when Redis does not
-// answer (the fleet-wide check, admission.admitCall, then lets it
-// through).
+// streamingCalls is the calls with a stream on this node, recorded before
+// the fleet-wide check (admission.admitCall), each with its stream's start
+// signature: a second stream for a call already streaming or starting here
+// is refused without asking Redis, and even when Redis does not answer
+// (admitCall then lets it through).
 type streamingCalls struct {
 	mu  sync.Mutex
-	ids map[string]struct{}
+	ids map[string]string // call id → its stream's start signature
 }
 
-func (c *streamingCalls) add(id string) bool {
+// add records call id's stream, whose start's signature is sig, unless
+// the call has one here: then ok is false, and replayed tells whether the
+// stream here used the same start.
+func (c *streamingCalls) add(id, sig string) (ok, replayed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, dup := c.ids[id]; dup {
-		return false
+	if had, dup := c.ids[id]; dup {
+		return false, had == sig
 	}
 	if c.ids == nil {
-		c.ids = map[string]struct{}{}
+		c.ids = map[string]string{}
 	}
-	c.ids[id] = struct{}{}
-	return true
-}
-
-func (c *streamingCalls) has(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.ids[id]
-	return ok
+	c.ids[id] = sig
+	return true, false
 }
 
 func (c *streamingCalls) remove(id string) {
@@ -244,35 +242,30 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 		_ = ws.Close(websocket.StatusPolicyViolation, "no valid start")
 		return
 	}
-	leaveCall, verdict := s.admit.admitCall(ctx, t.Starts, call.ID, b.StartSignature())
-	switch verdict {
-	case callReplayed:
-		s.telephonyEvent(t, metrics.TelephonyStreamReplayed)
-		if count, ok := s.throttle.Note("telephony_replayed_start", clock.Wall.Now(), 1); ok {
-			log.Warn("telephony stream refused: its signed start was used by a stream before (a replayed start: "+
-				"someone holds a copy of the carrier's stream frames)", "call", call.ID, "remote", r.RemoteAddr,
-				"count", count)
+	// The node's own record comes first: a second stream of a call that
+	// streams (or is starting) here is refused at once, without a Redis
+	// round trip, without recording its start and without taking and
+	// releasing the call's lease.
+	sig := b.StartSignature()
+	if ok, replayed := s.calls.add(call.ID, sig); !ok {
+		if replayed {
+			s.refuseReplayedStart(t, ws, call.ID, r, log)
+		} else {
+			s.refuseDuplicateStream(t, ws, call.ID, "", log)
 		}
-		_ = ws.Close(websocket.StatusPolicyViolation, "replayed start")
-		return
-	case callElsewhere:
-		where := " on another node"
-		if s.calls.has(call.ID) {
-			where = ""
-		}
-		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
-		log.Warn("telephony stream refused: the call already has a stream"+where, "call", call.ID)
-		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
-		return
-	}
-	defer leaveCall()
-	if !s.calls.add(call.ID) {
-		s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
-		log.Warn("telephony stream refused: the call already has a stream", "call", call.ID)
-		_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
 		return
 	}
 	defer s.calls.remove(call.ID)
+	leaveCall, verdict := s.admit.admitCall(ctx, t.Starts, call.ID, sig)
+	switch verdict {
+	case callReplayed:
+		s.refuseReplayedStart(t, ws, call.ID, r, log)
+		return
+	case callElsewhere:
+		s.refuseDuplicateStream(t, ws, call.ID, " on another node", log)
+		return
+	}
+	defer leaveCall()
 	user := t.Signer.Pseudonym(call.From)
 	leaveUser, ok := s.admit.admitUser(ctx, user)
 	if !ok {
@@ -284,6 +277,26 @@ func (s *Server) telephonyStream(t *Telephony, w http.ResponseWriter, r *http.Re
 	log.Info("call stream started", "call", call.ID, "user", user)
 	s.d.Sessions.ServeWire(ctx, b, hw.Conn, session.Identity{User: user, Channel: t.Carrier.Channel(),
 		Prompt: telephony.Prompt, Pinned: true, ClientIP: s.cfg.TrustedProxies.ClientIP(r)})
+}
+
+// refuseReplayedStart ends a stream whose signed start a stream used
+// before.
+func (s *Server) refuseReplayedStart(t *Telephony, ws *websocket.Conn, callID string, r *http.Request, log *slog.Logger) {
+	s.telephonyEvent(t, metrics.TelephonyStreamReplayed)
+	if count, ok := s.throttle.Note("telephony_replayed_start", clock.Wall.Now(), 1); ok {
+		log.Warn("telephony stream refused: its signed start was used by a stream before (a replayed start: "+
+			"someone holds a copy of the carrier's stream frames)", "call", callID, "remote", r.RemoteAddr,
+			"count", count)
+	}
+	_ = ws.Close(websocket.StatusPolicyViolation, "replayed start")
+}
+
+// refuseDuplicateStream ends a second stream of a call that has one where
+// ("": on this node).
+func (s *Server) refuseDuplicateStream(t *Telephony, ws *websocket.Conn, callID, where string, log *slog.Logger) {
+	s.telephonyEvent(t, metrics.TelephonyStreamDuplicate)
+	log.Warn("telephony stream refused: the call already has a stream"+where, "call", callID)
+	_ = ws.Close(websocket.StatusPolicyViolation, "the call already has a stream")
 }
 
 // telephonyRefused logs a refused carrier request, at most once per
