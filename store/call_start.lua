@@ -1,9 +1,8 @@
 -- Open a phone call's stream (store/callstart.go), in one atomic step on the
 -- call's hash slot: record the first use of its signed start, and only then
--- take the call's one stream lease (as lease_acquire.lua does, limit 1).
+-- take the call's one stream lease (acquire, lease.lua's, prepended; limit 1).
 -- KEYS[1] the start's record (turnstile:call:{<sid>}:start:<signature>)
--- KEYS[2] the call's stream leases (turnstile:call:{<sid>}:streams), a sorted
---         set: member = holder id, score = when its lease expires (Unix ms)
+-- KEYS[2] the call's stream leases (turnstile:call:{<sid>}:streams)
 -- ARGV[1] how long the record is kept (ms), ARGV[2] now (Unix ms),
 -- ARGV[3] the new lease's expiry (Unix ms), ARGV[4] the holder id ('': no lease)
 -- Returns {1 first use | 0 a replay, 1 admitted | 0 another stream holds the call}.
@@ -13,10 +12,5 @@ end
 if ARGV[4] == '' then
   return {1, 1}
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
-if redis.call('ZCARD', KEYS[2]) >= 1 then
-  return {1, 0}
-end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('PEXPIREAT', KEYS[2], ARGV[3])
-return {1, 1}
+local admitted = acquire(KEYS[2], ARGV[2], ARGV[3], 1, ARGV[4])
+return {1, admitted}

@@ -22,7 +22,7 @@ import (
 //go:embed call_start.lua
 var callStartLua string
 
-var callStartScript = newScript(callStartLua)
+var callStartScript = leaseScript(callStartLua)
 
 func callStartKey(callSID, signature string) string {
 	return "turnstile:call:{" + callSID + "}:start:" + signature

@@ -21,10 +21,19 @@ import (
 // dies stops renewing, and its leases stop counting when they expire. Only
 // live leases count: admission drops expired ones first.
 
-//go:embed lease_acquire.lua
-var leaseAcquireLua string
+var (
+	//go:embed lease.lua
+	leaseLua string
+	//go:embed lease_acquire.lua
+	leaseAcquireLua string
 
-var leaseAcquireScript = newScript(leaseAcquireLua)
+	leaseAcquireScript = leaseScript(leaseAcquireLua)
+)
+
+// leaseScript is a script that takes a lease: acquire (lease.lua), the
+// one admission under a limit that AcquireLease and StartCallStream share,
+// is prepended to it as a function.
+func leaseScript(body string) *luaScript { return newScript(leaseLua + body) }
 
 // UserLeases is the lease group of user's connections.
 func UserLeases(user string) string { return "turnstile:user:{" + user + "}:conns" }
