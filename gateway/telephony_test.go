@@ -714,7 +714,7 @@ func TestSecondStreamForTheSameCallOnAnotherNodeIsRefused(t *testing.T) {
 	// The caller hangs up: the stream ends, and its lease with it.
 	must(t, first.Hangup(callCtx(t)))
 	u.waitEnded()
-	testwait.For(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
+	firstCallFreed(t, a)
 	newStartHears(t, cfgB, scriptB, "the call's new stream after the first ended")
 }
 
@@ -738,7 +738,7 @@ func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
 	}
 	must(t, first.Hangup(callCtx(t)))
 	u.waitEnded()
-	testwait.For(t, "the first call ended", func() bool { return callsEnded(a) == 1 })
+	firstCallFreed(t, a)
 
 	// The same start again, on each node: refused before any session.
 	expectEnded(t, openCall(t, cfgA, ans), 1008)
@@ -756,6 +756,17 @@ func TestAReplayedCallStartIsRefusedOnEveryNode(t *testing.T) {
 
 	// The carrier's own new answer for the call is a new start.
 	newStartHears(t, cfgB, scriptB, "the call's new stream")
+}
+
+// firstCallFreed waits until g's first call has ended and its stream's
+// lease is released: the session ends (and is counted) before its stream's
+// handler releases the lease, and a new stream on another node is refused
+// while the lease is held.
+func firstCallFreed(t *testing.T, g *testGateway) {
+	t.Helper()
+	testwait.For(t, "the first call ended and its lease released", func() bool {
+		return callsEnded(g) == 1 && redisCalls(t, g, "lease_release") == 1
+	})
 }
 
 // redisCalls is how many Redis calls g's store made for op
