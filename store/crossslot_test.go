@@ -94,6 +94,14 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 		ArgsDigest: "d1", Args: map[string]any{"amount": 3.0}, Turn: 1, ExpiresAt: time.Now().Add(time.Minute)}
 	block := Block{Until: time.Now().Add(time.Hour).Truncate(time.Millisecond), Reason: "abuse"}
 	var tok string
+	// approve asks for conf's confirmation again and approves it.
+	approve := func() error {
+		if _, _, err := s.ConsumeOrRequest(ctx, conf); err != nil {
+			return err
+		}
+		_, err := s.Resolve(ctx, rec.ID, rec.Epoch, rec.UserID, conf.Token, true, time.Minute)
+		return err
+	}
 
 	ops := []struct {
 		name string
@@ -199,14 +207,21 @@ func TestNoStoreOperationRaisesCrossSlotOnACluster(t *testing.T) {
 			}
 			return err
 		}},
-		{"Revoke (an approval withdrawn is not consumed)", func() error {
-			if _, _, err := s.ConsumeOrRequest(ctx, conf); err != nil {
-				return err
-			}
-			if _, err := s.Resolve(ctx, rec.ID, rec.Epoch, rec.UserID, conf.Token, true, time.Minute); err != nil {
+		{"Revoke (another user's revoke leaves the approval)", func() error {
+			if err := approve(); err != nil {
 				return err
 			}
 			if err := s.Revoke(ctx, rec.ID, rec.Epoch, "someone else", conf.Tool, conf.ArgsDigest); err != nil {
+				return err
+			}
+			ok, _, err := s.ConsumeOrRequest(ctx, conf)
+			if err == nil && !ok {
+				err = errors.New("another user's revoke withdrew the user's approval")
+			}
+			return err
+		}},
+		{"Revoke (an approval withdrawn is not consumed)", func() error {
+			if err := approve(); err != nil {
 				return err
 			}
 			if err := s.Revoke(ctx, rec.ID, rec.Epoch, rec.UserID, conf.Tool, conf.ArgsDigest); err != nil {
