@@ -17,11 +17,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 )
 
 // The conversation must be over this long after the page opened.
@@ -311,31 +312,13 @@ func writeSpeechWAV(path string) error {
 
 // browserOutput collects the browser's output from chromedp's goroutines
 // (or a gateway's log: startGatewayLogging).
-type browserOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *browserOutput) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// String is everything written.
-func (s *browserOutput) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+type browserOutput struct{ logtest.Buffer }
 
 // tail is the last n bytes written, without the complaints of a browser
 // that finds no D-Bus (there is none in a container or on CI).
 func (s *browserOutput) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []string
-	for line := range strings.Lines(s.buf.String()) {
+	for line := range strings.Lines(s.String()) {
 		if !strings.Contains(line, ":ERROR:dbus/") {
 			out = append(out, line)
 		}

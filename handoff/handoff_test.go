@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 	"github.com/turnstile-gw/turnstile/internal/signature"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -122,7 +122,7 @@ func TestDeskRetriesAServerErrorAndDeliversOneSignedNoticeUnderOneKey(t *testing
 
 func TestDeskGivesUpOnARefusalAtOnceAndLogsWhatAnOperatorNeeds(t *testing.T) {
 	srv := newDesk(t, http.StatusBadRequest)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	d, outcomes := newTestDesk(t, srv.URL, &logs, nil)
 	d.Notify(notice)
 	testwait.For(t, "the failure", func() bool { return outcome(outcomes, metrics.HandoffFailed) == 1 })
@@ -155,25 +155,6 @@ func TestDeskWithoutURLCountsTheHandoffUnsent(t *testing.T) {
 	if outcome(outcomes, metrics.HandoffUnsent) != 1 || outcome(outcomes, metrics.HandoffDelivered) != 0 {
 		t.Error("a hand-off without a desk URL is not counted unsent")
 	}
-}
-
-// syncBuffer is a bytes.Buffer the desk's goroutine may write while the
-// test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A gateway stopping while a notice waits for its next attempt does not

@@ -1,12 +1,10 @@
 package orchestrator_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/tools"
@@ -84,7 +83,7 @@ type fixture struct {
 	tools *tools.Registry
 	reg   *prometheus.Registry
 	m     *metrics.Metrics
-	log   *syncBuffer
+	log   *logtest.Buffer
 
 	// slowCtxErr receives the context error the "slow" handler saw.
 	slowCtxErr chan error
@@ -108,7 +107,7 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{
 		reg:            prometheus.NewRegistry(),
-		log:            &syncBuffer{},
+		log:            &logtest.Buffer{},
 		slowCtxErr:     make(chan error, 1),
 		stubbornDone:   make(chan struct{}),
 		blockerStarted: make(chan struct{}),
@@ -296,23 +295,3 @@ func errorOf(t *testing.T, out orchestrator.Outcome) map[string]any {
 	}
 	return e
 }
-
-// syncBuffer is a log sink safe for the handler goroutines that log into it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Contains(sub string) bool { return strings.Contains(s.String(), sub) }

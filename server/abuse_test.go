@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -64,7 +65,7 @@ func (pingDown) Ping(context.Context) error {
 // /readyz is unauthenticated: during a Redis outage a flood of probes logs
 // one WARN per interval (with how many failed), not one per request.
 func TestReadyzFailuresDuringAnOutageLogOneLinePerInterval(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	reg := prometheus.NewRegistry()
 	auth, err := NewAuthenticator(AuthConfig{})
 	if err != nil {

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 )
 
 // The claims TURNSTILE_TOOL_CLAIMS names reach the session's identity as
 // tools get them; a value a header cannot carry is dropped with a log line
 // that names the claim and never shows the value.
 func TestVerifyKeepsTheToolClaimsAndDropsUnsafeValuesWithALogLine(t *testing.T) {
-	var logs logBuffer
+	var logs logtest.Buffer
 	a := claimsAuth(t, AuthConfig{ToolClaims: []string{"tenant", "plan", "seats", "admin", "region", "missing"},
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	tok := signed(t, jwt.SigningMethodHS256, authTestSecret, jwt.MapClaims{

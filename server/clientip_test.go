@@ -1,16 +1,15 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 	"github.com/turnstile-gw/turnstile/internal/settings"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
@@ -77,24 +76,6 @@ func TestTrustedProxiesRefuseWhatIsNotANetwork(t *testing.T) {
 	}
 }
 
-// logBuffer is a log destination the HTTP server's goroutines write to.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func TestRefusalLogNamesTheForwardedClientOnlyFromATrustedProxy(t *testing.T) {
 	for _, c := range []struct {
 		name, trusted, want, notWant string
@@ -112,7 +93,7 @@ func TestRefusalLogNamesTheForwardedClientOnlyFromATrustedProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(auth.Close)
-			logs := &logBuffer{}
+			logs := &logtest.Buffer{}
 			reg := prometheus.NewRegistry()
 			s := New(Config{Edge: Edge{TrustedProxies: trusted}}, Deps{Auth: auth, Store: pingOK{}, Metrics: metrics.New(reg, metrics.Build{}),
 				Gatherer: reg, Log: slog.New(slog.NewTextHandler(logs, nil))})

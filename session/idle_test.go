@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -37,25 +36,7 @@ type idleNode struct {
 	mgr   *session.Manager
 	st    *store.RedisStore
 	ended chan struct{}
-	log   *lockedBuffer // the node's log lines (JSON)
-}
-
-// lockedBuffer is a log's output, written and read from any goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log   *logtest.Buffer // the node's log lines (JSON)
 }
 
 func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode {
@@ -71,7 +52,7 @@ func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode 
 		t.Fatal(err)
 	}
 	m := metrics.New(prometheus.NewRegistry(), metrics.Build{Version: "test"})
-	lines := &lockedBuffer{}
+	lines := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(lines, nil))
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
 	n := &idleNode{st: st, ended: make(chan struct{}, 16), log: lines}

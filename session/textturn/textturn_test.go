@@ -1,7 +1,6 @@
 package textturn_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io/fs"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-gw/turnstile/intents"
+	"github.com/turnstile-gw/turnstile/internal/logtest"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
 	"github.com/turnstile-gw/turnstile/protocol"
@@ -180,24 +180,6 @@ func (noEvents) CallReceived(orchestrator.Call, map[string]any)       {}
 func (noEvents) CallFinished(orchestrator.Call, orchestrator.Outcome) {}
 func (noEvents) ConfirmRequested(orchestrator.Confirmation)           {}
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a text turn's world: a registry with the built-in finish and
 // start_voice_session and test tools, an orchestrator, a fake model and a
 // fake host.
@@ -207,7 +189,7 @@ type fixture struct {
 	host  *fakeHost
 	orch  *orchestrator.Orchestrator
 	deps  textturn.Deps
-	log   *syncBuffer
+	log   *logtest.Buffer
 	ran   map[string]*atomic.Int64
 	turn  int
 }
@@ -216,7 +198,7 @@ const testSystem = "You are the shop's assistant."
 
 func newFixture(t *testing.T, steps ...func() []transport.Chunk) *fixture {
 	t.Helper()
-	f := &fixture{model: &fakeModel{steps: steps}, log: &syncBuffer{}, ran: map[string]*atomic.Int64{},
+	f := &fixture{model: &fakeModel{steps: steps}, log: &logtest.Buffer{}, ran: map[string]*atomic.Int64{},
 		host: &fakeHost{history: []transport.Entry{{Role: transport.RoleUser, Text: "hi", Turn: 1}}}}
 	manifest := func(name, extra, params string) *fstest.MapFile {
 		return &fstest.MapFile{Data: []byte(`{"name": "` + name + `", "category": "action", "modes": ["text"], ` + extra +
