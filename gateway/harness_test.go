@@ -250,7 +250,8 @@ func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
 }
 
 // seriesSum adds up the series of the counter or gauge name in reg whose
-// label is value (every series when label is "").
+// label is value (every series when label is ""); of a histogram, their
+// observation counts.
 func seriesSum(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -266,7 +267,7 @@ func seriesSum(t testing.TB, reg *prometheus.Registry, name, label, value string
 			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
 				return l.GetName() == label && l.GetValue() == value
 			}) {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}

@@ -773,24 +773,7 @@ func firstCallFreed(t *testing.T, g *testGateway) {
 // (turnstile_redis_duration_seconds' count).
 func redisCalls(t *testing.T, g *testGateway, op string) uint64 {
 	t.Helper()
-	mfs, err := g.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() != "turnstile_redis_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "op" && l.GetValue() == op {
-					n += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return n
+	return uint64(seriesSum(t, g.reg, "turnstile_redis_duration_seconds", "op", op))
 }
 
 // newStartHears asks the carrier's webhook for a new answer on cfg's node,
