@@ -51,6 +51,18 @@ func adminRequest(t *testing.T, method, url string, h http.Header, body string) 
 	return resp.StatusCode, string(b)
 }
 
+// waitTimeline waits until session id's timeline, read from the admin API
+// at adminURL (GET /admin/sessions/<id>), satisfies ok, and returns it.
+func waitTimeline(t *testing.T, adminURL, id, what string, ok func(timeline.View) bool) timeline.View {
+	t.Helper()
+	var view timeline.View
+	testwait.For(t, what, func() bool {
+		view = timeline.View{}
+		return adminDo(t, "GET", adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK && ok(view)
+	})
+	return view
+}
+
 // tokenRedisConfig is sharedRedisConfig with tokens (users by name).
 func tokenRedisConfig(t *testing.T) gateway.Config {
 	t.Helper()
@@ -82,11 +94,8 @@ func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 	}
 	c.ask("thanks")
 
-	var view timeline.View
-	testwait.For(t, "both turns on the timeline, read on gateway B", func() bool {
-		view = timeline.View{}
-		return adminDo(t, "GET", b.adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK && len(view.Turns) == 2
-	})
+	view := waitTimeline(t, b.adminURL, id, "both turns on the timeline, read on gateway B",
+		func(v timeline.View) bool { return len(v.Turns) == 2 })
 	s := view.Session
 	if s.ID != id || s.UserID != "alice" || s.User != a.gw.sessions.Pseudonym("alice") || !strings.HasPrefix(s.User, "u_") ||
 		s.Node != a.gw.sessions.Node() || s.Mode != "text" || s.Turns != 2 {
@@ -168,10 +177,8 @@ func TestTimelineReadOnAnotherGatewayShowsTurnsAndCalls(t *testing.T) {
 	// When the browser leaves, the session is no longer held, and its
 	// timeline says how it closed.
 	_ = c.c.Close(1000, "bye")
-	testwait.For(t, "the close on the timeline", func() bool {
-		view = timeline.View{}
-		adminDo(t, "GET", b.adminURL+"/admin/sessions/"+id, nil, "", &view)
-		return len(view.Events) > 0 && view.Events[len(view.Events)-1].Event == timeline.EventClose
+	view = waitTimeline(t, b.adminURL, id, "the close on the timeline", func(v timeline.View) bool {
+		return len(v.Events) > 0 && v.Events[len(v.Events)-1].Event == timeline.EventClose
 	})
 	if view.Session.Node != "" || view.Events[len(view.Events)-1].Reason != "client_closed" {
 		t.Errorf("after the close: %+v, events %+v", view.Session, view.Events)
@@ -212,12 +219,8 @@ func TestOperatorClosesALiveSessionFromAnotherGateway(t *testing.T) {
 		t.Fatalf("resume after the operator's close: closed %d, want 4004", code)
 	}
 
-	var view timeline.View
-	testwait.For(t, "the operator's close on the timeline", func() bool {
-		view = timeline.View{}
-		adminDo(t, "GET", a.adminURL+"/admin/sessions/"+id, nil, "", &view)
-		return len(view.Events) >= 2
-	})
+	view := waitTimeline(t, a.adminURL, id, "the operator's close on the timeline",
+		func(v timeline.View) bool { return len(v.Events) >= 2 })
 	var op1, closed bool
 	for _, ev := range view.Events {
 		op1 = op1 || ev.Event == timeline.EventOperator && strings.HasPrefix(ev.By, "dana@") && strings.Contains(ev.Reason, "abusive")

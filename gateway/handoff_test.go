@@ -132,12 +132,9 @@ func TestRequestHumanHandsOffAndAnOperatorOnAnotherGatewayHandsBack(t *testing.T
 	}
 
 	// The timeline has the hand-off and the messages kept for the person.
-	var view timeline.View
-	testwait.For(t, "the messages on the timeline", func() bool {
-		view = timeline.View{}
-		adminDo(t, "GET", a.adminURL+"/admin/sessions/"+id, nil, "", &view)
+	view := waitTimeline(t, a.adminURL, id, "the messages on the timeline", func(v timeline.View) bool {
 		n := 0
-		for _, ev := range view.Events {
+		for _, ev := range v.Events {
 			if ev.Event == timeline.EventHandoffText {
 				n++
 			}

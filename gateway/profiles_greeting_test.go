@@ -12,7 +12,6 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/redistest"
-	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
 )
 
@@ -132,11 +131,8 @@ func TestProfileGreetingIsOnTheTimelineInTextAndVoice(t *testing.T) {
 			t.Fatalf("%s: after session.ready: %v, want the greeting", mode, ev)
 		}
 		id := ready.str("sessionId")
-		var view timeline.View
-		testwait.For(t, mode+": the greeting on the timeline", func() bool {
-			view = timeline.View{}
-			return adminDo(t, "GET", g.adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK &&
-				slices.ContainsFunc(view.Events, func(ev timeline.Event) bool { return ev.Event == timeline.EventGreeting })
+		view := waitTimeline(t, g.adminURL, id, mode+": the greeting on the timeline", func(v timeline.View) bool {
+			return slices.ContainsFunc(v.Events, func(ev timeline.Event) bool { return ev.Event == timeline.EventGreeting })
 		})
 		var greetings []timeline.Event
 		for _, ev := range view.Events {

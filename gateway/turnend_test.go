@@ -2,13 +2,11 @@ package gateway_test
 
 import (
 	"maps"
-	"net/http"
 	"slices"
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/otlptest"
-	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -44,11 +42,8 @@ func TestTextAndVoiceTurnsEndAlikeOnTheTimelineTheTraceAndTheMetrics(t *testing.
 	}
 
 	// The timeline.
-	var view timeline.View
-	testwait.For(t, "both turns on the timeline", func() bool {
-		view = timeline.View{}
-		return adminDo(t, "GET", g.adminURL+"/admin/sessions/"+id, nil, "", &view) == http.StatusOK && len(view.Turns) == 2
-	})
+	view := waitTimeline(t, g.adminURL, id, "both turns on the timeline",
+		func(v timeline.View) bool { return len(v.Turns) == 2 })
 	for i, want := range []struct{ mode, input, answer string }{
 		{"text", "When do you open?", "We open at nine."},
 		{"voice", "And on Sundays?", "Closed on Sundays."},

@@ -7,7 +7,6 @@ package gateway_test
 // phone call.
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/turnstile-gw/turnstile/audio"
@@ -104,12 +103,8 @@ func TestVoiceResponseIsObservedFromTheEndOfSpeechToTheFirstAnswerAudio(t *testi
 	}
 
 	// The timeline shows the latency of the answered turns only.
-	var view timeline.View
-	testwait.For(t, "three turns on the timeline", func() bool {
-		view = timeline.View{}
-		return adminDo(t, "GET", g.adminURL+"/admin/sessions/"+ready.str("sessionId"), nil, "", &view) == http.StatusOK &&
-			len(view.Turns) == 3
-	})
+	view := waitTimeline(t, g.adminURL, ready.str("sessionId"), "three turns on the timeline",
+		func(v timeline.View) bool { return len(v.Turns) == 3 })
 	for i, want := range []bool{true, false, true} {
 		ms := view.Turns[i].VoiceResponseMs
 		if (ms != nil) != want || (ms != nil && (*ms < 0 || float64(*ms) > sum*1000+1)) {
