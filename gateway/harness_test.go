@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -438,6 +439,16 @@ func (c *wsClient) expectClose() websocket.StatusCode {
 		if _, err := c.read(); err != nil {
 			return websocket.CloseStatus(err)
 		}
+	}
+}
+
+// expectCloseError fails unless err is a close frame of code whose reason
+// ends with suffix; what names the connection's end in the failure.
+func expectCloseError(t *testing.T, what string, err error, code websocket.StatusCode, suffix string) {
+	t.Helper()
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != code || !strings.HasSuffix(ce.Reason, suffix) {
+		t.Fatalf("%s ended with %v, want %d ending %q", what, err, code, suffix)
 	}
 }
 

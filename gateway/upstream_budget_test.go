@@ -2,14 +2,12 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
@@ -281,10 +279,7 @@ func TestResumesPerMinuteHoldForASessionAcrossGateways(t *testing.T) {
 		t.Fatalf("third resume in a minute: %v, want rate_limited, try again in N s", ev)
 	}
 	_, err := third.read()
-	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != 4008 || !strings.HasSuffix(ce.Reason, "; retry after "+wait[1]+" s") {
-		t.Fatalf("third resume ended with %v, want 4008 ending \"; retry after %s s\" as the error said", err, wait[1])
-	}
+	expectCloseError(t, "the third resume", err, 4008, "; retry after "+wait[1]+" s") // as the error said
 	if got := b.g.sessionsRefused("resumes_per_minute"); got != 1 {
 		t.Fatalf("sessions_refused{resumes_per_minute} = %v, want 1", got)
 	}
