@@ -181,18 +181,7 @@ func TestReconnectOnSameNodeTakesTheSessionOver(t *testing.T) {
 }
 
 func TestSlowBrowserIsDisconnectedAsTooSlow(t *testing.T) {
-	cfg := defaultTestConfig(t)
-	cfg.SendQueueBytes = 64 << 10
-	cfg.WriteTimeout = 200 * time.Millisecond
-	// 8 MB of answer in 10 KB deltas: more than the socket buffers hold.
-	long := strings.Repeat("lorem ipsum ", 700_000)
-	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply(long, 800))))
-	c := g.dial("", nil)
-	c.start(nil)
-	c.send(map[string]any{"type": "text", "text": "tell me everything"}) // and never read again
-	testwait.For(t, "the slow connection to be dropped", func() bool {
-		return g.gw.sessions.Active() == 0
-	})
+	g := dropSlowBrowser(t, 200*time.Millisecond)
 	slow := testutil.ToFloat64(g.gw.sessions.Metrics.BrowserDisconnect.WithLabelValues("too_slow")) +
 		testutil.ToFloat64(g.gw.sessions.Metrics.BrowserDisconnect.WithLabelValues("write_failed"))
 	if slow != 1 {
@@ -207,9 +196,23 @@ func TestSlowBrowserIsDisconnectedAsTooSlow(t *testing.T) {
 // directly, after as long as the send queue's bound holds (64 KiB: 1.4 s),
 // not held to the write timeout and dropped as a failed write.
 func TestBrowserThatStopsReadingInATextTurnIsClosedTooSlow(t *testing.T) {
+	g := dropSlowBrowser(t, time.Minute)
+	m := g.gw.sessions.Metrics.BrowserDisconnect
+	if tooSlow, writeFailed := testutil.ToFloat64(m.WithLabelValues("too_slow")),
+		testutil.ToFloat64(m.WithLabelValues("write_failed")); tooSlow != 1 || writeFailed != 0 {
+		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, writeFailed)
+	}
+}
+
+// dropSlowBrowser starts a gateway with a 64 KiB send queue and
+// writeTimeout whose model answers 8 MB of text in 10 KB deltas (more than
+// the socket buffers hold), asks it a question from a browser that never
+// reads again, and waits until the gateway has dropped that browser.
+func dropSlowBrowser(t *testing.T, writeTimeout time.Duration) *testGateway {
+	t.Helper()
 	cfg := defaultTestConfig(t)
 	cfg.SendQueueBytes = 64 << 10
-	cfg.WriteTimeout = time.Minute
+	cfg.WriteTimeout = writeTimeout
 	// 8 MB of answer in 10 KB deltas: more than the socket buffers hold.
 	long := strings.Repeat("lorem ipsum ", 700_000)
 	g := startGateway(t, cfg, fakegemini.NewScript(fakegemini.Fixed(fakegemini.TextReply(long, 800))))
@@ -219,11 +222,7 @@ func TestBrowserThatStopsReadingInATextTurnIsClosedTooSlow(t *testing.T) {
 	testwait.For(t, "the slow connection to be dropped", func() bool {
 		return g.gw.sessions.Active() == 0
 	})
-	m := g.gw.sessions.Metrics.BrowserDisconnect
-	if tooSlow, writeFailed := testutil.ToFloat64(m.WithLabelValues("too_slow")),
-		testutil.ToFloat64(m.WithLabelValues("write_failed")); tooSlow != 1 || writeFailed != 0 {
-		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, writeFailed)
-	}
+	return g
 }
 
 func TestDrainClosesConnectionsWithReconnectCode(t *testing.T) {
