@@ -24,12 +24,10 @@ func (p pausedRenewal) RenewLeases(ctx context.Context, leases map[string][]stri
 	return p.RedisStore.RenewLeases(ctx, leases, ttl)
 }
 
-// A connection that ends while a renewal that saw its lease is writing
-// must not have its lease brought back by that renewal: it would hold the
-// user's place for a whole TTL after the connection is gone (seen as
-// 429s for a user with no connection left, after Redis restarted empty
-// and every store check renewed the leases).
-func TestLeaseReleasedDuringARenewalStaysReleased(t *testing.T) {
+// embeddedStore is a store on the gateway's embedded Redis, closed with
+// the test.
+func embeddedStore(t *testing.T) *store.RedisStore {
+	t.Helper()
 	mr, err := store.StartEmbedded(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +38,16 @@ func TestLeaseReleasedDuringARenewalStaysReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	st := pausedRenewal{store.NewRedisStore(rdb, store.RedisStoreOptions{}), make(chan struct{}), make(chan struct{})}
+	return store.NewRedisStore(rdb, store.RedisStoreOptions{})
+}
+
+// A connection that ends while a renewal that saw its lease is writing
+// must not have its lease brought back by that renewal: it would hold the
+// user's place for a whole TTL after the connection is gone (seen as
+// 429s for a user with no connection left, after Redis restarted empty
+// and every store check renewed the leases).
+func TestLeaseReleasedDuringARenewalStaysReleased(t *testing.T) {
+	st := pausedRenewal{embeddedStore(t), make(chan struct{}), make(chan struct{})}
 	a := &admission{perUser: 1, store: st, ttl: time.Hour, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		throttle: &throttle.Keyed{Every: time.Minute}, held: map[string]map[string]struct{}{}}
 	ctx := context.Background()

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turnstile-gw/turnstile/metrics"
-	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/telephony"
 	"github.com/turnstile-gw/turnstile/telephony/twilio"
 )
@@ -26,19 +25,9 @@ func TestStalledWebhookBodyIsCutAfterTheBodyTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mr, err := store.StartEmbedded(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(mr.Close)
-	rdb, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
 	reg := prometheus.NewRegistry()
 	tel := &Telephony{Carrier: &twilio.Carrier{AuthToken: "tok"}, Signer: telephony.NewSigner([]byte("0123456789abcdef0123456789abcdef"), time.Now),
-		BodyTimeout: 200 * time.Millisecond, Starts: store.NewRedisStore(rdb, store.RedisStoreOptions{})}
+		BodyTimeout: 200 * time.Millisecond, Starts: embeddedStore(t)}
 	s := New(Config{}, Deps{Auth: auth, Store: pingOK{}, Metrics: metrics.New(reg, metrics.Build{}), Gatherer: reg,
 		Log: slog.New(slog.DiscardHandler), Telephony: tel})
 	t.Cleanup(s.Close)
