@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -272,20 +271,11 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	release = func() { leaveUser(); leaveNode() }
-	// The connection the library takes over holds its buffers only while
-	// a frame is in flight (wsbuf); hw.Conn is the TCP connection under it.
-	hw := &wsbuf.ResponseWriter{ResponseWriter: w}
-	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
-		Subprotocols: []string{protocol.Subprotocol},
-		// checkOrigin has decided; the library's own check trusts Host.
-		InsecureSkipVerify: true,
-		// Ping frames count toward the message rate (the library answers them inside Read).
-		OnPingReceived: session.OnPing,
-		// After a pong, an idle reader waits outside the library (wsbuf.Idle).
-		OnPongReceived: session.OnPong,
-	})
+	// The connection holds its buffers only while a frame is in flight
+	// (wsbuf.ServerConn). checkOrigin has decided on Origin; no compression.
+	conn, err := wsbuf.Accept(w, r, wsbuf.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
 	if err != nil {
-		// Accept has already answered (400 for a request that is no upgrade).
+		// Accept has already answered (426 or 400 for a request that is no upgrade).
 		s.d.Log.Info("websocket refused", "err", err, "client_ip", client)
 		return
 	}
@@ -297,7 +287,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	// the session stays open.
 	ended := release
 	release = nil
-	s.d.Sessions.Start(context.Background(), conn, hw, id, ended)
+	s.d.Sessions.Start(context.Background(), conn, id, ended)
 }
 
 // refused counts a refusal and logs it, at most once per reason per

@@ -29,7 +29,7 @@ import (
 )
 
 // idleNode is a session manager behind an HTTP server that accepts as the
-// gateway's edge does (wsbuf, OnPing, OnPong); ended gets a value as each
+// gateway's edge does (wsbuf.Accept); ended gets a value as each
 // connection ends.
 type idleNode struct {
 	url   string
@@ -61,13 +61,11 @@ func newIdleNode(t *testing.T, cfg session.Config, expires time.Time) *idleNode 
 			Ledger: st, Confirms: st}),
 		Tools: fixedTools{reg}, Metrics: m, Log: log})
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lw := &wsbuf.ResponseWriter{ResponseWriter: w}
-		ws, err := websocket.Accept(lw, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol},
-			OnPingReceived: session.OnPing, OnPongReceived: session.OnPong})
+		ws, err := wsbuf.Accept(w, r, wsbuf.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
 		if err != nil {
 			return
 		}
-		n.mgr.Start(context.WithoutCancel(r.Context()), ws, lw,
+		n.mgr.Start(context.WithoutCancel(r.Context()), ws,
 			session.Identity{User: "u", Anonymous: true, ExpiresAt: expires, ClientIP: "192.0.2.7"},
 			func() { n.ended <- struct{}{} })
 	}))
@@ -164,7 +162,7 @@ func waitOutsideLibrary(t *testing.T, n int) {
 		gs = sessionGoroutines()
 		parked := 0
 		for _, g := range gs {
-			if strings.Contains(g, "wsbuf.(*Idle).Wait(") && strings.Contains(g, "session.(*conn).readOn(") &&
+			if strings.Contains(g, "wsbuf.(*ServerConn).Wait(") && strings.Contains(g, "session.(*conn).readOn(") &&
 				!strings.Contains(g, "coder/websocket") && !strings.Contains(g, "session.(*conn).readLoop(") {
 				parked++
 			}

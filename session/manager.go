@@ -21,8 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/coder/websocket"
-
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -129,16 +127,11 @@ func (m *Manager) Active() int {
 	return len(m.all)
 }
 
-// Serve runs one accepted browser WebSocket until it ends. hw is what it
-// was accepted through (nil when not through wsbuf): its Conn, the network
-// connection under it, lets the session drop a connection at once however
-// stuck the WebSocket is, and its Idle lets an idle reader wait outside
-// the library (see wsbuf.Idle). The WebSocket must have been accepted with
-// OnPing and OnPong. Serve closes ws.
-func (m *Manager) Serve(ctx context.Context, ws *websocket.Conn, hw *wsbuf.ResponseWriter, id Identity) {
-	ws.SetReadLimit(int64(m.cfg.MaxMessageBytes))
-	wire, raw, pings := browserWire(ws, hw)
-	m.serve(ctx, wire, raw, id, pings)
+// Serve runs one accepted browser WebSocket (wsbuf.Accept) until it
+// ends, and closes it.
+func (m *Manager) Serve(ctx context.Context, ws *wsbuf.ServerConn, id Identity) {
+	wire, pings := newBrowserWire(ws, int64(m.cfg.MaxMessageBytes))
+	m.serve(ctx, wire, ws.Conn(), id, pings)
 }
 
 // ServeWire runs one connection on any Wire until it ends (a phone call's
@@ -153,10 +146,9 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 // upgraded it — can then return, and the HTTP server's goroutine and what
 // it holds (its stack, the request, its buffers) are freed while the
 // session stays open: an idle session keeps one goroutine, not two.
-func (m *Manager) Start(ctx context.Context, ws *websocket.Conn, hw *wsbuf.ResponseWriter, id Identity, ended func()) {
-	ws.SetReadLimit(int64(m.cfg.MaxMessageBytes))
-	wire, raw, pings := browserWire(ws, hw)
-	c := m.admit(ctx, wire, raw, id, pings)
+func (m *Manager) Start(ctx context.Context, ws *wsbuf.ServerConn, id Identity, ended func()) {
+	wire, pings := newBrowserWire(ws, int64(m.cfg.MaxMessageBytes))
+	c := m.admit(ctx, wire, ws.Conn(), id, pings)
 	if c == nil {
 		ended()
 		return

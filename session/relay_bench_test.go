@@ -123,14 +123,13 @@ func startRelay(tb testing.TB) relay {
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Accepted as the edge accepts browsers: buffers held only while
 		// a frame is in flight.
-		lw := &wsbuf.ResponseWriter{ResponseWriter: w}
-		ws, err := websocket.Accept(lw, r, &websocket.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
+		ws, err := wsbuf.Accept(w, r, wsbuf.AcceptOptions{Subprotocols: []string{protocol.Subprotocol}})
 		if err != nil {
 			return
 		}
 		wg.Add(1)
 		defer wg.Done()
-		mgr.Serve(context.WithoutCancel(r.Context()), ws, lw, session.Identity{User: "u"})
+		mgr.Serve(context.WithoutCancel(r.Context()), ws, session.Identity{User: "u"})
 	}))
 	tb.Cleanup(gw.Close)
 

@@ -4,12 +4,16 @@ package wsbuf
 
 import "net"
 
-// sockReader is never made here: a dialled connection reads its socket
-// as net.Conn does.
+// sockReader is never made here: a connection reads its socket as
+// net.Conn does.
 type sockReader struct{ in *[]byte }
 
 func newSockReader(net.Conn) *sockReader { return nil }
 
+func leanSocket(net.Conn) (net.Conn, *sockReader) { return nil, nil }
+
 func (*sockReader) Read([]byte) (int, error) { return 0, nil }
 
 func (*sockReader) fill() (int, error) { return 0, nil }
+
+func (*sockReader) hold([]byte) {}

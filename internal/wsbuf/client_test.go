@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha1"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -372,12 +371,6 @@ func TestClientReadsAFrameThatCameWithTheHandshake(t *testing.T) {
 	if got, err := readMessage(c); err != nil || string(got) != "hi" {
 		t.Fatalf("read = %q, %v; want \"hi\"", got, err)
 	}
-}
-
-// acceptKey is the Sec-WebSocket-Accept of key (RFC 6455 §4.2.2).
-func acceptKey(key string) string {
-	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(h[:])
 }
 
 // A reader waiting for its next message over plain TCP waits in Wait, on

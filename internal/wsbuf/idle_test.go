@@ -3,211 +3,120 @@
 package wsbuf
 
 import (
-	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
+	"github.com/gobwas/ws"
 
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
-// readResult is one Conn.Reader call on the server: the message read
-// whole, or the error.
+// readResult is one read on the server: the message whole, or the error.
 type readResult struct {
-	typ  websocket.MessageType
-	data string
-	err  error
+	binary bool
+	data   string
+	err    error
 }
 
-// idleServer accepts through ResponseWriter with OnPongReceived arming
-// Park, and reads as a session does: Wait, then Reader, each result sent
-// to results. parked gets what each Park reported. srv is the server's
-// WebSocket, for a test that closes it.
+// idleServer reads as a session does: Next, and after ErrIdle Wait; each
+// result goes to results (ErrIdle included). srv is the server's
+// connection, for a test that closes it or looks at what it holds.
 type idleServer struct {
 	results chan readResult
-	parked  chan bool
-	srv     chan *websocket.Conn
+	srv     chan *ServerConn
 	url     string
 }
 
 func newIdleServer(t *testing.T) *idleServer {
-	s := &idleServer{results: make(chan readResult, 16), parked: make(chan bool, 16), srv: make(chan *websocket.Conn, 1)}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lw := &ResponseWriter{ResponseWriter: w}
-		var idle *Idle
-		ws, err := websocket.Accept(lw, r, &websocket.AcceptOptions{
-			OnPongReceived: func(context.Context, []byte) { s.parked <- idle.Park() },
-		})
-		if err != nil {
+	s := &idleServer{results: make(chan readResult, 16), srv: make(chan *ServerConn, 1)}
+	s.url = acceptServer(t, func(c *ServerConn) {
+		if c.lean == nil {
+			s.results <- readResult{err: errors.New("a plain TCP connection reads no lean socket")}
 			return
 		}
-		defer func() { _ = ws.CloseNow() }()
-		idle = lw.Idle()
-		if idle == nil {
-			s.results <- readResult{err: errors.New("a plain TCP connection was not made lean")}
-			return
-		}
-		s.srv <- ws
+		s.srv <- c
 		for {
-			idle.Wait()
-			typ, rd, err := ws.Reader(context.Background())
-			if err != nil {
+			binary, err := c.Next()
+			if errors.Is(err, ErrIdle) {
 				s.results <- readResult{err: err}
-				if errors.Is(err, ErrIdle) {
-					continue
-				}
+				c.Wait()
+				continue
+			}
+			var data []byte
+			if err == nil {
+				data, err = c.ReadBody(nil)
+			}
+			s.results <- readResult{binary: binary, data: string(data), err: err}
+			if err != nil {
 				return
 			}
-			var b strings.Builder
-			_, err = bufio.NewReader(rd).WriteTo(&b)
-			s.results <- readResult{typ: typ, data: b.String(), err: err}
 		}
-	}))
-	t.Cleanup(hs.Close)
-	s.url = hs.URL
+	})
 	return s
 }
 
-// rawClient is a WebSocket client written by hand, so that a test decides
-// how frames fall into TCP writes.
-func rawClient(t *testing.T, url string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	req := "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-	if _, err := c.Write([]byte(req)); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade answered %s", resp.Status)
-	}
-	return c, br
-}
-
-// clientFrame is one masked client frame (mask key zero: the payload goes
-// as is), fin set.
-func clientFrame(opcode byte, payload string) []byte {
-	b := []byte{0x80 | opcode}
-	switch n := len(payload); {
-	case n < 126:
-		b = append(b, 0x80|byte(n))
-	default:
-		b = append(b, 0x80|126)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
-	}
-	b = append(b, 0, 0, 0, 0)
-	return append(b, payload...)
-}
-
-const (
-	opText  = 0x1
-	opClose = 0x8
-	opPong  = 0xA
-)
-
-func write(t *testing.T, c net.Conn, frames ...[]byte) {
-	t.Helper()
-	var b []byte
-	for _, f := range frames {
-		b = append(b, f...)
-	}
-	if _, err := c.Write(b); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// After a pong with nothing behind it, the library's Reader returns
-// ErrIdle instead of waiting for the next frame inside itself; the reader
-// waits in Wait, and the next message comes whole.
-func TestReaderReturnsIdleAfterAPongWithNothingBehindIt(t *testing.T) {
+// After a pong with nothing behind it, Next returns ErrIdle instead of
+// waiting inside a frame-header read; the reader waits in Wait, on its own
+// stack and holding no read chunk, and the next message comes whole.
+func TestReaderWaitsOutsideAHeaderReadAfterAPong(t *testing.T) {
 	s := newIdleServer(t)
 	c, _ := rawClient(t, s.url)
+	srv := <-s.srv
 	s.pongThenWait(t, c)
-	write(t, c, clientFrame(opText, "hello"))
-	if r := <-s.results; r.err != nil || r.typ != websocket.MessageText || r.data != "hello" {
+	if srv.lean.in != nil {
+		t.Fatal("the waiting reader holds a read chunk")
+	}
+	write(t, c, clientFrame(ws.OpText, true, "hello"))
+	if r := <-s.results; r.err != nil || r.binary || r.data != "hello" {
 		t.Fatalf("the message after the wait: %+v", r)
 	}
 }
 
-// Bytes that arrived with the pong are the next frame: they never wait
-// (Park does not arm, Reader returns the message). A frame whose header
-// is cut after the pong comes whole whichever way the reads fall.
+// Bytes that arrived with the pong are the next frame: they never wait.
+// A frame whose header is cut after the pong comes whole.
 func TestBytesBufferedBehindAPongNeverWait(t *testing.T) {
 	s := newIdleServer(t)
 	c, _ := rawClient(t, s.url)
-	long := strings.Repeat("x", 300) // a 4-byte header: cut inside it below
-	write(t, c, clientFrame(opPong, "p1"), clientFrame(opText, "at once"))
-	if <-s.parked {
-		t.Fatal("Park armed with the next frame buffered")
-	}
+	<-s.srv
+	write(t, c, clientFrame(ws.OpPong, true, "p1"), clientFrame(ws.OpText, true, "at once"))
 	if r := <-s.results; r.err != nil || r.data != "at once" {
 		t.Fatalf("the message behind the pong: %+v", r)
 	}
-	next := clientFrame(opText, long)
-	write(t, c, clientFrame(opPong, "p2"), next[:2])
-	<-s.parked
+	long := strings.Repeat("x", 300) // a 4-byte header: cut inside it below
+	next := clientFrame(ws.OpText, true, long)
+	s.pongThenWait(t, c)
+	write(t, c, next[:2])
 	write(t, c, next[2:])
-	for {
-		r := <-s.results
-		if errors.Is(r.err, ErrIdle) {
-			continue // the cut came in a read of its own after the pong
-		}
-		if r.err != nil || r.data != long {
-			t.Fatalf("the frame cut after the pong: %d bytes, %v", len(r.data), r.err)
-		}
-		break
+	if r := <-s.results; r.err != nil || r.data != long {
+		t.Fatalf("the frame cut after the pong: %d bytes, %v", len(r.data), r.err)
 	}
 }
 
-// A close handshake from another goroutine while the reader waits in
-// Wait reads the peer's close frame and completes; the reader then gets
-// the library's close error. (Run with -race: the two read the
-// connection one at a time.)
+// A Close from another goroutine while the reader waits in Wait completes
+// its handshake (the reader reads the browser's close frame); the reader
+// then has the browser's close. (Run with -race: the two never read the
+// connection at once.)
 func TestCloseHandshakeCompletesWhileTheReaderWaits(t *testing.T) {
 	s := newIdleServer(t)
 	c, br := rawClient(t, s.url)
-	ws := <-s.srv
+	srv := <-s.srv
 	s.pongThenWait(t, c)
 	closed := make(chan error, 1)
-	go func() { closed <- ws.Close(websocket.StatusGoingAway, "bye") }()
-	// The server's close frame: answer it as a browser does.
-	h := make([]byte, 2)
-	if _, err := io.ReadFull(br, h); err != nil {
-		t.Fatal(err)
+	go func() { closed <- srv.Close(1001, "bye") }()
+	h, p := readServerFrame(t, br)
+	if h.OpCode != ws.OpClose || binary.BigEndian.Uint16([]byte(p)) != 1001 {
+		t.Fatalf("the server sent %v %q, want close 1001", h.OpCode, p)
 	}
-	if h[0] != 0x80|opClose {
-		t.Fatalf("server sent opcode %#x, want a close frame", h[0])
-	}
-	payload := make([]byte, h[1]&0x7f)
-	if _, err := io.ReadFull(br, payload); err != nil {
-		t.Fatal(err)
-	}
-	if code := binary.BigEndian.Uint16(payload); code != uint16(websocket.StatusGoingAway) {
-		t.Fatalf("close code %d", code)
-	}
-	write(t, c, clientFrame(opClose, string(payload)))
+	write(t, c, clientFrame(ws.OpClose, true, p))
 	if err := <-closed; err != nil {
 		t.Fatalf("the close handshake: %v", err)
 	}
-	if r := <-s.results; r.err == nil || errors.Is(r.err, ErrIdle) {
-		t.Fatalf("the waiting reader after the close: %+v, want the close", r)
+	var ce *CloseError
+	if r := <-s.results; !errors.As(r.err, &ce) || ce.Code != 1001 {
+		t.Fatalf("the waiting reader after the close: %+v, want the browser's close", r)
 	}
 }
 
@@ -215,36 +124,26 @@ func TestCloseHandshakeCompletesWhileTheReaderWaits(t *testing.T) {
 func TestCloseNowEndsTheWait(t *testing.T) {
 	s := newIdleServer(t)
 	c, _ := rawClient(t, s.url)
-	ws := <-s.srv
+	srv := <-s.srv
 	s.pongThenWait(t, c)
-	_ = ws.CloseNow()
+	_ = srv.CloseNow()
 	if r := <-s.results; r.err == nil || errors.Is(r.err, ErrIdle) {
 		t.Fatalf("the waiting reader after CloseNow: %+v, want an error", r)
 	}
 }
 
-// pongThenWait sends a pong with nothing behind it: Park arms, the
-// library's Reader returns ErrIdle, and the reader waits in Wait.
+// pongThenWait sends a pong with nothing behind it: Next returns ErrIdle,
+// and the reader waits in Wait.
 func (s *idleServer) pongThenWait(t *testing.T, c net.Conn) {
 	t.Helper()
-	write(t, c, clientFrame(opPong, "p1"))
-	if !<-s.parked {
-		t.Fatal("Park did not arm after a pong with nothing buffered")
-	}
+	write(t, c, clientFrame(ws.OpPong, true, "p"))
 	if r := <-s.results; !errors.Is(r.err, ErrIdle) {
-		t.Fatalf("Reader after a pong: %+v, want ErrIdle", r)
+		t.Fatalf("Next after a pong: %+v, want ErrIdle", r)
 	}
-	waitInWait(t)
-}
-
-// waitInWait waits until a goroutine waits for the socket in Idle.Wait,
-// outside the library.
-func waitInWait(t *testing.T) {
-	t.Helper()
-	testwait.For(t, "the reader to wait in Idle.Wait", func() bool {
+	testwait.For(t, "the reader to wait for the socket in Wait, outside a header read", func() bool {
 		for _, g := range testwait.Stacks() {
-			if strings.Contains(g, "wsbuf.(*Idle).Wait(") && strings.Contains(g, "(*pollDesc).waitRead") &&
-				!strings.Contains(g, "coder/websocket") {
+			if strings.Contains(g, "wsbuf.(*ServerConn).Wait(") && strings.Contains(g, "(*pollDesc).waitRead") &&
+				!strings.Contains(g, "ReadHeader") {
 				return true
 			}
 		}

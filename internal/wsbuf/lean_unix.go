@@ -34,24 +34,12 @@ var helds = sync.Pool{New: func() any { return new(heldBuf) }}
 // leanConn is a TCP connection that holds no read buffer while it waits,
 // and no write buffer between messages. Read is called by one goroutine at
 // a time (the library's reader, under its read lock), Write by one at a
-// time (under the library's write lock); the two share nothing. Idle.Wait
-// reads outside the library's lock, so the reading side has a mutex of
-// its own (rmu): a close handshake on another goroutine may read while the
-// reader waits there.
+// time (under the library's write lock); the two share nothing.
 type leanConn struct {
 	net.Conn          // as hijacked: Close, addresses, deadlines
 	sock     net.Conn // the socket under it, for writes
 
-	// Reading, under rmu. br is the library's read buffer over this
-	// connection (Park looks at it). park: the next read with nothing
-	// buffered returns ErrIdle (Park); idle: it did, and Wait is to wait;
-	// werr: what Wait's read failed with, for the next Read.
-	rmu sync.Mutex
-	sockReader
-	br   *bufio.Reader
-	park bool
-	idle bool
-	werr error
+	sockReader // reading
 
 	// Writing: held holds the one buffer-full the library flushed before
 	// the rest of its frame (see Write), and sends both with one writev;
@@ -115,75 +103,13 @@ func newLeanConn(c net.Conn, pending *bufio.Reader) (*leanConn, bool) {
 	lc.init(raw)
 	if n := pending.Buffered(); n > 0 {
 		b, _ := pending.Peek(n)
-		bp := chunks.Get().(*[]byte)
-		if n > cap(*bp) {
-			nb := make([]byte, n)
-			bp = &nb
-		}
-		*bp = append((*bp)[:0], b...)
-		lc.in = bp
+		lc.hold(b)
 	}
 	return lc, true
 }
 
-// Read reads the socket (see sockReader.Read); with nothing read yet it
-// returns first what Wait's read failed with, or ErrIdle when Park armed
-// it.
-func (c *leanConn) Read(p []byte) (int, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	if c.in == nil {
-		if c.werr != nil {
-			err := c.werr
-			c.werr = nil
-			return 0, err
-		}
-		if c.park {
-			c.park, c.idle = false, true
-			return 0, ErrIdle
-		}
-	}
-	return c.sockReader.Read(p)
-}
-
-// Park arms the connection's next read to return ErrIdle if nothing is
-// buffered then, and reports whether it did. It is called on the
-// library's reader, under its read lock, between frames (OnPongReceived):
-// with nothing in the library's buffer nor here, the next read is the
-// first byte of the next frame's header, which the library then has not
-// begun to take. With bytes buffered it does nothing: they are the next
-// frame, and must not wait for more to arrive.
-func (i *Idle) Park() bool {
-	c := i.c
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	if c.in != nil || c.br.Buffered() > 0 {
-		return false
-	}
-	c.park = true
-	return true
-}
-
-// Wait, after a read returned ErrIdle, waits until the socket is readable
-// and reads what has arrived into a pooled chunk for the library's next
-// read, on the caller's stack; otherwise it returns at once. The
-// connection's end ends it: closing the socket (the library's close, the
-// caller's drop) or a read deadline; its error is the next read's.
-func (i *Idle) Wait() {
-	c := i.c
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	if !c.idle {
-		return
-	}
-	c.idle = false
-	if c.in != nil || c.werr != nil {
-		return // a close handshake's read came first
-	}
-	if _, err := c.fill(); err != nil {
-		c.werr = err
-	}
-}
+// Read reads the socket (see sockReader.Read).
+func (c *leanConn) Read(p []byte) (int, error) { return c.sockReader.Read(p) }
 
 // Read takes bytes already read first; with none, it waits for the
 // socket to be readable holding no buffer, then reads what has arrived

@@ -1,9 +1,14 @@
-// Package wsbuf holds a server WebSocket's buffers only while a frame is in
+// Package wsbuf holds a WebSocket's buffers only while a frame is in
 // flight. An accepted coder/websocket connection otherwise keeps the HTTP
 // server's 4 KiB read buffer and a 4 KiB write buffer for its whole life,
 // which is most of what an idle session costs.
 //
-// ResponseWriter wraps the handler's http.ResponseWriter before
+// ServerConn (Accept) is a browser's WebSocket, framed with
+// github.com/gobwas/ws: it holds no buffer between messages, and its
+// reader waits for the next frame outside any frame-header read (Wait).
+//
+// ResponseWriter (for a coder/websocket server connection: a phone
+// carrier's media stream) wraps the handler's http.ResponseWriter before
 // websocket.Accept; the library's Hijack then gets, over a plain TCP
 // connection, a connection whose reads wait for data without a buffer and
 // take a pooled one only to read what has arrived, and whose writes go out
@@ -11,7 +16,7 @@
 // library's own bufio layer. The connection must not negotiate compression
 // (coder/websocket's default): see leanConn.Write.
 //
-// Client is the other side: a dialled WebSocket (the gateway's upstream to
+// Client is the dialling side: a dialled WebSocket (the gateway's upstream to
 // its model) framed with github.com/gobwas/ws, which holds no buffer
 // between messages either and waits for the next one outside any
 // frame-header read (Client.Wait).
@@ -61,34 +66,8 @@ func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return c, brw, nil
 	}
 	w.lean = lc
-	lc.br = bufio.NewReaderSize(lc, readBufioSize)
-	return lc, bufio.NewReadWriter(lc.br, bufio.NewWriterSize(lc, heldSize)), nil
+	return lc, bufio.NewReadWriter(bufio.NewReaderSize(lc, readBufioSize), bufio.NewWriterSize(lc, heldSize)), nil
 }
-
-// Idle is the hijacked connection's parking (see Idle); nil when it was
-// not made lean (TLS, or no socket under it).
-func (w *ResponseWriter) Idle() *Idle {
-	if w.lean == nil {
-		return nil
-	}
-	return &Idle{c: w.lean}
-}
-
-// ErrIdle is what the library's read returns, instead of waiting inside
-// the library, once Idle.Park has armed it: the connection has nothing
-// buffered at a frame boundary. The library passes it up (wrapped) from
-// Conn.Reader without reading anything or changing its state; the
-// reader then waits with Idle.Wait and calls Reader again.
-var ErrIdle = errors.New("wsbuf: nothing has arrived; wait with Idle.Wait")
-
-// Idle lets a WebSocket's reader wait for the next frame on a shallow
-// stack of its own instead of 18 frames deep in coder/websocket's header
-// read, where an idle connection's reader otherwise stays (and with it
-// the stack that grew to get there: 4 KiB rather than 2). The library's
-// read loop goes on to the next frame header after a control frame
-// without returning; Park, from the library's OnPongReceived, has the
-// header read that follows return ErrIdle when nothing is buffered.
-type Idle struct{ c *leanConn }
 
 // Unwrapper is a net.Conn wrapper that passes bytes through unchanged
 // (one that counts or tracks connections) and gives the connection under
