@@ -442,6 +442,24 @@ func (c *wsClient) expectClose() websocket.StatusCode {
 	}
 }
 
+// eventsUntilClose reads until the gateway closes the connection, fails
+// unless it closes it with code (what names the connection's end in the
+// failure), and returns the events read before.
+func (c *wsClient) eventsUntilClose(what string, code websocket.StatusCode) []event {
+	c.t.Helper()
+	var evs []event
+	for {
+		ev, err := c.read()
+		if err != nil {
+			if got := websocket.CloseStatus(err); got != code {
+				c.t.Fatalf("%s ended with %v (close %d), want close %d", what, err, got, code)
+			}
+			return evs
+		}
+		evs = append(evs, ev)
+	}
+}
+
 // expectCloseError fails unless err is a close frame of code whose reason
 // ends with suffix; what names the connection's end in the failure.
 func expectCloseError(t *testing.T, what string, err error, code websocket.StatusCode, suffix string) {

@@ -2,11 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 )
@@ -51,19 +50,8 @@ func TestPingFrameFloodHitsTheMessageRateAndIsClosedWith4008(t *testing.T) {
 			}()
 		}
 	}()
-	limited := false
-	for {
-		ev, err := c.read()
-		if err != nil {
-			if code := websocket.CloseStatus(err); code != 4008 {
-				t.Fatalf("ping flood ended with %v (close %d), want close 4008", err, code)
-			}
-			break
-		}
-		if ev.str("code") == "rate_limited" {
-			limited = true
-		}
-	}
+	limited := slices.ContainsFunc(c.eventsUntilClose("the ping flood", 4008),
+		func(ev event) bool { return ev.str("code") == "rate_limited" })
 	if !limited {
 		t.Error("the ping flood was not told rate_limited before the close")
 	}

@@ -52,14 +52,7 @@ func TestMessageFloodIsDroppedThenClosedWith4008(t *testing.T) {
 	// a second.
 	defer startPingFlood(c)()
 	notices := 0
-	for {
-		ev, err := c.read()
-		if err != nil {
-			if code := websocket.CloseStatus(err); code != 4008 {
-				t.Fatalf("flood ended with %v (close %d), want close 4008", err, code)
-			}
-			break
-		}
+	for _, ev := range c.eventsUntilClose("the flood", 4008) {
 		if ev.str("code") == "rate_limited" {
 			notices++
 		}
