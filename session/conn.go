@@ -130,11 +130,12 @@ type reader struct {
 // serve reads until the connection ends, then stops what it runs and calls
 // done. When the browser has answered a ping and sent nothing else (the
 // wire said errIdleRead), serve hands the reading on to a new goroutine and
-// returns: the pong was read deep inside the WebSocket library, whose
-// frames grew this goroutine's stack to 4 KiB, which the runtime never
-// halves to 2 (it would need under a quarter of the smaller stack in use,
-// less its 800-byte guard); the new one starts small (see readOn). Once a
-// ping interval per connection at most: still one goroutine a connection.
+// returns: reading and handling messages grew this goroutine's stack to
+// 4 KiB or more, which the runtime never halves to 2 (it would need under
+// a quarter of the smaller stack in use, less its 800-byte guard); the new
+// one starts small and waits outside any frame-header read
+// (wsbuf.ServerConn.Wait; see readOn). Once a ping interval per
+// connection at most: still one goroutine a connection.
 func (c *conn) serve(r *reader) {
 	if !r.ended && c.readLoop(r) {
 		c.shedWriter()
