@@ -382,3 +382,50 @@ func TestServerCloseWithoutAReaderReadsTheBrowsersClose(t *testing.T) {
 		t.Fatalf("after the handshake the browser read %v, want the connection closed", err)
 	}
 }
+
+// Over TLS (wss://) the connection reads through TLS, not a lean socket,
+// and still echoes and closes with its code and reason (the close
+// handshake through TLS, then the TCP connection under it dropped).
+func TestServerOverTLS(t *testing.T) {
+	var wg sync.WaitGroup
+	closed := make(chan error, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(w, r, AcceptOptions{})
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		defer wg.Done()
+		if c.lean != nil {
+			t.Error("a TLS connection read as a lean socket")
+		}
+		binary, data, err := serverRead(c)
+		if err == nil {
+			err = c.Write(binary, data)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		closed <- c.Close(4102, "over")
+	}))
+	t.Cleanup(wg.Wait)
+	t.Cleanup(srv.Close)
+	c, _, err := websocket.Dial(context.Background(), "wss"+strings.TrimPrefix(srv.URL, "https"),
+		&websocket.DialOptions{HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.CloseNow() }()
+	if err := c.Write(context.Background(), websocket.MessageBinary, []byte("secret")); err != nil {
+		t.Fatal(err)
+	}
+	if typ, data, err := c.Read(context.Background()); err != nil || typ != websocket.MessageBinary || string(data) != "secret" {
+		t.Fatalf("echo over TLS: %v %q %v", typ, data, err)
+	}
+	if _, _, err := c.Read(context.Background()); websocket.CloseStatus(err) != 4102 {
+		t.Fatalf("the browser read %v, want close 4102", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close over TLS: %v", err)
+	}
+}
