@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -32,7 +31,7 @@ func Accept(w http.ResponseWriter, r *http.Request, o AcceptOptions) (*ServerCon
 		http.Error(w, err.Error(), status)
 		return nil, err
 	}
-	hj, ok := w.(http.Hijacker)
+	hj, ok := hijacker(w)
 	if !ok {
 		http.Error(w, http.StatusText(http.StatusNotImplemented), http.StatusNotImplemented)
 		return nil, errors.New("websocket: http.ResponseWriter does not implement http.Hijacker")
@@ -55,11 +54,26 @@ func Accept(w http.ResponseWriter, r *http.Request, o AcceptOptions) (*ServerCon
 	return newServerConn(c, brw.Reader, sub), nil
 }
 
+// hijacker is w's http.Hijacker, looking through wrappers (a middleware's
+// ResponseWriter with Unwrap, as http.ResponseController does).
+func hijacker(w http.ResponseWriter) (http.Hijacker, bool) {
+	for {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return t, true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil, false
+		}
+	}
+}
+
 // newServerConn frames c; pending is the HTTP server's reader, whose
 // buffered bytes (a frame the client sent right after its handshake) are
 // read first.
 func newServerConn(c net.Conn, pending *bufio.Reader, sub string) *ServerConn {
-	s := &ServerConn{sock: c, conn: c, wconn: c, limit: math.MaxInt64, sub: sub}
+	s := &ServerConn{sock: c, conn: c, wconn: c, limit: DefaultReadLimit, sub: sub}
 	if tc, ok := c.(*tls.Conn); ok {
 		// Closing a TLS connection first writes a close_notify, which a
 		// full socket buffer holds up for seconds: Close drops the TCP

@@ -87,8 +87,13 @@ var ErrIdle = errors.New("wsbuf: nothing has arrived; wait with Wait")
 // coder/websocket's Close does.
 const closeWait = 5 * time.Second
 
-// SetReadLimit sets the largest message read (0: none); a longer one
-// fails with ErrMessageTooBig, the peer told 1009. Call it before reading.
+// DefaultReadLimit is a ServerConn's largest message until SetReadLimit
+// (coder/websocket's default).
+const DefaultReadLimit = 32 << 10
+
+// SetReadLimit sets the largest message read (0: keep the current one,
+// DefaultReadLimit at first); a longer one fails with ErrMessageTooBig,
+// the peer told 1009. Call it before reading.
 func (c *ServerConn) SetReadLimit(n int64) {
 	if n > 0 {
 		c.limit = n
@@ -183,8 +188,9 @@ func (c *ServerConn) ReadBody(buf []byte) ([]byte, error) {
 			}
 			continue
 		}
-		buf = slices.Grow(buf, int(c.left))
-		p := buf[len(buf) : len(buf)+int(c.left)]
+		room := readRoom(len(buf), cap(buf), c.left)
+		buf = slices.Grow(buf, room)
+		p := buf[len(buf) : len(buf)+room]
 		n, err := c.src(p)
 		ws.Cipher(p[:n], c.mask, c.moff)
 		c.moff += n
@@ -197,6 +203,16 @@ func (c *ServerConn) ReadBody(buf []byte) ([]byte, error) {
 			return nil, c.fail(err)
 		}
 	}
+}
+
+// readRoom is how much of a frame's left bytes the next read takes into
+// a buffer of length n and capacity c: all of them when the buffer has the
+// room, else at most as much again as it holds (a chunk at least), so that
+// a header claiming a large frame reserves memory only as its bytes
+// arrive, not all at once before any (a peer that then sends nothing
+// would hold it until its connection ends).
+func readRoom(n, c int, left int64) int {
+	return int(min(left, int64(max(c-n, n, chunkSize))))
 }
 
 // continuation reads up to the next frame of the current message.

@@ -2,6 +2,7 @@ package wsbuf
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/gobwas/ws"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
 // acceptServer accepts each request with Accept (the subprotocol
@@ -91,7 +95,10 @@ func coderDial(t *testing.T, url string) *websocket.Conn {
 // come back whole and of their type.
 func TestServerEchoesTextAndBinaryOfEverySize(t *testing.T) {
 	done := make(chan error, 1)
-	url := acceptServer(t, echo(done))
+	url := acceptServer(t, func(c *ServerConn) {
+		c.SetReadLimit(1 << 20) // above DefaultReadLimit: the sizes go to 200 000
+		echo(done)(c)
+	})
 	c := coderDial(t, url)
 	for _, n := range echoSizes() {
 		for _, typ := range []websocket.MessageType{websocket.MessageText, websocket.MessageBinary} {
@@ -427,5 +434,99 @@ func TestServerOverTLS(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatalf("Close over TLS: %v", err)
+	}
+}
+
+// A header that claims a large frame reserves memory only as the frame's
+// bytes arrive: a peer that sends the header of an 8 MiB frame (within
+// the limit) and 100 bytes of it, then nothing, holds a few KiB of the
+// server while it waits, not 8 MiB.
+func TestServerReservesAClaimedFrameOnlyAsItsBytesArrive(t *testing.T) {
+	reading := make(chan struct{})
+	done := make(chan error, 1)
+	url := acceptServer(t, func(c *ServerConn) {
+		c.SetReadLimit(16 << 20)
+		_, err := c.Next()
+		if err == nil {
+			close(reading)
+			_, err = c.ReadBody(nil)
+		}
+		done <- err
+	})
+	c, _ := rawClient(t, url)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var hdr bytes.Buffer
+	if err := ws.WriteHeader(&hdr, ws.Header{Fin: true, OpCode: ws.OpBinary, Masked: true, Mask: [4]byte{1, 2, 3, 4}, Length: 8 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, c, hdr.Bytes(), make([]byte, 100))
+	<-reading
+	// The reader has taken the 100 bytes and waits for the rest.
+	testwait.For(t, "the server to wait for the rest of the frame in ReadBody", func() bool {
+		for _, g := range testwait.Stacks() {
+			if strings.Contains(g, "(*ServerConn).ReadBody") && strings.Contains(g, "[IO wait") {
+				return true
+			}
+		}
+		return false
+	})
+	runtime.GC() // what the wait's look at the stacks allocated
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 1<<20 {
+		t.Errorf("the heap grew %d KiB for a frame of which 100 bytes arrived", grew>>10)
+	}
+	_ = c.Close()
+	if err := <-done; err == nil {
+		t.Error("the read of a frame cut short succeeded")
+	}
+}
+
+// unwrapping is a middleware's ResponseWriter: not a Hijacker itself, it
+// gives the one it wraps with Unwrap.
+type unwrapping struct{ http.ResponseWriter }
+
+func (u unwrapping) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// Accept takes over a connection through a wrapped ResponseWriter (a
+// metrics or tracing middleware's), as net/http's ResponseController
+// does, instead of answering 501; and a connection whose owner set no
+// read limit refuses a message over DefaultReadLimit (1009) rather than
+// reading whatever length a frame claims.
+func TestAcceptLooksThroughAWrappedResponseWriterAndLimitsByDefault(t *testing.T) {
+	done := make(chan error, 1)
+	var wg sync.WaitGroup
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(unwrapping{w}, r, AcceptOptions{Subprotocols: []string{"turnstile.v1"}})
+		if err != nil {
+			done <- err
+			return
+		}
+		wg.Add(1)
+		defer wg.Done()
+		defer func() { _ = c.CloseNow() }()
+		echo(done)(c)
+	}))
+	t.Cleanup(wg.Wait)
+	t.Cleanup(srv.Close)
+	c := coderDial(t, srv.URL)
+	ctx := context.Background()
+	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := c.Read(ctx); err != nil || string(got) != "hello" {
+		t.Fatalf("echo through a wrapped ResponseWriter: %q, %v", got, err)
+	}
+	// The server may close on the frame's header before the client has
+	// written its payload (a broken pipe): then the close is not read.
+	if err := c.Write(ctx, websocket.MessageBinary, make([]byte, DefaultReadLimit+1)); err == nil {
+		if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+			t.Fatalf("a message over the default limit: %v, want a 1009 close", err)
+		}
+	}
+	if err := <-done; !errors.Is(err, ErrMessageTooBig) {
+		t.Errorf("the server's read ended with %v, want ErrMessageTooBig", err)
 	}
 }
