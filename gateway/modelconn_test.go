@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -70,6 +71,7 @@ func TestConcurrentTextTurnsKeepTheirModelConnections(t *testing.T) {
 		for _, c := range clients {
 			c.until("turn.done")
 		}
+		testwait.For(t, "the model connections back in the HTTP client's idle pool", modelConnsIdle)
 	}
 	brain.mu.Lock()
 	defer brain.mu.Unlock()
@@ -80,4 +82,20 @@ func TestConcurrentTextTurnsKeepTheirModelConnections(t *testing.T) {
 	if brain.gzip != 0 {
 		t.Errorf("%d of %d model requests asked for a compressed answer", brain.gzip, 2*sessions)
 	}
+}
+
+// modelConnsIdle reports whether every HTTP connection of the process's
+// clients (the model's) is back in its idle pool. net/http hands a
+// connection back on its read loop's goroutine once the response's body
+// has ended — which may come after the turn.done that the body's end led
+// to, and a user typing within that instant would get a new connection —
+// and the read loop then waits for the next response's first byte, in
+// an IO wait; until then it waits on a select.
+func modelConnsIdle() bool {
+	for _, g := range testwait.Stacks() {
+		if strings.Contains(g, "net/http.(*persistConn).readLoop") && !strings.Contains(g, "[IO wait") {
+			return false
+		}
+	}
+	return true
 }

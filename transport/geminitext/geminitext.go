@@ -90,6 +90,19 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 			return
 		}
 		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, contents, cfg) {
+			if finished {
+				// Past the finish, the stream is read to its end and
+				// nothing more is told: net/http keeps a connection for
+				// the next request only once its response's body has been
+				// read to EOF, and stopping at the finish chunk left the
+				// body's last bytes unread whenever they had not arrived
+				// with it, so the next turn dialled (and to Google,
+				// shook hands) anew.
+				if err != nil {
+					return
+				}
+				continue
+			}
 			stages.Mark(stages.FirstChunk)
 			if err != nil {
 				yield(transport.Chunk{}, classify(ctx, err))
@@ -108,9 +121,12 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 				finished = true
 				chunk.Usage = usage
 			}
-			if !yield(chunk, nil) || finished {
+			if !yield(chunk, nil) {
 				return
 			}
+		}
+		if finished {
+			return
 		}
 		if ctx.Err() != nil {
 			yield(transport.Chunk{}, ctx.Err())
