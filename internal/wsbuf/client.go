@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -42,12 +41,9 @@ type Client struct {
 	ctl   [ws.MaxControlFramePayloadSize]byte // a control frame's payload
 
 	// Writing, under wmu.
-	wmu     sync.Mutex
-	werr    error // a write failed: every later one fails with it
+	frameWriter
 	timeout time.Duration
 	until   time.Time // the write deadline set on the socket
-	whdr    [ws.MaxHeaderSize]byte
-	hw      headerWriter
 }
 
 // CloseError is a close frame received: its code (1005 when it had none)
@@ -155,10 +151,7 @@ func (c *Client) header(state ws.State) (ws.Header, error) {
 // frame of the same code and returned as a *CloseError.
 func (c *Client) control(h ws.Header) error {
 	p := c.ctl[:h.Length]
-	if _, err := io.ReadFull(reader{c}, p); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	if err := readFull(reader{c}, p); err != nil {
 		return err
 	}
 	switch h.OpCode {
@@ -168,31 +161,17 @@ func (c *Client) control(h ws.Header) error {
 	case ws.OpPong:
 		return nil
 	}
-	if len(p) == 0 {
-		c.writeClose(0, "")
-		return &CloseError{Code: int(ws.StatusNoStatusRcvd)}
-	}
-	code, reason := ws.ParseCloseFrameData(p)
-	if !wireCloseCode(code) {
+	ce, err := peerClose(p)
+	if err != nil {
 		c.writeClose(ws.StatusProtocolError, "")
-		return fmt.Errorf("websocket: received a close frame with the invalid code %d", code)
+		return err
 	}
-	c.writeClose(code, "")
-	return &CloseError{Code: int(code), Reason: reason}
-}
-
-// wireCloseCode reports whether a close frame may carry code (RFC 6455
-// §7.4): 1000–1014 but for 1004–1006, which never go on the wire, and the
-// registered and private ranges 3000–4999. (ws.CheckCloseFrameData would
-// refuse 1012–1014, which servers send when restarting or overloaded.)
-func wireCloseCode(code ws.StatusCode) bool {
-	switch {
-	case code >= 1004 && code <= 1006:
-		return false
-	case code >= 1000 && code <= 1014, code >= 3000 && code <= 4999:
-		return true
+	if ce.Code == int(ws.StatusNoStatusRcvd) {
+		c.writeClose(0, "")
+	} else {
+		c.writeClose(ws.StatusCode(ce.Code), "")
 	}
-	return false
+	return ce
 }
 
 // tooBig ends reading with ErrMessageTooBig, telling the peer (1009).
@@ -252,28 +231,7 @@ func (c *Client) write(op ws.OpCode, p []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	if err := c.writeFrame(op, p); err != nil {
-		c.werr = err
-		return err
-	}
-	if op == ws.OpClose {
-		c.werr = ErrCloseSent // nothing may follow a close frame (RFC 6455 §5.5.1)
-	}
-	return nil
-}
-
-// ErrCloseSent is what a write returns once the connection has sent its
-// close frame (answering the peer's, or ending on a protocol error or an
-// oversized message).
-var ErrCloseSent = errors.New("websocket: the close frame was sent")
-
-// headerWriter takes what ws.WriteHeaderBuffer writes into the chunk that
-// carries the frame.
-type headerWriter struct{ b []byte }
-
-func (w *headerWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
+	return c.sent(op, c.writeFrame(op, p))
 }
 
 // writeFrame writes one frame, masked with a fresh key; c.wmu is held.
@@ -295,12 +253,10 @@ func (c *Client) writeFrame(op ws.OpCode, p []byte) error {
 	h.Mask = [4]byte{byte(mask), byte(mask >> 8), byte(mask >> 16), byte(mask >> 24)}
 	bp := chunks.Get().(*[]byte)
 	defer chunks.Put(bp)
-	c.hw.b = (*bp)[:0]
-	if err := ws.WriteHeaderBuffer(&c.hw, h, c.whdr[:]); err != nil {
+	out, err := c.head(bp, h)
+	if err != nil {
 		return err
 	}
-	out := c.hw.b
-	c.hw.b = nil
 	for off := 0; ; {
 		k := copy(out[len(out):cap(out)], p[off:])
 		seg := out[len(out) : len(out)+k]

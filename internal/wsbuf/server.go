@@ -57,10 +57,7 @@ type ServerConn struct {
 	ctl    [ws.MaxControlFramePayloadSize]byte // a control frame's payload
 
 	// Writing, under wmu.
-	wmu  sync.Mutex
-	werr error // a write failed, or the close frame went: every later one fails with it
-	whdr [ws.MaxHeaderSize]byte
-	hw   headerWriter
+	frameWriter
 
 	// The ping out and the reading's end, under pmu.
 	pmu      sync.Mutex
@@ -280,10 +277,7 @@ func (c *ServerConn) header(state ws.State) (ws.Header, error) {
 // first) and returned as a *CloseError.
 func (c *ServerConn) control(h ws.Header) error {
 	p := c.ctl[:h.Length]
-	if _, err := io.ReadFull(serverSrc{c}, p); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	if err := readFull(serverSrc{c}, p); err != nil {
 		return err
 	}
 	ws.Cipher(p, h.Mask, 0)
@@ -298,17 +292,12 @@ func (c *ServerConn) control(h ws.Header) error {
 		c.parked = c.lean != nil
 		return nil
 	}
-	if len(p) == 0 {
-		c.writeClose(int(ws.StatusNoStatusRcvd), "")
-		return &CloseError{Code: int(ws.StatusNoStatusRcvd)}
-	}
-	code, reason := ws.ParseCloseFrameData(p)
-	if len(p) < 2 || !wireCloseCode(code) {
+	ce, err := peerClose(p)
+	if err != nil {
 		c.writeClose(int(ws.StatusProtocolError), "invalid close frame")
-		return fmt.Errorf("websocket: received a close frame with the invalid code %d", code)
+		return err
 	}
-	ce := &CloseError{Code: int(code), Reason: reason}
-	c.writeClose(ce.Code, ce.Reason)
+	c.writeClose(ce.Code, ce.Reason) // 1005: a close frame without a code
 	return ce
 }
 
@@ -374,14 +363,7 @@ func (c *ServerConn) write(op ws.OpCode, p []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	if err := c.writeFrame(op, p); err != nil {
-		c.werr = err
-		return err
-	}
-	if op == ws.OpClose {
-		c.werr = ErrCloseSent // nothing may follow a close frame (RFC 6455 §5.5.1)
-	}
-	return nil
+	return c.sent(op, c.writeFrame(op, p))
 }
 
 // frameVec is a large frame's writev: its header and its payload.
@@ -399,12 +381,10 @@ func (c *ServerConn) writeFrame(op ws.OpCode, p []byte) error {
 	h := ws.Header{Fin: true, OpCode: op, Length: int64(len(p))}
 	bp := chunks.Get().(*[]byte)
 	defer chunks.Put(bp)
-	c.hw.b = (*bp)[:0]
-	if err := ws.WriteHeaderBuffer(&c.hw, h, c.whdr[:]); err != nil {
+	out, err := c.head(bp, h)
+	if err != nil {
 		return err
 	}
-	out := c.hw.b
-	c.hw.b = nil
 	if len(out)+len(p) <= cap(out) {
 		_, err := c.wconn.Write(append(out, p...))
 		return err
@@ -412,7 +392,7 @@ func (c *ServerConn) writeFrame(op ws.OpCode, p []byte) error {
 	v := frameVecs.Get().(*frameVec)
 	v.parts = [2][]byte{out, p}
 	v.bufs = v.parts[:]
-	_, err := v.bufs.WriteTo(c.wconn)
+	_, err = v.bufs.WriteTo(c.wconn)
 	v.parts, v.bufs = [2][]byte{}, nil
 	frameVecs.Put(v)
 	return err
