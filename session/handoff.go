@@ -96,14 +96,11 @@ func (s *session) hold(entry transport.Entry) {
 // waiting for the write: what the browser is told next (the greeting, the
 // handoff.pending) comes after it is stored, so a resume elsewhere that
 // it lets the user make finds it (written after, the write would be
-// fenced out by the resume and the entry lost).
+// fenced out by the resume and the entry lost). A block read back
+// applies as at a turn's end.
 func (s *session) keep(entry transport.Entry) {
-	mark := s.st.append([]transport.Entry{entry})
-	s.pst.write(func(ctx context.Context, rec store.Record) error {
-		_, err := s.m.Store.EndTurn(ctx, rec, store.TurnEnd{Entries: s.pst.uncovered(mark, []transport.Entry{entry}),
-			Events: s.takeEvents()})
-		return err
-	})
+	entries := []transport.Entry{entry}
+	s.pst.write(s.endTurn(entries, s.st.append(entries), nil))
 }
 
 // confirmNote is the user's answer to a confirmation as the model is told

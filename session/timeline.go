@@ -37,17 +37,30 @@ func (s *session) timeline() *timeline.Recorder {
 // append mark mark), the turn's timeline entry (when ok) and the events
 // waiting, and the user's block read back. A block set on another node meanwhile applies here.
 func (s *session) storeTurnEnd(entries []transport.Entry, mark uint64, t timeline.Turn, ok bool) {
-	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+	var turn func() []byte
+	if ok {
+		turn = func() []byte { return marshalEntry(s, t) }
+	}
+	s.pst.writeAsync(s.endTurn(entries, mark, turn))
+}
+
+// endTurn is the store write of entries (in the history by the append
+// mark mark), the turn's timeline entry (turn, if any) and the events
+// waiting, applying the user's block it reads back (one set on another
+// node meanwhile): a turn's end (storeTurnEnd, asynchronous) and an entry
+// no model turn made (keep, waited for).
+func (s *session) endTurn(entries []transport.Entry, mark uint64, turn func() []byte) func(context.Context, store.Record) error {
+	return func(ctx context.Context, rec store.Record) error {
 		end := store.TurnEnd{Entries: s.pst.uncovered(mark, entries), Events: s.takeEvents()}
-		if ok {
-			end.Turn = marshalEntry(s, t)
+		if turn != nil {
+			end.Turn = turn()
 		}
 		b, err := s.m.Store.EndTurn(ctx, rec, end)
 		if err == nil && s.m.now().Before(b.Until) {
 			s.setBlocked(b)
 		}
 		return err
-	})
+	}
 }
 
 // takeEvents returns the events waiting, as JSON.
