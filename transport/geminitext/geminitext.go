@@ -132,9 +132,7 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 			yield(transport.Chunk{}, ctx.Err())
 			return
 		}
-		if !finished {
-			yield(transport.Chunk{}, transport.ErrTruncated)
-		}
+		yield(transport.Chunk{}, transport.ErrTruncated)
 	}
 }
 
