@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -247,8 +246,7 @@ func TestVoiceSessionBetweenChunksHoldsOnlyItsTwoReaders(t *testing.T) {
 	}
 	var dump string
 	if err := testwait.Poll(func() error {
-		buf := make([]byte, 1<<20)
-		dump = string(buf[:runtime.Stack(buf, true)])
+		dump = strings.Join(testwait.Stacks(), "\n\n")
 		if n := strings.Count(dump, "created by github.com/turnstile-gw/turnstile/session.(*queue)"); n != 0 {
 			return fmt.Errorf("%d writers running", n)
 		}
