@@ -133,12 +133,15 @@ type TextRequest struct {
 	History []Entry
 	Tools   []ToolDecl
 	// Admit, when set, is asked once, after the request is built and
-	// before any of it is sent, whether it may go out: the session's store
-	// round trip (the user's block, turn limits, fencing) runs alongside
-	// the build. false: nothing is sent, and the stream yields
-	// ErrNotAdmitted alone. Adapters call it; a TextModel that does not is
-	// still correct (the session then learns the verdict with the first
-	// chunk and cancels the request), only the request went out.
+	// before its contents are sent, whether they may go out: the
+	// session's store round trip (the user's block, turn limits, fencing)
+	// runs alongside the build and, where the adapter holds the body
+	// (Hold), alongside the request's connection and headers. false: the
+	// contents are not sent, and the stream yields ErrNotAdmitted alone.
+	// It may be called from another goroutine (the HTTP transport's).
+	// Adapters call it; a TextModel that does not is still correct (the
+	// session then learns the verdict with the first chunk and cancels the
+	// request), only the request went out.
 	Admit func() bool
 }
 

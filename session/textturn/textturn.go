@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/intents"
@@ -106,6 +107,10 @@ func Run(ctx context.Context, cfg Config, d Deps, h Host, ot *orchestrator.Turn,
 		cfg.RestrictionMessage = DefaultRestrictionMessage
 	}
 	l := loop{cfg: cfg, d: d, h: h, ot: ot, turn: ot.Number()}
+	if d.Admitted != nil {
+		// Asked once, from the adapter's HTTP transport or from here.
+		l.verdict = sync.OnceValue(d.Admitted)
+	}
 	reason := l.run(ctx, note)
 	l.d.Log.DebugContext(ctx, "tool loop complete", "turn", l.turn, "iterations", l.iterations, "reason", reason)
 	return reason
@@ -117,7 +122,8 @@ type loop struct {
 	h          Host
 	ot         *orchestrator.Turn
 	turn       int
-	iterations int // model calls so far
+	iterations int         // model calls so far
+	verdict    func() bool // Deps.Admitted, asked once (nil without one)
 
 	sent []transport.Entry // this turn's entries as the model is sent them
 	kept []transport.Entry // those of them that are committed
@@ -227,11 +233,12 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 	first := true
 	var text strings.Builder
 	var calls []transport.FunctionCall
-	if l.d.Admitted != nil {
-		// The adapter asks for the verdict before it sends the request: a
-		// refused turn (a user blocked on another node, whose announcement
-		// has not arrived yet) reaches no model.
-		req.Admit = l.admitted
+	if l.verdict != nil {
+		// The adapter asks for the verdict before it sends the request's
+		// contents: a refused turn (a user blocked on another node, whose
+		// announcement has not arrived yet) reaches no model. Once known,
+		// the answer is at hand for the turn's later requests.
+		req.Admit = l.verdict
 	}
 	for chunk, err := range l.d.Model.Stream(ctx, req) {
 		if errors.Is(err, transport.ErrNotAdmitted) {
@@ -288,11 +295,7 @@ func (l *loop) streamOnce(ctx context.Context, req transport.TextRequest, stream
 }
 
 // admitted asks Deps.Admitted, once per turn, whether the turn may run.
-func (l *loop) admitted() bool {
-	admit := l.d.Admitted
-	l.d.Admitted = nil
-	return admit == nil || admit()
-}
+func (l *loop) admitted() bool { return l.verdict == nil || l.verdict() }
 
 // earlyEvents shows a call the browser already saw announced (tool.call
 // without args) with tool.args instead of a second tool.call; a call whose

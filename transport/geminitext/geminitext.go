@@ -26,6 +26,7 @@ type Model struct {
 	name   string
 	opts   Options
 	encode bool // the request's contents are encoded here (encodeContents)
+	holds  bool // the client's HTTP transport holds a body for its verdict (transport.HoldBodies)
 }
 
 // Options tune a Model.
@@ -45,8 +46,9 @@ func New(client *genai.Client, name string, opts Options) (*Model, error) {
 	if !transport.ValidToolChoice(opts.ToolChoice) {
 		return nil, fmt.Errorf("geminitext: tool choice %q is not auto, required or none", opts.ToolChoice)
 	}
-	encode := client.ClientConfig().Backend == genai.BackendGeminiAPI
-	return &Model{client: client, name: name, opts: opts, encode: encode}, nil
+	cc := client.ClientConfig()
+	encode := cc.Backend == genai.BackendGeminiAPI
+	return &Model{client: client, name: name, opts: opts, encode: encode, holds: transport.HoldsBodies(cc.HTTPClient)}, nil
 }
 
 // functionCallingModes are Gemini's names of the tool choices.
@@ -75,7 +77,9 @@ func (m *Model) Name() string { return m.name }
 // error. Function calls carry their thoughtSignature as Signature. The last
 // chunk carries the usage of the latest usageMetadata (Gemini's counts are
 // cumulative). A request req.Admit refused is transport.ErrNotAdmitted,
-// and was not sent.
+// and its contents were not sent: with a client from HTTPClient its
+// headers went out while the verdict was awaited and its body never did,
+// else nothing went out.
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
 		system, history := FoldReminders(req.System, req.History)
@@ -85,11 +89,17 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		var usage *transport.Usage
 		contents := m.encodeContents(cfg, Contents(history))
 		stages.Mark(stages.Built)
-		if !req.Admitted() {
+		hold, sendCtx := transport.NewHold(req.Admit), ctx
+		if m.holds {
+			// The verdict is asked as the body is about to go out: the
+			// SDK's preparation, the connection and the headers overlap
+			// its round trip (transport.HoldBodies).
+			sendCtx = transport.WithHold(ctx, hold)
+		} else if !hold.Admitted() {
 			yield(transport.Chunk{}, transport.ErrNotAdmitted)
 			return
 		}
-		for resp, err := range m.client.Models.GenerateContentStream(ctx, m.name, contents, cfg) {
+		for resp, err := range m.client.Models.GenerateContentStream(sendCtx, m.name, contents, cfg) {
 			if finished {
 				// Past the finish, the stream is read to its end and
 				// nothing more is told: net/http keeps a connection for
@@ -104,6 +114,12 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 				continue
 			}
 			stages.Mark(stages.FirstChunk)
+			if err != nil && !hold.Admitted() {
+				// Refused as its body was about to go out, or cancelled
+				// for its refusal before the transport asked.
+				yield(transport.Chunk{}, transport.ErrNotAdmitted)
+				return
+			}
 			if err != nil {
 				yield(transport.Chunk{}, classify(ctx, err))
 				return
@@ -168,12 +184,13 @@ func (m *Model) encodeContents(cfg *genai.GenerateContentConfig, contents []*gen
 // once (the standard transport keeps 2 idle per host, so a node with more
 // concurrent turns would open a connection for most of them), and no
 // compressed answers are asked for (a stream of small chunks gains little
-// from gzip and pays for inflating each one).
+// from gzip and pays for inflating each one); a request's body waits for
+// its turn's verdict while its headers go out (transport.HoldBodies).
 func HTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	t.DisableCompression = true
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: transport.HoldBodies(t)}
 }
 
 // maxIdleConnsPerHost is the idle connections kept to the model endpoint:

@@ -51,22 +51,32 @@ func newModel(t *testing.T, base string) *geminitext.Model {
 // newModelWith is newModel with options.
 func newModelWith(t *testing.T, base string, opts geminitext.Options) *geminitext.Model {
 	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return newModelClient(t, base, &http.Client{Transport: tr}, opts)
+}
+
+// newModelClient is newModelWith over the HTTP client hc.
+func newModelClient(t *testing.T, base string, hc *http.Client, opts ...geminitext.Options) *geminitext.Model {
+	t.Helper()
 	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL",
 		"GOOGLE_GENAI_USE_ENTERPRISE", "GOOGLE_VERTEX_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
 		t.Setenv(v, "")
 	}
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
 		Backend:     genai.BackendGeminiAPI,
 		APIKey:      "test-key",
-		HTTPClient:  &http.Client{Transport: tr},
+		HTTPClient:  hc,
 		HTTPOptions: genai.HTTPOptions{BaseURL: base},
 	})
 	if err != nil {
 		t.Fatalf("new genai client: %v", err)
 	}
-	m, err := geminitext.New(c, testModel, opts)
+	var o geminitext.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	m, err := geminitext.New(c, testModel, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	fg "github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/texttest"
 	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/geminitext"
 )
 
 func TestStreamYieldsTextDeltasInOrderThenFinishReason(t *testing.T) {
@@ -134,6 +135,17 @@ func TestStreamRefusedByAdmitSendsNothing(t *testing.T) {
 	brain := fg.NewScript(fg.Fixed(fg.TextReply("hello", 1)))
 	_, base := startFake(t, brain)
 	texttest.RefusedRequestIsNotSent(t, newModel(t, base), func() int { return len(brain.Requests()) })
+}
+
+// With the gateway's HTTP client the request's headers go out while the
+// verdict is awaited; a refused request's body (the conversation) never
+// does, so the model sees no request.
+func TestStreamHeldForItsVerdictSendsNoContentsWhenRefused(t *testing.T) {
+	brain := fg.NewScript(fg.Fixed(fg.TextReply("hello", 1)))
+	_, base := startFake(t, brain)
+	hc := geminitext.HTTPClient()
+	t.Cleanup(hc.CloseIdleConnections)
+	texttest.RefusedRequestIsNotSent(t, newModelClient(t, base, hc), func() int { return len(brain.Requests()) })
 }
 
 func TestStreamUnreachableServerIsRetryableModelError(t *testing.T) {

@@ -98,16 +98,25 @@ func (m *Model) Name() string { return m.name }
 // "content_filter" is transport.ErrRefused (wrapped), and a stream that
 // ends without a finish reason is transport.ErrTruncated. Other errors are
 // *transport.ModelError or the context's error; a request req.Admit
-// refused is transport.ErrNotAdmitted, and was not sent.
+// refused is transport.ErrNotAdmitted, and its contents were not sent (its
+// headers went out while the verdict was awaited, its body never did).
 func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2[transport.Chunk, error] {
 	return func(yield func(transport.Chunk, error) bool) {
 		params := m.params(req)
-		if !req.Admitted() {
-			yield(transport.Chunk{}, transport.ErrNotAdmitted)
-			return
-		}
+		// The verdict is asked as the body is about to go out: the SDK's
+		// preparation, the connection and the headers overlap its round
+		// trip, and a refused request's body is never sent
+		// (transport.Hold).
+		hold := transport.NewHold(req.Admit)
 		var resp *http.Response
-		stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&resp))
+		stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&resp),
+			option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+				r, err := hold.Request(r)
+				if err != nil {
+					return nil, err
+				}
+				return next(r)
+			}))
 		defer func() { _ = stream.Close() }()
 
 		var calls assembler
@@ -137,7 +146,12 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(transport.Chunk{}, classify(ctx, err, resp))
+			if !hold.Admitted() { // refused before its body went out (or, cancelled, before it was asked)
+				err = transport.ErrNotAdmitted
+			} else {
+				err = classify(ctx, err, resp)
+			}
+			yield(transport.Chunk{}, err)
 			return
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,151 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// A text turn's model request waits for the session's verdict
+// (TextRequest.Admit). Asked before the request is sent, the verdict's
+// store round trip and the SDK's own preparation and send add up; held
+// in the request's body instead, they overlap: the request is built, its
+// connection taken and its headers sent at once, and its body — the
+// conversation, everything the model could act on — goes only once the
+// verdict says yes. A refused request's body is never sent: the
+// request fails on its connection (which is closed), and the endpoint
+// sees headers and an incomplete body, no prompt.
+
+// Hold is one request's verdict, asked at most once whoever asks first:
+// the HTTP transport about to send the body (HoldBodies), or the adapter
+// (after a request that failed, to learn whether the refusal was why).
+type Hold struct {
+	admit func() bool
+	once  sync.Once
+	ok    bool
+}
+
+// NewHold holds a request's body until admit says yes; nil admit admits.
+func NewHold(admit func() bool) *Hold { return &Hold{admit: admit} }
+
+// Admitted asks the verdict once and returns it.
+func (h *Hold) Admitted() bool {
+	h.once.Do(func() { h.ok = h.admit == nil || h.admit() })
+	return h.ok
+}
+
+type holdKey struct{}
+
+// WithHold returns ctx carrying h for HoldBodies: a request made with it
+// sends its body only once h admits it.
+func WithHold(ctx context.Context, h *Hold) context.Context {
+	return context.WithValue(ctx, holdKey{}, h)
+}
+
+// HoldBodies wraps base (nil: http.DefaultTransport) so that a request
+// whose context carries a Hold (WithHold) sends its headers at once and
+// its body only once the Hold admits it; a refused one fails with
+// ErrNotAdmitted before a byte of its body is written. A request without
+// a body of known length is asked first and sent whole. Requests without
+// a Hold pass through.
+func HoldBodies(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return holdingTransport{base: base}
+}
+
+// HoldsBodies reports whether c's transport holds bodies (HoldBodies).
+func HoldsBodies(c *http.Client) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.Transport.(holdingTransport)
+	return ok
+}
+
+type holdingTransport struct{ base http.RoundTripper }
+
+func (t holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h, _ := r.Context().Value(holdKey{}).(*Hold)
+	if h == nil {
+		return t.base.RoundTrip(r)
+	}
+	r, err := h.Request(r)
+	if err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close() // a RoundTripper closes the body, even on an error
+		}
+		return nil, err
+	}
+	return t.base.RoundTrip(r)
+}
+
+// CloseIdleConnections closes base's idle connections (http.Client's
+// CloseIdleConnections looks for it).
+func (t holdingTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// Request returns r with its body held by h (a shallow copy, reading r's
+// body). A request without a body of known length cannot send its headers
+// first (net/http would read the body to learn whether it is empty): h is
+// asked at once, and a refused request is ErrNotAdmitted, r returned as
+// it was.
+func (h *Hold) Request(r *http.Request) (*http.Request, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 {
+		if !h.Admitted() {
+			return r, ErrNotAdmitted
+		}
+		return r, nil
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Body = &heldBody{h: h, body: r.Body}
+	if get := r.GetBody; get != nil {
+		// net/http rewinds a body through GetBody to send it again on
+		// a new connection when a reused one broke under it.
+		r2.GetBody = func() (io.ReadCloser, error) {
+			b, err := get()
+			if err != nil {
+				return nil, err
+			}
+			return &heldBody{h: h, body: b}, nil
+		}
+	}
+	return r2, nil
+}
+
+// heldBody is a request body that asks its Hold before its first byte.
+type heldBody struct {
+	h       *Hold
+	body    io.ReadCloser
+	decided bool
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	if !b.decided {
+		if !b.h.Admitted() {
+			return 0, ErrNotAdmitted
+		}
+		b.decided = true
+	}
+	return b.body.Read(p)
+}
+
+func (b *heldBody) Close() error { return b.body.Close() }
+
+// WriteTo writes the body in one go once admitted (net/http copies a
+// body with it, so that no copy buffer is taken for it).
+func (b *heldBody) WriteTo(w io.Writer) (int64, error) {
+	if !b.decided {
+		if !b.h.Admitted() {
+			return 0, ErrNotAdmitted
+		}
+		b.decided = true
+	}
+	return io.Copy(w, b.body)
+}
