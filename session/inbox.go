@@ -68,10 +68,10 @@ func (s *session) enqueue(msg protocol.ClientMessage) {
 // ends are dropped, and so are those after a session.start that did not
 // start the session (the connection is closing).
 //
-// A typed turn whose model request starts at once runs on this goroutine,
-// without waiting for another's wake-up: the turn's store round trip, and
-// then the inputs after it, go on on a new goroutine, which takes this
-// one's place (and its count in in.wg) while this one runs the turn.
+// A typed turn whose model request starts at once runs on a goroutine of
+// its own while this one makes the turn's store round trip at once: the
+// verdict is what the request's body waits for (transport.Hold), and the
+// turn's goroutine runs as soon as this one waits for Redis's answer.
 func (s *session) actOnInputs() {
 	in := &s.in
 	for {
@@ -97,12 +97,7 @@ func (s *session) actOnInputs() {
 			stages.Mark(stages.Input)
 			run, admit := s.input(msg)
 			if run != nil {
-				go func() {
-					admit()
-					s.actOnInputs()
-				}()
-				run()
-				return
+				go run()
 			}
 			if admit != nil {
 				admit()
