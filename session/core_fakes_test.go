@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/turnstile-gw/turnstile/intents"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/metrics"
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -221,7 +222,16 @@ func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chun
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.Combine([]*tools.Tool{transfer})
+	handOver, err := tools.NewTool(tools.Spec{Manifest: tools.Manifest{Name: "hand_over", Category: tools.CategoryAction,
+		Modes: []protocol.Mode{"text", "voice"}, Description: "Hands the conversation to a person.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
+		Handler: tools.HandlerFunc(func(context.Context, tools.Call) tools.Envelope {
+			return tools.OK("handed over", intents.Intent{Type: intents.HandOff, Reason: "asked for a person"})
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.Combine([]*tools.Tool{transfer, handOver})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,11 +292,14 @@ func (c *core) leave(cl *fakeClient) {
 }
 
 // stallingStore is the store, whose BeginTurn (a typed turn's first
-// write) and Create (a new session's record) can be held back.
+// write) and Create (a new session's record) can be held back, and its
+// HandOff apart from them.
 type stallingStore struct {
 	store.Store
-	gate    atomic.Pointer[chan struct{}] // nil: not held back
-	waiting atomic.Int64                  // calls held back now
+	gate     atomic.Pointer[chan struct{}] // nil: not held back
+	waiting  atomic.Int64                  // calls held back now
+	handGate atomic.Pointer[chan struct{}] // HandOff's (see stallHandOffs)
+	handWait atomic.Int64                  // HandOff calls held back now
 	fail    atomic.Bool                   // Create fails (after the hold)
 	mu      sync.Mutex
 	marks   [][]string // the sessions of each MarkLive
@@ -301,14 +314,34 @@ func (s *stallingStore) stall() (release func()) {
 	return func() { once.Do(func() { s.gate.Store(nil); close(gate) }) }
 }
 
+// stallHandOffs holds every HandOff back until the returned func is
+// called.
+func (s *stallingStore) stallHandOffs() (release func()) {
+	gate := make(chan struct{})
+	s.handGate.Store(&gate)
+	var once sync.Once
+	return func() { once.Do(func() { s.handGate.Store(nil); close(gate) }) }
+}
+
+func (s *stallingStore) HandOff(ctx context.Context, rec store.Record, h store.Handoff, event, record []byte) error {
+	if err := wait(ctx, &s.handGate, &s.handWait); err != nil {
+		return err
+	}
+	return s.Store.HandOff(ctx, rec, h, event, record)
+}
+
 // hold waits while the store is stalled, or until ctx ends.
-func (s *stallingStore) hold(ctx context.Context) error {
-	g := s.gate.Load()
+func (s *stallingStore) hold(ctx context.Context) error { return wait(ctx, &s.gate, &s.waiting) }
+
+// wait waits while gate holds a channel not closed yet, or until ctx
+// ends, counted in waiting meanwhile.
+func wait(ctx context.Context, gate *atomic.Pointer[chan struct{}], waiting *atomic.Int64) error {
+	g := gate.Load()
 	if g == nil {
 		return nil
 	}
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
+	waiting.Add(1)
+	defer waiting.Add(-1)
 	select {
 	case <-*g:
 		return nil

@@ -50,7 +50,6 @@ func (s *session) handOff(turn int, reason, summary string) {
 		return
 	}
 	rec := s.st.record()
-	s.sendHandoff(turn, h)
 	ev := timeline.Event{Kind: timeline.KindEvent, Event: timeline.EventHandoff, Session: rec.ID, At: h.At, Turn: turn,
 		Node: s.m.cfg.Node, Reason: reason, Summary: summary}
 	entry := marshalEntry(s, ev)
@@ -59,9 +58,14 @@ func (s *session) handOff(turn int, reason, summary string) {
 		timeline.Event
 		User string `json:"user"`
 	}{ev, s.m.Pseudonym(s.id.User)})
-	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error {
+	// Stored before the browser hears it (as keep does): told first, a
+	// resume elsewhere before the write landed would fence it out, and
+	// the conversation the user was told a person has would go on with
+	// the model.
+	s.pst.write(func(ctx context.Context, rec store.Record) error {
 		return s.m.Store.HandOff(ctx, rec, h, entry, record)
 	})
+	s.sendHandoff(turn, h)
 	s.log().Warn("conversation handed to a person", "turn", turn, "reason", reason)
 	if s.m.Desk != nil {
 		s.m.Desk.Notify(handoff.Notice{Session: rec.ID, User: s.id.User, Turn: turn, Reason: reason, Summary: summary,
