@@ -300,9 +300,9 @@ type stallingStore struct {
 	waiting  atomic.Int64                  // calls held back now
 	handGate atomic.Pointer[chan struct{}] // HandOff's (see stallHandOffs)
 	handWait atomic.Int64                  // HandOff calls held back now
-	fail    atomic.Bool                   // Create fails (after the hold)
-	mu      sync.Mutex
-	marks   [][]string // the sessions of each MarkLive
+	fail     atomic.Bool                   // Create fails (after the hold)
+	mu       sync.Mutex
+	marks    [][]string // the sessions of each MarkLive
 }
 
 // stall holds every BeginTurn and Create back until the returned func is
