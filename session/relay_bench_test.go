@@ -234,9 +234,11 @@ func histogramCount(t *testing.T, o prometheus.Observer) uint64 {
 	return d.GetHistogram().GetSampleCount()
 }
 
-// An active voice session between two chunks holds two goroutines, each
-// parked in a socket read: the browser's reader (here the test server's
-// handler goroutine, which Serve runs on) and the upstream's pump. The
+// An active voice session between two chunks holds two goroutines parked
+// in a socket read: the browser's reader (here the test server's handler
+// goroutine, which Serve runs on) and the upstream's pump — on Linux the
+// pump waits on the coroutine that reads the upstream's socket inside one
+// raw read (internal/wsbuf's stay_linux.go), parked in that read. The
 // writer runs only while a frame is being written: its stack is not kept
 // between model-audio chunks, 20 ms and more apart.
 func TestVoiceSessionBetweenChunksHoldsOnlyItsTwoReaders(t *testing.T) {
@@ -252,6 +254,9 @@ func TestVoiceSessionBetweenChunksHoldsOnlyItsTwoReaders(t *testing.T) {
 		}
 		if n := strings.Count(dump, "created by github.com/turnstile-gw/turnstile/session"); n != 1 {
 			return fmt.Errorf("%d goroutines of the session packages, want 1 (the pump)", n)
+		}
+		if n := strings.Count(dump, "wsbuf.(*sockReader).reads("); n > 1 {
+			return fmt.Errorf("%d upstream read coroutines, want at most 1", n)
 		}
 		return nil
 	}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // It keeps no buffer of its own between messages: a frame is written from
 // a pooled chunk, masked there, and a reader waiting for its next message
 // over plain TCP (Wait) waits for the socket to be readable holding none.
-// Over TLS, TLS keeps the buffers it needs.
+// On Linux that wait stays inside one raw read across messages, so that a
+// message costs one read system call, not a read that finds the socket
+// empty and then the read that gets it (stay_linux.go). Over TLS, TLS
+// keeps the buffers it needs.
 //
 // One goroutine reads (Wait, Next, Read); writes may come from any
 // goroutine and are serialised by the one lock a frame costs, which the
@@ -231,7 +235,11 @@ func (c *Client) write(op ws.OpCode, p []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	return c.sent(op, c.writeFrame(op, p))
+	err := c.writeFrame(op, p)
+	if err != nil && c.lean != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		c.lean.kick() // a reset the reader may not wake for (stay_linux.go)
+	}
+	return c.sent(op, err)
 }
 
 // writeFrame writes one frame, masked with a fresh key; c.wmu is held.
@@ -276,4 +284,9 @@ func (c *Client) writeFrame(op ws.OpCode, p []byte) error {
 // sees it drop): a blocked read or write returns. Over TLS the TCP
 // connection is closed, not TLS, whose close_notify a full socket buffer
 // would hold up.
-func (c *Client) Close() error { return c.sock.Close() }
+func (c *Client) Close() error {
+	if c.lean != nil {
+		c.lean.leave() // a reader suspended inside its raw read would hold the close up
+	}
+	return c.sock.Close()
+}

@@ -17,3 +17,7 @@ func (*sockReader) Read([]byte) (int, error) { return 0, nil }
 func (*sockReader) fill() (int, error) { return 0, nil }
 
 func (*sockReader) hold([]byte) {}
+
+func (*sockReader) leave() {}
+
+func (*sockReader) kick() {}

@@ -47,7 +47,7 @@ func readMessage(c *Client) ([]byte, error) {
 }
 
 // clientDial dials url with o (zero: no write timeout, no read limit).
-func clientDial(t *testing.T, url string, o DialOptions) *Client {
+func clientDial(t testing.TB, url string, o DialOptions) *Client {
 	t.Helper()
 	c, err := Dial(context.Background(), url, o)
 	if err != nil {
@@ -160,7 +160,7 @@ func TestClientVerifiesTheServersCertificateForTheURLsHost(t *testing.T) {
 
 // rawWS serves one WebSocket connection by hand: handle gets the upgraded
 // connection (frames written with ws.WriteFrame, unmasked as a server's).
-func rawWS(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) string {
+func rawWS(t testing.TB, handle func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
 	return "ws://" + rawServer(t, func(c net.Conn, br *bufio.Reader) {
 		if _, err := (ws.Upgrader{}).Upgrade(struct {
@@ -176,7 +176,7 @@ func rawWS(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) string {
 // rawServer accepts one TCP connection on a loopback port and hands it to
 // serve (with a reader over it); it returns the address. The test's
 // cleanup closes the listener and waits for serve to return.
-func rawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
+func rawServer(t testing.TB, serve func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

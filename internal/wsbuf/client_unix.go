@@ -5,9 +5,13 @@ package wsbuf
 import "net"
 
 // newSockReader reads sock holding no buffer while it waits (a dialled
-// plain TCP connection); nil when sock has no raw socket.
+// plain TCP connection), inside one raw read where it can (stay_linux.go); nil when sock
+// has no raw socket.
 func newSockReader(sock net.Conn) *sockReader {
 	_, r := leanSocket(sock)
+	if r != nil {
+		r.stayInside()
+	}
 	return r
 }
 

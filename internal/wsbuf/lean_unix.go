@@ -55,12 +55,15 @@ type sockReader struct {
 	raw syscall.RawConn
 	// in holds bytes read and not yet taken, in a pooled chunk (nil:
 	// none); to is the caller's buffer for a direct read.
-	in     *[]byte
-	r      int
-	to     []byte
-	n      int
-	rerr   error
-	readFn func(fd uintptr) bool
+	in       *[]byte
+	r        int
+	to       []byte
+	n        int
+	rerr     error
+	readFn   func(fd uintptr) bool
+	sysReads int // read system calls made (what the tests count)
+
+	stay *stay // reads inside one raw read (stay_linux.go); nil: one raw read a fill
 }
 
 // rawSocket is the socket under c, walking Unwrapper, and its raw
@@ -139,6 +142,9 @@ func (c *sockReader) Read(p []byte) (int, error) {
 // fill reads once, into c.to when set, else into a pooled chunk that
 // becomes c.in.
 func (c *sockReader) fill() (int, error) {
+	if c.stay != nil {
+		return c.pull()
+	}
 	err := c.raw.Read(c.readFn)
 	c.to = nil
 	if err != nil {
@@ -155,9 +161,11 @@ func (c *sockReader) readSocket(fd uintptr) bool {
 		bp = chunks.Get().(*[]byte)
 		buf = (*bp)[:chunkSize]
 	}
-	n, err := syscall.Read(int(fd), buf)
+	n, err := c.sysRead(int(fd), buf)
+	c.sysReads++
 	for err == syscall.EINTR {
-		n, err = syscall.Read(int(fd), buf)
+		n, err = c.sysRead(int(fd), buf)
+		c.sysReads++
 	}
 	if err == syscall.EAGAIN {
 		if bp != nil {
@@ -167,7 +175,7 @@ func (c *sockReader) readSocket(fd uintptr) bool {
 	}
 	switch {
 	case err != nil:
-		c.n, c.rerr = 0, os.NewSyscallError("read", err)
+		c.n, c.rerr = 0, os.NewSyscallError(c.sysReadName(), err)
 	case n == 0:
 		c.n, c.rerr = 0, io.EOF
 	default:
@@ -182,6 +190,23 @@ func (c *sockReader) readSocket(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// sysRead reads the socket: read(2), or for a reader that stays inside
+// one raw read recvmsg(2), which also tells whether it drained the socket.
+func (c *sockReader) sysRead(fd int, buf []byte) (int, error) {
+	if c.stay != nil {
+		return c.stay.recv(fd, buf)
+	}
+	return syscall.Read(fd, buf)
+}
+
+// sysReadName names sysRead's system call in its errors.
+func (c *sockReader) sysReadName() string {
+	if c.stay != nil {
+		return "recvmsg"
+	}
+	return "read"
 }
 
 // Write is called by the library's bufio.Writer (heldSize bytes): with
