@@ -129,33 +129,14 @@ func TestClientReadsFramesHoweverTheSegmentsCutThem(t *testing.T) {
 // the reader after that message: the read that took the message stopped
 // short of the FIN, which raises no edge of its own.
 func TestClientSeesThePeersCloseRightBehindItsLastMessage(t *testing.T) {
-	send := make(chan struct{})
-	url := rawWS(t, func(c net.Conn, _ *bufio.Reader) {
-		<-send
+	_, got := lastMessageThen(t, func(c net.Conn) {
 		// Corked, the frame is held back until the close, which sends it
 		// with the FIN in one segment.
 		if raw, err := c.(*net.TCPConn).SyscallConn(); err == nil {
 			_ = raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
 		}
-		_, _ = c.Write(frameBytes(frameOf(ws.OpText, true, "last")))
-		_ = c.Close()
 	})
-	c := clientDial(t, url, DialOptions{})
-	got := readLoop(c, 2)
-	waitPolled(t)
-	close(send)
-	if m := <-got; m != "last" {
-		t.Fatalf("message = %q, want \"last\"", m)
-	}
-	var m string
-	testwait.ForNil(t, "the reader to end", func() error {
-		select {
-		case m = <-got:
-			return nil
-		default:
-			return errors.New("the reader still waits")
-		}
-	})
+	m := readerEnd(t, got)
 	if !strings.HasPrefix(m, "error: ") || !strings.Contains(m, "EOF") {
 		t.Fatalf("after the peer closed: %q, want an EOF", m)
 	}
@@ -166,20 +147,7 @@ func TestClientSeesThePeersCloseRightBehindItsLastMessage(t *testing.T) {
 // not say it is there (stay_linux.go); the connection's next write fails
 // and ends the reader.
 func TestClientReaderEndsOnAResetRightBehindTheLastMessageOnceAWriteFails(t *testing.T) {
-	send := make(chan struct{})
-	url := rawWS(t, func(c net.Conn, _ *bufio.Reader) {
-		<-send
-		_ = c.(*net.TCPConn).SetLinger(0)
-		_, _ = c.Write(frameBytes(frameOf(ws.OpText, true, "last")))
-		_ = c.Close()
-	})
-	c := clientDial(t, url, DialOptions{})
-	got := readLoop(c, 2)
-	waitPolled(t)
-	close(send)
-	if m := <-got; m != "last" {
-		t.Fatalf("message = %q, want \"last\"", m)
-	}
+	c, got := lastMessageThen(t, func(c net.Conn) { _ = c.(*net.TCPConn).SetLinger(0) })
 	var werr error
 	testwait.ForNil(t, "a write to fail", func() error {
 		if werr = c.WriteText([]byte("hello")); werr == nil {
@@ -187,15 +155,7 @@ func TestClientReaderEndsOnAResetRightBehindTheLastMessageOnceAWriteFails(t *tes
 		}
 		return nil
 	})
-	var m string
-	testwait.ForNil(t, "the reader to end", func() error {
-		select {
-		case m = <-got:
-			return nil
-		default:
-			return errors.New("the reader still waits")
-		}
-	})
+	m := readerEnd(t, got)
 	if !strings.HasPrefix(m, "error: ") {
 		t.Fatalf("after the reset (the write: %v): %q, want an error", werr, m)
 	}
@@ -271,4 +231,41 @@ func TestClientReadDeadlineEndsTheWait(t *testing.T) {
 	if m, err := readMessage(c); err != nil || string(m) != "after" {
 		t.Fatalf("message = %q, %v; want \"after\"", m, err)
 	}
+}
+
+// readerEnd is what readLoop's reader reported last, waited for.
+func readerEnd(t *testing.T, got <-chan string) string {
+	t.Helper()
+	var m string
+	testwait.ForNil(t, "the reader to end", func() error {
+		select {
+		case m = <-got:
+			return nil
+		default:
+			return errors.New("the reader still waits")
+		}
+	})
+	return m
+}
+
+// lastMessageThen dials a peer that, once the client's reader waits, sets
+// its socket up with before, sends one message ("last", read here) and
+// closes; it returns the client and what its reader reports next.
+func lastMessageThen(t *testing.T, before func(net.Conn)) (*Client, <-chan string) {
+	t.Helper()
+	send := make(chan struct{})
+	url := rawWS(t, func(c net.Conn, _ *bufio.Reader) {
+		<-send
+		before(c)
+		_, _ = c.Write(frameBytes(frameOf(ws.OpText, true, "last")))
+		_ = c.Close()
+	})
+	c := clientDial(t, url, DialOptions{})
+	got := readLoop(c, 2)
+	waitPolled(t)
+	close(send)
+	if m := <-got; m != "last" {
+		t.Fatalf("message = %q, want \"last\"", m)
+	}
+	return c, got
 }
