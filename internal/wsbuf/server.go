@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gobwas/ws"
 )
@@ -406,10 +407,24 @@ func (c *ServerConn) sendClose(code int, reason string) error {
 	if code == int(ws.StatusNoStatusRcvd) {
 		return c.write(ws.OpClose, nil)
 	}
-	reason = reason[:min(len(reason), ws.MaxControlFramePayloadSize-2)]
+	reason = cutReason(reason)
 	p := make([]byte, 2+len(reason))
 	ws.PutCloseFrameBody(p, ws.StatusCode(code), reason)
 	return c.write(ws.OpClose, p)
+}
+
+// cutReason cuts a close reason to what a close frame holds (123 bytes),
+// at a character's start: a reason that is not UTF-8 fails the browser's
+// connection (it reports 1006, not the code it was sent).
+func cutReason(reason string) string {
+	n := ws.MaxControlFramePayloadSize - 2
+	if len(reason) <= n {
+		return reason
+	}
+	for n > 0 && !utf8.RuneStart(reason[n]) {
+		n--
+	}
+	return reason[:n]
 }
 
 // Ping sends a ping and waits for its pong, the reading's end (the

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/gobwas/ws"
@@ -128,6 +129,27 @@ func TestServerCloseDeliversCodeAndReason(t *testing.T) {
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != 4101 || ce.Reason != "too_slow" {
 		t.Fatalf("the browser read %v, want close 4101 too_slow", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// A reason longer than a close frame holds is cut at a character's start:
+// the browser still reads the code (a reason cut inside a character is not
+// UTF-8, which fails a browser's connection with 1006).
+func TestServerCutsALongCloseReasonBetweenCharacters(t *testing.T) {
+	reason := strings.Repeat("é", 70) // 140 bytes; 123 falls inside a character
+	closed := make(chan error, 1)
+	url := acceptServer(t, func(c *ServerConn) {
+		closed <- c.Close(4101, reason)
+	})
+	c := coderDial(t, url)
+	_, _, err := c.Read(context.Background())
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4101 || !utf8.ValidString(ce.Reason) || !strings.HasPrefix(reason, ce.Reason) ||
+		len(ce.Reason) != 122 {
+		t.Fatalf("the browser read %v, want close 4101 with the reason's first 61 characters", err)
 	}
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
