@@ -8,6 +8,9 @@ package texttest
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -134,4 +137,46 @@ func Context(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// HeadersGoBeforeTheVerdict checks that the model made by newModel (aimed
+// at base) sends a request's headers while its Admit is still waiting, and
+// its body only once Admit said yes: the Admit here waits for the server
+// to have the headers, which it would wait for in vain were the request
+// held whole. The server then answers 503; the stream's error is not
+// looked at.
+func HeadersGoBeforeTheVerdict(t *testing.T, newModel func(base string) transport.TextModel) {
+	t.Helper()
+	ctx := Context(t)
+	arrived := make(chan struct{}, 1)
+	body := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		b, _ := io.ReadAll(r.Body)
+		body <- len(b)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	headersFirst := false
+	req := Hello
+	req.Admit = func() bool {
+		select {
+		case <-arrived:
+			headersFirst = true
+		case <-ctx.Done():
+		}
+		return true
+	}
+	_, _ = Collect(t, ctx, newModel(srv.URL), req)
+	if !headersFirst {
+		t.Fatal("the verdict waited for the request's headers in vain: the request was held whole")
+	}
+	select {
+	case n := <-body:
+		if n == 0 {
+			t.Fatal("the admitted request's body was empty")
+		}
+	case <-ctx.Done():
+		t.Fatal("the admitted request's body never came")
+	}
 }

@@ -148,6 +148,14 @@ func TestStreamHeldForItsVerdictSendsNoContentsWhenRefused(t *testing.T) {
 	texttest.RefusedRequestIsNotSent(t, newModelClient(t, base, hc), func() int { return len(brain.Requests()) })
 }
 
+// With the gateway's HTTP client the request's headers go out while its
+// verdict is awaited; its body once admitted.
+func TestStreamSendsItsHeadersBeforeTheVerdict(t *testing.T) {
+	hc := geminitext.HTTPClient()
+	t.Cleanup(hc.CloseIdleConnections)
+	texttest.HeadersGoBeforeTheVerdict(t, func(base string) transport.TextModel { return newModelClient(t, base, hc) })
+}
+
 func TestStreamUnreachableServerIsRetryableModelError(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -163,6 +163,14 @@ func TestStreamRefusedByAdmitSendsNothing(t *testing.T) {
 	texttest.RefusedRequestIsNotSent(t, newModel(t, base, "", openaitext.Options{}), func() int { return len(brain.Requests()) })
 }
 
+// The request's headers go out while its verdict is awaited; its body
+// once admitted.
+func TestStreamSendsItsHeadersBeforeTheVerdict(t *testing.T) {
+	texttest.HeadersGoBeforeTheVerdict(t, func(base string) transport.TextModel {
+		return newModel(t, base, "", openaitext.Options{})
+	})
+}
+
 func TestStreamUnreachableServerIsRetryableModelErrorWithoutTheURL(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
