@@ -120,18 +120,16 @@ func (h *Hold) Request(r *http.Request) (*http.Request, error) {
 }
 
 // heldBody is a request body that asks its Hold before its first byte.
+// Hold.Admitted asks once; later reads find its answer behind the
+// sync.Once.
 type heldBody struct {
-	h       *Hold
-	body    io.ReadCloser
-	decided bool
+	h    *Hold
+	body io.ReadCloser
 }
 
 func (b *heldBody) Read(p []byte) (int, error) {
-	if !b.decided {
-		if !b.h.Admitted() {
-			return 0, ErrNotAdmitted
-		}
-		b.decided = true
+	if !b.h.Admitted() {
+		return 0, ErrNotAdmitted
 	}
 	return b.body.Read(p)
 }
@@ -141,11 +139,8 @@ func (b *heldBody) Close() error { return b.body.Close() }
 // WriteTo writes the body in one go once admitted (net/http copies a
 // body with it, so that no copy buffer is taken for it).
 func (b *heldBody) WriteTo(w io.Writer) (int64, error) {
-	if !b.decided {
-		if !b.h.Admitted() {
-			return 0, ErrNotAdmitted
-		}
-		b.decided = true
+	if !b.h.Admitted() {
+		return 0, ErrNotAdmitted
 	}
 	return io.Copy(w, b.body)
 }

@@ -149,9 +149,6 @@ type TextRequest struct {
 // refused: nothing reached the model.
 var ErrNotAdmitted = errors.New("model request not admitted")
 
-// Admitted reports whether req may be sent (TextRequest.Admit).
-func (req TextRequest) Admitted() bool { return req.Admit == nil || req.Admit() }
-
 // Chunk is one streamed piece of a model answer.
 //
 // Text is a delta of the answer's text.
