@@ -30,12 +30,16 @@ func acceptServer(t *testing.T, serve func(*ServerConn)) string {
 	t.Helper()
 	var wg sync.WaitGroup
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Counted from the handler's start, before the upgrade: the
+		// server's Close does not wait for a hijacked connection's
+		// handler, and one counted only after Accept could still be
+		// running (and reading t) once the test's cleanup has waited.
+		wg.Add(1)
+		defer wg.Done()
 		c, err := Accept(w, r, AcceptOptions{Subprotocols: []string{"turnstile.v1"}})
 		if err != nil {
 			return
 		}
-		wg.Add(1)
-		defer wg.Done()
 		defer func() { _ = c.CloseNow() }()
 		serve(c)
 	}))
