@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
+)
+
+// relay serves the browsers' WebSocket (ServeHTTP) and opens one Live
+// session for each.
+type relay struct {
+	live, key, model string
+	loop             *loop // -loop: sessions move to an event loop after their set-up
+}
+
+const (
+	readLimit   = 1 << 20
+	setupWait   = 10 * time.Second
+	writeBound  = 5 * time.Second
+	audioPrefix = `{"realtimeInput":{"audio":{"data":"`
+	audioSuffix = `","mimeType":"audio/pcm;rate=16000"}}}`
+)
+
+var dataKey = []byte(`"data":"`)
+
+func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.loop != nil {
+		r.serveLoop(w, req)
+		return
+	}
+	b, err := wsbuf.Accept(w, req, wsbuf.AcceptOptions{})
+	if err != nil {
+		return
+	}
+	b.SetReadLimit(readLimit)
+	defer b.CloseNow()
+	up, err := r.start(req.Context(), b)
+	if err != nil {
+		log.Printf("relayfloor: session start: %v", err)
+		_ = b.Close(4102, "upstream: "+err.Error())
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pump(up, b)
+	}()
+	err = forward(b, up)
+	_ = up.Close()
+	<-done
+	if err != nil && !isEnd(err) {
+		log.Printf("relayfloor: browser: %v", err)
+	}
+}
+
+// start waits for the browser's session.start, dials the Live session,
+// sends its set-up, waits for setupComplete, and answers session.ready.
+func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn) (*wsbuf.Client, error) {
+	var buf []byte
+	for {
+		msg, binary, err := next(b, buf)
+		if err != nil {
+			return nil, err
+		}
+		buf = msg
+		if binary {
+			continue // audio before the session: dropped, as the Node relay does
+		}
+		if bytes.Contains(msg, []byte(`"ping"`)) {
+			if err := b.Write(false, []byte(`{"type":"pong"}`)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if bytes.Contains(msg, []byte(`"session.start"`)) {
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, setupWait)
+	defer cancel()
+	h := http.Header{}
+	h.Set("x-goog-api-key", r.key)
+	up, err := wsbuf.Dial(ctx, r.live, wsbuf.DialOptions{Header: h, WriteTimeout: writeBound, ReadLimit: readLimit})
+	if err != nil {
+		return nil, err
+	}
+	setup := `{"setup":{"model":"models/` + r.model + `","generationConfig":{"responseModalities":["AUDIO"]}}}`
+	if err := up.WriteText([]byte(setup)); err != nil {
+		_ = up.Close()
+		return nil, err
+	}
+	if err := up.Next(); err != nil {
+		_ = up.Close()
+		return nil, err
+	}
+	reply, err := io.ReadAll(up)
+	if err != nil || !bytes.Contains(reply, []byte(`"setupComplete"`)) {
+		_ = up.Close()
+		return nil, errors.Join(errors.New("no setupComplete"), err)
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	ready := `{"type":"session.ready","sessionId":"` + hex.EncodeToString(id[:]) +
+		`","mode":"voice","resumed":false,"registryVersion":"none"}`
+	if err := b.Write(false, []byte(ready)); err != nil {
+		_ = up.Close()
+		return nil, err
+	}
+	return up, nil
+}
+
+// next reads the browser's next message into buf, waiting on the
+// connection's own shallow stack when it is idle (wsbuf.ErrIdle).
+func next(b *wsbuf.ServerConn, buf []byte) (msg []byte, binary bool, err error) {
+	for {
+		binary, err = b.Next()
+		if errors.Is(err, wsbuf.ErrIdle) {
+			b.Wait()
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		msg, err = b.ReadBody(buf)
+		return msg, binary, err
+	}
+}
+
+// forward relays the browser's audio up until the browser's end.
+func forward(b *wsbuf.ServerConn, up *wsbuf.Client) error {
+	in := make([]byte, 0, 4096)
+	out := make([]byte, 0, 8192)
+	for {
+		msg, binary, err := next(b, in)
+		if err != nil {
+			return err
+		}
+		in = msg
+		if !binary {
+			if bytes.Contains(msg, []byte(`"ping"`)) {
+				if err := b.Write(false, []byte(`{"type":"pong"}`)); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		out = append(out[:0], audioPrefix...)
+		out = base64.StdEncoding.AppendEncode(out, msg)
+		out = append(out, audioSuffix...)
+		if err := up.WriteText(out); err != nil {
+			return err
+		}
+	}
+}
+
+// pump relays the model's audio down until the upstream's end, then
+// closes the browser's connection (which ends forward).
+func pump(up *wsbuf.Client, b *wsbuf.ServerConn) {
+	in := make([]byte, 0, 8192)
+	pcm := make([]byte, 0, 8192)
+	defer b.CloseNow()
+	for {
+		up.Wait()
+		if err := up.Next(); err != nil {
+			if !isEnd(err) {
+				log.Printf("relayfloor: upstream: %v", err)
+			}
+			return
+		}
+		msg, err := readAll(up, in[:0])
+		if err != nil {
+			log.Printf("relayfloor: upstream: %v", err)
+			return
+		}
+		in = msg
+		for rest := msg; ; {
+			i := bytes.Index(rest, dataKey)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(dataKey):]
+			j := bytes.IndexByte(rest, '"')
+			if j < 0 {
+				break
+			}
+			pcm = pcm[:cap(pcm)]
+			if n := base64.StdEncoding.DecodedLen(j); n > len(pcm) {
+				pcm = make([]byte, n)
+			}
+			n, err := base64.StdEncoding.Decode(pcm, rest[:j])
+			if err != nil {
+				log.Printf("relayfloor: upstream: model audio: %v", err)
+				return
+			}
+			if err := b.Write(true, pcm[:n]); err != nil {
+				return
+			}
+			rest = rest[j+1:]
+		}
+	}
+}
+
+// readAll appends the rest of up's current message to buf.
+func readAll(up *wsbuf.Client, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := up.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// isEnd reports an error that is a connection's ordinary end.
+func isEnd(err error) bool {
+	var ce *wsbuf.CloseError
+	return errors.As(err, &ce) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, wsbuf.ErrCloseSent) || errors.Is(err, net.ErrClosed)
+}
