@@ -88,8 +88,8 @@ func classifyGo(stack []string) string {
 		return partJSON
 	case strings.HasPrefix(leaf, "google.golang.org/genai."):
 		return partSDK
-	case strings.HasPrefix(leaf, ownModule):
-		return partOwn
+	case strings.HasPrefix(leaf, ownModule), strings.HasPrefix(leaf, "main."):
+		return partOwn // main.: a relay's own command (cmd/relayfloor's loop frames and relays in it)
 	case strings.HasPrefix(leaf, "runtime."):
 		return partRuntime
 	}
