@@ -70,7 +70,7 @@ func (s *session) enqueue(msg protocol.ClientMessage) {
 //
 // A typed turn whose model request starts at once runs on a goroutine of
 // its own while this one makes the turn's store round trip at once: the
-// verdict is what the request's body waits for (transport.Hold), and the
+// verdict is what the request's body waits for (httphold.Hold), and the
 // turn's goroutine runs as soon as this one waits for Redis's answer.
 func (s *session) actOnInputs() {
 	in := &s.in

@@ -136,7 +136,7 @@ type TextRequest struct {
 	// before its contents are sent, whether they may go out: the
 	// session's store round trip (the user's block, turn limits, fencing)
 	// runs alongside the build and, where the adapter holds the body
-	// (Hold), alongside the request's connection and headers. false: the
+	// (httphold.Hold), alongside the request's connection and headers. false: the
 	// contents are not sent, and the stream yields ErrNotAdmitted alone.
 	// It may be called from another goroutine (the HTTP transport's).
 	// Adapters call it; a TextModel that does not is still correct (the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/httphold"
 )
 
 // Model streams answers from one Gemini text model.
@@ -26,7 +27,7 @@ type Model struct {
 	name   string
 	opts   Options
 	encode bool // the request's contents are encoded here (encodeContents)
-	holds  bool // the client's HTTP transport holds a body for its verdict (transport.HoldBodies)
+	holds  bool // the client's HTTP transport holds a body for its verdict (httphold.Transport)
 }
 
 // Options tune a Model.
@@ -48,7 +49,7 @@ func New(client *genai.Client, name string, opts Options) (*Model, error) {
 	}
 	cc := client.ClientConfig()
 	encode := cc.Backend == genai.BackendGeminiAPI
-	return &Model{client: client, name: name, opts: opts, encode: encode, holds: transport.HoldsBodies(cc.HTTPClient)}, nil
+	return &Model{client: client, name: name, opts: opts, encode: encode, holds: httphold.Holds(cc.HTTPClient)}, nil
 }
 
 // functionCallingModes are Gemini's names of the tool choices.
@@ -89,12 +90,12 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		var usage *transport.Usage
 		contents := m.encodeContents(cfg, Contents(history))
 		stages.Mark(stages.Built)
-		hold, sendCtx := transport.NewHold(req.Admit), ctx
+		hold, sendCtx := httphold.New(req.Admit), ctx
 		if m.holds {
 			// The verdict is asked as the body is about to go out: the
 			// SDK's preparation, the connection and the headers overlap
-			// its round trip (transport.HoldBodies).
-			sendCtx = transport.WithHold(ctx, hold)
+			// its round trip (httphold.Transport).
+			sendCtx = httphold.With(ctx, hold)
 		} else if !hold.Admitted() {
 			yield(transport.Chunk{}, transport.ErrNotAdmitted)
 			return
@@ -185,12 +186,12 @@ func (m *Model) encodeContents(cfg *genai.GenerateContentConfig, contents []*gen
 // concurrent turns would open a connection for most of them), and no
 // compressed answers are asked for (a stream of small chunks gains little
 // from gzip and pays for inflating each one); a request's body waits for
-// its turn's verdict while its headers go out (transport.HoldBodies).
+// its turn's verdict while its headers go out (httphold.Transport).
 func HTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	t.DisableCompression = true
-	return &http.Client{Transport: transport.HoldBodies(t)}
+	return &http.Client{Transport: httphold.Transport(t)}
 }
 
 // maxIdleConnsPerHost is the idle connections kept to the model endpoint:

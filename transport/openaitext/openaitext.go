@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/httphold"
 )
 
 // DefaultBaseURL is OpenAI's own endpoint.
@@ -106,8 +107,8 @@ func (m *Model) Stream(ctx context.Context, req transport.TextRequest) iter.Seq2
 		// The verdict is asked as the body is about to go out: the SDK's
 		// preparation, the connection and the headers overlap its round
 		// trip, and a refused request's body is never sent
-		// (transport.Hold).
-		hold := transport.NewHold(req.Admit)
+		// (httphold.Hold).
+		hold := httphold.New(req.Admit)
 		var resp *http.Response
 		stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&resp),
 			option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {

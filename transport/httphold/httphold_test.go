@@ -1,4 +1,4 @@
-package transport_test
+package httphold_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/transport"
+	"github.com/turnstile-gw/turnstile/transport/httphold"
 )
 
 // heldServer records what a request's handler saw: it tells arrived when
@@ -36,7 +37,7 @@ func startHeldServer(t *testing.T) (*heldServer, string, *http.Client) {
 	t.Cleanup(srv.Close)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	return s, srv.URL, &http.Client{Transport: transport.HoldBodies(tr)}
+	return s, srv.URL, &http.Client{Transport: httphold.Transport(tr)}
 }
 
 // waitFor is the verdict of a test's admission: it waits for the server
@@ -62,9 +63,9 @@ func (s *heldServer) body(ctx context.Context) string {
 	}
 }
 
-func post(ctx context.Context, t *testing.T, c *http.Client, url string, h *transport.Hold) (*http.Response, error) {
+func post(ctx context.Context, t *testing.T, c *http.Client, url string, h *httphold.Hold) (*http.Response, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(transport.WithHold(ctx, h), http.MethodPost, url,
+	req, err := http.NewRequestWithContext(httphold.With(ctx, h), http.MethodPost, url,
 		strings.NewReader(`{"contents":"when do you ship?"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func testContext(t *testing.T) context.Context {
 func TestHeldRequestSendsItsHeadersBeforeTheVerdictAndItsBodyAfter(t *testing.T) {
 	ctx := testContext(t)
 	s, url, c := startHeldServer(t)
-	h := transport.NewHold(s.waitFor(ctx, true))
+	h := httphold.New(s.waitFor(ctx, true))
 	resp, err := post(ctx, t, c, url, h)
 	if err != nil {
 		t.Fatalf("admitted request: %v", err)
@@ -106,7 +107,7 @@ func TestHeldRequestSendsItsHeadersBeforeTheVerdictAndItsBodyAfter(t *testing.T)
 func TestRefusedHeldRequestSendsNoByteOfItsBody(t *testing.T) {
 	ctx := testContext(t)
 	s, url, c := startHeldServer(t)
-	h := transport.NewHold(s.waitFor(ctx, false))
+	h := httphold.New(s.waitFor(ctx, false))
 	resp, err := post(ctx, t, c, url, h)
 	if err == nil {
 		_ = resp.Body.Close()
@@ -120,7 +121,7 @@ func TestRefusedHeldRequestSendsNoByteOfItsBody(t *testing.T) {
 	}
 	// The connection the refused request broke is not reused: the next
 	// request goes out whole.
-	h2 := transport.NewHold(s.waitFor(ctx, true))
+	h2 := httphold.New(s.waitFor(ctx, true))
 	resp, err = post(ctx, t, c, url, h2)
 	if err != nil {
 		t.Fatalf("the request after a refused one: %v", err)
@@ -137,8 +138,8 @@ func TestHeldRequestWithoutABodyIsAskedFirst(t *testing.T) {
 	ctx := testContext(t)
 	s, url, c := startHeldServer(t)
 	asked := 0
-	h := transport.NewHold(func() bool { asked++; return false })
-	req, err := http.NewRequestWithContext(transport.WithHold(ctx, h), http.MethodGet, url, nil)
+	h := httphold.New(func() bool { asked++; return false })
+	req, err := http.NewRequestWithContext(httphold.With(ctx, h), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,19 @@
-package transport
+// Package httphold sends an HTTP request's headers at once and holds its
+// body until a verdict admits it: the text adapters' requests wait so for
+// their turn's admission (transport.TextRequest.Admit).
+package httphold
 
 import (
 	"context"
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/turnstile-gw/turnstile/transport"
 )
 
 // A text turn's model request waits for the session's verdict
-// (TextRequest.Admit). Asked before the request is sent, the verdict's
+// (transport.TextRequest.Admit). Asked before the request is sent, the verdict's
 // store round trip and the SDK's own preparation and send add up; held
 // in the request's body instead, they overlap: the request is built, its
 // connection taken and its headers sent at once, and its body — the
@@ -18,7 +23,7 @@ import (
 // sees headers and an incomplete body, no prompt.
 
 // Hold is one request's verdict, asked at most once whoever asks first:
-// the HTTP transport about to send the body (HoldBodies), or the adapter
+// the HTTP transport about to send the body (Transport), or the adapter
 // (after a request that failed, to learn whether the refusal was why).
 type Hold struct {
 	admit func() bool
@@ -26,8 +31,8 @@ type Hold struct {
 	ok    bool
 }
 
-// NewHold holds a request's body until admit says yes; nil admit admits.
-func NewHold(admit func() bool) *Hold { return &Hold{admit: admit} }
+// New holds a request's body until admit says yes; nil admit admits.
+func New(admit func() bool) *Hold { return &Hold{admit: admit} }
 
 // Admitted asks the verdict once and returns it.
 func (h *Hold) Admitted() bool {
@@ -37,27 +42,27 @@ func (h *Hold) Admitted() bool {
 
 type holdKey struct{}
 
-// WithHold returns ctx carrying h for HoldBodies: a request made with it
+// With returns ctx carrying h for Transport: a request made with it
 // sends its body only once h admits it.
-func WithHold(ctx context.Context, h *Hold) context.Context {
+func With(ctx context.Context, h *Hold) context.Context {
 	return context.WithValue(ctx, holdKey{}, h)
 }
 
-// HoldBodies wraps base (nil: http.DefaultTransport) so that a request
-// whose context carries a Hold (WithHold) sends its headers at once and
+// Transport wraps base (nil: http.DefaultTransport) so that a request
+// whose context carries a Hold (With) sends its headers at once and
 // its body only once the Hold admits it; a refused one fails with
-// ErrNotAdmitted before a byte of its body is written. A request without
+// transport.ErrNotAdmitted before a byte of its body is written. A request without
 // a body of known length is asked first and sent whole. Requests without
 // a Hold pass through.
-func HoldBodies(base http.RoundTripper) http.RoundTripper {
+func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	return holdingTransport{base: base}
 }
 
-// HoldsBodies reports whether c's transport holds bodies (HoldBodies).
-func HoldsBodies(c *http.Client) bool {
+// Holds reports whether c's transport holds bodies (Transport).
+func Holds(c *http.Client) bool {
 	if c == nil {
 		return false
 	}
@@ -93,12 +98,12 @@ func (t holdingTransport) CloseIdleConnections() {
 // Request returns r with its body held by h (a shallow copy, reading r's
 // body). A request without a body of known length cannot send its headers
 // first (net/http would read the body to learn whether it is empty): h is
-// asked at once, and a refused request is ErrNotAdmitted, r returned as
+// asked at once, and a refused request is transport.ErrNotAdmitted, r returned as
 // it was.
 func (h *Hold) Request(r *http.Request) (*http.Request, error) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 {
 		if !h.Admitted() {
-			return r, ErrNotAdmitted
+			return r, transport.ErrNotAdmitted
 		}
 		return r, nil
 	}
@@ -129,7 +134,7 @@ type heldBody struct {
 
 func (b *heldBody) Read(p []byte) (int, error) {
 	if !b.h.Admitted() {
-		return 0, ErrNotAdmitted
+		return 0, transport.ErrNotAdmitted
 	}
 	return b.body.Read(p)
 }
@@ -140,7 +145,7 @@ func (b *heldBody) Close() error { return b.body.Close() }
 // body with it, so that no copy buffer is taken for it).
 func (b *heldBody) WriteTo(w io.Writer) (int64, error) {
 	if !b.h.Admitted() {
-		return 0, ErrNotAdmitted
+		return 0, transport.ErrNotAdmitted
 	}
 	return io.Copy(w, b.body)
 }
