@@ -58,7 +58,7 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	err = forward(b, up)
 	_ = up.Close()
 	<-done
-	if err != nil && !isEnd(err) {
+	if !isEnd(err) {
 		log.Printf("relayfloor: browser: %v", err)
 	}
 }
@@ -136,7 +136,8 @@ func next(b *wsbuf.ServerConn, buf []byte) (msg []byte, binary bool, err error) 
 	}
 }
 
-// forward relays the browser's audio up until the browser's end.
+// forward relays the browser's audio up until the browser's end, which it
+// returns.
 func forward(b *wsbuf.ServerConn, up *wsbuf.Client) error {
 	in := make([]byte, 0, 4096)
 	out := make([]byte, 0, 8192)
