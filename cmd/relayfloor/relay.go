@@ -11,6 +11,8 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
@@ -66,13 +68,15 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // start waits for the browser's session.start, dials the Live session,
 // sends its set-up, waits for setupComplete, and answers session.ready.
 func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn) (*wsbuf.Client, error) {
-	var buf []byte
 	for {
-		msg, binary, err := next(b, buf)
+		binary, err := next(b)
 		if err != nil {
 			return nil, err
 		}
-		buf = msg
+		msg, err := b.ReadBody(nil)
+		if err != nil {
+			return nil, err
+		}
 		if binary {
 			continue // audio before the session: dropped, as the Node relay does
 		}
@@ -119,56 +123,67 @@ func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn) (*wsbuf.Client, 
 	return up, nil
 }
 
-// next reads the browser's next message into buf, waiting on the
-// connection's own shallow stack when it is idle (wsbuf.ErrIdle).
-func next(b *wsbuf.ServerConn, buf []byte) (msg []byte, binary bool, err error) {
+// next waits for the browser's next message and reports whether it is
+// binary, waiting on the connection's own shallow stack when it is idle
+// (wsbuf.ErrIdle); ReadBody then reads it.
+func next(b *wsbuf.ServerConn) (binary bool, err error) {
 	for {
 		binary, err = b.Next()
-		if errors.Is(err, wsbuf.ErrIdle) {
-			b.Wait()
-			continue
+		if !errors.Is(err, wsbuf.ErrIdle) {
+			return binary, err
 		}
-		if err != nil {
-			return nil, false, err
-		}
-		msg, err = b.ReadBody(buf)
-		return msg, binary, err
+		b.Wait()
 	}
 }
+
+// bufs holds the messages' buffers between messages, so that a session
+// holds none while it waits (as the gateway's do).
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+
+func getBuf() *[]byte { return bufs.Get().(*[]byte) }
+
+// putBuf gives back *bp, with b its last use (perhaps grown).
+func putBuf(bp *[]byte, b []byte) { *bp = b[:0]; bufs.Put(bp) }
 
 // forward relays the browser's audio up until the browser's end, which it
 // returns.
 func forward(b *wsbuf.ServerConn, up *wsbuf.Client) error {
-	in := make([]byte, 0, 4096)
-	out := make([]byte, 0, 8192)
 	for {
-		msg, binary, err := next(b, in)
+		binary, err := next(b)
 		if err != nil {
 			return err
 		}
-		in = msg
-		if !binary {
-			if bytes.Contains(msg, []byte(`"ping"`)) {
-				if err := b.Write(false, []byte(`{"type":"pong"}`)); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		out = append(out[:0], audioPrefix...)
-		out = base64.StdEncoding.AppendEncode(out, msg)
-		out = append(out, audioSuffix...)
-		if err := up.WriteText(out); err != nil {
+		if err := forwardOne(b, up, binary); err != nil {
 			return err
 		}
 	}
+}
+
+// forwardOne reads the browser's message Next found and relays it.
+func forwardOne(b *wsbuf.ServerConn, up *wsbuf.Client, binary bool) error {
+	ip, op := getBuf(), getBuf()
+	msg, err := b.ReadBody(*ip)
+	out := *op
+	switch {
+	case err != nil:
+	case !binary:
+		if bytes.Contains(msg, []byte(`"ping"`)) {
+			err = b.Write(false, []byte(`{"type":"pong"}`))
+		}
+	default:
+		out = append(out[:0], audioPrefix...)
+		out = base64.StdEncoding.AppendEncode(out, msg)
+		out = append(out, audioSuffix...)
+		err = up.WriteText(out)
+	}
+	putBuf(ip, msg)
+	putBuf(op, out)
+	return err
 }
 
 // pump relays the model's audio down until the upstream's end, then
 // closes the browser's connection (which ends forward).
 func pump(up *wsbuf.Client, b *wsbuf.ServerConn) {
-	in := make([]byte, 0, 8192)
-	pcm := make([]byte, 0, 8192)
 	defer b.CloseNow()
 	for {
 		up.Wait()
@@ -178,37 +193,40 @@ func pump(up *wsbuf.Client, b *wsbuf.ServerConn) {
 			}
 			return
 		}
-		msg, err := readAll(up, in[:0])
-		if err != nil {
-			log.Printf("relayfloor: upstream: %v", err)
+		if err := pumpOne(up, b); err != nil {
+			if !isEnd(err) {
+				log.Printf("relayfloor: upstream: %v", err)
+			}
 			return
 		}
-		in = msg
-		for rest := msg; ; {
-			i := bytes.Index(rest, dataKey)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(dataKey):]
-			j := bytes.IndexByte(rest, '"')
-			if j < 0 {
-				break
-			}
-			pcm = pcm[:cap(pcm)]
-			if n := base64.StdEncoding.DecodedLen(j); n > len(pcm) {
-				pcm = make([]byte, n)
-			}
-			n, err := base64.StdEncoding.Decode(pcm, rest[:j])
-			if err != nil {
-				log.Printf("relayfloor: upstream: model audio: %v", err)
-				return
-			}
-			if err := b.Write(true, pcm[:n]); err != nil {
-				return
-			}
-			rest = rest[j+1:]
-		}
 	}
+}
+
+// pumpOne reads the upstream's message Next found and relays its audio.
+func pumpOne(up *wsbuf.Client, b *wsbuf.ServerConn) error {
+	ip, pp := getBuf(), getBuf()
+	msg, err := readAll(up, *ip)
+	pcm := *pp
+	for rest := msg; err == nil; {
+		i := bytes.Index(rest, dataKey)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(dataKey):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			break
+		}
+		pcm = slices.Grow(pcm[:0], base64.StdEncoding.DecodedLen(j))
+		var n int
+		if n, err = base64.StdEncoding.Decode(pcm[:cap(pcm)], rest[:j]); err == nil {
+			err = b.Write(true, pcm[:n])
+		}
+		rest = rest[j+1:]
+	}
+	putBuf(ip, msg)
+	putBuf(pp, pcm)
+	return err
 }
 
 // readAll appends the rest of up's current message to buf.
