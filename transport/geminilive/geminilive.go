@@ -13,7 +13,7 @@
 // messages are still genai's types (encoded with encoding/json, the same
 // JSON the SDK sends), microphone audio is base64-appended into a reused
 // frame, and model audio is decoded straight from the frame into a reused
-// PCM buffer; anything else falls back to decoding genai.LiveServerMessage.
+// PCM buffer (both with internal/audiob64's SIMD base64); anything else falls back to decoding genai.LiveServerMessage.
 // A session starts no goroutines: its owner's goroutine calls Recv, and
 // sends are direct writes.
 package geminilive

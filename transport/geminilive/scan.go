@@ -2,9 +2,9 @@ package geminilive
 
 import (
 	"bytes"
-	"encoding/base64"
 	"slices"
 
+	"github.com/turnstile-gw/turnstile/internal/audiob64"
 	"github.com/turnstile-gw/turnstile/transport"
 )
 
@@ -215,8 +215,8 @@ func (p *scanner) part(a *audioMessage) bool {
 		return true
 	}
 	start := len(a.pcm)
-	a.pcm = slices.Grow(a.pcm, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := base64.StdEncoding.Decode(a.pcm[start:cap(a.pcm)], data)
+	a.pcm = slices.Grow(a.pcm, audiob64.DecodedLen(len(data)))
+	n, err := audiob64.Decode(a.pcm[start:cap(a.pcm)], data)
 	if err != nil {
 		return false
 	}

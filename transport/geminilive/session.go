@@ -1,7 +1,6 @@
 package geminilive
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/audiob64"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -222,7 +222,7 @@ func (s *Session) SendAudio(pcm16k []byte) error {
 	}
 	bp := getBuf()
 	b := append(*bp, audioPrefix...)
-	b = base64.StdEncoding.AppendEncode(b, pcm16k)
+	b = audiob64.AppendEncode(b, pcm16k)
 	b = append(b, audioSuffix...)
 	*bp = b
 	err := s.write(b)
