@@ -67,7 +67,9 @@ func classifyGo(stack []string) string {
 	switch {
 	case hasAnyPrefix(leaf, goSyncLeaves):
 		return partSync
-	case strings.HasPrefix(leaf, "encoding/base64."):
+	case strings.HasPrefix(leaf, "encoding/base64."),
+		strings.HasPrefix(leaf, "github.com/segmentio/asm/base64."), // the audio chunks' SIMD base64
+		strings.HasPrefix(leaf, ownModule+"internal/audiob64."):
 		return partBase64
 	case strings.HasPrefix(leaf, "github.com/coder/websocket."):
 		if strings.Contains(strings.ToLower(leaf), "mask") {
