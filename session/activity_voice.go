@@ -134,6 +134,7 @@ func (a *activity) voiceEnded(reason string) {
 	a.mu.Lock()
 	a.voice.Store(nil)
 	a.mu.Unlock()
+	a.s.out.voiceOff() // after the voice side is gone (see micReads)
 	a.s.setMode(protocol.ModeText, reason)
 	a.s.log().Info("voice ended; back to text", "reason", reason)
 }

@@ -59,6 +59,7 @@ func (o *Outbox) free() int                                   { return cap(o.Eve
 func (o *Outbox) abort()                                      { o.closeWith(protocol.Disconnect{}) }
 func (o *Outbox) ended() <-chan struct{}                      { return o.done }
 func (o *Outbox) alive(time.Time)                             {}
+func (o *Outbox) voiceOff()                                   {}
 func (o *Outbox) refused(limit, time.Time)                    { o.refusals.Add(1) }
 func (o *Outbox) log() *slog.Logger                           { return o.logger }
 func (o *Outbox) named(string)                                {}

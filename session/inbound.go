@@ -79,6 +79,7 @@ func (c *conn) micAudio(s *session, now time.Time, pcm []byte) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
 			c.relay.micSent(now)
+			c.micReads(s)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func (m *Manager) Active() int {
 // ends, and closes it.
 func (m *Manager) Serve(ctx context.Context, ws *wsbuf.ServerConn, id Identity) {
 	wire, pings := newBrowserWire(ws, int64(m.cfg.MaxMessageBytes))
-	m.serve(ctx, wire, ws.Conn(), id, pings)
+	m.serve(ctx, wire, nil, id, pings) // the wire's CloseNow closes the socket (see browserWire)
 }
 
 // ServeWire runs one connection on any Wire until it ends (a phone call's
@@ -148,7 +148,7 @@ func (m *Manager) ServeWire(ctx context.Context, wire Wire, raw net.Conn, id Ide
 // session stays open: an idle session keeps one goroutine, not two.
 func (m *Manager) Start(ctx context.Context, ws *wsbuf.ServerConn, id Identity, ended func()) {
 	wire, pings := newBrowserWire(ws, int64(m.cfg.MaxMessageBytes))
-	c := m.admit(ctx, wire, ws.Conn(), id, pings)
+	c := m.admit(ctx, wire, nil, id, pings) // as in Serve
 	if c == nil {
 		ended()
 		return

@@ -87,6 +87,7 @@ type outbound interface {
 	abort()                 // end the connection at once: nothing to tell
 	ended() <-chan struct{} // closed when the connection has ended
 	alive(now time.Time)    // the browser was heard from (its idle clock)
+	voiceOff()              // the session left voice: the browser's reader reads as in text (micReads)
 	refused(l limit, now time.Time)
 	log() *slog.Logger
 	// named adds the session's id to the connection's logger.

@@ -125,7 +125,9 @@ func (b *readBuf) release() {
 
 // browserWire is a browser's WebSocket (accepted with wsbuf.Accept) as a
 // Wire, with what it reads with, in one allocation: its read buffer and
-// its reader's hooks. The ping frames it reads count toward the message
+// its reader's hooks. Its CloseNow closes the socket, and nothing else
+// may (the connection has no raw conn): a reader staying inside its raw
+// read (micReads) would hold a close of the socket up. The ping frames it reads count toward the message
 // rate (hooks.allow, set before the reader starts), and after a pong with
 // nothing behind it its Read says errIdleRead, for the reader to wait for
 // the next frame on a stack of its own (conn.serve).
@@ -202,6 +204,29 @@ func browserReadErr(err error) error {
 		return fmt.Errorf("%w: %w", websocket.CloseError{Code: websocket.StatusMessageTooBig}, err)
 	}
 	return err
+}
+
+// micReads has the browser's reader read once per message while the
+// session is in voice (wsbuf.ServerConn.StayInside: on Linux, a read
+// system call a message instead of two, for a coroutine of about 4.5 KB);
+// the reader calls it for each microphone frame the voice side took.
+// voiceOff undoes it when the session leaves voice, and the close ends
+// it: an idle or text session's reader is one goroutine, as before voice.
+// A voiceOff that raced with a StayInside (the frame read before voice
+// ended, the move made before it) is made again here.
+func (c *conn) micReads(s *session) {
+	if w, ok := c.wire.(*browserWire); ok && w.ws.StayInside() && s.voiceSide() == nil {
+		w.ws.Leave()
+	}
+}
+
+// voiceOff is outbound's: the session left voice (voiceEnded, after the
+// voice side is gone): the browser's reader goes back to its ordinary
+// reads, at once if it waits (wsbuf.ServerConn.Leave).
+func (c *conn) voiceOff() {
+	if w, ok := c.wire.(*browserWire); ok {
+		w.ws.Leave()
+	}
 }
 
 func (w *browserWire) Write(binary bool, data []byte) error { return w.ws.Write(binary, data) }

@@ -286,7 +286,7 @@ func (c *Client) writeFrame(op ws.OpCode, p []byte) error {
 // would hold up.
 func (c *Client) Close() error {
 	if c.lean != nil {
-		c.lean.leave() // a reader suspended inside its raw read would hold the close up
+		c.lean.closeStay() // a reader suspended inside its raw read would hold the close up
 	}
 	return c.sock.Close()
 }

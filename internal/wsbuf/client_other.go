@@ -18,6 +18,14 @@ func (*sockReader) fill() (int, error) { return 0, nil }
 
 func (*sockReader) hold([]byte) {}
 
-func (*sockReader) leave() {}
+func (*sockReader) closeStay() {}
+
+func (*sockReader) settled() bool { return true }
+
+func (*sockReader) enter(net.Conn) bool { return false }
+
+func (*sockReader) exit() {}
+
+func (*sockReader) wake() {}
 
 func (*sockReader) kick() {}

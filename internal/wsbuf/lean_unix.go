@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -63,7 +64,9 @@ type sockReader struct {
 	readFn   func(fd uintptr) bool
 	sysReads int // read system calls made (what the tests count)
 
-	stay *stay // reads inside one raw read (stay_linux.go); nil: one raw read a fill
+	// stay reads inside one raw read (stay_linux.go), when on; nil: one
+	// raw read a fill. Set once, and read by a Close (closeStay).
+	stay atomic.Pointer[stay]
 }
 
 // rawSocket is the socket under c, walking Unwrapper, and its raw
@@ -142,8 +145,13 @@ func (c *sockReader) Read(p []byte) (int, error) {
 // fill reads once, into c.to when set, else into a pooled chunk that
 // becomes c.in.
 func (c *sockReader) fill() (int, error) {
-	if c.stay != nil {
-		return c.pull()
+	if st := c.stayOn(); st != nil {
+		to := c.to
+		n, left, err := c.pull(st)
+		if !left {
+			return n, err
+		}
+		c.to = to
 	}
 	err := c.raw.Read(c.readFn)
 	c.to = nil
@@ -195,15 +203,15 @@ func (c *sockReader) readSocket(fd uintptr) bool {
 // sysRead reads the socket: read(2), or for a reader that stays inside
 // one raw read recvmsg(2), which also tells whether it drained the socket.
 func (c *sockReader) sysRead(fd int, buf []byte) (int, error) {
-	if c.stay != nil {
-		return c.stay.recv(fd, buf)
+	if st := c.stayOn(); st != nil {
+		return st.recv(fd, buf)
 	}
 	return syscall.Read(fd, buf)
 }
 
 // sysReadName names sysRead's system call in its errors.
 func (c *sockReader) sysReadName() string {
-	if c.stay != nil {
+	if c.stayOn() != nil {
 		return "recvmsg"
 	}
 	return "read"

@@ -32,6 +32,11 @@ import (
 // than wait for the next frame inside its header read: the reader then
 // waits with Wait on a stack of its own (an idle browser's reader, see
 // session's conn.serve).
+//
+// While its owner asks (StayInside, until Leave: a browser streaming its
+// microphone), the reader stays inside one raw read on Linux, as Client's
+// does, so that a message costs one read system call rather than two, for
+// a coroutine of its own while it stays (stay_linux.go).
 type ServerConn struct {
 	sock  net.Conn // the TCP connection: CloseNow, the close handshake's read deadline
 	conn  net.Conn // as hijacked (TLS, or a wrapper): frames are read through it unless lean
@@ -104,8 +109,9 @@ func (c *ServerConn) SetHooks(h Hooks) { c.hooks = h }
 // Subprotocol is the subprotocol Accept chose ("" for none).
 func (c *ServerConn) Subprotocol() string { return c.sub }
 
-// Conn is the TCP connection (under TLS for wss): closing it ends the
-// WebSocket at once, however stuck.
+// Conn is the TCP connection (under TLS for wss): its addresses. End the
+// WebSocket with CloseNow, not by closing it: a reader staying inside its
+// raw read (StayInside) holds the socket, and a close waits for it.
 func (c *ServerConn) Conn() net.Conn { return c.sock }
 
 // Wait waits, holding no buffer, until the connection has bytes for the
@@ -120,6 +126,34 @@ func (c *ServerConn) Wait() {
 	}
 	if _, err := c.lean.fill(); err != nil {
 		c.rerr = err
+	}
+}
+
+// StayInside has the reader stay inside one raw read from its next read
+// (Linux, plain TCP: see stay_linux.go): one read system call a message
+// rather than two, for a coroutine of its own (about 4.5 KB) until Leave or
+// the close. The reader calls it, between messages. It reports whether
+// the reader was not staying inside (or had a Leave pending): a caller
+// whose Leave may have raced with it then checks it still wants it, and
+// calls Leave if not. Cheap when there is nothing to do (two atomic loads).
+func (c *ServerConn) StayInside() bool {
+	if c.lean == nil || c.lean.settled() {
+		return false
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rend != nil {
+		return false
+	}
+	return c.lean.enter(c.wconn)
+}
+
+// Leave has the reader go back to ordinary reads after StayInside, its
+// coroutine ended before its next read, or at once if it waits for one;
+// from any goroutine.
+func (c *ServerConn) Leave() {
+	if c.lean != nil {
+		c.lean.wake()
 	}
 }
 
@@ -364,7 +398,11 @@ func (c *ServerConn) write(op ws.OpCode, p []byte) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	return c.sent(op, c.writeFrame(op, p))
+	err := c.writeFrame(op, p)
+	if err != nil && c.lean != nil {
+		c.lean.kick() // a reset a reader staying inside may not wake for (stay_linux.go)
+	}
+	return c.sent(op, err)
 }
 
 // frameVec is a large frame's writev: its header and its payload.
@@ -505,6 +543,9 @@ func (c *ServerConn) drain() {
 	if c.rend != nil {
 		return
 	}
+	if c.lean != nil {
+		c.lean.exit() // the deadline below is the drain's, not a Leave's
+	}
 	_ = c.sock.SetReadDeadline(time.Now().Add(closeWait))
 	for {
 		for c.left > 0 {
@@ -542,8 +583,12 @@ func (c *ServerConn) drain() {
 
 // CloseNow closes the connection at once, without a close frame (the
 // peer sees it drop): a blocked read or write returns. Over TLS the TCP
-// connection is closed, not TLS.
+// connection is closed, not TLS. Close the connection only through it (not
+// Conn's Close): a reader staying inside its raw read would hold that up.
 func (c *ServerConn) CloseNow() error {
+	if c.lean != nil {
+		c.lean.closeStay()
+	}
 	if err := c.sock.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}

@@ -3,14 +3,21 @@
 package wsbuf
 
 import (
+	"errors"
 	"iter"
 	"net"
+	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
-// A reader that stays inside one raw read (the dialled side's: Client).
+// A reader that stays inside one raw read: the dialled side's (Client),
+// for its whole life, and the accepted side's (ServerConn) while its owner
+// asks it to (StayInside, Leave: a browser's, while its session is in
+// voice).
 //
 // A raw read (syscall.RawConn.Read) begins by forgetting whether the
 // socket became readable (internal/poll's prepareRead), so a reader making
@@ -32,23 +39,41 @@ import (
 // bytes are left, and counts a FIN not yet read as one (tcp_inq_hint).
 // What it does not count is a reset that came right behind the bytes
 // before it: the reader then waits until the connection's next write
-// fails, which shuts the read side (Client.write, kick), or until Close.
+// fails, which shuts the read side (Client.write, ServerConn.write: kick),
+// or until Close.
 //
 // The reader's consumer pulls (Wait, Next, Read), so the raw read runs in
 // a coroutine (iter.Pull): it yields after each read and is resumed for
 // the next, a direct switch between the two rather than the scheduler's
-// wake of a parked goroutine.
+// wake of a parked goroutine. The coroutine is a goroutine of its own
+// (about 4.5 KB with its stack) while it lives, which is why a browser's
+// reader stays inside only while audio streams: an idle browser's reader
+// is one goroutine and holds no buffer (ServerConn.Wait).
 //
 // Closing: a suspended coroutine holds the socket's read lock, and closing
-// the socket waits until no read holds it. So Close (leave) first ends a
-// suspended coroutine; one the consumer is running ends on the socket's
+// the socket waits until no read holds it. So Close (closeStay) first ends
+// a suspended coroutine; one the consumer is running ends on the socket's
 // close (a waiting raw read returns net.ErrClosed), or, if it yields
 // first, the consumer sees the close and ends it. Both mark before they
 // look (sequentially consistent atomics), so one of them always sees the
-// other, and only the one whose compare-and-swap wins calls stop.
+// other, and only the one whose compare-and-swap wins calls stop. Every
+// close of a ServerConn's socket goes through CloseNow for this reason.
+//
+// Leaving (a server's): the reader itself ends the coroutine between two
+// reads (exit: its next fill, once Leave asked, or the close handshake's
+// drain). A reader waiting inside the raw read when Leave comes is woken by
+// a read deadline in the past, set under wmu while the state says the
+// read is the consumer's (stayWaking); the consumer, back from the
+// coroutine, finds that state, waits for wmu (the deadline is then set)
+// and clears the deadline before anything else reads: a deadline error
+// there is no error, and the fill reads as an ordinary one.
 type stay struct {
 	state  atomic.Int32 // one of the stay… states
 	closed atomic.Bool  // Close was called
+	on     atomic.Bool  // fills resume the coroutine; else each is its own raw read
+	leave  atomic.Bool  // Leave asked the reader to go back to ordinary reads
+	wmu    sync.Mutex   // held by wake while it sets the deadline that wakes a read
+	sock   net.Conn     // the socket's deadlines (wake); nil for a Client's
 	next   func() (struct{}, bool)
 	stop   func()
 	seq    iter.Seq[struct{}]
@@ -60,28 +85,116 @@ type stay struct {
 	drained bool      // the last read left nothing to read: wait for the next edge
 }
 
+// noStay is the stay of a reader that never stays inside: the kernel has
+// no TCP_INQ, or it was closed before it would have.
+var noStay = &stay{}
+
 // tcpInq is TCP_INQ (the socket option) and TCP_CM_INQ (its control
 // message): Linux 4.18 and later.
 const tcpInq = 36
 
 const (
-	stayOut       int32 = iota // no raw read running: none yet, or it ended (an error, EOF)
+	stayOut       int32 = iota // no raw read running: none yet, it ended (an error, EOF), or the reader left
 	stayIn                     // the consumer is in pull: the coroutine reads or waits
 	staySuspended              // the coroutine waits inside the raw read for pull to resume it
 	stayStopped                // Close ended the coroutine (or is ending it): reads fail
+	stayWaking                 // in pull still, and Leave set a read deadline to end the wait (wake)
+	stayBusy                   // pull has the coroutine's result: neither Close nor Leave touches it
 )
 
-// stayInside makes c read inside one raw read, in a coroutine, where the
-// kernel says what a read left (TCP_INQ); otherwise c stays as it is.
-func (c *sockReader) stayInside() {
+// aLongTimeAgo is a read deadline that ends a wait at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// newStay is a stay for c, with TCP_INQ set on its socket; nil where the
+// kernel has none.
+func (c *sockReader) newStay() *stay {
 	var err error
 	if cerr := c.raw.Control(func(fd uintptr) {
 		err = syscall.SetsockoptInt(int(fd), syscall.SOL_TCP, tcpInq, 1)
 	}); cerr != nil || err != nil {
+		return nil
+	}
+	st := &stay{}
+	st.seq = c.reads
+	return st
+}
+
+// stayInside makes c read inside one raw read, in a coroutine, where the
+// kernel says what a read left (TCP_INQ); otherwise c stays as it is (a
+// Client's, before its first read).
+func (c *sockReader) stayInside() {
+	if st := c.newStay(); st != nil {
+		st.on.Store(true)
+		c.stay.Store(st)
+	}
+}
+
+// stayOn is c's stay when fills go through it; else nil.
+func (c *sockReader) stayOn() *stay {
+	if st := c.stay.Load(); st != nil && st.on.Load() {
+		return st
+	}
+	return nil
+}
+
+// settled reports whether enter has nothing to do: c stays inside with no
+// Leave pending, or never can.
+func (c *sockReader) settled() bool {
+	st := c.stay.Load()
+	return st == noStay || st != nil && st.on.Load() && !st.leave.Load()
+}
+
+// enter has c stay inside one raw read from its next fill, until a Leave
+// (wake) or exit; sock is the socket, for wake's deadline. Called by the
+// reader, between reads; it reports whether c was not staying inside
+// before (a Leave pending counts as not), for the owner to check it still
+// wants it (see ServerConn.StayInside).
+func (c *sockReader) enter(sock net.Conn) bool {
+	st := c.stay.Load()
+	if st == nil {
+		if st = c.newStay(); st == nil {
+			st = noStay
+		} else {
+			st.sock = sock
+		}
+		if !c.stay.CompareAndSwap(nil, st) {
+			st = c.stay.Load() // closeStay's noStay
+		}
+	}
+	if st == noStay || st.closed.Load() || st.on.Load() && !st.leave.Load() {
+		return false
+	}
+	st.leave.Store(false)
+	st.on.Store(true)
+	return true
+}
+
+// exit ends the coroutine, if suspended, and has the fills read as
+// ordinary ones; called by the reader, between reads.
+func (c *sockReader) exit() {
+	st := c.stay.Load()
+	if st == nil || st == noStay {
 		return
 	}
-	c.stay = &stay{}
-	c.stay.seq = c.reads
+	st.on.Store(false)
+	if st.state.CompareAndSwap(staySuspended, stayOut) {
+		st.stop()
+		st.next, st.stop = nil, nil
+	}
+}
+
+// wake asks the reader to leave (its next fill exits), and ends a wait
+// inside the raw read that pull is in now; from any goroutine.
+func (c *sockReader) wake() {
+	st := c.stay.Load()
+	if st == nil || st == noStay || st.leave.Swap(true) {
+		return
+	}
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if st.state.CompareAndSwap(stayIn, stayWaking) {
+		_ = st.sock.SetReadDeadline(aLongTimeAgo)
+	}
 }
 
 // reads is the coroutine: one raw read that yields after every read of
@@ -89,6 +202,7 @@ func (c *sockReader) stayInside() {
 // c.to and c.n, c.rerr, c.in pass between it and pull, one of the two
 // running at a time.
 func (c *sockReader) reads(yield func(struct{}) bool) {
+	st := c.stay.Load()
 	stopped := false
 	err := c.raw.Read(func(fd uintptr) bool {
 		for {
@@ -98,7 +212,7 @@ func (c *sockReader) reads(yield func(struct{}) bool) {
 			if c.rerr != nil {
 				return true
 			}
-			drained := c.stay.drained
+			drained := st.drained
 			if !yield(struct{}{}) {
 				stopped = true
 				return true
@@ -121,37 +235,59 @@ func (c *sockReader) reads(yield func(struct{}) bool) {
 }
 
 // pull is fill for a reader that stays inside one raw read: it resumes
-// the coroutine (starting one when none runs) for one read.
-func (c *sockReader) pull() (int, error) {
-	st := c.stay
+// the coroutine (starting one when none runs) for one read. left: the
+// reader left instead (a Leave, see stay), nothing read, and the fill is
+// an ordinary one.
+func (c *sockReader) pull(st *stay) (n int, left bool, err error) {
+	if st.leave.Load() {
+		c.exit()
+		return 0, true, nil
+	}
 	if !st.state.CompareAndSwap(staySuspended, stayIn) {
 		if st.state.Load() == stayStopped || st.closed.Load() {
 			c.to = nil
-			return 0, net.ErrClosed
+			return 0, false, net.ErrClosed
 		}
 		st.next, st.stop = iter.Pull(st.seq)
 		st.state.Store(stayIn)
 	}
 	st.next()
 	c.to = nil
+	woken := !st.state.CompareAndSwap(stayIn, stayBusy)
+	if woken { // stayWaking: the deadline is set once wmu is free
+		st.wmu.Lock()
+		_ = st.sock.SetReadDeadline(time.Time{})
+		st.wmu.Unlock()
+		st.state.Store(stayBusy)
+	}
 	if err := c.rerr; err != nil { // the raw read ended: so does the coroutine
 		st.stop()
 		st.next, st.stop = nil, nil
 		st.state.Store(stayOut)
-		return 0, err
+		if woken && errors.Is(err, os.ErrDeadlineExceeded) {
+			c.rerr = nil
+			return 0, true, nil
+		}
+		return 0, false, err
 	}
 	st.state.Store(staySuspended)
 	if st.closed.Load() && st.state.CompareAndSwap(staySuspended, stayStopped) {
 		st.stop()
 	}
-	return c.n, nil
+	return c.n, false, nil
 }
 
-// leave ends the coroutine if it is suspended, before the socket is
-// closed (see stay); a no-op for a reader without one.
-func (c *sockReader) leave() {
-	st := c.stay
+// closeStay ends the coroutine if it is suspended, before the socket is
+// closed (see stay), and keeps one from starting; from any goroutine.
+func (c *sockReader) closeStay() {
+	st := c.stay.Load()
 	if st == nil {
+		if c.stay.CompareAndSwap(nil, noStay) {
+			return
+		}
+		st = c.stay.Load()
+	}
+	if st == noStay {
 		return
 	}
 	st.closed.Store(true)
@@ -164,7 +300,7 @@ func (c *sockReader) leave() {
 // the connection): a reader waiting for an edge that the reset's came
 // before wakes and reads the end (see stay).
 func (c *sockReader) kick() {
-	if c.stay == nil {
+	if c.stayOn() == nil {
 		return
 	}
 	_ = c.raw.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RD) })

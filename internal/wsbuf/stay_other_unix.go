@@ -2,6 +2,8 @@
 
 package wsbuf
 
+import "net"
+
 // stay: a reader stays inside one raw read only where the kernel says
 // what a read left (Linux's TCP_INQ, stay_linux.go; not on 386, whose
 // recvmsg goes through socketcall); here every fill is its own raw read.
@@ -9,9 +11,19 @@ type stay struct{}
 
 func (*sockReader) stayInside() {}
 
-func (c *sockReader) pull() (int, error) { return c.n, c.rerr }
+func (*sockReader) stayOn() *stay { return nil }
 
-func (*sockReader) leave() {}
+func (*sockReader) settled() bool { return true }
+
+func (*sockReader) enter(net.Conn) bool { return false }
+
+func (*sockReader) exit() {}
+
+func (*sockReader) wake() {}
+
+func (*sockReader) pull(*stay) (int, bool, error) { return 0, true, nil }
+
+func (*sockReader) closeStay() {}
 
 func (*sockReader) kick() {}
 
