@@ -208,7 +208,7 @@ func browserReadErr(err error) error {
 
 // micReads has the browser's reader read once per message while the
 // session is in voice (wsbuf.ServerConn.StayInside: on Linux, a read
-// system call a message instead of two, for a coroutine of about 4.5 KB);
+// system call a message instead of two, for a coroutine of 3–4.5 KB of RSS);
 // the reader calls it for each microphone frame the voice side took.
 // voiceOff undoes it when the session leaves voice, and the close ends
 // it: an idle or text session's reader is one goroutine, as before voice.

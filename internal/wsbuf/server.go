@@ -131,7 +131,7 @@ func (c *ServerConn) Wait() {
 
 // StayInside has the reader stay inside one raw read from its next read
 // (Linux, plain TCP: see stay_linux.go): one read system call a message
-// rather than two, for a coroutine of its own (about 4.5 KB) until Leave or
+// rather than two, for a coroutine of its own (3–4.5 KB of RSS) until Leave or
 // the close. The reader calls it, between messages. It reports whether
 // the reader was not staying inside (or had a Leave pending): a caller
 // whose Leave may have raced with it then checks it still wants it, and

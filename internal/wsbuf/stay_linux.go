@@ -46,7 +46,7 @@ import (
 // a coroutine (iter.Pull): it yields after each read and is resumed for
 // the next, a direct switch between the two rather than the scheduler's
 // wake of a parked goroutine. The coroutine is a goroutine of its own
-// (about 4.5 KB with its stack) while it lives, which is why a browser's
+// (3–4.5 KB of RSS with its stack) while it lives, which is why a browser's
 // reader stays inside only while audio streams: an idle browser's reader
 // is one goroutine and holds no buffer (ServerConn.Wait).
 //
