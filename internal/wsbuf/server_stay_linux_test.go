@@ -204,3 +204,45 @@ func TestServerCloseEndsAReaderThatStaysHoldingOrWaiting(t *testing.T) {
 		}
 	}
 }
+
+// Leave from another goroutine at any moment of the reads — the reader
+// waiting, reading, holding, entering again — loses no message and leaves
+// no deadline behind: every message of a stream comes whole and in order
+// while the reader goes in and out.
+func TestServerLeaveRacingTheReadsLosesNothing(t *testing.T) {
+	const n = 2000
+	s := newStayServer(t)
+	c, _ := rawClient(t, s.url)
+	srv := <-s.srv
+	sent := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := c.Write(clientFrame(ws.OpBinary, true, fmt.Sprint("chunk ", i))); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	stop := make(chan struct{})
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				srv.Leave()
+			}
+		}
+	}()
+	for i := range n {
+		s.want(t, fmt.Sprint("chunk ", i))
+	}
+	close(stop)
+	<-left
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+}
