@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
+
+	"github.com/turnstile-gw/turnstile/internal/audiob64"
 )
 
 // The event loop: the floor of a relay that does not give every socket a
@@ -321,8 +322,8 @@ func (l *loop) frame(e *end, h ws.Header, p []byte) bool {
 			if j < 0 {
 				return true
 			}
-			b := slices.Grow(l.start(), base64.StdEncoding.DecodedLen(j))
-			k, err := base64.StdEncoding.Decode(b[len(b):cap(b)], rest[:j])
+			b := slices.Grow(l.start(), audiob64.DecodedLen(j))
+			k, err := audiob64.Decode(b[len(b):cap(b)], rest[:j])
 			if err != nil || !l.send(e.peer, ws.OpBinary, b[:len(b)+k]) {
 				return false
 			}
@@ -336,7 +337,7 @@ func (l *loop) frame(e *end, h ws.Header, p []byte) bool {
 		return true
 	}
 	b := append(l.start(), audioPrefix...)
-	b = base64.StdEncoding.AppendEncode(b, p)
+	b = audiob64.AppendEncode(b, p)
 	return l.send(e.peer, ws.OpText, append(b, audioSuffix...))
 }
 

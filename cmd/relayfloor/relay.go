@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/audiob64"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 )
 
@@ -172,7 +172,7 @@ func forwardOne(b *wsbuf.ServerConn, up *wsbuf.Client, binary bool) error {
 		}
 	default:
 		out = append(out[:0], audioPrefix...)
-		out = base64.StdEncoding.AppendEncode(out, msg)
+		out = audiob64.AppendEncode(out, msg)
 		out = append(out, audioSuffix...)
 		err = up.WriteText(out)
 	}
@@ -217,9 +217,9 @@ func pumpOne(up *wsbuf.Client, b *wsbuf.ServerConn) error {
 		if j < 0 {
 			break
 		}
-		pcm = slices.Grow(pcm[:0], base64.StdEncoding.DecodedLen(j))
+		pcm = slices.Grow(pcm[:0], audiob64.DecodedLen(j))
 		var n int
-		if n, err = base64.StdEncoding.Decode(pcm[:cap(pcm)], rest[:j]); err == nil {
+		if n, err = audiob64.Decode(pcm[:cap(pcm)], rest[:j]); err == nil {
 			err = b.Write(true, pcm[:n])
 		}
 		rest = rest[j+1:]
