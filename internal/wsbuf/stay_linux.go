@@ -251,6 +251,15 @@ func (c *sockReader) pull(st *stay) (n int, left bool, err error) {
 		st.next, st.stop = iter.Pull(st.seq)
 		st.state.Store(stayIn)
 	}
+	// A Leave that came after the check above found no read to wake (the
+	// state was not stayIn yet): look again now that it is. Either this
+	// sees the Leave or the Leave sees stayIn (both mark before they
+	// look); if both, one compare-and-swap wins: here, the reader leaves
+	// without waiting; in wake, its deadline ends the wait below.
+	if st.leave.Load() && st.state.CompareAndSwap(stayIn, staySuspended) {
+		c.exit()
+		return 0, true, nil
+	}
 	st.next()
 	c.to = nil
 	woken := !st.state.CompareAndSwap(stayIn, stayBusy)
