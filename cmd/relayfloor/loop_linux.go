@@ -40,8 +40,11 @@ type loop struct {
 	rbuf []byte         // what one read takes
 	wbuf []byte         // the frame being built
 	key  uint32         // the next mask key (xorshift)
-	stop [2]int         // a pipe: Close writes, the loop returns
-	done chan struct{}  // closed when the loop has returned
+	hr   bytes.Reader   // frame headers are read from it, and written to hw, by gobwas/ws
+	hw   sliceWriter
+	hbuf [ws.MaxHeaderSize]byte // gobwas/ws's scratch: 12 bytes to read a header, 14 to write one
+	stop [2]int                 // a pipe: Close writes, the loop returns
+	done chan struct{}          // closed when the loop has returned
 }
 
 // end is one socket of a session: the browser's (server side: its frames
@@ -248,7 +251,7 @@ func (l *loop) readable(e *end) {
 	}
 	data := buf[:n0+n]
 	for {
-		h, hl, ok := parseHeader(data)
+		h, hl, ok := l.parseHeader(data)
 		if !ok || int64(len(data)-hl) < h.Length {
 			break
 		}
@@ -265,37 +268,16 @@ func (l *loop) readable(e *end) {
 	e.pend = append(e.pend[:0], data...)
 }
 
-// parseHeader reads a frame header at the start of b.
-func parseHeader(b []byte) (h ws.Header, n int, ok bool) {
-	if len(b) < 2 {
+// parseHeader reads the frame header at the start of b with gobwas/ws
+// (ok false: b holds only part of it, or a frame larger than the loop's
+// reads); n is its size.
+func (l *loop) parseHeader(b []byte) (h ws.Header, n int, ok bool) {
+	l.hr.Reset(b)
+	h, err := ws.ReadHeaderBuffer(&l.hr, l.hbuf[:])
+	if err != nil {
 		return h, 0, false
 	}
-	h.Fin = b[0]&0x80 != 0
-	h.OpCode = ws.OpCode(b[0] & 0x0f)
-	h.Masked = b[1]&0x80 != 0
-	n = 2
-	switch l := b[1] & 0x7f; l {
-	case 126:
-		if len(b) < 4 {
-			return h, 0, false
-		}
-		h.Length, n = int64(binary.BigEndian.Uint16(b[2:])), 4
-	case 127:
-		if len(b) < 10 {
-			return h, 0, false
-		}
-		h.Length, n = int64(binary.BigEndian.Uint64(b[2:])), 10
-	default:
-		h.Length = int64(l)
-	}
-	if h.Masked {
-		if len(b) < n+4 {
-			return h, 0, false
-		}
-		copy(h.Mask[:], b[n:n+4])
-		n += 4
-	}
-	return h, n, h.Length <= loopReadSize/2
+	return h, len(b) - l.hr.Len(), h.Length <= loopReadSize/2
 }
 
 // frame relays one frame read from e; false ends the session.
@@ -343,7 +325,7 @@ func (l *loop) frame(e *end, h ws.Header, p []byte) bool {
 
 // room is the most a frame's header takes: start leaves it in front of
 // the payload that send is then given.
-const room = 14
+const room = ws.MaxHeaderSize
 
 // start is the loop's frame buffer, empty, with room for a header.
 func (l *loop) start() []byte { return l.wbuf[:room] }
@@ -353,35 +335,29 @@ func (l *loop) start() []byte { return l.wbuf[:room] }
 func (l *loop) send(e *end, op ws.OpCode, b []byte) bool {
 	l.wbuf = b[:0] // keep what it grew to
 	p := b[room:]
-	var hdr [room]byte
-	hdr[0] = 0x80 | byte(op)
-	n := 2
-	switch {
-	case len(p) < 126:
-		hdr[1] = byte(len(p))
-	case len(p) <= 0xffff:
-		hdr[1] = 126
-		binary.BigEndian.PutUint16(hdr[2:], uint16(len(p)))
-		n = 4
-	default:
-		hdr[1] = 127
-		binary.BigEndian.PutUint64(hdr[2:], uint64(len(p)))
-		n = 10
-	}
+	h := ws.Header{Fin: true, OpCode: op, Length: int64(len(p)), Masked: e.client}
 	if e.client {
-		hdr[1] |= 0x80
 		l.key ^= l.key << 13
 		l.key ^= l.key >> 17
 		l.key ^= l.key << 5
-		var mask [4]byte
-		binary.BigEndian.PutUint32(mask[:], l.key)
-		copy(hdr[n:], mask[:])
-		n += 4
-		ws.Cipher(p, mask, 0)
+		binary.BigEndian.PutUint32(h.Mask[:], l.key)
+		ws.Cipher(p, h.Mask, 0)
 	}
-	frame := b[room-n:]
-	copy(frame, hdr[:n])
-	return l.write(e, frame)
+	n := ws.HeaderSize(h)
+	l.hw.b = b[room-n : room-n]
+	if ws.WriteHeaderBuffer(&l.hw, h, l.hbuf[:]) != nil {
+		return false
+	}
+	return l.write(e, b[room-n:])
+}
+
+// sliceWriter is where gobwas/ws writes a frame's header: into the room
+// left for it in front of the payload.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // write writes frame to e, keeping what the socket does not take.
