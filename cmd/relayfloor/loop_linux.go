@@ -313,8 +313,8 @@ func (l *loop) frame(e *end, h ws.Header, p []byte) bool {
 		}
 	}
 	if h.OpCode == ws.OpText { // the browser's: a ping, or nothing the load sends
-		if bytes.Contains(p, []byte(`"ping"`)) {
-			return l.send(e, ws.OpText, append(l.start(), `{"type":"pong"}`...))
+		if isPing(p) {
+			return l.send(e, ws.OpText, append(l.start(), pong...))
 		}
 		return true
 	}

@@ -33,7 +33,14 @@ const (
 	audioSuffix = `","mimeType":"audio/pcm;rate=16000"}}}`
 )
 
-var dataKey = []byte(`"data":"`)
+var (
+	dataKey = []byte(`"data":"`)
+	pong    = []byte(`{"type":"pong"}`)
+)
+
+// isPing reports whether a browser's text message is a ping (the one
+// message besides session.start that the load sends).
+func isPing(msg []byte) bool { return bytes.Contains(msg, []byte(`"ping"`)) }
 
 func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.loop != nil {
@@ -80,8 +87,8 @@ func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn) (*wsbuf.Client, 
 		if binary {
 			continue // audio before the session: dropped, as the Node relay does
 		}
-		if bytes.Contains(msg, []byte(`"ping"`)) {
-			if err := b.Write(false, []byte(`{"type":"pong"}`)); err != nil {
+		if isPing(msg) {
+			if err := b.Write(false, pong); err != nil {
 				return nil, err
 			}
 			continue
@@ -167,8 +174,8 @@ func forwardOne(b *wsbuf.ServerConn, up *wsbuf.Client, binary bool) error {
 	switch {
 	case err != nil:
 	case !binary:
-		if bytes.Contains(msg, []byte(`"ping"`)) {
-			err = b.Write(false, []byte(`{"type":"pong"}`))
+		if isPing(msg) {
+			err = b.Write(false, pong)
 		}
 	default:
 		out = append(out[:0], audioPrefix...)
