@@ -3,6 +3,7 @@ package audio
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -46,8 +47,85 @@ func TestLoudJudgesSpeechByRMS(t *testing.T) {
 	}
 }
 
+// loudBySample is Loud as the RMS is defined, one sample at a time over
+// the whole frame: what Loud's blocks and early stop must agree with.
+func loudBySample(pcm []byte) bool {
+	n := len(pcm) / 2
+	if n == 0 {
+		return false
+	}
+	var sum uint64
+	for i := 0; i < 2*n; i += 2 {
+		v := int64(int16(binary.LittleEndian.Uint16(pcm[i:])))
+		sum += uint64(v * v)
+	}
+	return sum >= SpeechRMS*SpeechRMS*uint64(n)
+}
+
+// Loud decides every frame as the whole frame's RMS does, whatever its
+// length (whole blocks, a tail, an odd byte) and wherever its loudness
+// lies: speech at the start (decided early), at the very end, spread just
+// over or just under the threshold, the extremes of int16.
+func TestLoudAgreesWithTheWholeFramesRMS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 640))
+	frame := func(n int, amp func(i int) int16) []byte {
+		s := make([]int16, n)
+		for i := range s {
+			s[i] = amp(i)
+		}
+		return pcmOf(s...)
+	}
+	var frames [][]byte
+	for _, n := range []int{1, 3, 4, 31, 32, 33, 63, 64, 65, 160, 320, 321, 960} {
+		for _, level := range []int{0, 500, 990, 999, 1000, 1001, 1010, 1500, 32767} {
+			lv := level
+			frames = append(frames,
+				frame(n, func(int) int16 { return int16(lv) }),
+				frame(n, func(i int) int16 { return int16((1 - 2*(i%2)) * lv) }),
+				frame(n, func(int) int16 { return int16(rng.IntN(2*lv+1) - lv) }),
+				// all the frame's energy in its last sample, or its first
+				frame(n, func(i int) int16 {
+					if i == n-1 {
+						return int16(min(32767, lv*int(math.Sqrt(float64(n)))))
+					}
+					return 0
+				}),
+				frame(n, func(i int) int16 {
+					if i == 0 {
+						return math.MinInt16
+					}
+					return int16(lv / 4)
+				}))
+		}
+	}
+	for range 2000 {
+		frames = append(frames, frame(1+rng.IntN(700), func(int) int16 { return int16(rng.IntN(65536) - 32768) }),
+			frame(1+rng.IntN(700), func(int) int16 { return int16(rng.IntN(2001) - 1000) }))
+	}
+	for i, f := range frames {
+		for _, pcm := range [][]byte{f, append(f[:len(f):len(f)], 0x7f)} { // and with an odd byte after
+			if got, want := Loud(pcm), loudBySample(pcm); got != want {
+				t.Fatalf("frame %d (%d bytes): Loud = %v, the whole frame's RMS says %v", i, len(pcm), got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkLoud20ms is a silent frame (every sample summed); the Speech
+// one a 440 Hz sine at about -12 dBFS (relaybench's), decided loud early.
 func BenchmarkLoud20ms(b *testing.B) {
-	pcm := make([]byte, 640)
+	benchLoud(b, make([]byte, 640))
+}
+
+func BenchmarkLoud20msSpeech(b *testing.B) {
+	s := make([]int16, 320)
+	for i := range s {
+		s[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i)/16000))
+	}
+	benchLoud(b, pcmOf(s...))
+}
+
+func benchLoud(b *testing.B, pcm []byte) {
 	b.SetBytes(int64(len(pcm)))
 	b.ReportAllocs()
 	for b.Loop() {
