@@ -2,6 +2,7 @@ package session
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/orchestrator"
@@ -30,7 +31,11 @@ type state struct {
 	chars   []int // and in characters
 	turns   int   // turns taken on this connection
 	block   store.Block
-	pending map[string]orchestrator.Confirmation // by token
+	// blockSet says a block is recorded (in force or expired): without one
+	// blocked answers from it alone, with no lock nor clock read — the
+	// browser's reader asks for every microphone frame. Stored under mu.
+	blockSet atomic.Bool
+	pending  map[string]orchestrator.Confirmation // by token
 	// appended counts every entry ever added to the history (it never goes
 	// down): a store write of entries knows by it whether a restore that
 	// ran since wrote them already (persister.uncovered).
@@ -215,6 +220,7 @@ func (s *state) setBlock(b store.Block) bool {
 		return false
 	}
 	s.block = b
+	s.blockSet.Store(true)
 	return true
 }
 
@@ -223,6 +229,7 @@ func (s *state) liftBlock() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.block = store.Block{}
+	s.blockSet.Store(false)
 }
 
 // currentBlock is the block recorded, in force or not.
@@ -234,6 +241,9 @@ func (s *state) currentBlock() store.Block {
 
 // blocked reports whether input is refused now, and until when.
 func (s *state) blocked() (time.Time, bool) {
+	if !s.blockSet.Load() {
+		return time.Time{}, false // as the zero block answers
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.block.Until, s.now().Before(s.block.Until)
