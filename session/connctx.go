@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,8 +23,11 @@ import (
 type connCtx struct {
 	done chan struct{}
 
+	// canceled is set once, under mu; Err reads it without the lock (every
+	// write to the browser asks first, model audio's 50 a second).
+	canceled atomic.Bool
+
 	mu       sync.Mutex
-	canceled bool
 	fns      *afterFn    // registered and not run yet
 	ended    func()      // run on its own goroutine at cancel
 	unparent func() bool // stops the watch on the parent; nil: none
@@ -50,9 +54,10 @@ func (c *connCtx) Done() <-chan struct{}       { return c.done }
 func (c *connCtx) Value(any) any               { return nil }
 
 func (c *connCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.canceled {
+	if c.canceled.Load() {
+		// Set just before done closes: as context's own, wait for it, so
+		// that Err is never Canceled while Done is still open.
+		<-c.done
 		return context.Canceled
 	}
 	return nil
@@ -65,7 +70,7 @@ func (c *connCtx) Err() error {
 func (c *connCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.canceled {
+	if c.canceled.Load() {
 		go f()
 		return func() bool { return false }
 	}
@@ -99,10 +104,10 @@ func (c *connCtx) AfterFunc(f func()) (stop func() bool) {
 func (c *connCtx) cancel() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.canceled {
+	if c.canceled.Load() {
 		return false
 	}
-	c.canceled = true
+	c.canceled.Store(true)
 	close(c.done)
 	go c.ended()
 	for n := c.fns; n != nil; n = n.next {

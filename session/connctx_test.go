@@ -80,3 +80,35 @@ func TestConnContextEndsWithItsParent(t *testing.T) {
 		t.Fatal("a context its parent ended was ended again")
 	}
 }
+
+// Err, read without the context's lock, keeps context's contract while a
+// cancel runs beside it: nil while Done is open, Canceled once it is
+// closed, never Canceled with Done still open.
+func TestConnContextErrAgreesWithDoneDuringACancel(t *testing.T) {
+	for range 200 {
+		c := newConnCtx(context.Background(), func() {})
+		seen := make(chan error, 1)
+		go func() {
+			for {
+				err := c.Err()
+				if err == nil {
+					continue
+				}
+				select {
+				case <-c.Done():
+					seen <- nil
+				default:
+					seen <- errors.New("Err is Canceled while Done is open")
+				}
+				return
+			}
+		}()
+		c.cancel()
+		if err := <-seen; err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("Err after cancel = %v", c.Err())
+		}
+	}
+}
