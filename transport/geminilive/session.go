@@ -63,22 +63,27 @@ const (
 // browser reader's microphone audio, the conversation's text and tool
 // responses); the connection serialises them, and the reader's pongs,
 // with its one write lock.
+//
+// Its fields are laid out for the voice path: what every send reads (the
+// connection, whether it is still usable) shares the first cache line,
+// written only when the connection fails; what Recv changes with every
+// message is in the second. A microphone chunk's send then touches one line
+// of the Session, which the pump's reads on the other core do not take away
+// from it.
 type Session struct {
 	conn         *wsbuf.Client
 	writeTimeout time.Duration
+	werr         atomic.Pointer[error] // a write failed: nothing more is written
+	dead         atomic.Bool           // err is set
+	emu          sync.Mutex
+	err          error // why the connection ended; the first cause wins
+	closeOnce    sync.Once
 
 	// Owned by the goroutine that calls Recv.
 	rbuf   *[]byte               // from bufs: the message being read and handled; nil between messages
 	pcm    *[]byte               // from bufs: the model audio of the events not yet all returned; else nil
 	events []transport.LiveEvent // the last message's events
 	next   int                   // the next event of events to return
-
-	werr atomic.Pointer[error] // a write failed: nothing more is written
-
-	dead      atomic.Bool // err is set
-	emu       sync.Mutex
-	err       error // why the connection ended; the first cause wins
-	closeOnce sync.Once
 }
 
 var _ transport.LiveSession = (*Session)(nil)
