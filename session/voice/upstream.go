@@ -90,7 +90,7 @@ func (v *Session) replace(old transport.LiveSession, reason metrics.ConnectReaso
 				_ = up.Close()
 				return errClosed
 			}
-			v.up = up
+			v.up, v.audio = up, transport.UnwrapLive(up)
 			if !resumed {
 				v.handle = ""
 			}

@@ -183,8 +183,11 @@ type Session struct {
 	// sampling; the pump's alone.
 	modelAudio uint
 
-	mu     sync.Mutex
-	up     transport.LiveSession
+	mu sync.Mutex
+	up transport.LiveSession
+	// audio is up's Recv and SendAudio without its wrappers
+	// (transport.UnwrapLive): Mic's sends, set with up.
+	audio  transport.LiveSession
 	handle string        // newest resumable handle
 	cur    *turn         // the turn the model's output belongs to; nil between turns
 	open   []*turn       // turns not finalized yet (cur, and completed ones awaiting their calls)
@@ -278,7 +281,7 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reaso
 		v.cancel()
 		return nil, err
 	}
-	v.up = up
+	v.up, v.audio = up, transport.UnwrapLive(up)
 	if resumed {
 		v.handle = handle
 	}
@@ -351,7 +354,7 @@ func (v *Session) Mic(now time.Time, pcm []byte) bool {
 		v.mu.Unlock()
 		return false
 	}
-	up := v.up
+	up := v.audio
 	v.mu.Unlock()
 	if err := up.SendAudio(pcm); err != nil {
 		v.mu.Lock()
