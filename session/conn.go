@@ -213,6 +213,10 @@ func (c *conn) readOn(r *reader) {
 func (c *conn) readLoop(r *reader) bool {
 	var buf []byte  // a browser's wire reads into buffers of its own
 	s := c.s.Load() // the handshake made it
+	// The last frame recorded as a sign of life, and how far apart they are
+	// recorded (sighted).
+	var seen int64
+	grain := aliveGrain(c.m.cfg.IdleTimeout)
 	for {
 		binary, data, err := c.wire.Read(buf)
 		if err != nil {
@@ -224,7 +228,7 @@ func (c *conn) readLoop(r *reader) bool {
 		}
 		buf = data[:0]
 		now := clock.Wall.Now()
-		c.alive(now)
+		c.sighted(now, &seen, grain)
 		if binary {
 			c.relay.audioIn.Inc()
 			if !r.begun {
