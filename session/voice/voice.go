@@ -164,10 +164,50 @@ var ErrConnectRefused = errors.New("voice: upstream connect budget used up")
 const EndRateLimited = "rate_limited"
 
 // Session is the voice side of one session.
+//
+// Its first two cache lines are the voice path's: every microphone chunk
+// (Mic) and every model-audio chunk (the pump's onEvent) reads and writes
+// the Session there and nowhere else — the mutex and what is checked under
+// it per chunk on the first line, the speech mark, the host and the
+// upstream on the second — rather than on five lines of it and four
+// (TestSessionKeepsTheVoicePathOnTwoCacheLines). A Session is 64-byte
+// aligned (its size class, 704 bytes, is a multiple of 64).
 type Session struct {
+	mu       sync.Mutex // guards the fields below it, up to the next comment that says otherwise
+	closed   bool       // the upstream was closed on purpose
+	swapping bool       // the upstream is being replaced: microphone audio is buffered
+	speaking bool       // between cur's first model output and its turnComplete
+	drain    bool       // let the answer's audio out before closing
+	stopped  bool       // the connection is going away: nobody is told
+	wantSwap bool       // goAway seen: replace at the next resumable moment
+	ending   string     // why voice is ending; "" while it is not
+	// audio is up's Recv and SendAudio without its wrappers
+	// (transport.UnwrapLive): Mic's sends, set with up.
+	audio transport.LiveSession
+	cur   *turn // the turn the model's output belongs to; nil between turns
+	// modelAudio counts the model's audio chunks, for the out-relay
+	// sampling; the pump's alone, not guarded by mu.
+	modelAudio uint
+
+	// speech is the end of the user's speech not answered yet (mu).
+	speech speechEnd
+	h      Host // not guarded: set once
+	up     transport.LiveSession
+	handle string        // newest resumable handle
+	open   []*turn       // turns not finalized yet (cur, and completed ones awaiting their calls)
+	idle   chan struct{} // closed when open empties; nil while nobody waits (Idle)
+	// finishing counts turns out of open whose turn.done is not queued yet.
+	finishing int
+	deferred  []userTurn
+	buffered  [][]byte
+	bufBytes  int
+	// traceNotes are upstream events (goAway, resume) that came between
+	// turns, for the next turn's span.
+	traceNotes []traceNote
+
+	// Set once, at Start; not guarded.
 	cfg Config
 	d   Deps
-	h   Host
 	// channel labels the voice side's metrics: the session's
 	// (d.Turns.Conversation's), read once.
 	channel metrics.Channel
@@ -179,36 +219,6 @@ type Session struct {
 	drops  throttle.Log // microphone audio the upstream refused, in bytes
 	// response observes each turn's voice-to-voice latency.
 	response prometheus.Observer
-	// modelAudio counts the model's audio chunks, for the out-relay
-	// sampling; the pump's alone.
-	modelAudio uint
-
-	mu sync.Mutex
-	up transport.LiveSession
-	// audio is up's Recv and SendAudio without its wrappers
-	// (transport.UnwrapLive): Mic's sends, set with up.
-	audio  transport.LiveSession
-	handle string        // newest resumable handle
-	cur    *turn         // the turn the model's output belongs to; nil between turns
-	open   []*turn       // turns not finalized yet (cur, and completed ones awaiting their calls)
-	idle   chan struct{} // closed when open empties; nil while nobody waits (Idle)
-	// finishing counts turns out of open whose turn.done is not queued yet.
-	finishing int
-	speaking  bool // between cur's first model output and its turnComplete
-	deferred  []userTurn
-	ending    string // why voice is ending; "" while it is not
-	drain     bool   // let the answer's audio out before closing
-	stopped   bool   // the connection is going away: nobody is told
-	closed    bool   // the upstream was closed on purpose
-	swapping  bool   // the upstream is being replaced: microphone audio is buffered
-	wantSwap  bool   // goAway seen: replace at the next resumable moment
-	buffered  [][]byte
-	bufBytes  int
-	// traceNotes are upstream events (goAway, resume) that came between
-	// turns, for the next turn's span.
-	traceNotes []traceNote
-	// speech is the end of the user's speech not answered yet.
-	speech speechEnd
 }
 
 // turn is one voice turn: from its first event to its turnComplete, and
