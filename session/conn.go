@@ -23,34 +23,44 @@ import (
 // caller of run) and the writer (while there is something to write), and
 // the session's. They share ctx; when one fails, all stop.
 type conn struct {
+	// The first cache line (a conn is 640 bytes, 64-byte aligned) holds
+	// what the voice path reads for every chunk, the microphone's and the
+	// model's, and nothing written per chunk: the reader's own per-frame
+	// state is with its rates, apart from what the pump reads
+	// (TestConnKeepsThePumpsFieldsOnOneCacheLine).
 	m    *Manager
-	wire Wire     // the browser's WebSocket, or a phone call's bridge
-	raw  net.Conn // under wire; nil when unknown
-	q    *queue
-	id   Identity // as the edge admitted it (user, channel, prompt, pinned)
+	wire Wire   // the browser's WebSocket, or a phone call's bridge
+	q    *queue // the send queue
+	// ctx ends with the connection (cancel), which drops the socket.
+	ctx *connCtx
+	// The writer's own (see write): one runs at a time, started by the
+	// queue (or the pump's claim of its place).
+	watchdog *watchdog
+	// relay are the channel's audio series: frames in, model audio out by
+	// its path, the sampled time through the gateway (relaystats.go).
+	relay *relaySeries
+
+	raw net.Conn // under wire; nil when unknown
+	id  Identity // as the edge admitted it (user, channel, prompt, pinned)
 	// logp is the connection's logger (log, connlog.go); session.start
 	// adds the session's id while the reader and timers may log.
 	logp atomic.Pointer[slog.Logger]
-
-	// ctx ends with the connection (cancel), which drops the socket.
-	ctx  *connCtx
 	done latch // closed when run has returned
 
 	// s is the session it carries (session.go), from session.start on;
 	// nil before.
 	s   atomic.Pointer[session]
 	out closer
-	// The writer's own (see write): one runs at a time, started by the
-	// queue. wend is closed when a writer has ended for good.
-	watchdog *watchdog
-	spare    []frame
-	wend     latch
+	// The writer's too. wend is closed when a writer has ended for good.
+	spare []frame
+	wend  latch
 
-	relay relayStats // audio frames in, and their time through the gateway (relaystats.go)
-
-	rates    rates    // the reader's limiters (rates.go)
-	refusals refusals // counted and logged (refusals.go)
-	exp      expiry   // the token's deadline (expiry.go)
+	rates rates // the reader's limiters (rates.go)
+	// micFrames counts the microphone frames sent up, for the in-relay
+	// sampling (micSent); the reader's own.
+	micFrames uint
+	refusals  refusals // counted and logged (refusals.go)
+	exp       expiry   // the token's deadline (expiry.go)
 	// Liveness, for the node's keepalive goroutine.
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
 	pings    pinger

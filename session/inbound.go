@@ -78,7 +78,7 @@ func (c *conn) micAudio(s *session, now time.Time, pcm []byte) {
 		if !s.inputBlocked() && v.Mic(now, pcm) {
 			// now is when the frame was read: the in-relay sample runs
 			// from there to the end of its upstream write.
-			c.relay.micSent(now)
+			c.micSent(now)
 			c.micReads(s)
 		}
 	}

@@ -10,15 +10,13 @@ import (
 	"github.com/turnstile-gw/turnstile/session/voice"
 )
 
-// relayStats are a connection's audio figures: the browser's audio frames
+// A connection's audio figures: the browser's audio frames
 // (turnstile_browser_messages_total{type="audio"}), model audio out by
 // its path (turnstile_audio_out_frames_total), and the time one
 // frame in voice.RelaySampleEvery spends crossing the gateway, each way
-// (turnstile_relay_added_seconds).
-type relayStats struct {
-	*relaySeries
-	micFrames uint // the reader's frames sent up, for the sampling; the reader's own
-}
+// (turnstile_relay_added_seconds). The series are the channel's
+// (conn.relay); the microphone frames counted for the sampling are the
+// reader's own (conn.micFrames), kept apart from what the pump reads.
 
 // relaySeries are a channel's audio series, resolved once per node (the
 // audio path allocates nothing) and shared by its connections rather than
@@ -37,26 +35,26 @@ func newRelaySeries(m *metrics.Metrics, ch metrics.Channel) *relaySeries {
 		queued: m.AudioOutCounter(ch, metrics.AudioQueued)}
 }
 
-// newRelayStats are the figures of a connection on channel ch.
-func (m *Manager) newRelayStats(ch metrics.Channel) relayStats {
+// newRelayStats are the series of a connection on channel ch.
+func (m *Manager) newRelayStats(ch metrics.Channel) *relaySeries {
 	s := m.relays[ch]
 	if s == nil {
 		s = newRelaySeries(m.Metrics, ch)
 	}
-	return relayStats{relaySeries: s}
+	return s
 }
 
 // micSent notes a microphone frame read at read that has been written
 // upstream; one in voice.RelaySampleEvery is timed. Reader only.
-func (r *relayStats) micSent(read time.Time) {
-	if r.micFrames++; r.micFrames%voice.RelaySampleEvery == 0 {
-		r.in.Observe(clock.Wall.Since(read).Seconds())
+func (c *conn) micSent(read time.Time) {
+	if c.micFrames++; c.micFrames%voice.RelaySampleEvery == 0 {
+		c.relay.in.Observe(clock.Wall.Since(read).Seconds())
 	}
 }
 
 // written notes model audio queued at received that has been written to
 // the browser (the voice side samples which frames carry a time). Writer
 // only.
-func (r *relayStats) written(received time.Time) {
+func (r *relaySeries) written(received time.Time) {
 	r.out.Observe(clock.Wall.Since(received).Seconds())
 }

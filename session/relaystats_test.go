@@ -14,7 +14,7 @@ func (o *observations) Observe(v float64) { *o = append(*o, v) }
 
 func TestOneMicrophoneFrameInASampleIsTimedFromItsRead(t *testing.T) {
 	var in observations
-	r := relayStats{relaySeries: &relaySeries{in: &in}}
+	r := &conn{relay: &relaySeries{in: &in}}
 	read := time.Now().Add(-time.Second) // read a second ago
 	for range 3 * voice.RelaySampleEvery {
 		r.micSent(read)

@@ -1,0 +1,41 @@
+package session
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// What the voice pump reads of the connection for every model-audio chunk
+// (the queue for its claim, the context, the watchdog, the wire, the relay
+// series) is on the conn's first cache line, which no chunk writes; the
+// reader's per-frame state (its rates, the frames it counts for the
+// sampling) is past it. The conn's size keeps it 64-byte aligned.
+func TestConnKeepsThePumpsFieldsOnOneCacheLine(t *testing.T) {
+	const line = 64
+	var c conn
+	for _, f := range []struct {
+		name      string
+		off, size uintptr
+	}{
+		{"wire", unsafe.Offsetof(c.wire), unsafe.Sizeof(c.wire)},
+		{"q", unsafe.Offsetof(c.q), unsafe.Sizeof(c.q)},
+		{"ctx", unsafe.Offsetof(c.ctx), unsafe.Sizeof(c.ctx)},
+		{"watchdog", unsafe.Offsetof(c.watchdog), unsafe.Sizeof(c.watchdog)},
+		{"relay", unsafe.Offsetof(c.relay), unsafe.Sizeof(c.relay)},
+	} {
+		if (f.off+f.size-1)/line != 0 {
+			t.Errorf("%s at bytes %d–%d, past the first cache line", f.name, f.off, f.off+f.size-1)
+		}
+	}
+	for name, off := range map[string]uintptr{"micFrames": unsafe.Offsetof(c.micFrames), "rates": unsafe.Offsetof(c.rates),
+		"lastSeen": unsafe.Offsetof(c.lastSeen)} {
+		if off < line {
+			t.Errorf("the reader's %s is at byte %d, on the pump's cache line", name, off)
+		}
+	}
+	switch size := unsafe.Sizeof(c); {
+	case size > 576 && size <= 640, size > 640 && size <= 704, size > 704 && size <= 768:
+	default:
+		t.Errorf("a conn is %d bytes: its size class may not keep it 64-byte aligned; check the layout", size)
+	}
+}
