@@ -20,7 +20,11 @@ import (
 // voice side. It is the one owner of that, under one lock; the text loop
 // and the voice side run outside it.
 type activity struct {
-	s *session
+	// voice is the voice side (nil in text), set under mu and read
+	// without it: the reader looks at it for every microphone frame. It
+	// comes first: on the session's cache line that holds st too.
+	voice atomic.Pointer[voice.Session]
+	s     *session
 
 	mu         sync.Mutex
 	turnCancel context.CancelCauseFunc // the running text turn
@@ -29,12 +33,9 @@ type activity struct {
 	// verdict before its model request (admit.go) has it; nil when none
 	// waits. The lock is not held during that round trip.
 	admitting chan struct{}
-	// voice is the voice side (nil in text), set under mu and read
-	// without it: the reader looks at it for every microphone frame.
-	voice    atomic.Pointer[voice.Session]
-	starting bool          // a voice upstream is being opened
-	toVoice  string        // switch to voice when the text turn ends (the reason)
-	notes    []confirmNote // confirmation outcomes waiting for the text turn to end
+	starting  bool          // a voice upstream is being opened
+	toVoice   string        // switch to voice when the text turn ends (the reason)
+	notes     []confirmNote // confirmation outcomes waiting for the text turn to end
 	// turnsUntil: the user's turns per minute are used up until then (as
 	// the store said); typed input is refused here without asking again.
 	turnsUntil time.Time

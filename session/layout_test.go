@@ -39,3 +39,19 @@ func TestConnKeepsThePumpsFieldsOnOneCacheLine(t *testing.T) {
 		t.Errorf("a conn is %d bytes: its size class may not keep it 64-byte aligned; check the layout", size)
 	}
 }
+
+// A microphone frame reads of its session the voice side and the state
+// (for a block): both on one of the session's cache lines.
+func TestSessionKeepsTheMicrophonesFieldsOnOneCacheLine(t *testing.T) {
+	const line = 64
+	var s session
+	st, v := unsafe.Offsetof(s.st), unsafe.Offsetof(s.act)+unsafe.Offsetof(s.act.voice)
+	if st/line != (st+7)/line || v/line != (v+7)/line || st/line != v/line {
+		t.Errorf("the session's st at byte %d and its voice side at byte %d are not on one cache line", st, v)
+	}
+	switch size := unsafe.Sizeof(s); {
+	case size > 384 && size <= 448, size > 448 && size <= 512:
+	default:
+		t.Errorf("a session is %d bytes: its size class may not keep it 64-byte aligned; check the layout", size)
+	}
+}
