@@ -55,10 +55,11 @@ type conn struct {
 	spare []frame
 	wend  latch
 
-	rates rates // the reader's limiters (rates.go)
 	// micFrames counts the microphone frames sent up, for the in-relay
-	// sampling (micSent); the reader's own.
+	// sampling (micSent); the reader's own, on one cache line with the
+	// microphone's pace.
 	micFrames uint
+	rates     rates    // the reader's limiters (rates.go)
 	refusals  refusals // counted and logged (refusals.go)
 	exp       expiry   // the token's deadline (expiry.go)
 	// Liveness, for the node's keepalive goroutine.

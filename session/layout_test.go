@@ -33,6 +33,13 @@ func TestConnKeepsThePumpsFieldsOnOneCacheLine(t *testing.T) {
 			t.Errorf("the reader's %s is at byte %d, on the pump's cache line", name, off)
 		}
 	}
+	// The reader's per-frame fields, on one line of their own.
+	mf, pace, mic := unsafe.Offsetof(c.micFrames), unsafe.Offsetof(c.rates)+unsafe.Offsetof(c.rates.micPace),
+		unsafe.Offsetof(c.rates)+unsafe.Offsetof(c.rates.mic)
+	if mf/line != (mf+7)/line || mf/line != pace/line || pace/line != (mic+7)/line {
+		t.Errorf("the reader's micFrames (byte %d), pace (%d) and microphone limiter (%d) are not on one cache line",
+			mf, pace, mic)
+	}
 	switch size := unsafe.Sizeof(c); {
 	case size > 576 && size <= 640, size > 640 && size <= 704, size > 704 && size <= 768:
 	default:
