@@ -15,3 +15,12 @@ func newLoop() (*loop, error) { return nil, errors.New("-loop: Linux only (epoll
 func (l *loop) Close() {}
 
 func (r *relay) serveLoop(http.ResponseWriter, *http.Request) {}
+
+// coroLoop is the event loop of -coro, on Linux only.
+type coroLoop struct{}
+
+func newCoroLoop(bool) (*coroLoop, error) { return nil, errors.New("-coro: Linux only (epoll)") }
+
+func (l *coroLoop) Close() {}
+
+func (r *relay) serveCoro(http.ResponseWriter, *http.Request) {}

@@ -24,7 +24,11 @@
 // With -loop (TURNSTILE_ARGS=-loop under relaybench), a session's two
 // sockets leave Go's poller after the set-up and are relayed by one
 // goroutine waiting on epoll (loop_linux.go): the floor of a Go relay
-// without a goroutine per socket.
+// without a goroutine per socket. With -coro, the browser's reader — the
+// same code as without flags — runs as a coroutine that an epoll loop
+// resumes when the browser's socket is readable (coro_linux.go), the
+// upstream's keeps its goroutine: what the gateway's code would cost on a
+// loop.
 //
 // Environment (as relaybench's run.sh starts the gateway): TURNSTILE_ADDR
 // (default 127.0.0.1:8080), GEMINI_BASE_URL (http:// or ws://, required),
@@ -51,9 +55,13 @@ import (
 
 func main() {
 	loopMode := flag.Bool("loop", false, "after a session's set-up, relay its two sockets on one epoll loop (Linux): the floor without a goroutine per socket")
+	coroMode := flag.Bool("coro", false, "after a session's set-up, run the browser's reader as a coroutine of an epoll loop (Linux), the upstream's on its goroutine: the gateway's code on a loop")
+	coroParked := flag.Bool("coro-netpoll", false, "-coro with the loop's goroutine waiting in Go's poller rather than in epoll_wait")
 	flag.Parse()
 	cfg := config{
 		loop:  *loopMode,
+		coro:  *coroMode || *coroParked,
+		park:  *coroParked,
 		addr:  getenv("TURNSTILE_ADDR", "127.0.0.1:8080"),
 		base:  os.Getenv("GEMINI_BASE_URL"),
 		key:   os.Getenv("GEMINI_API_KEY"),
@@ -89,6 +97,12 @@ func run(cfg config) error {
 		}
 		defer r.loop.Close()
 	}
+	if cfg.coro {
+		if r.coro, err = newCoroLoop(cfg.park); err != nil {
+			return err
+		}
+		defer r.coro.Close()
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/ws", r)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -116,7 +130,7 @@ func run(cfg config) error {
 
 type config struct {
 	addr, base, key, model, pprof string
-	loop                          bool
+	loop, coro, park              bool
 }
 
 // liveURL is the Gemini API's Live endpoint under base, as the Go SDK

@@ -22,7 +22,8 @@ import (
 // session for each.
 type relay struct {
 	live, key, model string
-	loop             *loop // -loop: sessions move to an event loop after their set-up
+	loop             *loop     // -loop: sessions move to an event loop after their set-up
+	coro             *coroLoop // -coro: browsers' readers run as coroutines of an event loop after the set-up
 }
 
 const (
@@ -45,6 +46,10 @@ func isPing(msg []byte) bool { return bytes.Contains(msg, []byte(`"ping"`)) }
 func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.loop != nil {
 		r.serveLoop(w, req)
+		return
+	}
+	if r.coro != nil {
+		r.serveCoro(w, req)
 		return
 	}
 	b, err := wsbuf.Accept(w, req, wsbuf.AcceptOptions{})

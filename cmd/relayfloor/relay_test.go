@@ -81,31 +81,51 @@ func (e *liveEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// modes runs f for the goroutine relay and, on Linux, the event loop.
-func modes(t *testing.T, f func(t *testing.T, loop bool)) {
-	t.Run("goroutines", func(t *testing.T) { f(t, false) })
+// mode is how a relay under test runs its sessions.
+type mode int
+
+const (
+	goroutines mode = iota // a goroutine per socket
+	loopMode               // -loop
+	coroMode               // -coro
+	coroParkedMode         // -coro-netpoll
+)
+
+// modes runs f for the goroutine relay and, on Linux, the loops.
+func modes(t *testing.T, f func(t *testing.T, m mode)) {
+	t.Run("goroutines", func(t *testing.T) { f(t, goroutines) })
 	if runtime.GOOS == "linux" {
-		t.Run("loop", func(t *testing.T) { f(t, true) })
+		t.Run("loop", func(t *testing.T) { f(t, loopMode) })
+		t.Run("coro", func(t *testing.T) { f(t, coroMode) })
+		t.Run("coro-netpoll", func(t *testing.T) { f(t, coroParkedMode) })
 	}
 }
 
-// newRelay is a relay to the Live endpoint at url, in -loop mode or not.
-func newRelay(t *testing.T, url string, loop bool) *relay {
+// newRelay is a relay to the Live endpoint at url, in mode m.
+func newRelay(t *testing.T, url string, m mode) *relay {
 	r := &relay{live: url, key: "k", model: "m1"}
-	if loop {
+	switch m {
+	case loopMode:
 		l, err := newLoop()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(l.Close)
 		r.loop = l
+	case coroMode, coroParkedMode:
+		l, err := newCoroLoop(m == coroParkedMode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		r.coro = l
 	}
 	return r
 }
 
 func TestRelaysAudioBothWaysAfterTheSetUp(t *testing.T) { modes(t, relaysAudioBothWays) }
 
-func relaysAudioBothWays(t *testing.T, loop bool) {
+func relaysAudioBothWays(t *testing.T, m mode) {
 	echo := &liveEcho{t: t}
 	live := httptest.NewServer(echo)
 	defer func() { live.Close(); echo.wg.Wait() }()
@@ -113,7 +133,7 @@ func relaysAudioBothWays(t *testing.T, loop bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRelay(t, url, loop)
+	r := newRelay(t, url, m)
 	var served sync.WaitGroup
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		served.Add(1)
@@ -171,7 +191,7 @@ func relaysAudioBothWays(t *testing.T, loop bool) {
 
 func TestUpstreamEndClosesTheBrowser(t *testing.T) { modes(t, upstreamEndClosesTheBrowser) }
 
-func upstreamEndClosesTheBrowser(t *testing.T, loop bool) {
+func upstreamEndClosesTheBrowser(t *testing.T, m mode) {
 	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := wsbuf.Accept(w, r, wsbuf.AcceptOptions{})
 		if err != nil {
@@ -185,7 +205,7 @@ func upstreamEndClosesTheBrowser(t *testing.T, loop bool) {
 	}))
 	defer live.Close()
 	url, _ := liveURL(live.URL)
-	front := httptest.NewServer(newRelay(t, url, loop))
+	front := httptest.NewServer(newRelay(t, url, m))
 	defer front.Close()
 	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(front.URL, "http")+"/v1/ws", nil)
 	if err != nil {
