@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"iter"
@@ -41,10 +42,15 @@ type coroLoop struct {
 	// (the set's descriptor is pollable) rather than in epoll_wait: no
 	// thread of its own (-coro-netpoll).
 	parked bool
-	mu     sync.Mutex
-	socks  map[int32]*coroSock // by descriptor; the loop reads it under mu
-	stop   [2]int              // a pipe: Close writes, the loop returns
-	done   chan struct{}
+	// both: the upstream's reader (the pump) runs as a coroutine of the
+	// loop too (-coro-both), its socket out of Go's poller from the dial.
+	both  bool
+	mu    sync.Mutex
+	socks map[int32]*coroSock // by descriptor; the loop reads it under mu
+	stop  [2]int              // a pipe: Close writes, the loop returns
+	wake  [2]int              // a pipe: add writes, the loop resumes fresh
+	fresh []*coroSock         // added, not yet resumed: what they hold already read is served at once
+	done  chan struct{}
 }
 
 // coroSock is one browser socket on the loop, with its reader coroutine.
@@ -52,22 +58,25 @@ type coroSock struct {
 	c    *fdConn
 	next func() (struct{}, bool)
 	end  func() // after the coroutine returned: on a goroutine of its own
+	gone bool   // the coroutine returned (the loop's)
 }
 
-func newCoroLoop(parked bool) (*coroLoop, error) {
+func newCoroLoop(parked, both bool) (*coroLoop, error) {
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	l := &coroLoop{epfd: fd, parked: parked, socks: map[int32]*coroSock{}, done: make(chan struct{})}
-	if err := syscall.Pipe2(l.stop[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		_ = syscall.Close(fd)
-		return nil, err
-	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.stop[0])}
-	if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, l.stop[0], &ev); err != nil {
-		_ = syscall.Close(fd)
-		return nil, err
+	l := &coroLoop{epfd: fd, parked: parked, both: both, socks: map[int32]*coroSock{}, done: make(chan struct{})}
+	for _, p := range []*[2]int{&l.stop, &l.wake} {
+		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+			_ = syscall.Close(fd)
+			return nil, err
+		}
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p[0])}
+		if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
+			_ = syscall.Close(fd)
+			return nil, err
+		}
 	}
 	go l.run()
 	return l, nil
@@ -77,7 +86,7 @@ func newCoroLoop(parked bool) (*coroLoop, error) {
 func (l *coroLoop) Close() {
 	_, _ = syscall.Write(l.stop[1], []byte{0})
 	<-l.done
-	for _, fd := range []int{l.stop[0], l.stop[1], l.epfd} {
+	for _, fd := range []int{l.stop[0], l.stop[1], l.wake[0], l.wake[1], l.epfd} {
 		_ = syscall.Close(fd)
 	}
 }
@@ -102,25 +111,45 @@ func (l *coroLoop) run() {
 			return
 		}
 		for _, ev := range events[:n] {
-			if int(ev.Fd) == l.stop[0] {
+			switch int(ev.Fd) {
+			case l.stop[0]:
 				return
+			case l.wake[0]:
+				var b [64]byte
+				_, _ = syscall.Read(l.wake[0], b[:])
+				l.mu.Lock()
+				fresh := l.fresh
+				l.fresh = nil
+				l.mu.Unlock()
+				for _, s := range fresh {
+					l.resume(s)
+				}
+				continue
 			}
 			l.mu.Lock()
 			s := l.socks[ev.Fd]
 			l.mu.Unlock()
-			if s == nil {
-				continue
-			}
-			if _, ok := s.next(); !ok {
-				// The reader returned: the socket leaves the loop, and
-				// the rest of the session's end runs off it.
-				l.mu.Lock()
-				delete(l.socks, ev.Fd)
-				l.mu.Unlock()
-				_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, s.c.fd, nil)
-				go s.end()
+			if s != nil {
+				l.resume(s)
 			}
 		}
+	}
+}
+
+// resume runs s's reader until it yields (it read all there was) or
+// returns: then the socket leaves the loop, and the rest of the session's
+// end runs off it.
+func (l *coroLoop) resume(s *coroSock) {
+	if s.gone {
+		return
+	}
+	if _, ok := s.next(); !ok {
+		s.gone = true
+		l.mu.Lock()
+		delete(l.socks, int32(s.c.fd))
+		l.mu.Unlock()
+		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, s.c.fd, nil)
+		go s.end()
 	}
 }
 
@@ -161,6 +190,7 @@ func (l *coroLoop) add(c *fdConn, read func(), end func()) error {
 	next, _ := iter.Pull(func(yield func(struct{}) bool) {
 		c.yield = yield
 		read()
+		c.yield = nil // what reads it later (a close) waits in poll(2)
 	})
 	s := &coroSock{c: c, next: next, end: end}
 	l.mu.Lock()
@@ -173,6 +203,12 @@ func (l *coroLoop) add(c *fdConn, read func(), end func()) error {
 		l.mu.Unlock()
 		return err
 	}
+	// The set-up's reads may have taken more than they returned (a frame
+	// sent right behind): the loop resumes the reader once at once.
+	l.mu.Lock()
+	l.fresh = append(l.fresh, s)
+	l.mu.Unlock()
+	_, _ = syscall.Write(l.wake[1], []byte{0})
 	return nil
 }
 
@@ -185,12 +221,25 @@ func (r *relay) serveCoro(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	b.SetReadLimit(readLimit)
-	up, err := r.start(req.Context(), b)
+	var uc *fdConn // the upstream's socket (-coro-both)
+	var netDial func(context.Context, string, string) (net.Conn, error)
+	if r.coro.both {
+		netDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialOut(ctx, network, addr)
+			uc = c
+			return c, err
+		}
+	}
+	up, err := r.start(req.Context(), b, netDial)
 	if err != nil {
 		log.Printf("relayfloor: session start: %v", err)
 		_ = b.Close(4102, "upstream: "+err.Error())
 		_ = b.CloseNow()
 		fc.release()
+		return
+	}
+	if r.coro.both {
+		r.serveCoroBoth(b, fc, up, uc)
 		return
 	}
 	done := make(chan struct{})
@@ -213,6 +262,53 @@ func (r *relay) serveCoro(w http.ResponseWriter, req *http.Request) {
 		log.Printf("relayfloor: %v", err)
 		end()
 	}
+}
+
+// serveCoroBoth puts both readers on the loop: the browser's (forward)
+// and the upstream's (pump), each a coroutine; the session's sockets are
+// released once both have returned.
+func (r *relay) serveCoroBoth(b *wsbuf.ServerConn, fc *fdConn, up *wsbuf.Client, uc *fdConn) {
+	var left sync.WaitGroup
+	left.Add(2)
+	go func() {
+		left.Wait()
+		fc.release()
+		uc.release()
+	}()
+	read := func() {
+		if err := forward(b, up); !isEnd(err) {
+			log.Printf("relayfloor: browser: %v", err)
+		}
+	}
+	endRead := func() { _ = up.Close(); _ = b.CloseNow(); left.Done() }
+	endPump := func() { _ = b.CloseNow(); left.Done() }
+	if err := r.coro.add(uc, func() { pump(up, b) }, endPump); err != nil {
+		log.Printf("relayfloor: %v", err)
+		endPump()
+		endRead()
+		return
+	}
+	if err := r.coro.add(fc, read, endRead); err != nil {
+		log.Printf("relayfloor: %v", err)
+		_ = up.Close() // the pump's coroutine reads the end, and ends
+		endRead()
+	}
+}
+
+// dialOut is -coro-both's NetDial: a TCP connection out of Go's poller,
+// whose reader stays plain (no raw read of wsbuf's own, which would wait
+// outside the loop's coroutine).
+func dialOut(ctx context.Context, network, addr string) (*fdConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := detach(c)
+	if err != nil {
+		return nil, err
+	}
+	return &fdConn{fd: fd, plain: true}, nil
 }
 
 // detachingWriter hands wsbuf.Accept the hijacked connection's socket
@@ -243,6 +339,7 @@ func (w detachingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // closed by release, once nothing uses it.
 type fdConn struct {
 	fd     int
+	plain  bool                // no Control: wsbuf reads it with plain reads, not inside one raw read
 	yield  func(struct{}) bool // the coroutine's, once it runs
 	closed atomic.Bool
 }
@@ -329,7 +426,13 @@ func (c *fdConn) SyscallConn() (syscall.RawConn, error) { return fdRaw{c}, nil }
 
 type fdRaw struct{ c *fdConn }
 
-func (r fdRaw) Control(f func(fd uintptr)) error { f(uintptr(r.c.fd)); return nil }
+func (r fdRaw) Control(f func(fd uintptr)) error {
+	if r.c.plain {
+		return errors.New("relayfloor: no control of a loop's socket")
+	}
+	f(uintptr(r.c.fd))
+	return nil
+}
 
 func (r fdRaw) Read(f func(fd uintptr) bool) error {
 	for !f(uintptr(r.c.fd)) {

@@ -19,7 +19,7 @@ func (r *relay) serveLoop(http.ResponseWriter, *http.Request) {}
 // coroLoop is the event loop of -coro, on Linux only.
 type coroLoop struct{}
 
-func newCoroLoop(bool) (*coroLoop, error) { return nil, errors.New("-coro: Linux only (epoll)") }
+func newCoroLoop(bool, bool) (*coroLoop, error) { return nil, errors.New("-coro: Linux only (epoll)") }
 
 func (l *coroLoop) Close() {}
 

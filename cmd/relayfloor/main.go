@@ -57,11 +57,13 @@ func main() {
 	loopMode := flag.Bool("loop", false, "after a session's set-up, relay its two sockets on one epoll loop (Linux): the floor without a goroutine per socket")
 	coroMode := flag.Bool("coro", false, "after a session's set-up, run the browser's reader as a coroutine of an epoll loop (Linux), the upstream's on its goroutine: the gateway's code on a loop")
 	coroParked := flag.Bool("coro-netpoll", false, "-coro with the loop's goroutine waiting in Go's poller rather than in epoll_wait")
+	coroBoth := flag.Bool("coro-both", false, "-coro with the upstream's reader a coroutine of the loop too: both sockets on the loop, the code unchanged")
 	flag.Parse()
 	cfg := config{
 		loop:  *loopMode,
-		coro:  *coroMode || *coroParked,
+		coro:  *coroMode || *coroParked || *coroBoth,
 		park:  *coroParked,
+		both:  *coroBoth,
 		addr:  getenv("TURNSTILE_ADDR", "127.0.0.1:8080"),
 		base:  os.Getenv("GEMINI_BASE_URL"),
 		key:   os.Getenv("GEMINI_API_KEY"),
@@ -98,7 +100,7 @@ func run(cfg config) error {
 		defer r.loop.Close()
 	}
 	if cfg.coro {
-		if r.coro, err = newCoroLoop(cfg.park); err != nil {
+		if r.coro, err = newCoroLoop(cfg.park, cfg.both); err != nil {
 			return err
 		}
 		defer r.coro.Close()
@@ -130,7 +132,7 @@ func run(cfg config) error {
 
 type config struct {
 	addr, base, key, model, pprof string
-	loop, coro, park              bool
+	loop, coro, park, both        bool
 }
 
 // liveURL is the Gemini API's Live endpoint under base, as the Go SDK

@@ -58,7 +58,7 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	b.SetReadLimit(readLimit)
 	defer b.CloseNow()
-	up, err := r.start(req.Context(), b)
+	up, err := r.start(req.Context(), b, nil)
 	if err != nil {
 		log.Printf("relayfloor: session start: %v", err)
 		_ = b.Close(4102, "upstream: "+err.Error())
@@ -79,7 +79,8 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // start waits for the browser's session.start, dials the Live session,
 // sends its set-up, waits for setupComplete, and answers session.ready.
-func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn) (*wsbuf.Client, error) {
+// netDial, if not nil, opens the upstream's TCP connection.
+func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn, netDial func(context.Context, string, string) (net.Conn, error)) (*wsbuf.Client, error) {
 	for {
 		binary, err := next(b)
 		if err != nil {
@@ -106,7 +107,7 @@ func (r *relay) start(ctx context.Context, b *wsbuf.ServerConn) (*wsbuf.Client, 
 	defer cancel()
 	h := http.Header{}
 	h.Set("x-goog-api-key", r.key)
-	up, err := wsbuf.Dial(ctx, r.live, wsbuf.DialOptions{Header: h, WriteTimeout: writeBound, ReadLimit: readLimit})
+	up, err := wsbuf.Dial(ctx, r.live, wsbuf.DialOptions{Header: h, WriteTimeout: writeBound, ReadLimit: readLimit, NetDial: netDial})
 	if err != nil {
 		return nil, err
 	}

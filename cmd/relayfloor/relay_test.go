@@ -85,10 +85,11 @@ func (e *liveEcho) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type mode int
 
 const (
-	goroutines mode = iota // a goroutine per socket
-	loopMode               // -loop
-	coroMode               // -coro
-	coroParkedMode         // -coro-netpoll
+	goroutines     mode = iota // a goroutine per socket
+	loopMode                   // -loop
+	coroMode                   // -coro
+	coroParkedMode             // -coro-netpoll
+	coroBothMode               // -coro-both
 )
 
 // modes runs f for the goroutine relay and, on Linux, the loops.
@@ -98,6 +99,7 @@ func modes(t *testing.T, f func(t *testing.T, m mode)) {
 		t.Run("loop", func(t *testing.T) { f(t, loopMode) })
 		t.Run("coro", func(t *testing.T) { f(t, coroMode) })
 		t.Run("coro-netpoll", func(t *testing.T) { f(t, coroParkedMode) })
+		t.Run("coro-both", func(t *testing.T) { f(t, coroBothMode) })
 	}
 }
 
@@ -112,8 +114,8 @@ func newRelay(t *testing.T, url string, m mode) *relay {
 		}
 		t.Cleanup(l.Close)
 		r.loop = l
-	case coroMode, coroParkedMode:
-		l, err := newCoroLoop(m == coroParkedMode)
+	case coroMode, coroParkedMode, coroBothMode:
+		l, err := newCoroLoop(m == coroParkedMode, m == coroBothMode)
 		if err != nil {
 			t.Fatal(err)
 		}

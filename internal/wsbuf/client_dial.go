@@ -41,6 +41,10 @@ type DialOptions struct {
 	// roots); its ServerName, if empty, is the URL's host, sent as SNI and
 	// verified against the certificate.
 	TLSConfig *tls.Config
+	// NetDial, if not nil, opens the TCP connection in place of a
+	// net.Dialer when there is no proxy (cmd/relayfloor's loops dial
+	// sockets they take out of Go's poller).
+	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Dial opens a WebSocket client connection to a ws:// or wss:// URL,
@@ -64,6 +68,11 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 	d := ws.Dialer{
 		Header: ws.HandshakeHeaderHTTP(o.Header),
 		NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if o.NetDial != nil && proxy == nil {
+				c, err := o.NetDial(ctx, network, addr)
+				sock = c
+				return c, err
+			}
 			c, raw, err := dialTCP(ctx, network, addr, proxy, o.TLSConfig)
 			sock = raw
 			return c, err

@@ -615,3 +615,25 @@ func socks5(c net.Conn) {
 	}()
 	_, _ = io.Copy(c, up)
 }
+
+// NetDial, when set, opens the connection the client speaks over (and
+// echoes go through it).
+func TestClientDialsThroughNetDial(t *testing.T) {
+	srv := echoServer(t, make(chan bool, 8), nil)
+	var dialled []string
+	o := DialOptions{NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialled = append(dialled, addr)
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	c := clientDial(t, "ws"+strings.TrimPrefix(srv.URL, "http"), o)
+	if len(dialled) != 1 || dialled[0] != strings.TrimPrefix(srv.URL, "http://") {
+		t.Fatalf("NetDial asked for %q, want the server's address once", dialled)
+	}
+	if err := c.WriteText([]byte("through")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMessage(c); err != nil || string(got) != "through" {
+		t.Fatalf("echo %q, %v", got, err)
+	}
+}
