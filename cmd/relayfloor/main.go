@@ -27,7 +27,9 @@
 // without a goroutine per socket. With -coro, the browser's reader — the
 // same code as without flags — runs as a coroutine that an epoll loop
 // resumes when the browser's socket is readable (coro_linux.go), the
-// upstream's keeps its goroutine: what the gateway's code would cost on a
+// upstream's keeps its goroutine (-coro-netpoll: the loop's goroutine
+// waits in Go's poller; -coro-both: the upstream's reader is a coroutine
+// of the loop too): what the gateway's code, unchanged, would cost on a
 // loop.
 //
 // Environment (as relaybench's run.sh starts the gateway): TURNSTILE_ADDR
