@@ -34,8 +34,7 @@ const (
 )
 
 // rates are a connection's message and audio limiters. Only the reader
-// uses them, so they need no lock; neither rate.Limiter nor bucket
-// allocates.
+// uses them, so they need no lock; rate.Limiter allocates nothing.
 type rates struct {
 	msgLimit   rate.Limit // messages per second; 0: no limit
 	msgBurst   int
@@ -48,46 +47,10 @@ type rates struct {
 }
 
 // micRate is the microphone's pace, made at the connection's first audio
-// frame: a text session, most of them idle, never has one (128 bytes).
+// frame: a text session, most of them idle, never has one (160 bytes).
 type micRate struct {
-	pace bucket
-	run  overRun
-}
-
-// bucket is a token bucket that decides as rate.Limiter's AllowN does —
-// the same float arithmetic, the same tokens and time kept — for one
-// goroutine: no mutex and no reservation built per call, as the
-// microphone's pace is taken on every audio frame (50 a second a session)
-// by the connection's reader alone. It starts full.
-type bucket struct {
-	limit  float64 // tokens per second, above 0
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-func newBucket(limit rate.Limit, burst int) bucket {
-	return bucket{limit: float64(limit), burst: float64(burst), tokens: float64(burst)}
-}
-
-// allow takes n tokens at now; false, taking none, when there are not n
-// (a deficit under a nanosecond of refill passes, as in rate.Limiter,
-// whose wait for it rounds to zero). A time before the last one taken
-// counts as that time.
-func (b *bucket) allow(now time.Time, n int) bool {
-	if float64(n) > b.burst {
-		return false
-	}
-	last := b.last
-	if now.Before(last) {
-		last = now
-	}
-	tokens := min(b.tokens+now.Sub(last).Seconds()*b.limit, b.burst) - float64(n)
-	if tokens < 0 && -tokens/b.limit*float64(time.Second) >= 1 {
-		return false
-	}
-	b.tokens, b.last = tokens, now
-	return true
+	lim *rate.Limiter
+	run overRun
 }
 
 func newRates(cfg Config) rates {
@@ -126,9 +89,9 @@ func (r *rates) audio(now time.Time, n int) rateVerdict {
 	}
 	if r.mic == nil {
 		// A one-second burst; a frame longer than that is refused as such.
-		r.mic = &micRate{pace: newBucket(r.micPace, micBytesPerSecond)}
+		r.mic = &micRate{lim: rate.NewLimiter(r.micPace, micBytesPerSecond)}
 	}
-	if r.mic.pace.allow(now, n) {
+	if r.mic.lim.AllowN(now, n) {
 		return rateOK
 	}
 	return r.over(now, &r.mic.run)

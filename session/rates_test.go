@@ -1,11 +1,8 @@
 package session
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -94,49 +91,5 @@ func TestOverRunNotifiesOnceASecondAndFlagsARunPastTheAbuseTime(t *testing.T) {
 	// A break of more than a second starts a new run.
 	if _, abusive := r.note(t0.Add(11500*time.Millisecond), 10*time.Second); abusive {
 		t.Fatal("a refusal after a break is still the old run")
-	}
-}
-
-// The microphone's pace decides as x/time/rate's Limiter would, frame by
-// frame: through its burst, at and over its pace, with frames larger than
-// the burst, and with a time that goes backwards.
-func TestMicPaceDecidesAsRateLimiter(t *testing.T) {
-	rng := rand.New(rand.NewPCG(23, 50))
-	for _, pace := range []float64{1, 1.25, 2, 3.7} {
-		limit := rate.Limit(pace * micBytesPerSecond)
-		ref := rate.NewLimiter(limit, micBytesPerSecond)
-		b := newBucket(limit, micBytesPerSecond)
-		now := t0
-		allowed := 0
-		for i := range 20000 {
-			switch rng.IntN(10) {
-			case 0:
-				now = now.Add(-time.Duration(rng.IntN(30)) * time.Millisecond) // a clock step back
-			case 1, 2:
-				// none: frames read together
-			default:
-				now = now.Add(time.Duration(rng.IntN(40_000_000))) // up to 40 ms, to the nanosecond
-			}
-			n := 640
-			switch rng.IntN(20) {
-			case 0:
-				n = micBytesPerSecond + 2 // over the burst
-			case 1:
-				n = 2 * rng.IntN(micBytesPerSecond/2+1)
-			case 2:
-				n = 1 + rng.IntN(4000)
-			}
-			want := ref.AllowN(now, n)
-			if got := b.allow(now, n); got != want {
-				t.Fatalf("pace %v, frame %d (%d bytes at %v): allowed %v, rate.Limiter says %v",
-					pace, i, n, now.Sub(t0), got, want)
-			}
-			if want {
-				allowed++
-			}
-		}
-		if allowed == 0 || allowed == 20000 {
-			t.Fatalf("pace %v: %d of 20000 frames allowed: the sequence never reached the pace's edge", pace, allowed)
-		}
 	}
 }
