@@ -62,22 +62,12 @@ type coroSock struct {
 }
 
 func newCoroLoop(parked, both bool) (*coroLoop, error) {
-	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	l := &coroLoop{parked: parked, both: both, socks: map[int32]*coroSock{}, done: make(chan struct{})}
+	fd, err := newEpoll(&l.stop, &l.wake)
 	if err != nil {
 		return nil, err
 	}
-	l := &coroLoop{epfd: fd, parked: parked, both: both, socks: map[int32]*coroSock{}, done: make(chan struct{})}
-	for _, p := range []*[2]int{&l.stop, &l.wake} {
-		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-			_ = syscall.Close(fd)
-			return nil, err
-		}
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p[0])}
-		if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
-			_ = syscall.Close(fd)
-			return nil, err
-		}
-	}
+	l.epfd = fd
 	go l.run()
 	return l, nil
 }

@@ -61,23 +61,37 @@ type end struct {
 const loopReadSize = 256 << 10
 
 func newLoop() (*loop, error) {
-	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("epoll: %w", err)
-	}
-	l := &loop{epfd: fd, ends: map[int32]*end{}, rbuf: make([]byte, loopReadSize), wbuf: make([]byte, 0, 64<<10),
+	l := &loop{ends: map[int32]*end{}, rbuf: make([]byte, loopReadSize), wbuf: make([]byte, 0, 64<<10),
 		key: 0x9e3779b9, done: make(chan struct{})}
-	if err := syscall.Pipe2(l.stop[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		_ = syscall.Close(fd)
+	fd, err := newEpoll(&l.stop)
+	if err != nil {
 		return nil, err
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.stop[0])}
-	if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, l.stop[0], &ev); err != nil {
-		_ = syscall.Close(fd)
-		return nil, err
-	}
+	l.epfd = fd
 	go l.run()
 	return l, nil
+}
+
+// newEpoll is an epoll set that watches the read ends of pipes made for
+// it (non-blocking, close-on-exec), each of which a loop reads as a
+// command.
+func newEpoll(pipes ...*[2]int) (int, error) {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("epoll: %w", err)
+	}
+	for _, p := range pipes {
+		err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK)
+		if err == nil {
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p[0])}
+			err = syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, p[0], &ev)
+		}
+		if err != nil {
+			_ = syscall.Close(fd)
+			return -1, fmt.Errorf("epoll: %w", err)
+		}
+	}
+	return fd, nil
 }
 
 // Close ends the loop and every session in it.
