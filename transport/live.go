@@ -91,29 +91,6 @@ type LiveSession interface {
 	Close() error
 }
 
-// LiveWrapper is a LiveSession that wraps another and adds nothing to its
-// Recv and SendAudio, only to its other methods (internal/fdroom's, which
-// gives a file descriptor back at Close).
-type LiveWrapper interface {
-	LiveSession
-	Unwrap() LiveSession
-}
-
-// UnwrapLive is the session whose Recv and SendAudio are s's, under the
-// wrappers that add nothing to them (LiveWrapper): the voice path receives
-// and sends audio through it, a call that reaches the adapter without the
-// wrappers' hops, 50 times a second each way. Everything else, Close first
-// of all, still goes to s.
-func UnwrapLive(s LiveSession) LiveSession {
-	for {
-		w, ok := s.(LiveWrapper)
-		if !ok {
-			return s
-		}
-		s = w.Unwrap()
-	}
-}
-
 // ErrSessionClosed is what Recv returns, and sends return, after Close.
 var ErrSessionClosed = errors.New("upstream session closed")
 

@@ -141,17 +141,12 @@ func (l liveModel) Connect(ctx context.Context, cfg transport.LiveConfig) (trans
 	return &liveSession{LiveSession: s, r: l.r}, nil
 }
 
-// liveSession gives its descriptor back at its first Close; the rest is
-// the wrapped session's (transport.LiveWrapper).
+// liveSession gives its descriptor back at its first Close.
 type liveSession struct {
 	transport.LiveSession
 	r    *Room
 	once sync.Once
 }
-
-// Unwrap is transport.LiveWrapper's: Recv and SendAudio are the wrapped
-// session's own.
-func (s *liveSession) Unwrap() transport.LiveSession { return s.LiveSession }
 
 func (s *liveSession) Close() error {
 	err := s.LiveSession.Close()

@@ -22,11 +22,11 @@ func TestSessionKeepsTheVoicePathOnTwoCacheLines(t *testing.T) {
 		{"swapping", unsafe.Offsetof(v.swapping), unsafe.Offsetof(v.swapping) + 1, 0},
 		{"speaking", unsafe.Offsetof(v.speaking), unsafe.Offsetof(v.speaking) + 1, 0},
 		{"ending", unsafe.Offsetof(v.ending), unsafe.Offsetof(v.ending) + unsafe.Sizeof(v.ending), 0},
-		{"audio", unsafe.Offsetof(v.audio), unsafe.Offsetof(v.audio) + unsafe.Sizeof(v.audio), 0},
 		{"cur", unsafe.Offsetof(v.cur), unsafe.Offsetof(v.cur) + unsafe.Sizeof(v.cur), 0},
 		{"modelAudio", unsafe.Offsetof(v.modelAudio), unsafe.Offsetof(v.modelAudio) + unsafe.Sizeof(v.modelAudio), 0},
 		{"speech", unsafe.Offsetof(v.speech), unsafe.Offsetof(v.speech) + unsafe.Sizeof(v.speech), 1},
 		{"h", unsafe.Offsetof(v.h), unsafe.Offsetof(v.h) + unsafe.Sizeof(v.h), 1},
+		{"up", unsafe.Offsetof(v.up), unsafe.Offsetof(v.up) + unsafe.Sizeof(v.up), 0},
 	} {
 		if f.off/line != f.line || (f.end-1)/line != f.line {
 			t.Errorf("%s at bytes %d–%d, want it within cache line %d", f.name, f.off, f.end-1, f.line)

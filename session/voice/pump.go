@@ -67,9 +67,8 @@ func (v *Session) run() {
 // pump handles one upstream's events. It returns swap true when it stopped
 // to replace the upstream after a goAway, else the error that ended it.
 func (v *Session) pump(up transport.LiveSession) (swap bool, err error) {
-	in := transport.UnwrapLive(up) // without the wrappers' hop per event
 	for {
-		ev, err := in.Recv()
+		ev, err := up.Recv()
 		if err != nil {
 			return false, err
 		}

@@ -90,7 +90,7 @@ func (v *Session) replace(old transport.LiveSession, reason metrics.ConnectReaso
 				_ = up.Close()
 				return errClosed
 			}
-			v.up, v.audio = up, transport.UnwrapLive(up)
+			v.up = up
 			if !resumed {
 				v.handle = ""
 			}

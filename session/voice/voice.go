@@ -167,32 +167,29 @@ const EndRateLimited = "rate_limited"
 //
 // Its first two cache lines are the voice path's: every microphone chunk
 // (Mic) and every model-audio chunk (the pump's onEvent) reads and writes
-// the Session there and nowhere else — the mutex and what is checked under
-// it per chunk on the first line, the speech mark, the host and the
-// upstream on the second — rather than on five lines of it and four
+// the Session there and nowhere else — the mutex, what is checked under it
+// per chunk and the upstream on the first line, the speech mark and the
+// host on the second — rather than on five lines of it and four
 // (TestSessionKeepsTheVoicePathOnTwoCacheLines). A Session is 64-byte
 // aligned (its size class, 704 bytes, is a multiple of 64).
 type Session struct {
-	mu       sync.Mutex // guards the fields below it, up to the next comment that says otherwise
-	closed   bool       // the upstream was closed on purpose
-	swapping bool       // the upstream is being replaced: microphone audio is buffered
-	speaking bool       // between cur's first model output and its turnComplete
-	drain    bool       // let the answer's audio out before closing
-	stopped  bool       // the connection is going away: nobody is told
-	wantSwap bool       // goAway seen: replace at the next resumable moment
-	ending   string     // why voice is ending; "" while it is not
-	// audio is up's Recv and SendAudio without its wrappers
-	// (transport.UnwrapLive): Mic's sends, set with up.
-	audio transport.LiveSession
-	cur   *turn // the turn the model's output belongs to; nil between turns
+	mu       sync.Mutex            // guards the fields below it, up to the next comment that says otherwise
+	closed   bool                  // the upstream was closed on purpose
+	swapping bool                  // the upstream is being replaced: microphone audio is buffered
+	speaking bool                  // between cur's first model output and its turnComplete
+	drain    bool                  // let the answer's audio out before closing
+	stopped  bool                  // the connection is going away: nobody is told
+	wantSwap bool                  // goAway seen: replace at the next resumable moment
+	ending   string                // why voice is ending; "" while it is not
+	up       transport.LiveSession // Mic's sends
+	cur      *turn                 // the turn the model's output belongs to; nil between turns
 	// modelAudio counts the model's audio chunks, for the out-relay
 	// sampling; the pump's alone, not guarded by mu.
 	modelAudio uint
 
 	// speech is the end of the user's speech not answered yet (mu).
 	speech speechEnd
-	h      Host // not guarded: set once
-	up     transport.LiveSession
+	h      Host          // not guarded: set once
 	handle string        // newest resumable handle
 	open   []*turn       // turns not finalized yet (cur, and completed ones awaiting their calls)
 	idle   chan struct{} // closed when open empties; nil while nobody waits (Idle)
@@ -291,7 +288,7 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reaso
 		v.cancel()
 		return nil, err
 	}
-	v.up, v.audio = up, transport.UnwrapLive(up)
+	v.up = up
 	if resumed {
 		v.handle = handle
 	}
@@ -364,7 +361,7 @@ func (v *Session) Mic(now time.Time, pcm []byte) bool {
 		v.mu.Unlock()
 		return false
 	}
-	up := v.audio
+	up := v.up
 	v.mu.Unlock()
 	if err := up.SendAudio(pcm); err != nil {
 		v.mu.Lock()
