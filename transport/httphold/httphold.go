@@ -28,16 +28,41 @@ import (
 type Hold struct {
 	admit func() bool
 	once  sync.Once
+	done  chan struct{} // closed once ok is known
 	ok    bool
 }
 
 // New holds a request's body until admit says yes; nil admit admits.
-func New(admit func() bool) *Hold { return &Hold{admit: admit} }
+func New(admit func() bool) *Hold { return &Hold{admit: admit, done: make(chan struct{})} }
 
 // Admitted asks the verdict once and returns it.
 func (h *Hold) Admitted() bool {
-	h.once.Do(func() { h.ok = h.admit == nil || h.admit() })
+	h.once.Do(h.ask)
+	<-h.done
 	return h.ok
+}
+
+func (h *Hold) ask() {
+	h.ok = h.admit == nil || h.admit()
+	close(h.done)
+}
+
+// admittedBy is Admitted for the body of a request made with ctx: a wait
+// that ends with ctx too (the client went away, the turn was cancelled),
+// with ctx's error, rather than hold the HTTP transport's writer until
+// the verdict. The verdict is then asked on a goroutine of its own, which
+// ends with it.
+func (h *Hold) admittedBy(ctx context.Context) (bool, error) {
+	if ctx.Done() == nil {
+		return h.Admitted(), nil
+	}
+	h.once.Do(func() { go h.ask() })
+	select {
+	case <-h.done:
+		return h.ok, nil
+	case <-ctx.Done():
+		return false, context.Cause(ctx)
+	}
 }
 
 type holdKey struct{}
@@ -109,7 +134,8 @@ func (h *Hold) Request(r *http.Request) (*http.Request, error) {
 	}
 	r2 := new(http.Request)
 	*r2 = *r
-	r2.Body = &heldBody{h: h, body: r.Body}
+	ctx := r.Context()
+	r2.Body = &heldBody{h: h, ctx: ctx, body: r.Body}
 	if get := r.GetBody; get != nil {
 		// net/http rewinds a body through GetBody to send it again on
 		// a new connection when a reused one broke under it.
@@ -118,23 +144,38 @@ func (h *Hold) Request(r *http.Request) (*http.Request, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &heldBody{h: h, body: b}, nil
+			return &heldBody{h: h, ctx: ctx, body: b}, nil
 		}
 	}
 	return r2, nil
 }
 
-// heldBody is a request body that asks its Hold before its first byte.
-// Hold.Admitted asks once; later reads find its answer behind the
-// sync.Once.
+// heldBody is a request body that asks its Hold before its first byte,
+// waiting no longer than its request's context (ctx). The Hold asks once;
+// later reads find its answer.
 type heldBody struct {
 	h    *Hold
+	ctx  context.Context
 	body io.ReadCloser
 }
 
+// admitted is nil once the Hold admitted the request: else
+// transport.ErrNotAdmitted, or the request's context's error when it
+// ended first.
+func (b *heldBody) admitted() error {
+	ok, err := b.h.admittedBy(b.ctx)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return transport.ErrNotAdmitted
+	}
+	return nil
+}
+
 func (b *heldBody) Read(p []byte) (int, error) {
-	if !b.h.Admitted() {
-		return 0, transport.ErrNotAdmitted
+	if err := b.admitted(); err != nil {
+		return 0, err
 	}
 	return b.body.Read(p)
 }
@@ -144,8 +185,8 @@ func (b *heldBody) Close() error { return b.body.Close() }
 // WriteTo writes the body in one go once admitted (net/http copies a
 // body with it, so that no copy buffer is taken for it).
 func (b *heldBody) WriteTo(w io.Writer) (int64, error) {
-	if !b.h.Admitted() {
-		return 0, transport.ErrNotAdmitted
+	if err := b.admitted(); err != nil {
+		return 0, err
 	}
 	return io.Copy(w, b.body)
 }

@@ -160,3 +160,45 @@ func TestHeldRequestWithoutABodyIsAskedFirst(t *testing.T) {
 		t.Fatalf("Admitted after a refusal: asked %d times", asked)
 	}
 }
+
+// A held body's wait ends with its request's context: a client that went
+// away (the turn cancelled, the connection gone) while the verdict is
+// awaited does not keep the HTTP transport's writer waiting for it. The
+// Read returns the context's error before the verdict is given; the
+// verdict, when it comes, ends the wait that asked for it.
+func TestHeldBodyStopsWaitingWhenItsRequestsContextEnds(t *testing.T) {
+	verdict := make(chan struct{})
+	asked := make(chan struct{})
+	h := httphold.New(func() bool { close(asked); <-verdict; return true })
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(httphold.With(ctx, h), http.MethodPost, "http://127.0.0.1:1/",
+		strings.NewReader(`{"contents":"when do you ship?"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := h.Request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := held.Body.Read(make([]byte, 64))
+		read <- err
+	}()
+	<-asked // the Read waits for the verdict
+	cancel()
+	select {
+	case err := <-read:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Read after the context ended: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(verdict)
+		<-read
+		t.Fatal("the held body's Read waited for the verdict after its request's context ended")
+	}
+	close(verdict) // the verdict's own wait ends with it
+	if !h.Admitted() {
+		t.Fatal("the verdict given after the cancel is not the Hold's answer")
+	}
+}
