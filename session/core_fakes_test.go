@@ -204,6 +204,12 @@ type core struct {
 
 func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chunk) *core {
 	t.Helper()
+	return newCoreWith(t, session.Config{}, steps...)
+}
+
+// newCoreWith is newCore whose manager runs with cfg.
+func newCoreWith(t *testing.T, cfg session.Config, steps ...func(transport.TextRequest) []transport.Chunk) *core {
+	t.Helper()
 	mr := miniredis.RunT(t)
 	rdb, err := store.NewRedisClient("redis://"+mr.Addr(), time.Second)
 	if err != nil {
@@ -239,7 +245,7 @@ func newCore(t *testing.T, steps ...func(transport.TextRequest) []transport.Chun
 	log := c.log
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
 	c.store = &stallingStore{Store: st}
-	c.mgr = session.NewManager(session.Config{}, session.Deps{Store: c.store, Model: c.model,
+	c.mgr = session.NewManager(cfg, session.Deps{Store: c.store, Model: c.model,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
 		Tools: fixedTools{reg}, Metrics: m, Log: log})

@@ -5,8 +5,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/session"
 )
 
 // A session starting on a node that holds others already writes itself
@@ -69,4 +72,31 @@ func TestASessionStartWritesOnlyItselfIntoTheLiveIndex(t *testing.T) {
 	if !slices.Equal(renewed, want) {
 		t.Errorf("the periodic renewal wrote %v, want all six sessions %v", renewed, want)
 	}
+}
+
+// The live index's renewal goes by the session's clock: moved by a third
+// of LiveTTL, it writes every session again (on the wall clock it would
+// wait for real time instead, here 20 minutes).
+func TestPresenceRenewsTheLiveIndexOnTheSessionsClock(t *testing.T) {
+	fake := clock.NewFake(time.Now())
+	c := newCoreWith(t, session.Config{Clock: fake, LiveTTL: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { c.mgr.RunPresence(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	_, ready := c.start(nil)
+	has := func(from int) bool {
+		for _, ids := range c.store.liveMarks()[from:] {
+			if slices.Contains(ids, ready.SessionID) {
+				return true
+			}
+		}
+		return false
+	}
+	testwait.For(t, "the session's own write into the live index", func() bool { return has(0) })
+	testwait.For(t, "the presence loop's renewal timer on the session's clock", func() bool { return fake.Timers() == 1 })
+	before := len(c.store.liveMarks())
+	fake.Advance(20 * time.Minute)
+	testwait.For(t, "the renewal after a third of LiveTTL", func() bool { return has(before) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/turnstile-gw/turnstile/internal/clock"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/store"
 	"github.com/turnstile-gw/turnstile/timeline"
@@ -114,16 +113,25 @@ const DefaultLiveTTL = 30 * time.Second
 // until ctx ends: every third of LiveTTL all of them, and a session that
 // starts here at once, alone (kickPresence): a ramp of starts writes each
 // new session once, not the whole index per start (a round trip per
-// markLiveBatch of sessions).
+// markLiveBatch of sessions). The renewal goes by the session's clock
+// (Config.Clock), as the live index's TTL does in the store's eyes.
 func (m *Manager) presence(ctx context.Context) {
-	ttl := m.cfg.LiveTTL
-	t := clock.Wall.NewTicker(ttl / 3)
-	defer t.Stop()
+	every := m.cfg.LiveTTL / 3
+	tick := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case tick <- struct{}{}:
+		default:
+		}
+	}
+	t := m.cfg.Clock.AfterFunc(every, wake)
+	defer func() { t.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
+			t = m.cfg.Clock.AfterFunc(every, wake)
 			m.markLive(ctx, m.liveIDs())
 		case <-m.liveKick:
 			m.mu.Lock()
