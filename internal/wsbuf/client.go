@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 )
 
 // Client is a dialled WebSocket connection (Dial), framed with
@@ -31,6 +33,11 @@ import (
 type Client struct {
 	sock net.Conn // the TCP connection: Close, write deadlines
 	conn net.Conn // frames go through it: sock, or TLS over sock
+
+	// On an event loop (DialOptions.Loop): the socket, sock and conn too.
+	lc     *evloop.Conn
+	take   FastFunc        // the owner's fast path; the reader's
+	fastFn evloop.FastFunc // fastFrames over take, made once
 
 	// Reading, by one goroutine at a time.
 	lean  *sockReader   // over plain TCP (unix): reads holding no buffer while waiting; else nil
@@ -71,6 +78,12 @@ var ErrMessageTooBig = errors.New("websocket: message exceeds the read limit")
 // stack rather than deep in a frame-header read. Over TLS it returns at
 // once. A read error is the next read's.
 func (c *Client) Wait() {
+	if c.lc != nil {
+		if c.take != nil && c.rerr == nil && !c.inMsg {
+			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go)
+		}
+		return
+	}
 	if c.lean == nil || c.pre != nil || c.rerr != nil || c.inMsg || c.lean.in != nil {
 		return
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/gobwas/ws"
 	xproxy "golang.org/x/net/proxy"
+
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 )
 
 // DialOptions tune Dial.
@@ -45,6 +47,10 @@ type DialOptions struct {
 	// net.Dialer when there is no proxy (cmd/relayfloor's loops dial
 	// sockets they take out of Go's poller).
 	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Loop, when set, serves a plain TCP connection (ws://, not through a
+	// TLS proxy) from that event loop once the handshake is done (Linux;
+	// see loop.go). A TLS connection is served as without it.
+	Loop *evloop.Loop
 }
 
 // Dial opens a WebSocket client connection to a ws:// or wss:// URL,
@@ -94,6 +100,18 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 		limit = math.MaxInt64
 	}
 	c := &Client{sock: sock, conn: conn, pre: br, limit: limit, timeout: o.WriteTimeout}
+	if conn == sock && o.Loop != nil && evloop.Supported {
+		var pending []byte
+		if br != nil {
+			pending, _ = br.Peek(br.Buffered())
+			pending = append([]byte(nil), pending...)
+			ws.PutReader(br)
+		}
+		if err := c.attach(o.Loop, pending); err != nil {
+			return nil, fmt.Errorf("websocket: event loop: %w", err)
+		}
+		return c, nil
+	}
 	if conn == sock {
 		c.lean = newSockReader(sock)
 	}

@@ -29,3 +29,5 @@ func (*sockReader) exit() {}
 func (*sockReader) wake() {}
 
 func (*sockReader) kick() {}
+
+func (*sockReader) takeHeld() []byte { return nil }

@@ -245,3 +245,15 @@ func (c *leanConn) Write(p []byte) (int, error) {
 	helds.Put(h)
 	return max(int(n)-held, 0), err
 }
+
+// takeHeld returns the bytes read and not yet taken, copied, and gives
+// their chunk back (a reader moving to an event loop).
+func (c *sockReader) takeHeld() []byte {
+	if c.in == nil {
+		return nil
+	}
+	b := append([]byte(nil), (*c.in)[c.r:]...)
+	chunks.Put(c.in)
+	c.in, c.r = nil, 0
+	return b
+}

@@ -9,10 +9,13 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gobwas/ws"
+
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 )
 
 // ServerConn is an accepted WebSocket (Accept): a browser's, framed with
@@ -43,6 +46,14 @@ type ServerConn struct {
 	wconn net.Conn // frames are written to it: the socket under conn when lean, else conn
 	sub   string
 	hooks Hooks
+
+	// On an event loop (Attach): lc is the socket's, set by the reader with
+	// rmu, wmu and smu held; loopc says so to anyone.
+	lc     *evloop.Conn
+	loopc  atomic.Pointer[evloop.Conn]
+	take   FastFunc        // the owner's fast path; the reader's
+	fastFn evloop.FastFunc // fastFrames over take, made once
+	smu    sync.Mutex      // held by Attach's move and by CloseNow: the socket closed is the one that serves
 
 	// Reading, under rmu: the reader's, or a Close's that waits for the
 	// peer's close frame while no reader is at it.
@@ -152,8 +163,11 @@ func (c *ServerConn) StayInside() bool {
 // coroutine ended before its next read, or at once if it waits for one;
 // from any goroutine.
 func (c *ServerConn) Leave() {
-	if c.lean != nil {
-		c.lean.wake()
+	c.smu.Lock()
+	lean := c.lean
+	c.smu.Unlock()
+	if lean != nil {
+		lean.wake()
 	}
 }
 
@@ -179,6 +193,9 @@ func (c *ServerConn) Next() (binary bool, err error) {
 			if c.drained() {
 				return false, ErrIdle
 			}
+		}
+		if c.lc != nil && c.take != nil {
+			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go)
 		}
 		h, err := c.header(0)
 		if err != nil {
@@ -586,6 +603,8 @@ func (c *ServerConn) drain() {
 // connection is closed, not TLS. Close the connection only through it (not
 // Conn's Close): a reader staying inside its raw read would hold that up.
 func (c *ServerConn) CloseNow() error {
+	c.smu.Lock()
+	defer c.smu.Unlock()
 	if c.lean != nil {
 		c.lean.closeStay()
 	}
