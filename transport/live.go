@@ -19,6 +19,10 @@ type LiveConfig struct {
 	// Voice is a prebuilt voice name ("" the adapter's default) and
 	// LanguageCode a BCP-47 tag for speech ("" the model's own).
 	Voice, LanguageCode string
+	// Affinity is the session's key for an adapter that serves
+	// connections from event loops: the loop it picks by it is the one
+	// that serves the session's browser.
+	Affinity uint64
 }
 
 // LiveEventKind says what a LiveEvent carries.
@@ -89,6 +93,33 @@ type LiveSession interface {
 	// Close ends the connection and unblocks Recv. It is idempotent and safe
 	// from any goroutine.
 	Close() error
+}
+
+// LiveFast is a LiveSession served by an event loop (Linux, and the
+// adapter asked to): its sends never wait for the network, and a message
+// that is model audio alone (no transcript, no flag) can be handed to a
+// sink where it is read, on the loop's goroutine, while the goroutine that
+// calls Recv waits in it — rather than wake that goroutine for each. What
+// the sink takes and what Recv returns are in the order they came.
+type LiveFast interface {
+	// SetAudioSink sets the sink (nil: none); called by the goroutine that
+	// calls Recv, between its calls. False: this session has no loop, and
+	// every message comes through Recv.
+	SetAudioSink(AudioSink) bool
+	// SendsWait reports whether a send may wait for the network (no loop).
+	SendsWait() bool
+}
+
+// AudioSink takes model audio on an event loop's goroutine (LiveFast),
+// while the goroutine that calls Recv waits in it: it may use what that
+// goroutine owns. It must not wait.
+type AudioSink interface {
+	// Ready reports whether Audio may be called now; false leaves the
+	// message, and all after it until Recv is called again, to Recv.
+	Ready() bool
+	// Audio takes one part of model audio (PCM16LE mono 24 kHz), valid
+	// only during the call.
+	Audio(pcm []byte)
 }
 
 // ErrSessionClosed is what Recv returns, and sends return, after Close.

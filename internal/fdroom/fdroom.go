@@ -148,6 +148,17 @@ type liveSession struct {
 	once sync.Once
 }
 
+// SetAudioSink and SendsWait pass transport.LiveFast through.
+func (s *liveSession) SetAudioSink(sink transport.AudioSink) bool {
+	f, ok := s.LiveSession.(transport.LiveFast)
+	return ok && f.SetAudioSink(sink)
+}
+
+func (s *liveSession) SendsWait() bool {
+	f, ok := s.LiveSession.(transport.LiveFast)
+	return !ok || f.SendsWait()
+}
+
 func (s *liveSession) Close() error {
 	err := s.LiveSession.Close()
 	s.once.Do(s.r.Give)

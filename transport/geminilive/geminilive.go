@@ -27,6 +27,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/transport"
 )
@@ -65,6 +66,11 @@ type Options struct {
 	// NoCompression turns context-window compression off, which caps an
 	// audio session at about 15 minutes.
 	NoCompression bool
+	// Loops, when set, serve plain (ws://) connections from event loops,
+	// the one LiveConfig.Affinity picks (Linux; internal/evloop): the
+	// session is then a transport.LiveFast. TLS connections are served as
+	// without it.
+	Loops *evloop.Pool
 }
 
 // Model opens Gemini Live sessions for one model.
@@ -134,7 +140,11 @@ func (m *Model) Connect(ctx context.Context, cfg transport.LiveConfig) (transpor
 
 	cctx, cancel := context.WithTimeoutCause(ctx, m.opts.ConnectTimeout, ErrConnectTimeout)
 	defer cancel()
-	s, err := m.open(cctx, setup, seed)
+	var loop *evloop.Loop
+	if m.opts.Loops != nil {
+		loop = m.opts.Loops.Loop(cfg.Affinity)
+	}
+	s, err := m.open(cctx, setup, seed, loop)
 	if err != nil {
 		if cctx.Err() != nil {
 			err = context.Cause(cctx)
@@ -149,13 +159,13 @@ func (m *Model) Connect(ctx context.Context, cfg transport.LiveConfig) (transpor
 
 // open runs the connect sequence under ctx: ending ctx closes the
 // connection, which fails whatever step is waiting.
-func (m *Model) open(ctx context.Context, setup, seed []byte) (*Session, error) {
+func (m *Model) open(ctx context.Context, setup, seed []byte, loop *evloop.Loop) (*Session, error) {
 	header, err := m.ep.handshakeHeader(ctx)
 	if err != nil {
 		return nil, err
 	}
 	o := m.dial
-	o.Header = header
+	o.Header, o.Loop = header, loop
 	conn, err := wsbuf.Dial(ctx, m.ep.url, o)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err) // a refused handshake says its HTTP status

@@ -86,7 +86,10 @@ type Session struct {
 	next   int                   // the next event of events to return
 }
 
-var _ transport.LiveSession = (*Session)(nil)
+var (
+	_ transport.LiveSession = (*Session)(nil)
+	_ transport.LiveFast    = (*Session)(nil)
+)
 
 func newSession(conn *wsbuf.Client, writeTimeout time.Duration) *Session {
 	return &Session{conn: conn, writeTimeout: writeTimeout}
@@ -218,6 +221,46 @@ func readError(err error) error {
 // abnormalClosure is the close code of a connection that ended without a
 // close frame (RFC 6455 §7.1.5).
 const abnormalClosure = 1006
+
+// SetAudioSink implements transport.LiveFast: on an event loop, a message
+// of model audio alone (no flag) goes to sink where it is read, while the
+// goroutine that calls Recv waits in its read.
+func (s *Session) SetAudioSink(sink transport.AudioSink) bool {
+	if !s.conn.OnLoop() {
+		return false
+	}
+	if sink == nil {
+		s.conn.SetFast(nil)
+		return true
+	}
+	s.conn.SetFast(func(_ bool, p []byte) bool { return s.fast(sink, p) })
+	return true
+}
+
+// SendsWait implements transport.LiveFast.
+func (s *Session) SendsWait() bool { return !s.conn.OnLoop() }
+
+// fast hands a message of model audio alone to the sink: the connection's
+// fast path, on the loop's goroutine while Recv's waits in read (so it may
+// use the read buffers). Anything else is left to Recv, as is everything
+// while the sink is not ready.
+func (s *Session) fast(sink transport.AudioSink, p []byte) bool {
+	if s.dead.Load() || !sink.Ready() {
+		return false
+	}
+	bp := getBuf()
+	sc := scanner{b: p}
+	a := audioMessage{pcm: (*bp)[:0]}
+	ok := sc.message(&a) && a.n > 0 && !a.interrupted && !a.generationComplete && !a.turnComplete
+	if ok {
+		for _, sp := range a.spans[:a.n] {
+			sink.Audio(a.pcm[sp[0]:sp[1]])
+		}
+	}
+	*bp = a.pcm[:0]
+	putBuf(bp)
+	return ok
+}
 
 // SendAudio implements transport.LiveSession. The chunk is base64-encoded
 // into a frame from bufs, given back once written: no allocation.
