@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/internal/pseudonym"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -150,6 +152,13 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	// open-file limit is unknown: not counted), and the one count of the
 	// public connections, bounded at TURNSTILE_MAX_CONNECTIONS.
 	files := fdroom.New(connectionRoom(cfg.FileLimit)).WithConns(cfg.MaxConnections)
+	loops, err := voiceLoops(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if loops != nil {
+		gw.closers = append(gw.closers, loops.Close)
+	}
 	gw.sessions = session.NewManager(session.Config{
 		StoreTimeout:  2 * cfg.RedisTimeout,
 		ModelName:     modelName,
@@ -166,7 +175,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 	}, session.Deps{
 		Store: st,
 		Model: textModel,
-		Live:  fdroom.Live(files, geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{})),
+		Live:  fdroom.Live(files, geminilive.New(liveClient, cfg.LiveModel, geminilive.Options{Loops: loops})),
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{
 			Budgets:      cfg.budgets(),
 			StoreTimeout: 2 * cfg.RedisTimeout,
@@ -178,6 +187,7 @@ func assemble(ctx context.Context, cfg Config, reg *prometheus.Registry, log *sl
 		Log:     log,
 		Tracing: tracer,
 		Desk:    desk,
+		Loops:   loops,
 	})
 	watchSessions(gw, log)
 
@@ -378,4 +388,23 @@ func userStorageQuota(cfg Config, log *slog.Logger) int {
 		return 0
 	}
 	return cfg.UserStorageBytes
+}
+
+// voiceLoops are the event loops of TURNSTILE_VOICE_LOOP, one per CPU the
+// runtime uses; nil when it is off, or not on Linux (said in the log).
+func voiceLoops(cfg Config, log *slog.Logger) (*evloop.Pool, error) {
+	if !cfg.VoiceLoop {
+		return nil, nil
+	}
+	if !evloop.Supported {
+		log.Warn("TURNSTILE_VOICE_LOOP=true: event loops are Linux only; voice sessions are served by goroutines as without it")
+		return nil, nil
+	}
+	n := runtime.GOMAXPROCS(0)
+	p, err := evloop.NewPool(n)
+	if err != nil {
+		return nil, fmt.Errorf("TURNSTILE_VOICE_LOOP: %w", err)
+	}
+	log.Info("voice sessions served by event loops", "loops", n)
+	return p, nil
 }

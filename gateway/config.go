@@ -64,6 +64,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain budget after SIGTERM
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
+	VoiceLoop bool   // TURNSTILE_VOICE_LOOP: voice sockets served by event loops (Linux)
 
 	// Tracing is what the OpenTelemetry SDK's variables say, and the key of
 	// the user pseudonyms: the tracing package's settings
@@ -149,7 +150,7 @@ func configSettings() []configSetting {
 		lift(assistantPart, session.SystemPromptSetting()),
 		lift(budgetsPart, orchestrator.ConfirmSettings()...),
 		lift(assistantPart, session.RestrictionSettings()...),
-		[]configSetting{pprofSetting()},
+		[]configSetting{pprofSetting(), voiceLoopSetting()},
 		lift(listenersPart, server.AdminAddrSetting()),
 		lift(edgePart, server.EdgeSettings()...),
 		lift(authPart, server.AuthSettings()...),

@@ -29,6 +29,12 @@ func shutdownTimeoutSetting() configSetting {
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout })
 }
 
+func voiceLoopSetting() configSetting {
+	return configSetting{Env: "TURNSTILE_VOICE_LOOP", Def: "false",
+		Usage: "true: serve voice sessions' sockets (plain TCP, Linux) from event loops, one per CPU, relaying audio where it is read (docs/operations.md)",
+		Apply: settings.Bool(func(c *Config) *bool { return &c.VoiceLoop })}
+}
+
 func pprofSetting() configSetting {
 	return configSetting{Env: "TURNSTILE_PPROF_ADDR", DefDoc: "unset: off",
 		Usage: "loopback host:port of a second listener serving Go's CPU, heap and goroutine profiles (net/http/pprof); never on the public address",

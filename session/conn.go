@@ -65,6 +65,13 @@ type conn struct {
 	// Liveness, for the node's keepalive goroutine.
 	lastSeen atomic.Int64 // unix ns of the browser's last frame or pong
 	pings    pinger
+
+	// The reader's own: the last frame recorded as a sign of life (see
+	// sighted), and whether the browser's socket was offered to an event
+	// loop (micReads); loopKey picks the loop (affinity).
+	seen      int64
+	loopTried bool
+	loopKey   uint64
 }
 
 // newConn is a connection whose context ends when parent does, or at its
@@ -76,6 +83,7 @@ func newConn(parent context.Context, m *Manager, wire Wire, id Identity) *conn {
 		relay: m.newRelayStats(id.Channel),
 		rates: newRates(m.cfg),
 	}
+	c.loopKey = m.loopSeq.Add(1)
 	c.logp.Store(connLogger(m.Log, id.ClientIP, ""))
 	c.refusals.node = &m.limitLogs
 	if c.refusals.counters = m.refusals[id.Channel]; c.refusals.counters == nil {
@@ -224,9 +232,7 @@ func (c *conn) readOn(r *reader) {
 func (c *conn) readLoop(r *reader) bool {
 	var buf []byte  // a browser's wire reads into buffers of its own
 	s := c.s.Load() // the handshake made it
-	// The last frame recorded as a sign of life, and how far apart they are
-	// recorded (sighted).
-	var seen int64
+	// How far apart signs of life are recorded (sighted, c.seen).
 	grain := aliveGrain(c.m.cfg.IdleTimeout)
 	for {
 		binary, data, err := c.wire.Read(buf)
@@ -239,7 +245,7 @@ func (c *conn) readLoop(r *reader) bool {
 		}
 		buf = data[:0]
 		now := clock.Wall.Now()
-		c.sighted(now, &seen, grain)
+		c.sighted(now, &c.seen, grain)
 		if binary {
 			c.relay.audioIn.Inc()
 			if !r.begun {

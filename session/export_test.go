@@ -53,6 +53,8 @@ func (o *Outbox) send(ev protocol.Event) {
 func (o *Outbox) sendNow(ev protocol.Event)                   { o.send(ev) }
 func (o *Outbox) reply(build func(budget int) protocol.Event) { o.send(build(cap(o.Events) << 10)) }
 func (o *Outbox) sendAudio([]byte, time.Time) bool            { return true }
+func (o *Outbox) audioWontWait() bool                         { return true }
+func (o *Outbox) affinity() uint64                            { return 0 }
 func (o *Outbox) dropAudio()                                  {}
 func (o *Outbox) audioDrained() <-chan struct{}               { return o.done }
 func (o *Outbox) free() int                                   { return cap(o.Events) << 10 }

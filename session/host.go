@@ -34,7 +34,7 @@ func (s *session) voiceConfig() voice.Config {
 	}
 	system += s.instruction()
 	return voice.Config{System: system, Tools: s.ts.voice.decls, ConnectTimeout: s.m.cfg.LiveConnectTimeout,
-		Voice: s.liveVoice(), LanguageCode: s.asks.lang()}
+		Voice: s.liveVoice(), LanguageCode: s.asks.lang(), Affinity: s.out.affinity()}
 }
 
 // textHost is the connection as one text turn sees it. ignored collects
@@ -126,6 +126,7 @@ func (h voiceHost) Send(ev protocol.Event) { h.s.send(ev) }
 func (h voiceHost) SendAudio(pcm []byte, received time.Time) bool {
 	return h.s.out.sendAudio(pcm, received)
 }
+func (h voiceHost) AudioWontWait() bool                      { return h.s.out.audioWontWait() }
 func (h voiceHost) DropAudio()                               { h.s.out.dropAudio() }
 func (h voiceHost) AudioDrained() <-chan struct{}            { return h.s.out.audioDrained() }
 func (h voiceHost) ToolEvents(turn int) orchestrator.Events  { return turnEvents{s: h.s, turn: turn} }

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 	"github.com/turnstile-gw/turnstile/internal/throttle"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
@@ -52,6 +53,11 @@ type Deps struct {
 	// Desk hears of every hand-off to a person (handoff.go); nil: only
 	// the browser, the timeline and the event stream do.
 	Desk HandoffDesk
+	// Loops, when set, serve a voice session's browser socket (plain TCP)
+	// from an event loop once its microphone streams (internal/evloop,
+	// Linux), the same loop as its model connection (Affinity): see
+	// micReads. Live's adapter is given the same pool.
+	Loops *evloop.Pool
 }
 
 // Manager runs sessions and knows which are live on this node, so that a
@@ -84,6 +90,7 @@ type Manager struct {
 	liveKick chan struct{} // wakes the presence loop: a session started here
 	liveNew  []string      // sessions started here since the presence loop last woke
 	liveAll  bool          // too many for liveNew: the loop renews every session
+	loopSeq  atomic.Uint64 // the connections' event-loop keys (conn.affinity)
 	wg       sync.WaitGroup
 }
 

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/clock"
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 	"github.com/turnstile-gw/turnstile/internal/stages"
 	"github.com/turnstile-gw/turnstile/protocol"
 	"github.com/turnstile-gw/turnstile/session/voice"
@@ -332,6 +334,9 @@ func (c *conn) writeFrame(f frame, slow bool) bool {
 	}
 	defer c.watchdog.end()
 	if err := c.wire.Write(f.binary, f.data); err != nil {
+		if errors.Is(err, evloop.ErrBacklog) {
+			c.tooSlow(0) // on an event loop, the socket's backlog is the send queue's bound
+		}
 		c.out.setReason(protocol.DisconnectWriteFailed)
 		return false
 	}

@@ -77,6 +77,11 @@ type outbound interface {
 	// of the queue's free space).
 	reply(build func(budget int) protocol.Event)
 	sendAudio(pcm []byte, received time.Time) bool
+	// audioWontWait: sendAudio would not wait for the browser's socket
+	// (an event loop serves it).
+	audioWontWait() bool
+	// affinity is the connection's key for an event loop (Manager.Loops).
+	affinity() uint64
 	dropAudio()
 	audioDrained() <-chan struct{}
 	free() int // the send queue's free bytes

@@ -214,8 +214,16 @@ func browserReadErr(err error) error {
 // it: an idle or text session's reader is one goroutine, as before voice.
 // A voiceOff that raced with a StayInside (the frame read before voice
 // ended, the move made before it) is made again here.
+//
+// With event loops (Manager.Loops) the socket moves to one instead, for
+// the rest of the connection (onLoop, loop.go); StayInside stays the way
+// where it cannot (TLS, not Linux).
 func (c *conn) micReads(s *session) {
-	if w, ok := c.wire.(*browserWire); ok && w.ws.StayInside() && s.voiceSide() == nil {
+	w, ok := c.wire.(*browserWire)
+	if !ok || c.onLoop(w) {
+		return
+	}
+	if w.ws.StayInside() && s.voiceSide() == nil {
 		w.ws.Leave()
 	}
 }

@@ -8,9 +8,26 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
+
+// rawIO is read(2) or write(2) (trap) of p on a non-blocking socket, in a
+// raw system call: it never blocks (EAGAIN instead), so the runtime need
+// not be told, which costs more than the call on the loop's path.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
 
 // ErrBacklog is a write's error once what the socket has not taken would
 // pass the connection's backlog (SetBacklog): the peer is not reading.
@@ -37,6 +54,7 @@ type FastFunc func(p []byte) (used int, wake bool)
 type Conn struct {
 	l            *Loop
 	fd           int
+	slot         int32 // in l's slots: its events' key
 	laddr, raddr net.Addr
 
 	mu     sync.Mutex
@@ -54,7 +72,8 @@ type Conn struct {
 	rdl      time.Time // read deadline
 
 	// Writing.
-	out     []byte // what the socket has not taken yet
+	kept    atomic.Bool // out holds bytes: the loop's flush looks, else it need not lock
+	out     []byte      // what the socket has not taken yet
 	werr    error
 	backlog int
 	wdl     time.Time   // write deadline: what is kept must be out by then
@@ -179,7 +198,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 // is kept in rerr; EAGAIN is returned.
 func (c *Conn) sysRead(p []byte) (int, error) {
 	for {
-		n, err := syscall.Read(c.fd, p)
+		n, err := rawIO(syscall.SYS_READ, c.fd, p)
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -401,6 +420,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, c.werr
 	}
 	c.out = append(c.out, rest...)
+	c.kept.Store(true)
 	c.armWrite()
 	return len(p), nil
 }
@@ -409,7 +429,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // other than EAGAIN fails the writing (werr).
 func (c *Conn) sysWrite(p []byte) (int, error) {
 	for {
-		n, err := syscall.Write(c.fd, p)
+		n, err := rawIO(syscall.SYS_WRITE, c.fd, p)
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -430,6 +450,7 @@ func (c *Conn) failWrite(err error) {
 		c.werr = err
 	}
 	c.out = nil
+	c.kept.Store(false)
 	if c.wtimer != nil {
 		c.wtimer.Stop()
 	}
@@ -466,6 +487,9 @@ func (c *Conn) writeLate() {
 
 // flush is the loop's: the socket may take what was kept.
 func (c *Conn) flush() {
+	if !c.kept.Load() {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.out) == 0 {
@@ -477,6 +501,7 @@ func (c *Conn) flush() {
 	}
 	if n == len(c.out) {
 		c.out = nil
+		c.kept.Store(false)
 		if c.wtimer != nil {
 			c.wtimer.Stop()
 		}

@@ -165,7 +165,8 @@ func (h *fakeHost) SendAudio(pcm []byte, _ time.Time) bool {
 	h.audio = append(h.audio, pcm...)
 	return true
 }
-func (h *fakeHost) DropAudio() {}
+func (h *fakeHost) AudioWontWait() bool { return true }
+func (h *fakeHost) DropAudio()          {}
 func (h *fakeHost) AudioDrained() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()

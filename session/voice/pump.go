@@ -67,6 +67,9 @@ func (v *Session) run() {
 // pump handles one upstream's events. It returns swap true when it stopped
 // to replace the upstream after a goAway, else the error that ended it.
 func (v *Session) pump(up transport.LiveSession) (swap bool, err error) {
+	if f, ok := up.(transport.LiveFast); ok {
+		f.SetAudioSink(audioSink{v})
+	}
 	for {
 		ev, err := up.Recv()
 		if err != nil {
@@ -76,6 +79,30 @@ func (v *Session) pump(up transport.LiveSession) (swap bool, err error) {
 			return true, nil
 		}
 	}
+}
+
+// audioSink takes model audio on the upstream's event loop while the
+// pump waits in Recv (transport.LiveFast): what onEvent does with an
+// audio event, without the pump woken for it. It is ready while the
+// browser's writes would not wait either.
+type audioSink struct{ v *Session }
+
+func (a audioSink) Ready() bool {
+	v := a.v
+	v.mu.Lock()
+	ok := v.hostFast
+	v.mu.Unlock()
+	if ok || !v.h.AudioWontWait() {
+		return ok
+	}
+	v.mu.Lock()
+	v.hostFast = true // the browser's socket, once on an event loop, stays there
+	v.mu.Unlock()
+	return true
+}
+
+func (a audioSink) Audio(pcm []byte) {
+	a.v.onEvent(transport.LiveEvent{Kind: transport.LiveAudio, Audio: pcm})
 }
 
 // onEvent acts on one event; it reports true when the upstream should be

@@ -42,7 +42,8 @@ func (v *Session) dial(handle string, reason metrics.ConnectReason) (transport.L
 		hist = v.h.History()
 	}
 	up, err := v.d.Live.Connect(ctx, transport.LiveConfig{System: v.cfg.System, Tools: v.cfg.Tools,
-		History: hist, ResumeHandle: handle, Voice: v.cfg.Voice, LanguageCode: v.cfg.LanguageCode})
+		History: hist, ResumeHandle: handle, Voice: v.cfg.Voice, LanguageCode: v.cfg.LanguageCode,
+		Affinity: v.cfg.Affinity})
 	event := metrics.LiveConnect
 	if handle != "" {
 		event = metrics.LiveResume
@@ -90,7 +91,7 @@ func (v *Session) replace(old transport.LiveSession, reason metrics.ConnectReaso
 				_ = up.Close()
 				return errClosed
 			}
-			v.up = up
+			v.up, v.upFast = up, sendsNeverWait(up)
 			if !resumed {
 				v.handle = ""
 			}

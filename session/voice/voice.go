@@ -46,6 +46,10 @@ type Host interface {
 	// received, when not zero, is when the pump received it: a sample for
 	// turnstile_relay_added_seconds{direction="out"}, taken when written.
 	SendAudio(pcm []byte, received time.Time) bool
+	// AudioWontWait reports whether SendAudio would not wait for the
+	// browser's socket now (it is served by an event loop): model audio may
+	// then be sent from the upstream's loop (transport.LiveFast).
+	AudioWontWait() bool
 	// DropAudio drops the model audio still queued (barge-in).
 	DropAudio()
 	// AudioDrained is a channel closed once the browser has been sent all
@@ -111,6 +115,9 @@ type Config struct {
 	// Voice and LanguageCode go into the Live setup's speech config ("":
 	// the model's own).
 	Voice, LanguageCode string
+	// Affinity picks the event loop of an adapter that serves
+	// connections from event loops (transport.LiveConfig.Affinity).
+	Affinity uint64
 }
 
 func (c *Config) defaults() {
@@ -180,6 +187,8 @@ type Session struct {
 	drain    bool                  // let the answer's audio out before closing
 	stopped  bool                  // the connection is going away: nobody is told
 	wantSwap bool                  // goAway seen: replace at the next resumable moment
+	upFast   bool                  // up's sends never wait (transport.LiveFast): Mic may run on an event loop
+	hostFast bool                  // the host's SendAudio never waits (it said so once: AudioWontWait)
 	ending   string                // why voice is ending; "" while it is not
 	up       transport.LiveSession // Mic's sends
 	cur      *turn                 // the turn the model's output belongs to; nil between turns
@@ -288,7 +297,7 @@ func Start(ctx context.Context, cfg Config, d Deps, h Host, handle string, reaso
 		v.cancel()
 		return nil, err
 	}
-	v.up = up
+	v.up, v.upFast = up, sendsNeverWait(up)
 	if resumed {
 		v.handle = handle
 	}
@@ -378,6 +387,23 @@ func (v *Session) Mic(now time.Time, pcm []byte) bool {
 		return false
 	}
 	return true
+}
+
+// MicWontWait reports whether Mic would not wait for the network now: the
+// upstream's sends never wait (it is served by an event loop,
+// transport.LiveFast), or microphone audio is being buffered for a new
+// one.
+func (v *Session) MicWontWait() bool {
+	v.mu.Lock()
+	ok := v.swapping || v.upFast
+	v.mu.Unlock()
+	return ok
+}
+
+// sendsNeverWait reports whether up's sends never wait for the network.
+func sendsNeverWait(up transport.LiveSession) bool {
+	f, ok := up.(transport.LiveFast)
+	return ok && !f.SendsWait()
 }
 
 // bufferLocked keeps a copy of pcm for the new upstream, dropping the

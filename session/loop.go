@@ -1,0 +1,71 @@
+package session
+
+import (
+	"github.com/turnstile-gw/turnstile/internal/clock"
+)
+
+// A voice session on an event loop (Manager.Loops; internal/evloop, Linux).
+//
+// Once the browser's microphone streams, its socket (plain TCP) leaves Go's
+// poller for the event loop that serves the session's model connection
+// (the same key, affinity), for the rest of the connection. There, a
+// microphone frame is handled where the loop read it (fastMic) while the
+// reader waits between messages: it is checked and sent up as the reader
+// would (micAudio), with no goroutine woken for it — as is model audio,
+// sent down from the upstream's loop (voice's audioSink) without waking the
+// pump. Everything else (text messages, pings, the close) still goes to
+// the reader, in order. Writes to the browser never wait: what the socket
+// does not take is kept, up to the send queue's bound, past which the
+// browser is closed as too slow (4101) as a full queue closes it.
+//
+// A frame is handled on the loop only when nothing on its way waits for
+// the network: the upstream is served by the loop too, or microphone audio
+// is being buffered for a new one (voice's MicWontWait). Otherwise the
+// reader handles it.
+
+// onLoop has the browser's socket served by an event loop when the
+// manager has them, once; it reports whether it is.
+func (c *conn) onLoop(w *browserWire) bool {
+	if w.ws.OnLoop() {
+		return true
+	}
+	if c.m.Loops == nil || c.loopTried {
+		return false
+	}
+	c.loopTried = true
+	if err := w.ws.Attach(c.m.Loops.Loop(c.loopKey), c.m.cfg.SendQueueBytes); err != nil {
+		c.log().Debug("browser socket not moved to an event loop", "err", err)
+		return false
+	}
+	w.ws.SetFast(c.fastMic)
+	return true
+}
+
+// fastMic is the browser socket's fast path (wsbuf.FastFunc): a
+// microphone frame, handled on the loop as readLoop would handle it. The
+// reader waits meanwhile, so its own state is this call's.
+func (c *conn) fastMic(binary bool, pcm []byte) bool {
+	s := c.s.Load()
+	if !binary || s == nil {
+		return false
+	}
+	v := s.voiceSide()
+	if v == nil || !v.MicWontWait() {
+		return false
+	}
+	now := clock.Wall.Now()
+	c.sighted(now, &c.seen, aliveGrain(c.m.cfg.IdleTimeout))
+	c.relay.audioIn.Inc()
+	c.micAudio(s, now, pcm)
+	return true
+}
+
+// audioWontWait is outbound's: the browser's socket is on an event loop,
+// whose writes never wait.
+func (c *conn) audioWontWait() bool {
+	w, ok := c.wire.(*browserWire)
+	return ok && w.ws.OnLoop()
+}
+
+// affinity is outbound's: the connection's event-loop key.
+func (c *conn) affinity() uint64 { return c.loopKey }
