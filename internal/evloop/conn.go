@@ -186,6 +186,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 		c.readable = false
 		n, err := c.sysRead(p)
 		if n > 0 {
+			// A read that filled p may have left more: no edge will say
+			// so (one comes only when more arrives), so a Wait reads
+			// before it waits. A short one took all there was.
+			c.readable = n == len(p)
 			return n, nil
 		}
 		if err == syscall.EAGAIN {

@@ -229,3 +229,40 @@ func TestKeptBytesPastTheWriteDeadlineFailTheWriting(t *testing.T) {
 		t.Fatalf("write: %v; want the deadline's error", err)
 	}
 }
+
+// An owner that read part of what arrived, straight from the socket (its
+// Read took only as much as it asked for), and then waits does not miss
+// the rest: no edge comes for bytes that are already there.
+func TestWaitAfterAPartialReadSeesWhatIsLeft(t *testing.T) {
+	c, peer := pair(t)
+	var l lines
+	buf := make([]byte, 4)
+	peer.Write([]byte("!ab\na1\n")) // one segment: the owner's line, then the fast path's
+	time.Sleep(20 * time.Millisecond) // arrived, and its edge seen, before the owner reads
+	if n, err := io.ReadFull(c, buf); err != nil || string(buf[:n]) != "!ab\n" {
+		t.Fatalf("owner read %q, %v", buf[:n], err)
+	}
+	done := make(chan struct{})
+	go func() {
+		c.Wait(l.fast)
+		close(done)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		n := len(l.took)
+		l.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.Close() // ends the Wait
+			<-done
+			t.Fatal("the fast path never got the line left in the socket")
+		}
+	}
+	peer.Write([]byte("!end\n"))
+	<-done
+	if l.took[0] != "a1" {
+		t.Fatalf("fast path took %q", l.took)
+	}
+}

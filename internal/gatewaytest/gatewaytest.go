@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,9 @@ func Config(t testing.TB) gateway.Config {
 	// Tests stream microphone audio faster than real time; the pacing
 	// test turns the pace on.
 	cfg.MicPace = 0
+	// TURNSTILE_TEST_VOICE_LOOP=true runs the tests with voice sessions on
+	// event loops (TURNSTILE_VOICE_LOOP); CI runs the voice tests so too.
+	cfg.VoiceLoop = os.Getenv("TURNSTILE_TEST_VOICE_LOOP") == "true"
 	return cfg
 }
 
