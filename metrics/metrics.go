@@ -250,7 +250,8 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 		AudioOut: f.counterVec("turnstile_audio_out_frames_total",
 			"Model-audio frames sent to connections, by channel and path: direct (written by the voice pump itself, nothing "+
 				"queued before it) or queued (behind other frames, written by the connection's writer: a rising queued share "+
-				"is connections falling behind).", "channel", "path"),
+				"is connections falling behind), or loop (nothing queued before it, written to a socket an event loop serves, "+
+				"TURNSTILE_VOICE_LOOP: the write never waits).", "channel", "path"),
 
 		Summary: NewSummary(DefaultSummaryWindow),
 	}

@@ -110,10 +110,11 @@ type AudioPath string
 const (
 	AudioDirect AudioPath = "direct" // written by the voice pump itself
 	AudioQueued AudioPath = "queued" // queued for the connection's writer
+	AudioLoop   AudioPath = "loop"   // written to a socket an event loop serves (TURNSTILE_VOICE_LOOP)
 )
 
 // AudioPaths lists the paths.
-var AudioPaths = []AudioPath{AudioDirect, AudioQueued}
+var AudioPaths = []AudioPath{AudioDirect, AudioQueued, AudioLoop}
 
 // AudioOutCounter is the turnstile_audio_out_frames_total series of a
 // channel and path; a connection resolves it once, off the audio path.

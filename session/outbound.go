@@ -68,7 +68,11 @@ func (c *conn) sendNow(v protocol.Event) {
 // (4101), as it would have been had the frames been queued.
 func (c *conn) sendAudio(pcm []byte, received time.Time) bool {
 	if c.q.claim(len(pcm)) {
-		c.relay.direct.Inc()
+		if c.audioWontWait() {
+			c.relay.loop.Inc()
+		} else {
+			c.relay.direct.Inc()
+		}
 		return c.writeClaimed(frame{data: pcm, binary: true, received: received}, true)
 	}
 	c.relay.queued.Inc()

@@ -20,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/genai"
 
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 	"github.com/turnstile-gw/turnstile/internal/fdroom"
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/wsbuf"
@@ -97,7 +98,10 @@ type relay struct {
 func startRelay(tb testing.TB) relay { return startRelayTo(tb, echoUpstream) }
 
 // startRelayTo is startRelay with the upstream upstream.
-func startRelayTo(tb testing.TB, upstream http.HandlerFunc) relay {
+func startRelayTo(tb testing.TB, upstream http.HandlerFunc) relay { return startRelayOn(tb, upstream, nil) }
+
+// startRelayOn is startRelayTo with voice sessions on loops (nil: none).
+func startRelayOn(tb testing.TB, upstream http.HandlerFunc, loops *evloop.Pool) relay {
 	for _, v := range []string{"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"} {
 		tb.Setenv(v, "")
 	}
@@ -123,8 +127,8 @@ func startRelayTo(tb testing.TB, upstream http.HandlerFunc) relay {
 	st := store.NewRedisStore(rdb, store.RedisStoreOptions{})
 	// As the gateway assembles it: the upstream holds a descriptor of the
 	// node's room (internal/fdroom), its sends through that wrapper.
-	live := fdroom.Live(fdroom.New(1000), geminilive.New(client, "m", geminilive.Options{}))
-	mgr := session.NewManager(session.Config{}, session.Deps{Store: st, Live: live,
+	live := fdroom.Live(fdroom.New(1000), geminilive.New(client, "m", geminilive.Options{Loops: loops}))
+	mgr := session.NewManager(session.Config{}, session.Deps{Store: st, Live: live, Loops: loops,
 		Orchestrator: orchestrator.NewWith(orchestrator.Config{}, orchestrator.Deps{Registry: reg, Metrics: m, Log: log,
 			Ledger: st, Confirms: st}),
 		Tools: fixedTools{reg}, Metrics: m, Log: log})
@@ -215,6 +219,44 @@ func BenchmarkVoiceRelayChunk(b *testing.B) {
 		r.chunk()
 	}
 	b.StopTimer()
+}
+
+// BenchmarkVoiceRelayChunkOnALoop is BenchmarkVoiceRelayChunk with the
+// session's sockets on an event loop (TURNSTILE_VOICE_LOOP).
+func BenchmarkVoiceRelayChunkOnALoop(b *testing.B) {
+	r := startRelayOn(b, echoUpstream, testLoops(b))
+	b.SetBytes(640)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r.chunk()
+	}
+	b.StopTimer()
+}
+
+// testLoops is a pool of one event loop, closed at the test's end; the
+// test is skipped where there are none.
+func testLoops(tb testing.TB) *evloop.Pool {
+	p, err := evloop.NewPool(1)
+	if err != nil {
+		tb.Skip(err)
+	}
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// On an event loop too, a relayed chunk allocates nothing, either way.
+func TestVoiceRelayOnALoopDoesNotAllocate(t *testing.T) {
+	r := startRelayOn(t, echoUpstream, testLoops(t))
+	for range 20 {
+		r.chunk() // the browser's socket joins the loop at its first microphone frame
+	}
+	if a := testing.AllocsPerRun(400, r.chunk); a != 0 && !raceEnabled {
+		t.Fatalf("%v allocations per relayed chunk on a loop", a)
+	}
+	if n := testutil.ToFloat64(r.m.AudioOut.WithLabelValues(session.ChannelBrowser.String(), "loop")); n < 400 {
+		t.Fatalf("%v model-audio frames written on the loop, want the 400 relayed there at least", n)
+	}
 }
 
 // The relay allocates nothing per chunk with its own timing on: the

@@ -24,15 +24,15 @@ import (
 type relaySeries struct {
 	audioIn prometheus.Counter
 	in, out prometheus.Observer
-	// Model audio out, written by the pump itself or queued
-	// (turnstile_audio_out_frames_total).
-	direct, queued prometheus.Counter
+	// Model audio out, written by the pump itself, queued, or written to
+	// a socket an event loop serves (turnstile_audio_out_frames_total).
+	direct, queued, loop prometheus.Counter
 }
 
 func newRelaySeries(m *metrics.Metrics, ch metrics.Channel) *relaySeries {
 	return &relaySeries{audioIn: m.BrowserAudio(), in: m.RelayObserver(ch, metrics.RelayIn),
 		out: m.RelayObserver(ch, metrics.RelayOut), direct: m.AudioOutCounter(ch, metrics.AudioDirect),
-		queued: m.AudioOutCounter(ch, metrics.AudioQueued)}
+		queued: m.AudioOutCounter(ch, metrics.AudioQueued), loop: m.AudioOutCounter(ch, metrics.AudioLoop)}
 }
 
 // newRelayStats are the series of a connection on channel ch.

@@ -1,0 +1,96 @@
+//go:build linux
+
+package gateway_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/turnstile-gw/turnstile/internal/testwait"
+)
+
+// With TURNSTILE_VOICE_LOOP=true a voice session's audio crosses the
+// gateway on an event loop both ways once the microphone streams, as it
+// would without: microphone frames reach the model whole and in order,
+// model audio reaches the browser in order with a transcript between its
+// chunks where the model sent it, and the model audio is counted as
+// written on the loop (turnstile_audio_out_frames_total{path="loop"}).
+func TestVoiceOnAnEventLoopRelaysAudioBothWaysInOrder(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.VoiceLoop = true
+	g, script := startVoiceGateway(t, cfg, nil)
+	c, _, u := startInVoice(t, g, script)
+	var mic []byte
+	for i := range 50 {
+		p := pcm(i, 640)
+		must(t, c.sendAudio(p))
+		mic = append(mic, p...)
+	}
+	testwait.For(t, "the microphone audio upstream", func() bool { return len(u.audio()) >= len(mic) })
+	if !bytes.Equal(u.audio(), mic) {
+		t.Fatal("the model got other microphone audio than the browser sent")
+	}
+
+	var before, after []byte
+	for i := range 20 {
+		p := pcm(100+i, 960)
+		must(t, u.SendAudio(p))
+		before = append(before, p...)
+	}
+	must(t, u.SendOutputTranscript("hello"))
+	for i := range 5 {
+		p := pcm(200+i, 960)
+		must(t, u.SendAudio(p))
+		after = append(after, p...)
+	}
+	must(t, u.SendTurnComplete(nil))
+	var got []byte
+	seenAt := -1
+	for _, f := range c.recvUntil("turn.done") {
+		if f.ev != nil && f.ev.typ() == "transcript.output" {
+			seenAt = len(got)
+		}
+		got = append(got, f.audio...)
+	}
+	if !bytes.Equal(got, append(before, after...)) {
+		t.Fatalf("the browser got %d bytes of other audio than the model sent (%d)", len(got), len(before)+len(after))
+	}
+	if seenAt != len(before) {
+		t.Fatalf("the transcript came after %d bytes of audio, want %d: where the model sent it", seenAt, len(before))
+	}
+	if n := scrapeValue(t, g.adminURL+"/metrics", "turnstile_audio_out_frames_total",
+		map[string]string{"channel": "browser", "path": "loop"}); n < 1 {
+		t.Fatalf("model audio frames written on the loop: %v, want some of the 25 sent after the microphone streamed", n)
+	}
+}
+
+// A browser whose socket an event loop serves and that stops reading while
+// model audio streams is closed as too slow (4101) once what its socket
+// has not taken passes the send queue's bound, as a full queue closes it
+// without the loop; the model connection is hung up.
+func TestVoiceOnAnEventLoopClosesABrowserThatStopsReadingTooSlow(t *testing.T) {
+	cfg := defaultTestConfig(t)
+	cfg.VoiceLoop = true
+	cfg.SendQueueBytes = 64 << 10
+	cfg.WriteTimeout = time.Minute
+	g, script := startVoiceGateway(t, cfg, nil)
+	c, _, u := startInVoice(t, g, script)
+	must(t, c.sendAudio(pcm(0, 640))) // the microphone streams: the socket moves to the loop
+	testwait.For(t, "the microphone audio upstream", func() bool { return len(u.audio()) > 0 })
+	chunk := pcm(0, 9600)
+	sent := 0
+	for u.SendAudio(chunk) == nil {
+		if sent += len(chunk); sent > 256<<20 {
+			t.Fatal("the gateway kept taking audio for a browser that reads nothing")
+		}
+	}
+	u.waitEnded()
+	testwait.For(t, "the slow connection to be dropped", func() bool { return g.gw.sessions.Active() == 0 })
+	m := g.gw.sessions.Metrics.BrowserDisconnect
+	if tooSlow, failed := testutil.ToFloat64(m.WithLabelValues("too_slow")), testutil.ToFloat64(m.WithLabelValues("write_failed")); tooSlow != 1 || failed != 0 {
+		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, failed)
+	}
+}
