@@ -98,7 +98,9 @@ type relay struct {
 func startRelay(tb testing.TB) relay { return startRelayTo(tb, echoUpstream) }
 
 // startRelayTo is startRelay with the upstream upstream.
-func startRelayTo(tb testing.TB, upstream http.HandlerFunc) relay { return startRelayOn(tb, upstream, nil) }
+func startRelayTo(tb testing.TB, upstream http.HandlerFunc) relay {
+	return startRelayOn(tb, upstream, nil)
+}
 
 // startRelayOn is startRelayTo with voice sessions on loops (nil: none).
 func startRelayOn(tb testing.TB, upstream http.HandlerFunc, loops *evloop.Pool) relay {

@@ -237,7 +237,7 @@ func TestWaitAfterAPartialReadSeesWhatIsLeft(t *testing.T) {
 	c, peer := pair(t)
 	var l lines
 	buf := make([]byte, 4)
-	peer.Write([]byte("!ab\na1\n")) // one segment: the owner's line, then the fast path's
+	peer.Write([]byte("!ab\na1\n"))   // one segment: the owner's line, then the fast path's
 	time.Sleep(20 * time.Millisecond) // arrived, and its edge seen, before the owner reads
 	if n, err := io.ReadFull(c, buf); err != nil || string(buf[:n]) != "!ab\n" {
 		t.Fatalf("owner read %q, %v", buf[:n], err)

@@ -29,7 +29,6 @@ import (
 	"unsafe"
 )
 
-
 // Supported reports whether this platform has event loops.
 const Supported = true
 
@@ -68,7 +67,7 @@ type Loop struct {
 	epfd  int
 	ep    *os.File        // epfd in Go's poller: the loop parks there, not in epoll_wait
 	raw   syscall.RawConn // ep's
-	stop  [2]int // a pipe: close writes to it, run returns
+	stop  [2]int          // a pipe: close writes to it, run returns
 	done  chan struct{}
 	mu    sync.Mutex // held by add and remove
 	slots slots      // the Conns served, by slot: an event's Fd field is its Conn's slot
