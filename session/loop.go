@@ -24,7 +24,10 @@ import (
 // reader handles it.
 
 // onLoop has the browser's socket served by an event loop when the
-// manager has them, once; it reports whether it is.
+// manager has them and the session's upstream is on one (over TLS it is
+// not: the browser's socket on a loop would then only hand each microphone
+// frame to the reader, a hop more than its own read); it reports whether
+// it is. It is decided once, at a microphone frame.
 func (c *conn) onLoop(w *browserWire) bool {
 	if w.ws.OnLoop() {
 		return true
@@ -32,7 +35,18 @@ func (c *conn) onLoop(w *browserWire) bool {
 	if c.m.Loops == nil || c.loopTried {
 		return false
 	}
+	v := c.s.Load().voiceSide()
+	if v == nil {
+		return false
+	}
+	upOnLoop, known := v.UpstreamOnLoop()
+	if !known {
+		return false // asked again at the next frame
+	}
 	c.loopTried = true
+	if !upOnLoop {
+		return false
+	}
 	if err := w.ws.Attach(c.m.Loops.Loop(c.loopKey), c.m.cfg.SendQueueBytes); err != nil {
 		c.log().Debug("browser socket not moved to an event loop", "err", err)
 		return false

@@ -400,6 +400,14 @@ func (v *Session) MicWontWait() bool {
 	return ok
 }
 
+// UpstreamOnLoop reports whether the upstream's sends never wait (it is
+// served by an event loop); known is false while it is being replaced.
+func (v *Session) UpstreamOnLoop() (onLoop, known bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.upFast, !v.swapping
+}
+
 // sendsNeverWait reports whether up's sends never wait for the network.
 func sendsNeverWait(up transport.LiveSession) bool {
 	f, ok := up.(transport.LiveFast)
