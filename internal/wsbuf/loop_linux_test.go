@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -169,5 +170,23 @@ func TestServerConnAttachedToALoopGivesItsFastPathBinaryMessagesInOrder(t *testi
 	want := []string{"fast:m1", "fast:m2", "read:t1", "fast:m3", "fast:" + strings.Repeat("m4", 100), "fast:m5"}
 	if got := l.all(); !slices.Equal(got, want) {
 		t.Fatalf("got %q; want %q", got, want)
+	}
+}
+
+// A wss:// connection dialled with a loop stays off it (TLS is read by its
+// goroutine) and works as without one.
+func TestClientOverTLSStaysOffTheLoop(t *testing.T) {
+	srv := httptest.NewUnstartedServer(echoServer(t, make(chan bool, 8), nil).Config.Handler)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c := clientDial(t, "wss://"+srv.Listener.Addr().String(), DialOptions{TLSConfig: trusting(srv), Loop: testLoop(t)})
+	if c.OnLoop() {
+		t.Fatal("a TLS connection is on the loop")
+	}
+	if err := c.WriteText([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMessage(c); err != nil || string(got) != "hi" {
+		t.Fatalf("echo = %q, %v", got, err)
 	}
 }
