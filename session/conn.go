@@ -70,7 +70,8 @@ type conn struct {
 	// sighted), and whether the browser's socket was offered to an event
 	// loop (micReads); loopKey picks the loop (affinity).
 	seen      int64
-	loopTried bool
+	loopTried bool // decided: looped says whether the socket is on a loop
+	looped    bool
 	loopKey   uint64
 }
 

@@ -29,10 +29,10 @@ import (
 // frame to the reader, a hop more than its own read); it reports whether
 // it is. It is decided once, at a microphone frame.
 func (c *conn) onLoop(w *browserWire) bool {
-	if w.ws.OnLoop() {
-		return true
+	if c.loopTried {
+		return c.looped
 	}
-	if c.m.Loops == nil || c.loopTried {
+	if c.m.Loops == nil {
 		return false
 	}
 	v := c.s.Load().voiceSide()
@@ -52,6 +52,7 @@ func (c *conn) onLoop(w *browserWire) bool {
 		return false
 	}
 	w.ws.SetFast(c.fastMic)
+	c.looped = true
 	return true
 }
 

@@ -52,13 +52,14 @@ type FastFunc func(p []byte) (used int, wake bool)
 // one lock, held over their (non-blocking) system calls, never over a
 // wait or a FastFunc.
 type Conn struct {
-	l            *Loop
-	fd           int
-	slot         int32 // in l's slots: its events' key
-	laddr, raddr net.Addr
-
+	// What every event reads first: the descriptor, the lock, and whether
+	// anything is kept to write.
+	fd     int
 	mu     sync.Mutex
+	kept   atomic.Bool // out holds bytes: the loop's flush looks, else it need not lock
 	closed bool
+	l      *Loop
+	slot   int32 // in l's slots: its events' key
 
 	// Reading.
 	in       *[]byte  // from ins: bytes arrived and not consumed, from inOff; nil when none
@@ -72,12 +73,13 @@ type Conn struct {
 	rdl      time.Time // read deadline
 
 	// Writing.
-	kept    atomic.Bool // out holds bytes: the loop's flush looks, else it need not lock
-	out     []byte      // what the socket has not taken yet
+	out     []byte // what the socket has not taken yet
 	werr    error
 	backlog int
 	wdl     time.Time   // write deadline: what is kept must be out by then
 	wtimer  *time.Timer // armed while out is kept under a deadline
+
+	laddr, raddr net.Addr
 }
 
 var ins = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
