@@ -6,7 +6,7 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X github.com/turnstile-gw/turnstile/gateway.version=$(VERSION) -X github.com/turnstile-gw/turnstile/gateway.commit=$(COMMIT)
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: test-voice-loop run test test-under-load test-js test-js-sdk test-deps lint build release docker clean
+.PHONY: test-voice-goroutines run test test-under-load test-js test-js-sdk test-deps lint build release docker clean
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/gateway
@@ -16,10 +16,12 @@ run:
 test: test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-# The gateway's voice tests with voice sessions on event loops
-# (TURNSTILE_VOICE_LOOP; Linux): CI runs them after make test.
-test-voice-loop: test-deps
-	TURNSTILE_TEST_VOICE_LOOP=true $(GO) test -race -count=1 -timeout 30m -run 'Voice|Audio|Mic|Barge|Relay|Speech|Live' ./gateway/
+# The gateway's voice tests with voice sessions served by a goroutine per
+# socket (TURNSTILE_VOICE_LOOP=false: the way of a model connection over
+# TLS, and of every session off Linux); CI runs them after make test,
+# which runs them on event loops (the default).
+test-voice-goroutines: test-deps
+	TURNSTILE_TEST_VOICE_LOOP=false $(GO) test -race -count=1 -timeout 30m -run 'Voice|Audio|Mic|Barge|Relay|Speech|Live' ./gateway/
 
 # The whole suite beside two busy-looping processes: a busy CI machine
 # (docs/testing.md).

@@ -397,7 +397,7 @@ func voiceLoops(cfg Config, log *slog.Logger) (*evloop.Pool, error) {
 		return nil, nil
 	}
 	if !evloop.Supported {
-		log.Warn("TURNSTILE_VOICE_LOOP=true: event loops are Linux only; voice sessions are served by goroutines as without it")
+		log.Info("voice sessions served by a goroutine per socket: event loops (TURNSTILE_VOICE_LOOP) are Linux only")
 		return nil, nil
 	}
 	n := runtime.GOMAXPROCS(0)

@@ -64,7 +64,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // drain budget after SIGTERM
 
 	PprofAddr string // loopback host:port serving net/http/pprof; "" = off
-	VoiceLoop bool   // TURNSTILE_VOICE_LOOP: voice sockets served by event loops (Linux)
+	VoiceLoop bool   // TURNSTILE_VOICE_LOOP (default true): voice sockets served by event loops (Linux)
 
 	// Tracing is what the OpenTelemetry SDK's variables say, and the key of
 	// the user pseudonyms: the tracing package's settings

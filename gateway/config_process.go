@@ -30,8 +30,8 @@ func shutdownTimeoutSetting() configSetting {
 }
 
 func voiceLoopSetting() configSetting {
-	return configSetting{Env: "TURNSTILE_VOICE_LOOP", Def: "false",
-		Usage: "true: serve voice sessions' sockets (plain TCP, Linux) from event loops, one per CPU, relaying audio where it is read (docs/operations.md)",
+	return configSetting{Env: "TURNSTILE_VOICE_LOOP", Def: "true",
+		Usage: "serve voice sessions' sockets (plain TCP, Linux) from event loops, one per CPU, relaying audio where it is read; false: a goroutine per socket, as over TLS (docs/operations.md)",
 		Apply: settings.Bool(func(c *Config) *bool { return &c.VoiceLoop })}
 }
 

@@ -72,7 +72,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 			TextProvider: "gemini", OpenAIModel: "gpt-4o-mini", ToolChoice: "auto"},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 2, MaxCalls: 3},
 			Text: orchestrator.Budget{MaxRetrieval: 5, MaxCalls: 10}, ConfirmTTL: 2 * time.Minute},
-		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second,
+		LogLevel: slog.LevelInfo, ShutdownTimeout: 15 * time.Second, VoiceLoop: true,
 		Redis:     store.Redis{RedisMode: "single", RedisTimeout: 500 * time.Millisecond, SessionTTL: 24 * time.Hour},
 		Assistant: session.Assistant{SystemPrompt: DefaultSystemPrompt},
 		Sources:   tools.Sources{MCPStartTimeout: 10 * time.Second},
@@ -158,7 +158,7 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		Access: server.Access{AllowedOrigins: []string{"https://app.example.com", "https://*.example.com:8443"}},
 		Budgets: orchestrator.Budgets{Voice: orchestrator.Budget{MaxRetrieval: 1, MaxCalls: 1},
 			Text: orchestrator.Budget{MaxRetrieval: 0, MaxCalls: 4}, ConfirmTTL: 2 * time.Minute},
-		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second,
+		LogLevel: slog.LevelDebug, ShutdownTimeout: 2 * time.Second, VoiceLoop: true,
 		Assistant: session.Assistant{SystemPrompt: "Be terse."},
 		Sources:   tools.Sources{KBDir: kb, MCPStartTimeout: 10 * time.Second},
 	}

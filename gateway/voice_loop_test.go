@@ -12,7 +12,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
-// With TURNSTILE_VOICE_LOOP=true a voice session's audio crosses the
+// With TURNSTILE_VOICE_LOOP (the default) a voice session's audio crosses the
 // gateway on an event loop both ways once the microphone streams, as it
 // would without: microphone frames reach the model whole and in order,
 // model audio reaches the browser in order with a transcript between its
