@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 )
 
@@ -76,21 +74,7 @@ func TestVoiceOnAnEventLoopClosesABrowserThatStopsReadingTooSlow(t *testing.T) {
 	cfg.VoiceLoop = true
 	cfg.SendQueueBytes = 64 << 10
 	cfg.WriteTimeout = time.Minute
-	g, script := startVoiceGateway(t, cfg, nil)
-	c, _, u := startInVoice(t, g, script)
-	must(t, c.sendAudio(pcm(0, 640))) // the microphone streams: the socket moves to the loop
-	testwait.For(t, "the microphone audio upstream", func() bool { return len(u.audio()) > 0 })
-	chunk := pcm(0, 9600)
-	sent := 0
-	for u.SendAudio(chunk) == nil {
-		if sent += len(chunk); sent > 256<<20 {
-			t.Fatal("the gateway kept taking audio for a browser that reads nothing")
-		}
-	}
-	u.waitEnded()
-	testwait.For(t, "the slow connection to be dropped", func() bool { return g.gw.sessions.Active() == 0 })
-	m := g.gw.sessions.Metrics.BrowserDisconnect
-	if tooSlow, failed := testutil.ToFloat64(m.WithLabelValues("too_slow")), testutil.ToFloat64(m.WithLabelValues("write_failed")); tooSlow != 1 || failed != 0 {
+	if tooSlow, failed := streamToABrowserThatStopsReading(t, cfg, true); tooSlow != 1 || failed != 0 {
 		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, failed)
 	}
 }

@@ -427,7 +427,7 @@ func TestSlowBrowserInVoiceIsDisconnectedAndTheUpstreamClosed(t *testing.T) {
 	cfg := defaultTestConfig(t)
 	cfg.SendQueueBytes = 64 << 10
 	cfg.WriteTimeout = 200 * time.Millisecond
-	tooSlow, writeFailed := streamToABrowserThatStopsReading(t, cfg)
+	tooSlow, writeFailed := streamToABrowserThatStopsReading(t, cfg, false)
 	if tooSlow+writeFailed != 1 {
 		t.Fatalf("disconnect not counted as too_slow or write_failed")
 	}
@@ -442,7 +442,7 @@ func TestBrowserThatStopsReadingWhileModelAudioStreamsIsClosedTooSlow(t *testing
 	cfg := defaultTestConfig(t)
 	cfg.SendQueueBytes = 64 << 10
 	cfg.WriteTimeout = time.Minute
-	if tooSlow, writeFailed := streamToABrowserThatStopsReading(t, cfg); tooSlow != 1 || writeFailed != 0 {
+	if tooSlow, writeFailed := streamToABrowserThatStopsReading(t, cfg, false); tooSlow != 1 || writeFailed != 0 {
 		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, writeFailed)
 	}
 }
@@ -450,12 +450,17 @@ func TestBrowserThatStopsReadingWhileModelAudioStreamsIsClosedTooSlow(t *testing
 // streamToABrowserThatStopsReading streams model audio to a browser in
 // voice that never reads, until the gateway has dropped it and closed its
 // upstream; it returns the disconnects counted as too_slow and as
-// write_failed.
-func streamToABrowserThatStopsReading(t *testing.T, cfg gateway.Config) (tooSlow, writeFailed float64) {
+// write_failed. With mic the browser first sends a microphone frame (its
+// socket joins an event loop then, TURNSTILE_VOICE_LOOP).
+func streamToABrowserThatStopsReading(t *testing.T, cfg gateway.Config, mic bool) (tooSlow, writeFailed float64) {
 	t.Helper()
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, _, u := startInVoice(t, g, script)
-	_ = c // it never reads again
+	if mic {
+		must(t, c.sendAudio(pcm(0, 640)))
+		testwait.For(t, "the microphone audio upstream", func() bool { return len(u.audio()) > 0 })
+	}
+	// it never reads again
 
 	chunk := pcm(0, 9600) // 200 ms of 24 kHz audio
 	sent := 0

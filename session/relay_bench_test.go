@@ -212,21 +212,16 @@ func startRelayOn(tb testing.TB, upstream http.HandlerFunc, loops *evloop.Pool) 
 
 // BenchmarkVoiceRelayChunk is one 20 ms chunk through the whole relay,
 // with turnstile_relay_added_seconds sampling it (always on).
-func BenchmarkVoiceRelayChunk(b *testing.B) {
-	r := startRelay(b)
-	b.SetBytes(640)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		r.chunk()
-	}
-	b.StopTimer()
-}
+func BenchmarkVoiceRelayChunk(b *testing.B) { benchRelay(b, startRelay(b)) }
 
 // BenchmarkVoiceRelayChunkOnALoop is BenchmarkVoiceRelayChunk with the
 // session's sockets on an event loop (TURNSTILE_VOICE_LOOP).
 func BenchmarkVoiceRelayChunkOnALoop(b *testing.B) {
-	r := startRelayOn(b, echoUpstream, testLoops(b))
+	benchRelay(b, startRelayOn(b, echoUpstream, testLoops(b)))
+}
+
+// benchRelay relays chunks through r.
+func benchRelay(b *testing.B, r relay) {
 	b.SetBytes(640)
 	b.ReportAllocs()
 	b.ResetTimer()
