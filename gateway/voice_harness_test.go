@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -264,7 +263,6 @@ type stallProxy struct {
 	cond   *sync.Cond
 	paused bool
 	closed bool
-	held   []byte // what came while paused, since the last pause (holds)
 	conns  []net.Conn
 	wg     sync.WaitGroup
 }
@@ -329,9 +327,6 @@ func (p *stallProxy) forward(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			if p.paused {
-				p.held = append(p.held, buf[:n]...)
-			}
 			for p.paused && !p.closed {
 				p.cond.Wait()
 			}
@@ -348,21 +343,8 @@ func (p *stallProxy) forward(dst, src net.Conn) {
 
 func (p *stallProxy) pause() {
 	p.mu.Lock()
-	p.paused, p.held = true, nil
+	p.paused = true
 	p.mu.Unlock()
-}
-
-// holds reports whether the commands held since the last pause contain
-// every one of parts.
-func (p *stallProxy) holds(parts ...string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range parts {
-		if !bytes.Contains(p.held, []byte(s)) {
-			return false
-		}
-	}
-	return true
 }
 
 func (p *stallProxy) resume() {

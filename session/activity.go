@@ -167,7 +167,7 @@ func (a *activity) admit(text, kind string, turn int, note string, user transpor
 			a.turnCancel, a.turnDone = nil, nil
 		}
 		s.st.undoTurn(note)
-		undone := s.pst.undo(turn)
+		s.pst.undo(turn)
 		if !ts.Allowed {
 			a.turnsUntil = s.m.now().Add(ts.RetryAfter)
 		}
@@ -176,7 +176,6 @@ func (a *activity) admit(text, kind string, turn int, note string, user transpor
 		toVoice, next := a.takeWaitingLocked()
 		a.mu.Unlock()
 		defer a.runWaiting(toVoice, next)
-		undone() // stored before the browser hears of the refusal (see persister.undo)
 		switch {
 		case blocked:
 			s.setBlocked(ts.Block)

@@ -306,8 +306,6 @@ type stallingStore struct {
 	waiting  atomic.Int64                  // calls held back now
 	handGate atomic.Pointer[chan struct{}] // HandOff's (see stallHandOffs)
 	handWait atomic.Int64                  // HandOff calls held back now
-	undoGate atomic.Pointer[chan struct{}] // Undo's (see stallUndos)
-	undoWait atomic.Int64                  // Undo calls held back now
 	fail     atomic.Bool                   // Create fails (after the hold)
 	mu       sync.Mutex
 	marks    [][]string // the sessions of each MarkLive
@@ -329,21 +327,6 @@ func (s *stallingStore) stallHandOffs() (release func()) {
 	s.handGate.Store(&gate)
 	var once sync.Once
 	return func() { once.Do(func() { s.handGate.Store(nil); close(gate) }) }
-}
-
-// stallUndos holds every Undo back until the returned func is called.
-func (s *stallingStore) stallUndos() (release func()) {
-	gate := make(chan struct{})
-	s.undoGate.Store(&gate)
-	var once sync.Once
-	return func() { once.Do(func() { s.undoGate.Store(nil); close(gate) }) }
-}
-
-func (s *stallingStore) Undo(ctx context.Context, rec store.Record, turn int) error {
-	if err := wait(ctx, &s.undoGate, &s.undoWait); err != nil {
-		return err
-	}
-	return s.Store.Undo(ctx, rec, turn)
 }
 
 func (s *stallingStore) HandOff(ctx context.Context, rec store.Record, h store.Handoff, event, record []byte) error {

@@ -175,8 +175,8 @@ func (s *session) intentApplied(turn int, typ intents.Type, applied bool) {
 	s.log().Info("intent not applicable in this mode", "turn", turn, "intent", typ, "mode", s.st.mode())
 }
 
-// setMode records a mode change, counts it, stores it and then tells the
-// browser.
+// setMode records a mode change, counts it, tells the browser and stores
+// it.
 func (s *session) setMode(mode protocol.Mode, reason string) {
 	var old protocol.Mode
 	s.st.update(func(rec *store.Record) { old, rec.Mode = rec.Mode, mode })
@@ -184,19 +184,13 @@ func (s *session) setMode(mode protocol.Mode, reason string) {
 		s.m.Metrics.SessionMode(old, mode, s.id.Channel)
 	}
 	s.event(timeline.Event{Event: timeline.EventMode, Mode: string(mode), Reason: reason})
-	s.persistMode()
 	s.send(protocol.ModeChange{Mode: mode, Reason: reason, Tools: s.ts.mode(mode).listed})
+	s.persistMode()
 }
 
-// persistMode stores the session's record (its mode) and waits for it, so
-// that what the browser is told next comes after it: told first, a resume
-// elsewhere before the write landed would fence it out, and the session
-// would come back in the mode the user had left (voice opened again after
-// the user ended it, or text after voice began). It runs at a mode's
-// change, never per audio frame: voice's start and end, a resumed voice
-// session that stays in text.
+// persistMode stores the session's record (its mode) off the caller's path.
 func (s *session) persistMode() {
-	s.pst.write(func(ctx context.Context, rec store.Record) error { return s.m.Store.Append(ctx, rec) })
+	s.pst.writeAsync(func(ctx context.Context, rec store.Record) error { return s.m.Store.Append(ctx, rec) })
 }
 
 // persistBegin writes a turn's user entry, reads the user's block and

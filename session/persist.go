@@ -207,19 +207,10 @@ func (p *persister) appendEntries(mark uint64, entries ...transport.Entry) {
 	})
 }
 
-// undo queues the taking back of a refused turn's user entry (and the
-// record, whose turn is the one before), in order with the connection's
-// other writes, and returns what waits for it to land. The caller queues
-// it while it holds the turn's lock (a next turn's first write must come
-// after it) and waits once it let go, before the browser hears of the
-// refusal: told first, a resume elsewhere before the undo landed would
-// fence it out, and the message the user was told was refused would stay
-// in the history the model reads.
-func (p *persister) undo(turn int) (landed func()) {
-	done := make(chan struct{})
-	op := func(ctx context.Context, rec store.Record) error { return p.store.Undo(ctx, rec, turn) }
-	p.enqueue(func() { defer close(done); p.do(op) }, true)
-	return func() { <-done }
+// undo takes back the user entry of a refused turn (and writes the
+// record, whose turn is the one before), without waiting.
+func (p *persister) undo(turn int) {
+	p.writeAsync(func(ctx context.Context, rec store.Record) error { return p.store.Undo(ctx, rec, turn) })
 }
 
 // saveHandle stores the record (its newest resumption handle) without
