@@ -7,6 +7,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/internal/otlptest"
+	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/timeline"
 	"github.com/turnstile-gw/turnstile/tracing"
 )
@@ -33,6 +34,10 @@ func TestTextAndVoiceTurnsEndAlikeOnTheTimelineTheTraceAndTheMetrics(t *testing.
 		t.Fatalf("mode %v, want voice", ev)
 	}
 	u := nextUpstream(t, script)
+	// The fake checks what the gateway sends against what it has said: it
+	// must have read the history seed before it speaks, or the seed reads
+	// as sent over its speech (the gateway wrote it first).
+	testwait.For(t, "the text history upstream", func() bool { return len(u.ofKind(fakegemini.EventClientContent)) == 1 })
 	must(t, u.SendInputTranscript("And on Sundays?"))
 	must(t, u.SendOutputTranscript("Closed on Sundays."))
 	must(t, u.SendAudio(pcm24Tone(440, 0, 2400)))
