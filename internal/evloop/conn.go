@@ -537,16 +537,6 @@ func (c *Conn) Close() error {
 	return err
 }
 
-// CloseWrite shuts the socket's write side (the peer reads its end).
-func (c *Conn) CloseWrite() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return net.ErrClosed
-	}
-	return syscall.Shutdown(c.fd, syscall.SHUT_WR)
-}
-
 func (c *Conn) LocalAddr() net.Addr  { return c.laddr }
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
 

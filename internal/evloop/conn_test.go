@@ -61,7 +61,7 @@ func TestConnReadsAndWritesAndSeesThePeersEnd(t *testing.T) {
 	if _, err := c.Write([]byte("back")); err != nil {
 		t.Fatal(err)
 	}
-	c.CloseWrite()
+	c.Close()
 	back, err := io.ReadAll(peer)
 	if err != nil || string(back) != "back" {
 		t.Fatalf("peer read %q, %v", back, err)
