@@ -394,10 +394,8 @@ func (v *Session) Mic(now time.Time, pcm []byte) bool {
 // transport.LiveFast), or microphone audio is being buffered for a new
 // one.
 func (v *Session) MicWontWait() bool {
-	v.mu.Lock()
-	ok := v.swapping || v.upFast
-	v.mu.Unlock()
-	return ok
+	onLoop, known := v.UpstreamOnLoop()
+	return onLoop || !known
 }
 
 // UpstreamOnLoop reports whether the upstream's sends never wait (it is
