@@ -88,6 +88,18 @@ func fastFrames(p []byte, server, offerText bool, limit int64, take FastFunc) (u
 	}
 }
 
+// fastOver is a connection's evloop.FastFunc over its fast path (*take,
+// nil: every message is the reader's) and read limit: binary messages
+// alone offered to a server's, text and binary to a client's.
+func fastOver(take *FastFunc, limit *int64, server bool) evloop.FastFunc {
+	return func(p []byte) (int, bool) {
+		if *take == nil {
+			return 0, true
+		}
+		return fastFrames(p, server, !server, *limit, *take)
+	}
+}
+
 // errNotPlain is Attach's refusal for a connection that is not plain TCP
 // read holding no buffer (TLS, a wrapper without a socket, not Unix).
 var errNotPlain = errors.New("wsbuf: only a plain TCP connection moves to an event loop")
@@ -111,12 +123,7 @@ func (c *Client) attach(l *evloop.Loop, pending []byte) error {
 		return err
 	}
 	c.sock, c.conn, c.lean, c.pre, c.lc = lc, lc, nil, nil, lc
-	c.fastFn = func(p []byte) (int, bool) {
-		if c.take == nil {
-			return 0, true
-		}
-		return fastFrames(p, false, true, c.limit, c.take)
-	}
+	c.fastFn = fastOver(&c.take, &c.limit, false)
 	return nil
 }
 
@@ -162,12 +169,7 @@ func (c *ServerConn) Attach(l *evloop.Loop, backlog int) error {
 	}
 	lc.SetBacklog(backlog)
 	c.sock, c.conn, c.wconn, c.lean, c.lc, c.parked = lc, lc, lc, nil, lc, false
-	c.fastFn = func(p []byte) (int, bool) {
-		if c.take == nil {
-			return 0, true
-		}
-		return fastFrames(p, true, false, c.limit, c.take)
-	}
+	c.fastFn = fastOver(&c.take, &c.limit, true)
 	c.loopc.Store(lc)
 	return nil
 }
