@@ -12,6 +12,7 @@ const (
 	partMasking  = "WebSocket masking"
 	partBase64   = "base64"
 	partJSON     = "JSON scanning and encoding"
+	partLoop     = "event loop (readiness, kept writes, fast-path hand-off)"
 	partOwn      = "relay's own code"
 	partSDK      = "Live SDK's own code"
 	partRuntime  = "runtime, other"
@@ -88,6 +89,8 @@ func classifyGo(stack []string) string {
 		strings.HasPrefix(leaf, ownModule+"transport/geminilive.(*scanner)"),
 		strings.HasPrefix(leaf, ownModule+"protocol.Decode"):
 		return partJSON
+	case strings.HasPrefix(leaf, ownModule+"internal/evloop."):
+		return partLoop // its system calls and the runtime's poll are caught above, by the stack
 	case strings.HasPrefix(leaf, "google.golang.org/genai."):
 		return partSDK
 	case strings.HasPrefix(leaf, ownModule), strings.HasPrefix(leaf, "main."):
