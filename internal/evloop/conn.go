@@ -66,6 +66,7 @@ type Conn struct {
 	inOff    int      // where in's unconsumed bytes start
 	rerr     error    // the read side's end, after in: io.EOF, a reset
 	readable bool     // an edge came that nothing has read for yet
+	hup      bool     // an edge said the peer's end came: a short read may not have reached it
 	fast     FastFunc // set while the owner waits in Wait: the loop hands what arrives to it
 	inFast   bool     // the loop is running fast: the owner waits until it is out
 	waiting  bool     // the owner waits on sig
@@ -190,8 +191,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if n > 0 {
 			// A read that filled p may have left more: no edge will say
 			// so (one comes only when more arrives), so a Wait reads
-			// before it waits. A short one took all there was.
-			c.readable = n == len(p)
+			// before it waits. A short one took all there was, but
+			// for the peer's end, if it came (no edge will say so).
+			c.readable = n == len(p) || c.hup
 			return n, nil
 		}
 		if err == syscall.EAGAIN {
@@ -325,8 +327,8 @@ func (c *Conn) readInto() {
 	}
 	n, err := c.sysRead(b[len(b):cap(b)])
 	*c.in = b[:len(b)+max(n, 0)]
-	if n > 0 && len(b)+n == cap(b) {
-		c.readable = true // it may hold more
+	if n > 0 && (len(b)+n == cap(b) || c.hup) {
+		c.readable = true // it may hold more, or the end
 	}
 	if len(*c.in) == c.inOff {
 		ins.Put(c.in)
@@ -340,6 +342,7 @@ func (c *Conn) readInto() {
 func (c *Conn) onReadable(buf []byte, hup bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.hup = c.hup || hup
 	for {
 		if c.closed {
 			return
@@ -383,6 +386,7 @@ func (c *Conn) onReadable(buf []byte, hup bool) {
 		}
 		c.keep(buf[used : n0+n])
 		if wake {
+			c.readable = c.readable || more // what the read left, or the end, raises no edge
 			c.fast = nil
 			c.signal()
 			return

@@ -266,3 +266,21 @@ func TestWaitAfterAPartialReadSeesWhatIsLeft(t *testing.T) {
 		t.Fatalf("fast path took %q", l.took)
 	}
 }
+
+// The peer's end that came with the owner's message (its edge seen with
+// the message's) reaches an owner who waits again after reading it.
+func TestWaitAfterTheOwnersMessageSeesThePeersEndThatCameWithIt(t *testing.T) {
+	c, peer := pair(t)
+	var l lines
+	peer.Write([]byte("a1\n!own\n"))
+	peer.Close()
+	c.Wait(l.fast)
+	buf := make([]byte, 64)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "!own\n" {
+		t.Fatalf("owner read %q, %v", buf[:n], err)
+	}
+	c.Wait(l.fast) // returns at the end, rather than wait for an edge that came already
+	if n, err := c.Read(buf); err != io.EOF {
+		t.Fatalf("owner read %q, %v; want the end", buf[:n], err)
+	}
+}
