@@ -24,7 +24,8 @@ import (
 // On Linux that wait stays inside one raw read across messages, so that a
 // message costs one read system call, not a read that finds the socket
 // empty and then the read that gets it (stay_linux.go). Over TLS, TLS
-// keeps the buffers it needs.
+// keeps the buffers it needs (and on an event loop, the plaintext it
+// decrypted for the fast path while a message is not whole: loop_tls.go).
 //
 // One goroutine reads (Wait, Next, Read); writes may come from any
 // goroutine and are serialised by the one lock a frame costs, which the
@@ -34,8 +35,10 @@ type Client struct {
 	sock net.Conn // the TCP connection: Close, write deadlines
 	conn net.Conn // frames go through it: sock, or TLS over sock
 
-	// On an event loop (DialOptions.Loop): the socket, sock and conn too.
+	// On an event loop (DialOptions.Loop): the socket, sock (and conn
+	// over plain TCP; over TLS, tl has the tls.Conn the loop feeds).
 	lc     *evloop.Conn
+	tl     *tlsLoop
 	take   FastFunc        // the owner's fast path; the reader's
 	fastFn evloop.FastFunc // fastFrames over take, made once
 
@@ -75,12 +78,12 @@ var ErrMessageTooBig = errors.New("websocket: message exceeds the read limit")
 // Wait waits, holding no buffer, until the connection has bytes for the
 // next message, unless it has some already; the reader calls it between
 // messages (after Read returned io.EOF, before Next), on its own shallow
-// stack rather than deep in a frame-header read. Over TLS it returns at
-// once. A read error is the next read's.
+// stack rather than deep in a frame-header read. Over TLS off an event
+// loop it returns at once. A read error is the next read's.
 func (c *Client) Wait() {
 	if c.lc != nil {
-		if c.take != nil && c.rerr == nil && !c.inMsg {
-			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go)
+		if c.take != nil && c.rerr == nil && !c.inMsg && (c.tl == nil || !c.tl.settle(c)) {
+			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go, loop_tls.go)
 		}
 		return
 	}
@@ -233,6 +236,9 @@ func (c *Client) src(p []byte) (int, error) {
 	if c.lean != nil {
 		return c.lean.Read(p)
 	}
+	if c.tl != nil {
+		return c.tl.read(p)
+	}
 	return c.conn.Read(p)
 }
 
@@ -296,8 +302,12 @@ func (c *Client) writeFrame(op ws.OpCode, p []byte) error {
 // Close closes the connection at once, without a close frame (the peer
 // sees it drop): a blocked read or write returns. Over TLS the TCP
 // connection is closed, not TLS, whose close_notify a full socket buffer
-// would hold up.
+// would hold up; on an event loop, where a write never waits, TLS is
+// closed with its close_notify.
 func (c *Client) Close() error {
+	if c.tl != nil {
+		return c.tl.close()
+	}
 	if c.lean != nil {
 		c.lean.closeStay() // a reader suspended inside its raw read would hold the close up
 	}

@@ -47,9 +47,10 @@ type DialOptions struct {
 	// net.Dialer when there is no proxy (cmd/relayfloor's loops dial
 	// sockets they take out of Go's poller).
 	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Loop, when set, serves a plain TCP connection (ws://, not through a
-	// TLS proxy) from that event loop once the handshake is done (Linux;
-	// see loop.go). A TLS connection is served as without it.
+	// Loop, when set, serves the connection from that event loop once
+	// the handshake is done (Linux; see loop.go): ws://, or wss:// with
+	// TLS fed by the loop (loop_tls.go); not through an https proxy (TLS
+	// to the proxy), which is served as without it.
 	Loop *evloop.Loop
 }
 
@@ -70,7 +71,9 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 		return nil, fmt.Errorf("websocket: proxy: %w", err)
 	}
 	var sock net.Conn // the TCP connection, once dialled (under TLS to an https proxy)
+	var feed *tlsFeed // over sock, under TLS that may go to the loop
 	var refused *HandshakeError
+	onLoop := o.Loop != nil && evloop.Supported
 	d := ws.Dialer{
 		Header: ws.HandshakeHeaderHTTP(o.Header),
 		NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -83,7 +86,7 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 			sock = raw
 			return c, err
 		},
-		TLSConfig: tlsFor(o.TLSConfig, u.Hostname()),
+		TLSClient: tlsClient(tlsFor(o.TLSConfig, u.Hostname()), &sock, onLoop, &feed),
 		OnStatusError: func(status int, reason []byte, _ io.Reader) {
 			refused = &HandshakeError{StatusCode: status, Status: fmt.Sprintf("%d %s", status, reason)}
 		},
@@ -100,14 +103,19 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (*Client, error) {
 		limit = math.MaxInt64
 	}
 	c := &Client{sock: sock, conn: conn, pre: br, limit: limit, timeout: o.WriteTimeout}
-	if conn == sock && o.Loop != nil && evloop.Supported {
+	if onLoop && (conn == sock || feed != nil) {
 		var pending []byte
 		if br != nil {
 			pending, _ = br.Peek(br.Buffered())
 			pending = append([]byte(nil), pending...)
 			ws.PutReader(br)
 		}
-		if err := c.attach(o.Loop, pending); err != nil {
+		if feed != nil {
+			err = c.attachTLS(o.Loop, feed, pending)
+		} else {
+			err = c.attach(o.Loop, pending)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("websocket: event loop: %w", err)
 		}
 		return c, nil

@@ -17,7 +17,7 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/evloop"
 )
 
-func testLoop(t *testing.T) *evloop.Loop {
+func testLoop(t testing.TB) *evloop.Loop {
 	t.Helper()
 	p, err := evloop.NewPool(1)
 	if err != nil {
@@ -173,15 +173,15 @@ func TestServerConnAttachedToALoopGivesItsFastPathBinaryMessagesInOrder(t *testi
 	}
 }
 
-// A wss:// connection dialled with a loop stays off it (TLS is read by its
-// goroutine) and works as without one.
-func TestClientOverTLSStaysOffTheLoop(t *testing.T) {
+// A wss:// connection dialled with a loop goes on it (TLS fed by the
+// loop) and works as without one.
+func TestClientOverTLSGoesOnTheLoop(t *testing.T) {
 	srv := httptest.NewUnstartedServer(echoServer(t, make(chan bool, 8), nil).Config.Handler)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	c := clientDial(t, "wss://"+srv.Listener.Addr().String(), DialOptions{TLSConfig: trusting(srv), Loop: testLoop(t)})
-	if c.OnLoop() {
-		t.Fatal("a TLS connection is on the loop")
+	if !c.OnLoop() {
+		t.Fatal("the TLS connection is not on the loop")
 	}
 	if err := c.WriteText([]byte("hi")); err != nil {
 		t.Fatal(err)

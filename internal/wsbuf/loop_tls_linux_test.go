@@ -1,0 +1,291 @@
+//go:build linux
+
+package wsbuf
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+)
+
+// testCert is a self-signed certificate for 127.0.0.1 and a pool that
+// trusts it.
+func testCert(t testing.TB) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+// rawWSS serves one WebSocket connection over TLS by hand, as rawWS does;
+// first goes out in the same write as the handshake's response (the
+// client reads it with the response). It returns the URL and a client
+// TLS configuration that trusts the server.
+func rawWSS(t testing.TB, first []byte, handle func(c *tls.Conn, br *bufio.Reader)) (string, *tls.Config) {
+	t.Helper()
+	cert, pool := testCert(t)
+	addr := rawServer(t, func(c net.Conn, _ *bufio.Reader) {
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}})
+		defer func() { _ = tc.Close() }()
+		br := bufio.NewReader(tc)
+		bw := bufio.NewWriterSize(tc, 64<<10)
+		if _, err := (ws.Upgrader{}).Upgrade(struct {
+			io.Reader
+			io.Writer
+		}{br, bw}); err != nil {
+			return
+		}
+		_, _ = bw.Write(first)
+		if bw.Flush() != nil {
+			return
+		}
+		handle(tc, br)
+	})
+	return "wss://" + addr, &tls.Config{RootCAs: pool}
+}
+
+// frames is the frames compiled, one after another.
+func frames(fs ...ws.Frame) []byte {
+	var b []byte
+	for _, f := range fs {
+		fb, _ := ws.CompileFrame(f)
+		b = append(b, fb...)
+	}
+	return b
+}
+
+// named is how a message appears in a test's log: itself when short,
+// else its first byte and its length; binary ones marked.
+func named(binary bool, p []byte) string {
+	s := string(p)
+	if len(p) > 12 {
+		s = fmt.Sprintf("%c*%d", p[0], len(p))
+	}
+	if binary {
+		s += "/b"
+	}
+	return s
+}
+
+// A wss:// Client on an event loop hands whole messages to its fast path
+// while its reader waits, the reader reads the rest, and the two see the
+// messages in the order they came: text and binary, around a ping, a
+// fragmented message, messages over the fast path's limit, some sent with
+// the handshake's response (read with it, before the move to the loop)
+// and some after; the close reaches the reader. The ping is answered, and
+// the client's writes, short and long, reach the server.
+func TestClientOverTLSOnALoopGivesItsFastPathWhatItTakesAndTheReaderTheRestInOrder(t *testing.T) {
+	big1, big2 := bytes.Repeat([]byte("a"), fastMax+1), bytes.Repeat([]byte("a"), 100000)
+	first := frames(
+		frameOf(ws.OpText, true, "a1"), ws.NewFrame(ws.OpBinary, true, []byte("a2")), frameOf(ws.OpPing, true, "p"),
+		frameOf(ws.OpText, true, "b1"), frameOf(ws.OpText, true, "a3"),
+		frameOf(ws.OpText, false, "a"), frameOf(ws.OpContinuation, true, "4"),
+		ws.NewFrame(ws.OpBinary, true, big1), ws.NewFrame(ws.OpBinary, true, []byte("a5")))
+	heard := make(chan string, 3) // the client's two writes, then its pong
+	url, cfg := rawWSS(t, first, func(c *tls.Conn, br *bufio.Reader) {
+		for range 3 {
+			h, p, err := readClientFrame(br)
+			if err != nil {
+				return
+			}
+			heard <- map[ws.OpCode]string{ws.OpPong: "Pong", ws.OpText: "Text"}[h.OpCode] + ":" + named(false, p)
+		}
+		then := frames(frameOf(ws.OpText, true, "a6"), ws.NewFrame(ws.OpBinary, true, big2),
+			frameOf(ws.OpText, true, "b2"), ws.NewFrame(ws.OpBinary, true, bytes.Repeat([]byte("a"), fastMax)),
+			frameOf(ws.OpText, true, "a7"),
+			ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "bye")))
+		for len(then) > 0 { // in small writes: records, and messages, cut anywhere
+			n := min(len(then), 1000)
+			if _, err := c.Write(then[:n]); err != nil {
+				return
+			}
+			then = then[n:]
+		}
+		_, _, _ = readClientFrame(br)
+	})
+	c := clientDial(t, url, DialOptions{TLSConfig: cfg, Loop: testLoop(t)})
+	if !c.OnLoop() {
+		t.Fatal("the wss:// client is not on the loop")
+	}
+	var l log
+	c.SetFast(func(binary bool, p []byte) bool {
+		if p[0] != 'a' {
+			return false
+		}
+		l.add("fast:" + named(binary, p))
+		return true
+	})
+	if err := c.WriteText([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	long := bytes.Repeat([]byte("w"), 70000)
+	if err := c.WriteText(long); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for err == nil {
+		c.Wait()
+		if err = c.Next(); err != nil {
+			break
+		}
+		var m []byte
+		if m, err = io.ReadAll(c); err == nil {
+			l.add("read:" + named(false, m))
+		}
+	}
+	var ce *CloseError
+	if !errors.As(err, &ce) || ce.Code != 1000 || ce.Reason != "bye" {
+		t.Fatalf("reading ended with %v; want the server's close 1000 bye", err)
+	}
+	want := []string{"fast:a1", "fast:a2/b", "read:b1", "fast:a3", "read:a4", fmt.Sprintf("read:a*%d", fastMax+1),
+		"fast:a5/b", "fast:a6", "read:a*100000", "read:b2", fmt.Sprintf("fast:a*%d/b", fastMax), "fast:a7"}
+	if got := l.all(); !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	for _, w := range []string{"Text:hi", "Text:w*70000", "Pong:p"} {
+		if h := <-heard; h != w {
+			t.Fatalf("the server heard %q; want %q", h, w)
+		}
+	}
+}
+
+// When the server ends a connection on a loop (ws://; wss://, with TLS's
+// close_notify or without), the reader waiting for its next message hears
+// of it after the messages before, the end having come with them.
+func TestClientOnALoopReadsTheEndOfTheConnection(t *testing.T) {
+	for _, how := range []string{"ws", "wss+close_notify", "wss"} {
+		t.Run(how, func(t *testing.T) {
+			ended := make(chan struct{})
+			serve := func(c net.Conn, br *bufio.Reader) {
+				defer close(ended)
+				if _, _, err := readClientFrame(br); err != nil {
+					return
+				}
+				_, _ = c.Write(frames(frameOf(ws.OpText, true, "a1"), frameOf(ws.OpText, true, "b1")))
+				if tc, ok := c.(*tls.Conn); ok && how == "wss" {
+					c = tc.NetConn()
+				}
+				_ = c.Close()
+			}
+			o := DialOptions{Loop: testLoop(t)}
+			var url string
+			if how == "ws" {
+				url = rawWS(t, serve)
+			} else {
+				url, o.TLSConfig = rawWSS(t, nil, func(c *tls.Conn, br *bufio.Reader) { serve(c, br) })
+			}
+			c := clientDial(t, url, o)
+			var l log
+			c.SetFast(func(binary bool, p []byte) bool {
+				if p[0] != 'a' {
+					return false
+				}
+				l.add("fast:" + named(binary, p))
+				return true
+			})
+			if err := c.WriteText([]byte("go")); err != nil {
+				t.Fatal(err)
+			}
+			<-ended // the messages and the end are here before the reader waits
+			m, err := readMessage(c)
+			if err != nil || string(m) != "b1" {
+				t.Fatalf("read %q, %v; want b1", m, err)
+			}
+			if _, err = readMessage(c); err == nil {
+				t.Fatal("a message read after the server left")
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("reading ended with %v; want the end of the connection", err)
+			}
+			if got := l.all(); !slices.Equal(got, []string{"fast:a1"}) {
+				t.Fatalf("the fast path took %q", got)
+			}
+		})
+	}
+}
+
+// Every message size from 0 to 200 000 bytes, echoed by a server over
+// wss:// to a client on a loop, reaches the fast path (a message of an
+// even size up to its limit) or the reader (the rest), whole and in order.
+func TestClientOverTLSOnALoopEchoesEveryMessageSize(t *testing.T) {
+	plain := echoServer(t, make(chan bool, 8), nil)
+	srv := httptest.NewUnstartedServer(plain.Config.Handler)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c := clientDial(t, "wss"+strings.TrimPrefix(srv.URL, "https"), DialOptions{TLSConfig: trusting(srv), Loop: testLoop(t)})
+	if !c.OnLoop() {
+		t.Fatal("the wss:// client is not on the loop")
+	}
+	var l log
+	check := func(how string, p []byte) {
+		if len(p) > 0 && bytes.Count(p, p[:1]) != len(p) {
+			l.add(how + ":garbled")
+		}
+		l.add(fmt.Sprintf("%s:%s", how, named(false, p[:min(1, len(p))])+fmt.Sprint(len(p))))
+	}
+	c.SetFast(func(binary bool, p []byte) bool {
+		if len(p)%2 != 0 {
+			return false
+		}
+		check("fast", p)
+		return true
+	})
+	var want []string
+	for i, n := range echoSizes() {
+		msg := bytes.Repeat([]byte{byte('a' + i%26)}, n)
+		if err := c.WriteText(msg); err != nil {
+			t.Fatalf("write %d bytes: %v", n, err)
+		}
+		if n%2 == 0 && n <= fastMax {
+			want = append(want, fmt.Sprintf("fast:%s", named(false, msg[:min(1, n)])+fmt.Sprint(n)))
+			continue // the fast path takes it while the reader waits for the next one of its own
+		}
+		want = append(want, fmt.Sprintf("read:%s", named(false, msg[:1])+fmt.Sprint(n)))
+		m, err := readMessage(c)
+		if err != nil {
+			t.Fatalf("read the echo of %d bytes: %v", n, err)
+		}
+		check("read", m)
+	}
+	if got := l.all(); !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("message %d: got %q, want %q", i, got[i], want[i])
+			}
+		}
+		t.Fatalf("got %d messages, want %d", len(got), len(want))
+	}
+}
