@@ -66,9 +66,10 @@ type Options struct {
 	// NoCompression turns context-window compression off, which caps an
 	// audio session at about 15 minutes.
 	NoCompression bool
-	// Loops, when set, serve plain (ws://) connections from event loops,
-	// the one LiveConfig.Affinity picks (Linux; internal/evloop): the
-	// session is then a transport.LiveFast. TLS connections are served as
+	// Loops, when set, serve connections from event loops, the one
+	// LiveConfig.Affinity picks (Linux; internal/evloop): the session is
+	// then a transport.LiveFast. Over wss:// (Google's), TLS is fed by
+	// the loop; through an https proxy the connection is served as
 	// without it.
 	Loops *evloop.Pool
 }

@@ -4,6 +4,8 @@ package geminilive_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"slices"
@@ -42,15 +44,22 @@ func (s *sinkLog) Audio(pcm []byte) { s.add("sink:" + string(pcm)) }
 // On an event loop, messages of model audio alone go to the session's
 // audio sink where they are read; a transcript, audio with a flag, and
 // everything while the sink is not ready come through Recv — all in the
-// order the upstream sent them. Sends still reach the upstream.
+// order the upstream sent them. Sends still reach the upstream. Over
+// ws://, and over wss:// (production's TLS to Google, fed by the loop).
 func TestASessionOnALoopHandsAudioAloneToItsSinkInOrderWithRecv(t *testing.T) {
+	for _, scheme := range []string{"ws", "wss"} {
+		t.Run(scheme, func(t *testing.T) { sessionOnALoopHandsAudioToItsSink(t, scheme == "wss") })
+	}
+}
+
+func sessionOnALoopHandsAudioToItsSink(t *testing.T, overTLS bool) {
 	pool, err := evloop.NewPool(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
 	heard := make(chan string, 1)
-	rs := startRaw(t, func(ctx context.Context, c *websocket.Conn) {
+	rs := startRawOver(t, overTLS, func(ctx context.Context, c *websocket.Conn) {
 		if setupComplete(ctx, c) != nil {
 			return
 		}
@@ -69,7 +78,15 @@ func TestASessionOnALoopHandsAudioAloneToItsSinkInOrderWithRecv(t *testing.T) {
 		_ = c.Write(ctx, websocket.MessageText, []byte(audioMsg("A5", "")))
 		_ = c.Close(websocket.StatusNormalClosure, "done")
 	})
-	m := newModel(t, rs.addr, geminilive.Options{Loops: pool})
+	var m *geminilive.Model
+	if overTLS {
+		m = geminilive.New(newClientOver(t, "wss", rs.addr), testModel, geminilive.Options{Loops: pool})
+		roots := x509.NewCertPool()
+		roots.AddCert(rs.srv.Certificate())
+		geminilive.SetTLSConfig(m, &tls.Config{RootCAs: roots})
+	} else {
+		m = newModel(t, rs.addr, geminilive.Options{Loops: pool})
+	}
 	s := connect(t, m, transport.LiveConfig{})
 	lf, ok := s.(transport.LiveFast)
 	if !ok || lf.SendsWait() {

@@ -51,11 +51,17 @@ func clearSDKEnv(t testing.TB) {
 // ws://addr/.
 func newClient(t testing.TB, addr string) *genai.Client {
 	t.Helper()
+	return newClientOver(t, "ws", addr)
+}
+
+// newClientOver is newClient with the scheme ws or wss.
+func newClientOver(t testing.TB, scheme, addr string) *genai.Client {
+	t.Helper()
 	clearSDKEnv(t)
 	c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
 		Backend:     genai.BackendGeminiAPI,
 		APIKey:      "k",
-		HTTPOptions: genai.HTTPOptions{BaseURL: "ws://" + addr + "/"},
+		HTTPOptions: genai.HTTPOptions{BaseURL: scheme + "://" + addr + "/"},
 	})
 	if err != nil {
 		t.Fatalf("new genai client: %v", err)

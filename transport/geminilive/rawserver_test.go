@@ -26,9 +26,16 @@ type rawServer struct {
 
 func startRaw(t testing.TB, handle func(ctx context.Context, c *websocket.Conn)) *rawServer {
 	t.Helper()
+	return startRawOver(t, false, handle)
+}
+
+// startRawOver is startRaw, over TLS (wss://, its certificate in
+// rs.srv.Certificate()) when tls is set.
+func startRawOver(t testing.TB, tls bool, handle func(ctx context.Context, c *websocket.Conn)) *rawServer {
+	t.Helper()
 	rs := &rawServer{}
 	rs.ctx, rs.cancel = context.WithCancel(context.Background())
-	rs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rs.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rs.wg.Add(1)
 		defer rs.wg.Done()
 		c, err := websocket.Accept(w, r, nil)
@@ -41,7 +48,12 @@ func startRaw(t testing.TB, handle func(ctx context.Context, c *websocket.Conn))
 		}
 		handle(rs.ctx, c)
 	}))
-	rs.addr = strings.TrimPrefix(rs.srv.URL, "http://")
+	if tls {
+		rs.srv.StartTLS()
+	} else {
+		rs.srv.Start()
+	}
+	rs.addr = strings.TrimPrefix(strings.TrimPrefix(rs.srv.URL, "http://"), "https://")
 	t.Cleanup(rs.stop)
 	return rs
 }
