@@ -32,6 +32,7 @@ type tlsLoop struct {
 	pt   *[]byte // plaintext decrypted and not yet taken or read, from pt[off:]; nil when none
 	off  int
 	err  error // what a read of tc failed with on the fast path: the reader's, after pt
+	full bool  // the last read of tc filled what it was given: tc may hold more plaintext
 }
 
 // ptCap is the plaintext buffer's size: a whole message of fastMax and
@@ -42,23 +43,76 @@ const ptCap = fastMax + 16<<10 + 16
 var pts = sync.Pool{New: func() any { b := make([]byte, 0, ptCap); return &b }}
 
 // tlsFeed is the net.Conn under a loop's tls.Conn (see above).
+//
+// It follows the TLS records in what it hands tls.Conn, from the first
+// byte of the handshake (every record has a 5-byte header ending in its
+// length), and on the fast path hands no more than the rest of the
+// current record in one read: tls.Conn then holds no whole record it has
+// not read, so that once it has returned a record's plaintext with the
+// feed used up at a record's end, the fast path knows it holds nothing
+// more and need not read it again to find out (a read that would cost
+// crypto/tls an allocation, its reader of the connection).
 type tlsFeed struct {
 	net.Conn        // the TCP connection, then the evloop.Conn
 	fed      []byte // on the fast path: the ciphertext not yet read by tls.Conn
 	feeding  bool   // reads come from fed alone, errFedAll once it is used up
+	unsure   bool   // a read not bounded by records since tls.Conn last asked for more than it had
+	hn       int    // bytes of the current record's header handed over (5: all, its body's follow)
+	left     int    // bytes of the current record's body not handed over yet
+	hdr      [5]byte
 }
 
 func (f *tlsFeed) Read(p []byte) (int, error) {
 	if !f.feeding {
-		return f.Conn.Read(p)
+		n, err := f.Conn.Read(p)
+		f.follow(p[:n])
+		f.unsure = true
+		return n, err
 	}
 	if len(f.fed) == 0 {
+		f.unsure = false // tls.Conn holds no more than a part of the record
 		return 0, errFedAll
 	}
-	n := copy(p, f.fed)
+	k := min(len(f.fed), f.left) // to the current record's end
+	if f.hn < 5 {
+		k = len(f.fed)
+		if h := 5 - f.hn; k >= h {
+			var hdr [5]byte
+			copy(hdr[copy(hdr[:], f.hdr[:f.hn]):], f.fed[:h])
+			k = min(k, h+(int(hdr[3])<<8|int(hdr[4])))
+		}
+	}
+	n := copy(p, f.fed[:k])
+	f.follow(f.fed[:n])
 	f.fed = f.fed[n:]
 	return n, nil
 }
+
+// follow moves the record boundaries on past b, handed to tls.Conn.
+func (f *tlsFeed) follow(b []byte) {
+	for len(b) > 0 {
+		if f.hn < 5 {
+			k := copy(f.hdr[f.hn:], b)
+			f.hn += k
+			b = b[k:]
+			if f.hn == 5 {
+				f.left = int(f.hdr[3])<<8 | int(f.hdr[4])
+			}
+		} else {
+			k := min(len(b), f.left)
+			f.left -= k
+			b = b[k:]
+		}
+		if f.hn == 5 && f.left == 0 {
+			f.hn = 0
+		}
+	}
+}
+
+// drained reports whether tls.Conn holds nothing the feed handed it:
+// fed is used up at a record's end, and tls.Conn read no more than a
+// record at a time since it last asked for more than it had.
+func (f *tlsFeed) drained() bool { return len(f.fed) == 0 && f.hn == 0 && !f.unsure }
 
 // fedAll is the feed's temporary error: the ciphertext the loop handed
 // over is used up (tls.Conn keeps what it read of a record, and reads on).
@@ -76,7 +130,7 @@ var errFedAll net.Error = fedAll{}
 func tlsClient(cfg *tls.Config, sock *net.Conn, loop bool, feed **tlsFeed) func(net.Conn, string) net.Conn {
 	return func(conn net.Conn, _ string) net.Conn {
 		if loop && conn == *sock {
-			*feed = &tlsFeed{Conn: conn}
+			*feed = &tlsFeed{Conn: conn, unsure: true}
 			return tls.Client(*feed, cfg)
 		}
 		return tls.Client(conn, cfg)
@@ -144,6 +198,10 @@ func (t *tlsLoop) offer(c *Client) bool {
 		if t.err != nil {
 			return true
 		}
+		if !t.full && t.feed.drained() {
+			t.release()
+			return false
+		}
 		if t.pt == nil {
 			t.pt = pts.Get().(*[]byte)
 			*t.pt = (*t.pt)[:0]
@@ -154,6 +212,7 @@ func (t *tlsLoop) offer(c *Client) bool {
 		}
 		n, err := t.tc.Read(b[len(b):cap(b)])
 		*t.pt = b[:len(b)+n]
+		t.full = n == cap(b)-len(b)
 		if err != nil && err != errFedAll {
 			t.err = err // the reader's once it has read what came before
 		}

@@ -289,3 +289,131 @@ func TestClientOverTLSOnALoopEchoesEveryMessageSize(t *testing.T) {
 		t.Fatalf("got %d messages, want %d", len(got), len(want))
 	}
 }
+
+// trickle relays one connection to addr, the server's bytes to the client
+// in pieces of 1 to 13 bytes, each its own write: the client's reads cut
+// TLS records, and their headers, anywhere. It returns its address.
+func trickle(t testing.TB, addr string) string {
+	t.Helper()
+	return rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		s, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		defer func() { _ = s.Close() }()
+		go func() {
+			_, _ = io.Copy(s, br)
+			_ = s.(*net.TCPConn).CloseWrite()
+		}()
+		buf := make([]byte, 4096)
+		for k := 0; ; {
+			n, err := s.Read(buf)
+			for b := buf[:n]; len(b) > 0; k++ {
+				m := min(len(b), 1+k%13)
+				if _, err := c.Write(b[:m]); err != nil {
+					return
+				}
+				b = b[m:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// Over a connection that delivers the server's bytes a few at a time, a
+// wss:// Client on a loop still gives its fast path and its reader every
+// message whole and in order.
+func TestClientOverTLSOnALoopReadsRecordsCutAnywhere(t *testing.T) {
+	var msgs []ws.Frame
+	var want []string
+	for i, n := range []int{1, 2, 40, 1000, 3000, 16 << 10, 20000, 7, fastMax, 5, fastMax + 1, 300, 2, 70000, 9, 1} {
+		p := bytes.Repeat([]byte{byte('a' + i%2)}, n) // a: the fast path's; b: the reader's
+		msgs = append(msgs, ws.NewFrame(ws.OpBinary, true, p))
+		if p[0] == 'a' && n <= fastMax {
+			want = append(want, "fast:"+named(true, p))
+		} else {
+			want = append(want, "read:"+named(false, p))
+		}
+	}
+	msgs = append(msgs, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "")))
+	url, cfg := rawWSS(t, nil, func(c *tls.Conn, br *bufio.Reader) {
+		if _, _, err := readClientFrame(br); err != nil {
+			return
+		}
+		for _, f := range msgs { // a write, and so a record or more, a message
+			if ws.WriteFrame(c, f) != nil {
+				return
+			}
+		}
+		_, _, _ = readClientFrame(br)
+	})
+	cfg.ServerName = "127.0.0.1"
+	c := clientDial(t, "wss://"+trickle(t, strings.TrimPrefix(url, "wss://")), DialOptions{TLSConfig: cfg, Loop: testLoop(t)})
+	var l log
+	c.SetFast(func(binary bool, p []byte) bool {
+		if p[0] != 'a' {
+			return false
+		}
+		l.add("fast:" + named(binary, p))
+		return true
+	})
+	if err := c.WriteText([]byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for err == nil {
+		var m []byte
+		if m, err = readMessage(c); err == nil {
+			l.add("read:" + named(false, m))
+		}
+	}
+	if ce, ok := errors.AsType[*CloseError](err); !ok || ce.Code != 1000 {
+		t.Fatalf("reading ended with %v; want the server's close", err)
+	}
+	if got := l.all(); !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// A message taken by the fast path over wss:// on a loop allocates
+// nothing of the Client's: the one allocation is crypto/tls's own (its
+// reader of the connection, in each read of a record), as off the loop.
+// (The feed follows the records: without it, a second read of tls.Conn
+// per message would find it had nothing more, a second allocation.)
+func TestClientOverTLSOnALoopTakesAMessageWithOnlyTLSsAllocation(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	msg, _ := ws.CompileFrame(ws.NewFrame(ws.OpText, true, bytes.Repeat([]byte("A"), 2048)))
+	send := make(chan struct{})
+	url, cfg := rawWSS(t, nil, func(c *tls.Conn, br *bufio.Reader) {
+		for range send {
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+		}
+	})
+	c := clientDial(t, url, DialOptions{TLSConfig: cfg, Loop: testLoop(t)})
+	t.Cleanup(func() { close(send) })
+	got := make(chan struct{}, 1)
+	c.SetFast(func(binary bool, p []byte) bool {
+		got <- struct{}{}
+		return true
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Wait()
+	}()
+	allocs := testing.AllocsPerRun(500, func() {
+		send <- struct{}{}
+		<-got
+	})
+	_ = c.Close()
+	<-done
+	if allocs > 1 {
+		t.Fatalf("%v allocations a message; want crypto/tls's one", allocs)
+	}
+}
