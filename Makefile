@@ -17,8 +17,8 @@ test: test-deps
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # The gateway's voice tests with voice sessions served by a goroutine per
-# socket (TURNSTILE_VOICE_LOOP=false: the way of a model connection over
-# TLS, and of every session off Linux); CI runs them after make test,
+# socket (TURNSTILE_VOICE_LOOP=false: the way of a model connection through
+# an https proxy, and of every session off Linux); CI runs them after make test,
 # which runs them on event loops (the default).
 test-voice-goroutines: test-deps
 	TURNSTILE_TEST_VOICE_LOOP=false $(GO) test -race -count=1 -timeout 30m -run 'Voice|Audio|Mic|Barge|Relay|Speech|Live' ./gateway/
