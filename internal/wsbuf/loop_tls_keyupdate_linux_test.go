@@ -35,11 +35,11 @@ func startSServer(t *testing.T) (*sServer, string, *tls.Config) {
 	t.Helper()
 	bin, err := exec.LookPath("openssl")
 	if err != nil {
-		t.Skip("no openssl here to send a KeyUpdate")
+		missingTool(t, "no openssl here to send a KeyUpdate (`make test` runs scripts/install-test-deps, which installs it)")
 	}
 	unbuf, err := exec.LookPath("stdbuf") // its -msg output unbuffered, as it comes
 	if err != nil {
-		t.Skip("no stdbuf here")
+		missingTool(t, "no stdbuf (coreutils) here")
 	}
 	cert, pool := testCert(t)
 	dir := t.TempDir()
@@ -200,4 +200,14 @@ func TestClientOverTLSOnALoopFollowsTheServersKeyUpdate(t *testing.T) {
 	}
 	_ = c.Close()
 	<-read
+}
+
+// missingTool skips the test without a tool it needs, or fails it in CI
+// (CI set), where scripts/install-test-deps has installed it.
+func missingTool(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
