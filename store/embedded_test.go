@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -118,4 +119,41 @@ func TestEmbeddedClientKeepsFewConnectionsAfterABurst(t *testing.T) {
 	testwait.For(t, "the burst's surplus connections to close", func() bool {
 		return mr.mr.CurrentConnectionCount() <= EmbeddedIdleConns
 	})
+}
+
+// miniredis builds a Lua state for every script call, sized by gopher-lua's
+// package defaults unless the store sets them (embedded_lua.go): about
+// 210 KiB of garbage a call at the defaults, 130 at the store's sizes. A
+// voice session runs eight scripts; a burst of session starts is this
+// garbage times eight times the sessions, and the heap grows with it.
+func TestEmbeddedScriptCallLeavesLittleGarbage(t *testing.T) {
+	mr, err := StartEmbedded(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	c, err := mr.Client(fixtureTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	call := func(i int) {
+		if err := turnsScript.Run(ctx, c, []string{"turnstile:user:{u}:turns"}, int64(i), 60_000, 1000, "s:"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		call(i)
+	}
+	const calls = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range calls {
+		call(20 + i)
+	}
+	runtime.ReadMemStats(&after)
+	if perCall := (after.TotalAlloc - before.TotalAlloc) / calls; perCall > 170<<10 {
+		t.Errorf("a script call on the embedded store allocates %d KiB, want at most 170", perCall>>10)
+	}
 }
