@@ -15,7 +15,9 @@ import (
 // miniredis on a random loopback port, its keys' TTLs running on the
 // gateway's clock. Its state lives only in this process, so sessions
 // cannot move to another gateway node; the caller should say so in its
-// logs, and must Close it on shutdown.
+// logs, and must Close it on shutdown. Its Lua garbage is the process's:
+// once a burst of script calls is over, it returns the heap pages the
+// burst freed to the OS (memRelease).
 type Embedded struct {
 	mr  *miniredis.Miniredis
 	clk clock.Clock
@@ -24,6 +26,7 @@ type Embedded struct {
 	last   time.Time  // the clock at the last tick
 	next   clock.Timer
 	closed bool
+	mem    *memRelease // the pages of a burst's garbage, returned after it
 }
 
 // ExpiryTick is how often the embedded store counts its keys' TTLs down.
@@ -42,7 +45,7 @@ func StartEmbedded(clk clock.Clock) (*Embedded, error) {
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded redis: start: %w", err)
 	}
-	e := &Embedded{mr: m, clk: clock.Or(clk)}
+	e := &Embedded{mr: m, clk: clock.Or(clk), mem: newMemRelease()}
 	e.mu.Lock()
 	e.last = e.clk.Now()
 	e.next = e.clk.AfterFunc(ExpiryTick, e.tick)
@@ -50,18 +53,24 @@ func StartEmbedded(clk clock.Clock) (*Embedded, error) {
 	return e, nil
 }
 
-// tick counts the keys' TTLs down by the time gone since the last one and
-// arms the next.
+// tick counts the keys' TTLs down by the time gone since the last one,
+// arms the next, and returns a burst's spare heap pages to the OS once the
+// burst is over (memRelease).
 func (e *Embedded) tick() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return
 	}
 	now := e.clk.Now()
 	e.mr.FastForward(now.Sub(e.last))
 	e.last = now
 	e.next = e.clk.AfterFunc(ExpiryTick, e.tick)
+	due := e.mem.due(clock.Wall.Now())
+	e.mu.Unlock()
+	if due {
+		release()
+	}
 }
 
 // Addr is the store's address (host:port).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -119,6 +120,52 @@ func TestEmbeddedClientKeepsFewConnectionsAfterABurst(t *testing.T) {
 	testwait.For(t, "the burst's surplus connections to close", func() bool {
 		return mr.mr.CurrentConnectionCount() <= EmbeddedIdleConns
 	})
+}
+
+// A burst of script calls (a burst of session starts) leaves hundreds of
+// megabytes of Lua garbage behind it; once the burst is over, the embedded
+// store's next tick returns those pages to the OS instead of leaving them
+// resident below the collector's target for the process's life. The
+// ballast holds the target high, as a node's live sessions do, so that the
+// runtime's own scavenger would keep the pages.
+func TestEmbeddedStoreReturnsABurstsPagesOnceItIsOver(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	mr, err := StartEmbedded(clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	c, err := mr.Client(fixtureTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ballast := make([]byte, 64<<20)
+	for i := range ballast {
+		ballast[i] = 1
+	}
+	runtime.GC()
+	ctx := context.Background()
+	for i := range 300 {
+		member := "s:" + strconv.Itoa(i)
+		if err := turnsScript.Run(ctx, c, []string{"turnstile:user:{u}:turns"}, int64(i), 60_000, 1000, member).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := heapReleased()
+	clk.Advance(ExpiryTick) // the burst's tick: it allocated
+	clk.Advance(ExpiryTick) // the first quiet one
+	if got := heapReleased() - before; got < 16<<20 {
+		t.Errorf("the ticks after a burst of 300 script calls returned %d KiB to the OS, want at least 16 MiB", got>>10)
+	}
+	runtime.KeepAlive(ballast)
+}
+
+// heapReleased is how much of the heap the runtime has returned to the OS.
+func heapReleased() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // miniredis builds a Lua state for every script call, sized by gopher-lua's
