@@ -269,9 +269,11 @@ func New(reg prometheus.Registerer, b Build) *Metrics {
 	// thread): its tail growing says the node is short of CPU; and the
 	// stack new goroutines start with (go_gc_stack_starting_size_bytes, the
 	// average in use at the last collection, in powers of two): 2 KiB on a
-	// node of idle sessions, whose readers wait on a shallow stack.
+	// node of idle sessions, whose readers wait on a shallow stack; and the
+	// collections the process forced (go_gc_cycles_forced_gc_cycles_total):
+	// the embedded store's release of a burst's pages, one each.
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/latencies:seconds$|^/gc/stack/starting-size:bytes$`)})),
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/latencies:seconds$|^/gc/stack/starting-size:bytes$|^/gc/cycles/forced:gc-cycles$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -64,7 +64,7 @@ func TestMetricNamesPassLint(t *testing.T) {
 func TestSchedulerLatencyAndStackStartExported(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	New(reg, Build{Version: "test"})
-	for _, name := range []string{"go_sched_latencies_seconds", "go_gc_stack_starting_size_bytes"} {
+	for _, name := range []string{"go_sched_latencies_seconds", "go_gc_stack_starting_size_bytes", "go_gc_cycles_forced_gc_cycles_total"} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
 			t.Errorf("%s: %d series, %v", name, n, err)
 		}
