@@ -82,7 +82,7 @@ var ErrMessageTooBig = errors.New("websocket: message exceeds the read limit")
 // loop it returns at once. A read error is the next read's.
 func (c *Client) Wait() {
 	if c.lc != nil {
-		if c.take != nil && c.rerr == nil && !c.inMsg && (c.tl == nil || !c.tl.settle(c)) {
+		if c.take != nil && c.rerr == nil && !c.inMsg && (c.tl == nil || !c.tl.settle()) {
 			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go, loop_tls.go)
 		}
 		return

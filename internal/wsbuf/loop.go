@@ -101,7 +101,8 @@ func fastOver(take *FastFunc, limit *int64, server bool) evloop.FastFunc {
 }
 
 // errNotPlain is Attach's refusal for a connection that is not plain TCP
-// read holding no buffer (TLS, a wrapper without a socket, not Unix).
+// read holding no buffer, nor TLS over a TLSListener's feed (a wrapper
+// without a socket, another listener's TLS, not Unix).
 var errNotPlain = errors.New("wsbuf: only a plain TCP connection moves to an event loop")
 
 // OnLoop reports whether c's socket is served by an event loop: its writes
@@ -136,12 +137,13 @@ func (c *ServerConn) OnLoop() bool { return c.loopc.Load() != nil }
 // offered.
 func (c *ServerConn) SetFast(f FastFunc) { c.take = f }
 
-// Attach moves c's socket to l (Linux, plain TCP): see OnLoop. The reader
-// calls it, between messages; backlog bounds the bytes written that the
-// socket has not taken (≤ 0: evloop's default), past which a write fails
-// with evloop.ErrBacklog. A connection that cannot move stays as it was
-// (errNotPlain), unless the move failed after the socket left Go's poller:
-// the connection is then closed.
+// Attach moves c's socket to l (Linux; plain TCP, or TLS accepted on a
+// TLSListener): see OnLoop. The reader calls it, between messages; backlog
+// bounds the bytes written that the socket has not taken (≤ 0: evloop's
+// default), past which a write fails with evloop.ErrBacklog. A connection
+// that cannot move (TLS over another listener's connection) stays as it
+// was (errNotPlain), unless the move failed after the socket left Go's
+// poller: the connection is then closed.
 func (c *ServerConn) Attach(l *evloop.Loop, backlog int) error {
 	if c.loopc.Load() != nil {
 		return nil // (its fast path may call it: the reader's lock is held then)
@@ -154,13 +156,20 @@ func (c *ServerConn) Attach(l *evloop.Loop, backlog int) error {
 	if c.rend != nil {
 		return c.rend
 	}
-	if c.lean == nil || c.inMsg || len(c.pend) > 0 || c.rerr != nil || !evloop.Supported {
+	var feed *tlsFeed // under TLS
+	if c.lean == nil {
+		feed = tlsFeedOf(c.conn)
+	}
+	if c.lean == nil && feed == nil || c.inMsg || c.lean != nil && len(c.pend) > 0 || c.rerr != nil || !evloop.Supported {
 		return errNotPlain
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.smu.Lock()
 	defer c.smu.Unlock()
+	if feed != nil {
+		return c.attachTLS(l, backlog, feed) // (server_tls.go)
+	}
 	c.lean.exit() // a coroutine staying inside its raw read (StayInside) ends first
 	lc, err := evloop.Attach(l, c.sock, c.lean.takeHeld())
 	if err != nil {
@@ -168,6 +177,7 @@ func (c *ServerConn) Attach(l *evloop.Loop, backlog int) error {
 		return err
 	}
 	lc.SetBacklog(backlog)
+	c.under = c.sock // (its socket is lc's now: closing it gives back its accounting)
 	c.sock, c.conn, c.wconn, c.lean, c.lc, c.parked = lc, lc, lc, nil, lc, false
 	c.fastFn = fastOver(&c.take, &c.limit, true)
 	c.loopc.Store(lc)

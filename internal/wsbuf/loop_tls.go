@@ -8,7 +8,8 @@ import (
 	"github.com/turnstile-gw/turnstile/internal/evloop"
 )
 
-// A wss:// Client on an event loop: crypto/tls fed by the loop.
+// TLS on an event loop: crypto/tls fed by the loop, for a wss:// Client
+// and for a ServerConn accepted over TLS on a TLSListener (server_tls.go).
 //
 // The tls.Conn is made over a feed, a net.Conn that is the TCP connection
 // during the TLS and WebSocket handshakes and the evloop.Conn after them.
@@ -25,7 +26,8 @@ import (
 // reading side is theirs in turn. Writes go through tls.Conn to the
 // evloop.Conn and never wait.
 
-// tlsLoop is a wss:// Client's TLS on an event loop.
+// tlsLoop is a connection's TLS on an event loop: a Client's or a
+// ServerConn's.
 type tlsLoop struct {
 	feed *tlsFeed
 	tc   *tls.Conn
@@ -33,6 +35,24 @@ type tlsLoop struct {
 	off  int
 	err  error // what a read of tc failed with on the fast path: the reader's, after pt
 	full bool  // the last read of tc filled what it was given: tc may hold more plaintext
+
+	// The owner's, for fastFrames: its fast path (nil: every message is
+	// the reader's) and read limit, and its side (a server's messages come
+	// masked, and binary ones alone are offered).
+	take   *FastFunc
+	limit  *int64
+	server bool
+}
+
+// newTLSLoop is the TLS over feed, its socket on a loop now; pending
+// (plaintext read past the handshakes) is read first.
+func newTLSLoop(feed *tlsFeed, tc *tls.Conn, pending []byte, take *FastFunc, limit *int64, server bool) *tlsLoop {
+	t := &tlsLoop{feed: feed, tc: tc, take: take, limit: limit, server: server}
+	if len(pending) > 0 {
+		t.pt = pts.Get().(*[]byte)
+		*t.pt = append((*t.pt)[:0], pending...)
+	}
+	return t
 }
 
 // ptCap is the plaintext buffer's size: a whole message of fastMax and
@@ -152,39 +172,34 @@ func (c *Client) attachTLS(l *evloop.Loop, feed *tlsFeed, pending []byte) error 
 		return err
 	}
 	feed.Conn = lc
-	t := &tlsLoop{feed: feed, tc: tc}
-	if len(pending) > 0 {
-		t.pt = pts.Get().(*[]byte)
-		*t.pt = append((*t.pt)[:0], pending...)
-	}
+	t := newTLSLoop(feed, tc, pending, &c.take, &c.limit, false)
 	c.sock, c.lean, c.pre, c.lc, c.tl = lc, nil, nil, lc, t
-	c.fastFn = c.tlsFast
+	c.fastFn = t.fast
 	return nil
 }
 
-// tlsFast is a TLS Client's evloop.FastFunc: p (ciphertext) is decrypted
+// fast is the connection's evloop.FastFunc: p (ciphertext) is decrypted
 // into the plaintext buffer and the whole messages there offered to the
 // fast path, until one wakes the reader (what tls.Conn has not read of p
 // is then left to the loop for the reader) or p is used up.
-func (c *Client) tlsFast(p []byte) (int, bool) {
-	if c.take == nil {
+func (t *tlsLoop) fast(p []byte) (int, bool) {
+	if *t.take == nil {
 		return 0, true
 	}
-	t := c.tl
 	t.feed.fed, t.feed.feeding = p, true
-	wake := t.offer(c)
+	wake := t.offer()
 	used := len(p) - len(t.feed.fed)
 	t.feed.fed, t.feed.feeding = nil, false
 	return used, wake
 }
 
-// offer offers the whole messages decrypted to c's fast path, decrypting
+// offer offers the whole messages decrypted to the fast path, decrypting
 // what the feed holds as room is made, until the fast path wakes the
 // reader (true) or the feed is used up with no message whole (false).
-func (t *tlsLoop) offer(c *Client) bool {
+func (t *tlsLoop) offer() bool {
 	for {
 		if t.pt != nil {
-			used, wake := fastFrames((*t.pt)[t.off:], false, true, c.limit, c.take)
+			used, wake := fastFrames((*t.pt)[t.off:], t.server, !t.server, *t.limit, *t.take)
 			t.off += used
 			if wake {
 				return true
@@ -235,8 +250,8 @@ func (t *tlsLoop) release() {
 // already (read past what the reader read), before the reader waits for
 // the loop: no bytes arriving would announce it. It reports whether the
 // reader is to read on rather than wait.
-func (t *tlsLoop) settle(c *Client) bool {
-	_, wake := c.tlsFast(nil)
+func (t *tlsLoop) settle() bool {
+	_, wake := t.fast(nil)
 	return wake
 }
 

@@ -48,8 +48,12 @@ type ServerConn struct {
 	hooks Hooks
 
 	// On an event loop (Attach): lc is the socket's, set by the reader with
-	// rmu, wmu and smu held; loopc says so to anyone.
+	// rmu, wmu and smu held; loopc says so to anyone. Over TLS, tl has the
+	// tls.Conn (conn, wconn) the loop feeds. under is the connection as
+	// accepted (a wrapper's accounting), closed with lc.
 	lc     *evloop.Conn
+	tl     *tlsLoop
+	under  net.Conn
 	loopc  atomic.Pointer[evloop.Conn]
 	take   FastFunc        // the owner's fast path; the reader's
 	fastFn evloop.FastFunc // fastFrames over take, made once
@@ -194,8 +198,8 @@ func (c *ServerConn) Next() (binary bool, err error) {
 				return false, ErrIdle
 			}
 		}
-		if c.lc != nil && c.take != nil {
-			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go)
+		if c.lc != nil && c.take != nil && (c.tl == nil || !c.tl.settle()) {
+			c.lc.Wait(c.fastFn) // the fast path takes what it can first (loop.go, loop_tls.go)
 		}
 		h, err := c.header(0)
 		if err != nil {
@@ -396,6 +400,9 @@ func (c *ServerConn) src(p []byte) (int, error) {
 	}
 	if c.lean != nil {
 		return c.lean.Read(p)
+	}
+	if c.tl != nil {
+		return c.tl.read(p)
 	}
 	return c.conn.Read(p)
 }
@@ -608,7 +615,11 @@ func (c *ServerConn) CloseNow() error {
 	if c.lean != nil {
 		c.lean.closeStay()
 	}
-	if err := c.sock.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+	err := c.sock.Close()
+	if c.under != nil {
+		_ = c.under.Close()
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
