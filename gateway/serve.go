@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/fake/fakegemini"
 	"github.com/turnstile-gw/turnstile/fake/fakeopenai"
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/server"
 	"github.com/turnstile-gw/turnstile/tools"
 )
@@ -195,14 +196,18 @@ type listeners struct {
 // listen opens both listeners and serves them in the background, over TLS
 // when the configuration has a certificate.
 func listen(cfg Config, gw *gateway, log *slog.Logger) (*listeners, error) {
-	wrap, scheme := func(ln net.Listener) net.Listener { return ln }, "http"
+	pubWrap, admWrap, scheme := func(ln net.Listener) net.Listener { return ln }, func(ln net.Listener) net.Listener { return ln }, "http"
 	if cfg.TLSCertFile != "" {
 		certs, err := server.LoadCertFiles(cfg.TLSCertFile, cfg.TLSKeyFile, log)
 		if err != nil {
 			return nil, fmt.Errorf("TURNSTILE_TLS_CERT_FILE, TURNSTILE_TLS_KEY_FILE: %w", err)
 		}
 		tlsCfg := certs.TLSConfig()
-		wrap, scheme = func(ln net.Listener) net.Listener { return tls.NewListener(ln, tlsCfg) }, "https"
+		// The public listener's TLS is over wsbuf's feed, so that a browser's
+		// socket can join an event loop with its TLS (TURNSTILE_VOICE_LOOP);
+		// the admin listener has no WebSockets.
+		pubWrap = func(ln net.Listener) net.Listener { return wsbuf.TLSListener(ln, tlsCfg) }
+		admWrap, scheme = func(ln net.Listener) net.Listener { return tls.NewListener(ln, tlsCfg) }, "https"
 		log.Info("TLS on both listeners, the certificate read again when its files change", certs.Loaded()...)
 	}
 	pub, err := net.Listen("tcp", cfg.Addr)
@@ -218,7 +223,7 @@ func listen(cfg Config, gw *gateway, log *slog.Logger) (*listeners, error) {
 		adminAddr: adm.Addr(), scheme: scheme, errs: make(chan error, 2), stopped: make(chan struct{})}
 	done := make(chan struct{}, 2)
 	// The connection cap counts TCP connections, handshakes included.
-	for srv, ln := range map[*http.Server]net.Listener{l.public: wrap(gw.edge.LimitListener(pub)), l.admin: wrap(adm)} {
+	for srv, ln := range map[*http.Server]net.Listener{l.public: pubWrap(gw.edge.LimitListener(pub)), l.admin: admWrap(adm)} {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

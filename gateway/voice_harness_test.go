@@ -232,11 +232,19 @@ func startVoiceGateway(t testing.TB, cfg gateway.Config, text fakegemini.Brain) 
 func startInVoice(t testing.TB, g *testGateway, script *fakegemini.LiveScript) (*wsClient, event, *upstream) {
 	t.Helper()
 	c := g.dial("", nil)
+	ready, u := startVoiceOn(t, c, script)
+	return c, ready, u
+}
+
+// startVoiceOn opens a session in voice mode on c and returns its ready
+// event and its upstream.
+func startVoiceOn(t testing.TB, c *wsClient, script *fakegemini.LiveScript) (event, *upstream) {
+	t.Helper()
 	ready := c.start(map[string]any{"mode": "voice"})
 	if ev := c.next(); ev.typ() != "mode" || ev.str("mode") != "voice" || ev.str("reason") != "session.start" {
 		t.Fatalf("after session.start voice: %v, want mode voice", ev)
 	}
-	return c, ready, nextUpstream(t, script)
+	return ready, nextUpstream(t, script)
 }
 
 // userTexts are the texts of the user turns of a clientContent event.

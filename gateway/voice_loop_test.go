@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-gw/turnstile/internal/testwait"
+	"github.com/turnstile-gw/turnstile/internal/tlstest"
 )
 
 // With TURNSTILE_VOICE_LOOP (the default) a voice session's audio crosses the
@@ -21,6 +22,31 @@ func TestVoiceOnAnEventLoopRelaysAudioBothWaysInOrder(t *testing.T) {
 	cfg.VoiceLoop = true
 	g, script := startVoiceGateway(t, cfg, nil)
 	c, _, u := startInVoice(t, g, script)
+	relaysAudioBothWaysOnTheLoop(t, g, c, u)
+}
+
+// So too with the browser connected over the gateway's own TLS
+// (TURNSTILE_TLS_CERT_FILE): its socket joins the loop with its TLS.
+func TestVoiceOnAnEventLoopOverTheGatewaysTLSRelaysAudioBothWaysInOrder(t *testing.T) {
+	cert := tlstest.New(t, "turnstile")
+	cfg := defaultTestConfig(t)
+	cfg.VoiceLoop = true
+	cfg.TLSCertFile, cfg.TLSKeyFile = cert.Files(t, t.TempDir())
+	g, script := startVoiceGateway(t, cfg, nil)
+	c, err := g.dialTLS(cert.Pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, u := startVoiceOn(t, c, script)
+	relaysAudioBothWaysOnTheLoop(t, g, c, u)
+}
+
+// relaysAudioBothWaysOnTheLoop streams microphone audio from c and model
+// audio from u, in voice on g with TURNSTILE_VOICE_LOOP: each reaches the
+// other side whole and in order (a transcript between model chunks where
+// the model sent it), and model audio is counted as written on the loop.
+func relaysAudioBothWaysOnTheLoop(t *testing.T, g *testGateway, c *wsClient, u *upstream) {
+	t.Helper()
 	var mic []byte
 	for i := range 50 {
 		p := pcm(i, 640)
@@ -66,8 +92,7 @@ func TestVoiceOnAnEventLoopRelaysAudioBothWaysInOrder(t *testing.T) {
 		must(t, u.SendAudio(pcm(300+i, 960)))
 		c.recvAudio(960)
 	}
-	if n := scrapeValue(t, g.adminURL+"/metrics", "turnstile_audio_out_frames_total",
-		map[string]string{"channel": "browser", "path": "loop"}); n < 1 {
+	if n := seriesSum(t, g.reg, "turnstile_audio_out_frames_total", "path", "loop"); n < 1 {
 		t.Fatalf("model audio frames written on the loop: %v, want some of the ten sent one at a time", n)
 	}
 }
@@ -83,5 +108,43 @@ func TestVoiceOnAnEventLoopClosesABrowserThatStopsReadingTooSlow(t *testing.T) {
 	cfg.WriteTimeout = time.Minute
 	if tooSlow, failed := streamToABrowserThatStopsReading(t, cfg, true); tooSlow != 1 || failed != 0 {
 		t.Fatalf("disconnects counted: too_slow %v, write_failed %v; want one too_slow", tooSlow, failed)
+	}
+}
+
+// A browser whose socket joined an event loop gives its place among the
+// node's connections back when it leaves (TURNSTILE_MAX_CONNECTIONS), over
+// plain TCP and over the gateway's own TLS: the next browser is let in.
+func TestVoiceOnAnEventLoopGivesTheConnectionsPlaceBackAtTheEnd(t *testing.T) {
+	for _, overTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ws", true: "wss"}[overTLS], func(t *testing.T) {
+			cfg := defaultTestConfig(t)
+			cfg.VoiceLoop = true
+			cfg.MaxConnections = 1
+			cfg.UnauthShare = 1
+			cert := tlstest.New(t, "turnstile")
+			if overTLS {
+				cfg.TLSCertFile, cfg.TLSKeyFile = cert.Files(t, t.TempDir())
+			}
+			g, script := startVoiceGateway(t, cfg, nil)
+			dial := func() (*wsClient, error) {
+				if overTLS {
+					return g.dialTLS(cert.Pool())
+				}
+				return g.tryDial("", nil)
+			}
+			c, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, u := startVoiceOn(t, c, script)
+			relaysAudioBothWaysOnTheLoop(t, g, c, u)
+			_ = c.c.CloseNow()
+			testwait.For(t, "the session's end", func() bool { return g.gw.sessions.Active() == 0 })
+			next, err := dial()
+			if err != nil {
+				t.Fatalf("the next browser, the first gone: %v; want it let in", err)
+			}
+			next.start(nil)
+		})
 	}
 }

@@ -65,14 +65,20 @@ func (t *connTable) idleOut(tc *tracked, gen uint64) {
 	}
 }
 
-// trackedOf is the table's connection under c (c itself, or under TLS).
+// trackedOf is the table's connection under c: c itself, or under TLS
+// (under wsbuf.TLSListener's feed, an Unwrapper, too).
 func trackedOf(c net.Conn) *tracked {
-	if tc, ok := c.(*tracked); ok {
-		return tc
-	}
-	if nc, ok := c.(interface{ NetConn() net.Conn }); ok {
-		tc, _ := nc.NetConn().(*tracked)
-		return tc
+	for range 3 {
+		switch t := c.(type) {
+		case *tracked:
+			return t
+		case interface{ NetConn() net.Conn }:
+			c = t.NetConn()
+		case interface{ Unwrap() net.Conn }:
+			c = t.Unwrap()
+		default:
+			return nil
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnstile-gw/turnstile/internal/testwait"
 	"github.com/turnstile-gw/turnstile/internal/tlstest"
+	"github.com/turnstile-gw/turnstile/internal/wsbuf"
 	"github.com/turnstile-gw/turnstile/metrics"
 )
 
@@ -77,29 +78,35 @@ func idleUnauth(s *Server) int {
 }
 
 // Under TLS the HTTP server sees the TLS connection; the limits still find
-// the connection under it: an idle unauthenticated keep-alive is closed.
+// the connection under it (tls.NewListener's, and wsbuf.TLSListener's, the
+// gateway's, under its feed): an idle unauthenticated keep-alive is closed.
 func TestUnauthenticatedTLSKeepAliveIsClosedAfterItsIdleTimeout(t *testing.T) {
-	s := newTestServer(t, Config{Edge: Edge{UnauthIdleTimeout: 100 * time.Millisecond, HTTPIdleTimeout: time.Minute}}, nil)
-	cert := tlstest.New(t, "edge")
-	dir := t.TempDir()
-	certFile, keyFile := cert.Files(t, dir)
-	certs, err := LoadCertFiles(certFile, keyFile, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := serve(t, s.PublicServer(), func(ln net.Listener) net.Listener {
-		return tls.NewListener(s.LimitListener(ln), certs.TLSConfig())
-	})
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: cert.Pool()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	conn := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
-	if code, err := conn.get("/healthz"); code != 200 || err != nil {
-		t.Fatalf("/healthz over TLS: %d %v", code, err)
-	}
-	if !conn.closedWithin(10 * time.Second) {
-		t.Fatal("an idle unauthenticated TLS connection is still open")
+	for name, listener := range map[string]func(net.Listener, *tls.Config) net.Listener{
+		"tls.NewListener": tls.NewListener, "wsbuf.TLSListener": wsbuf.TLSListener} {
+		t.Run(name, func(t *testing.T) {
+			s := newTestServer(t, Config{Edge: Edge{UnauthIdleTimeout: 100 * time.Millisecond, HTTPIdleTimeout: time.Minute}}, nil)
+			cert := tlstest.New(t, "edge")
+			dir := t.TempDir()
+			certFile, keyFile := cert.Files(t, dir)
+			certs, err := LoadCertFiles(certFile, keyFile, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := serve(t, s.PublicServer(), func(ln net.Listener) net.Listener {
+				return listener(s.LimitListener(ln), certs.TLSConfig())
+			})
+			c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: cert.Pool()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			conn := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+			if code, err := conn.get("/healthz"); code != 200 || err != nil {
+				t.Fatalf("/healthz over TLS: %d %v", code, err)
+			}
+			if !conn.closedWithin(10 * time.Second) {
+				t.Fatal("an idle unauthenticated TLS connection is still open")
+			}
+		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 // A voice session on an event loop (Manager.Loops; internal/evloop, Linux).
 //
-// Once the browser's microphone streams, its socket (plain TCP) leaves Go's
+// Once the browser's microphone streams, its socket (TCP, under TLS or not) leaves Go's
 // poller for the event loop that serves the session's model connection
 // (the same key, affinity), for the rest of the connection. There, a
 // microphone frame is handled where the loop read it (fastMic) while the
@@ -24,10 +24,12 @@ import (
 // reader handles it.
 
 // onLoop has the browser's socket served by an event loop when the
-// manager has them and the session's upstream is on one (over TLS it is
-// not: the browser's socket on a loop would then only hand each microphone
-// frame to the reader, a hop more than its own read); it reports whether
-// it is. It is decided once, at a microphone frame.
+// manager has them and the session's upstream is on one (through an https
+// proxy it is not: the browser's socket on a loop would then only hand
+// each microphone frame to the reader, a hop more than its own read); it
+// reports whether it is. The socket moves over plain TCP or the gateway's
+// own TLS (wsbuf.TLSListener), not over TLS another listener made. It is
+// decided once, at a microphone frame.
 func (c *conn) onLoop(w *browserWire) bool {
 	if c.loopTried {
 		return c.looped
