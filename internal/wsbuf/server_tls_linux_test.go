@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/gobwas/ws"
+
+	"github.com/turnstile-gw/turnstile/internal/evloop"
 )
 
 // tlsAcceptServer serves Accept over TLS on a TLSListener, each connection
@@ -251,4 +253,38 @@ func TestServerConnOverAnotherListenersTLSStaysOffTheLoop(t *testing.T) {
 		t.Fatalf("the browser read %v %q; want the echo", h.OpCode, p)
 	}
 	_ = c.Close()
+}
+
+// A ServerConn over TLS on a loop whose browser stops reading: its writes
+// never wait, and once what the socket has not taken passes the backlog
+// they fail with evloop.ErrBacklog (the session closes such a browser as
+// too slow); CloseNow then ends the connection.
+func TestServerConnOverTLSOnALoopFailsWritesPastItsBacklog(t *testing.T) {
+	loop := testLoop(t)
+	done := make(chan error, 1)
+	addr, cfg := tlsAcceptServer(t, func(c *ServerConn) {
+		if _, _, err := serverRead(c); err != nil {
+			done <- err
+			return
+		}
+		if err := c.Attach(loop, 256<<10); err != nil {
+			done <- err
+			return
+		}
+		p := make([]byte, 16<<10)
+		for sent := 0; ; sent += len(p) {
+			if err := c.Write(true, p); err != nil {
+				done <- err
+				return
+			}
+			if sent > 64<<20 {
+				done <- errors.New("64 MiB written to a browser that reads nothing")
+				return
+			}
+		}
+	})
+	tlsRawClient(t, addr, cfg, false, clientFrame(ws.OpText, true, "start"), nil) // and it reads nothing
+	if err := <-done; !errors.Is(err, evloop.ErrBacklog) {
+		t.Fatalf("writing ended with %v; want evloop.ErrBacklog", err)
+	}
 }
