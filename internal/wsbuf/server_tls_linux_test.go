@@ -288,3 +288,46 @@ func TestServerConnOverTLSOnALoopFailsWritesPastItsBacklog(t *testing.T) {
 		t.Fatalf("writing ended with %v; want evloop.ErrBacklog", err)
 	}
 }
+
+// A browser's message taken by the fast path of a ServerConn over TLS on a
+// loop allocates nothing of the ServerConn's: the one allocation is
+// crypto/tls's own, as for a wss:// Client
+// (TestClientOverTLSOnALoopTakesAMessageWithOnlyTLSsAllocation).
+func TestServerConnOverTLSOnALoopTakesAMessageWithOnlyTLSsAllocation(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	loop := testLoop(t)
+	got := make(chan struct{}, 1)
+	ready := make(chan error, 1)
+	addr, cfg := tlsAcceptServer(t, func(c *ServerConn) {
+		if _, _, err := serverRead(c); err != nil {
+			ready <- err
+			return
+		}
+		ready <- c.Attach(loop, 0)
+		c.SetFast(func(binary bool, p []byte) bool {
+			got <- struct{}{}
+			return true
+		})
+		_, _, _ = serverRead(c) // the fast path takes every message; the close ends it
+	})
+	c, _ := tlsRawClient(t, addr, cfg, false, clientFrame(ws.OpText, true, "start"), nil)
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	msg := clientFrame(ws.OpBinary, true, strings.Repeat("m", 1280)) // 40 ms of 16 kHz audio
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		<-got
+	})
+	if _, err := c.Write(clientFrame(ws.OpClose, true, "\x03\xe8")); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v allocations a message", allocs)
+	if allocs > 1 {
+		t.Fatalf("%v allocations a message; want crypto/tls's one", allocs)
+	}
+}
