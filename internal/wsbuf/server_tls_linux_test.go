@@ -25,7 +25,7 @@ import (
 // handed to serve (and closed when it returns); the test's end waits for
 // every serve to return. It returns the address and a client TLS
 // configuration that trusts the server.
-func tlsAcceptServer(t *testing.T, serve func(*ServerConn)) (string, *tls.Config) {
+func tlsAcceptServer(t testing.TB, serve func(*ServerConn)) (string, *tls.Config) {
 	t.Helper()
 	cert, pool := testCert(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -80,7 +80,7 @@ func (c *choppy) Write(p []byte) (int, error) {
 // own before the response is read: the server reads some of it with the
 // request, into the HTTP server's buffer and tls.Conn's. chop cuts what it
 // writes into small pieces.
-func tlsRawClient(t *testing.T, addr string, cfg *tls.Config, chop bool, first, then []byte) (*tls.Conn, *bufio.Reader) {
+func tlsRawClient(t testing.TB, addr string, cfg *tls.Config, chop bool, first, then []byte) (*tls.Conn, *bufio.Reader) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
