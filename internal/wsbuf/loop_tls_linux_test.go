@@ -89,6 +89,16 @@ func frames(fs ...ws.Frame) []byte {
 
 // named is how a message appears in a test's log: itself when short,
 // else its first byte and its length; binary ones marked.
+// takeA is a fast path that takes the messages starting with 'a', and
+// logs them.
+func (l *log) takeA(binary bool, p []byte) bool {
+	if p[0] != 'a' {
+		return false
+	}
+	l.add("fast:" + named(binary, p))
+	return true
+}
+
 func named(binary bool, p []byte) string {
 	s := string(p)
 	if len(p) > 12 {
@@ -141,13 +151,7 @@ func TestClientOverTLSOnALoopGivesItsFastPathWhatItTakesAndTheReaderTheRestInOrd
 		t.Fatal("the wss:// client is not on the loop")
 	}
 	var l log
-	c.SetFast(func(binary bool, p []byte) bool {
-		if p[0] != 'a' {
-			return false
-		}
-		l.add("fast:" + named(binary, p))
-		return true
-	})
+	c.SetFast(l.takeA)
 	if err := c.WriteText([]byte("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +213,7 @@ func TestClientOnALoopReadsTheEndOfTheConnection(t *testing.T) {
 			}
 			c := clientDial(t, url, o)
 			var l log
-			c.SetFast(func(binary bool, p []byte) bool {
-				if p[0] != 'a' {
-					return false
-				}
-				l.add("fast:" + named(binary, p))
-				return true
-			})
+			c.SetFast(l.takeA)
 			if err := c.WriteText([]byte("go")); err != nil {
 				t.Fatal(err)
 			}
@@ -352,13 +350,7 @@ func TestClientOverTLSOnALoopReadsRecordsCutAnywhere(t *testing.T) {
 	cfg.ServerName = "127.0.0.1"
 	c := clientDial(t, "wss://"+trickle(t, strings.TrimPrefix(url, "wss://")), DialOptions{TLSConfig: cfg, Loop: testLoop(t)})
 	var l log
-	c.SetFast(func(binary bool, p []byte) bool {
-		if p[0] != 'a' {
-			return false
-		}
-		l.add("fast:" + named(binary, p))
-		return true
-	})
+	c.SetFast(l.takeA)
 	if err := c.WriteText([]byte("go")); err != nil {
 		t.Fatal(err)
 	}
