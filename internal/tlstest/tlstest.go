@@ -8,6 +8,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -72,6 +73,16 @@ func New(t testing.TB, cn string) Cert {
 func (c Cert) SPKIHash() string {
 	sum := sha256.Sum256(c.Leaf.RawSubjectPublicKeyInfo)
 	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// Pair is c as a tls.Certificate, for a server in the test's process.
+func (c Cert) Pair(t testing.TB) tls.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }
 
 // Pool is a certificate pool holding only c.

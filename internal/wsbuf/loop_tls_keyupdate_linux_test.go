@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gobwas/ws"
+	"github.com/turnstile-gw/turnstile/internal/tlstest"
 )
 
 // sServer is `openssl s_server` over TLS 1.3, which (unlike crypto/tls's
@@ -41,17 +40,11 @@ func startSServer(t *testing.T) (*sServer, string, *tls.Config) {
 	if err != nil {
 		missingTool(t, "no stdbuf (coreutils) here")
 	}
-	cert, pool := testCert(t)
+	cert := tlstest.New(t, "openssl")
 	dir := t.TempDir()
-	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600) != nil ||
-		os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600) != nil {
-		t.Fatal("writing the certificate")
-	}
+	cert.Install(t, certFile, keyFile)
+	pool := cert.Pool()
 	cmd := exec.Command(unbuf, "-o0", bin, "s_server", "-accept", "127.0.0.1:0", "-cert", certFile, "-key", keyFile,
 		"-tls1_3", "-msg", "-ign_eof")
 	s := &sServer{outs: make(chan []byte, 64)}
