@@ -66,7 +66,7 @@ func (e *Embedded) tick() {
 	e.mr.FastForward(now.Sub(e.last))
 	e.last = now
 	e.next = e.clk.AfterFunc(ExpiryTick, e.tick)
-	due := e.mem.due(clock.Wall.Now())
+	due := e.mem.due(e.clk.Now())
 	e.mu.Unlock()
 	if due {
 		release()

@@ -27,7 +27,7 @@ import (
 type memRelease struct {
 	samples [4]metrics.Sample
 	allocs  uint64    // bytes allocated by the process at the last look
-	last    time.Time // the last release, on the system clock
+	last    time.Time // the last release, on the store's clock
 }
 
 const (
